@@ -1,0 +1,5 @@
+//! `braids init`. (In progress.)
+use crate::paths::Paths;
+pub fn run(_paths: &Paths, _json: bool) -> anyhow::Result<i32> {
+    anyhow::bail!("not implemented yet")
+}

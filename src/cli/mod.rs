@@ -1,0 +1,170 @@
+//! The command line: raw arguments (clap derive) in, exit code out.
+//!
+//! `main.rs` calls [`run`] and nothing else. Each subcommand lives in its own file and receives
+//! resolved inputs (a [`Paths`] read once from the environment), never raw environment lookups.
+//!
+//! Exit codes, for every command:
+//! - `0` success (for `check`: no findings; for `tick`: the run happened or was skipped);
+//! - `1` `check` found contract violations;
+//! - `2` unusable input or usage: the message says which file and what to do.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::paths::Paths;
+
+mod check;
+mod init;
+mod iteration;
+mod new;
+mod output;
+mod sessions;
+mod tick;
+
+pub use output::Output;
+
+/// Exit code for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code when `braids check` found violations.
+pub const EXIT_FINDINGS: i32 = 1;
+/// Exit code for unusable input or a usage error.
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Debug, Parser)]
+#[command(name = "braids", version, about = "A deterministic scheduler that keeps AI coding agents working on many projects at once", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// More log output (repeat for more); BRAIDS_LOG=debug also works.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create ~/.openclaw/braids/ (registry, config) and BRAIDS_HOME; never overwrites.
+    Init(JsonFlag),
+    /// Scaffold a project and register it.
+    New(NewArgs),
+    /// Plan, activate or complete an iteration.
+    #[command(subcommand)]
+    Iteration(IterationCommand),
+    /// Validate the installation against every contract that can be checked statically.
+    Check(CheckArgs),
+    /// One orchestrator run: observe, kill zombies, claim and spawn, back off, write STATUS.md.
+    Tick(TickArgs),
+    /// Show what STATUS.md would say, without changing anything.
+    Status(JsonFlag),
+    /// List live worker sessions.
+    Sessions(JsonFlag),
+    /// Kill a worker session by label (`project:<slug>:<bead-id>`).
+    Kill(KillArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The project slug: lowercase letters, digits and `-`, starting with a letter or digit.
+    pub slug: String,
+    /// Where the project lives (default: $BRAIDS_HOME/<slug>).
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    #[arg(long, default_value = "normal")]
+    pub priority: String,
+    #[arg(long, default_value_t = 1)]
+    pub max_workers: u32,
+    /// Where notifications go (default: none).
+    #[arg(long)]
+    pub channel: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IterationCommand {
+    /// Create the next iteration directory with ITERATION.md in `planning`.
+    New(IterationArgs),
+    /// Set an iteration active; refuses while another is active (1.3).
+    Activate(IterationArgs),
+    /// Set an iteration complete; it is immutable afterwards (4.5).
+    Complete(IterationArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IterationArgs {
+    pub slug: String,
+    /// The iteration number (default: the newest for `new`/`activate`, the active one for `complete`).
+    pub number: Option<u32>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TickArgs {
+    /// Observe and decide, but kill, claim, spawn and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the run as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Run fully even if idle backoff says to skip.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    pub label: String,
+}
+
+/// Parses the process arguments, runs the command, returns the exit code.
+pub fn run() -> i32 {
+    let cli = Cli::parse();
+    crate::logging::init(cli.verbose, cli.log_format);
+    let paths = match Paths::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("braids: {e:#}");
+            return EXIT_USAGE;
+        }
+    };
+    let result = match cli.command {
+        Command::Init(a) => init::run(&paths, a.json),
+        Command::New(a) => new::run(&paths, a),
+        Command::Iteration(c) => iteration::run(&paths, c),
+        Command::Check(a) => check::run(&paths, a),
+        Command::Tick(a) => tick::run(&paths, a),
+        Command::Status(a) => tick::status(&paths, a.json),
+        Command::Sessions(a) => sessions::list(&paths, a.json),
+        Command::Kill(a) => sessions::kill(&paths, &a.label),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("braids: {e:#}");
+            EXIT_USAGE
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! `~/.openclaw/braids/config.toml`: installation-wide settings.
+//!
+//! Every key has a default, so a missing file is a valid configuration. Unknown keys produce a
+//! warning naming the key (a typo should be visible, not fatal); a file that is not TOML is the
+//! one case that stops a command, with the line and the fix, because guessing settings for
+//! people's machines is worse than asking.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::session::BackendKind;
+use crate::tracker::TrackerKind;
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(default)]
+pub struct Config {
+    pub tick: TickConfig,
+    pub tracker: TrackerConfig,
+    pub sessions: SessionsConfig,
+    pub worker: WorkerConfig,
+    pub notify: NotifyConfig,
+    pub checkin: CheckinConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TickConfig {
+    /// Healthy workers across all projects; 0 means no global cap.
+    pub max_workers: u32,
+    /// How many projects are observed at once.
+    pub concurrency: usize,
+}
+
+impl Default for TickConfig {
+    fn default() -> Self {
+        TickConfig { max_workers: 0, concurrency: 8 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TrackerConfig {
+    pub kind: TrackerKind,
+    /// Per tracker call.
+    pub timeout_secs: u64,
+    /// The assignee braids claims beads as.
+    pub actor: String,
+}
+
+impl Default for TrackerConfig {
+    fn default() -> Self {
+        TrackerConfig { kind: TrackerKind::Auto, timeout_secs: 30, actor: "braids".into() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct SessionsConfig {
+    pub backend: BackendKind,
+    /// Between SIGTERM and SIGKILL when killing a worker.
+    pub kill_grace_secs: u64,
+    /// How long a claimed bead may stay in_progress with no live worker before it is released.
+    pub claim_grace_secs: u64,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig { backend: BackendKind::Process, kill_grace_secs: 10, claim_grace_secs: 120 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct WorkerConfig {
+    /// The argv a worker session runs; it reads the spawn message on stdin. Empty means this
+    /// braids executable with `worker`.
+    pub command: Vec<String>,
+    /// The agent the worker runs: an argv template with `{prompt_file}`, `{project}`, `{bead}`,
+    /// `{timeout}` placeholders.
+    pub executor: Vec<String>,
+    /// Extra attempts after a failed executor run (3.10).
+    pub retries: u32,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig { command: Vec::new(), executor: Vec::new(), retries: 1 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(default)]
+pub struct NotifyConfig {
+    /// An argv template with `{channel}`, `{event}`, `{message}`, `{project}`, `{bead}`.
+    pub command: Vec<String>,
+    /// A URL receiving a Discord/Slack-style JSON POST.
+    pub webhook: Option<String>,
+    pub timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CheckinConfig {
+    /// Local time of day (`HH:MM`) at which daily and weekly check-ins become due.
+    pub time: String,
+    /// Day of the week for weekly check-ins (`mon` … `sun`).
+    pub weekday: String,
+}
+
+impl Default for CheckinConfig {
+    fn default() -> Self {
+        CheckinConfig { time: "09:00".into(), weekday: "mon".into() }
+    }
+}
+
+/// A loaded configuration and what was odd about it.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub config: Config,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{path}{line}: {message}; fix the file or delete it to use the defaults")]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub line: String,
+    pub message: String,
+}
+
+impl Config {
+    /// Reads the file; missing means defaults.
+    pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
+        match std::fs::read(path) {
+            Ok(bytes) => Config::parse(&String::from_utf8_lossy(&bytes), path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::default()),
+            Err(e) => Err(ConfigError { path: path.into(), line: String::new(), message: format!("cannot read: {e}") }),
+        }
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
+        let mut warnings = Vec::new();
+        let err = |e: toml::de::Error| {
+            let line = e.span().map(|s| format!(":{}", text[..s.start.min(text.len())].lines().count().max(1))).unwrap_or_default();
+            ConfigError { path: path.into(), line, message: e.message().trim().to_string() }
+        };
+        let de = toml::Deserializer::new(text);
+        let config: Config = serde_ignored::deserialize(de, |p| {
+            warnings.push(format!("{}: unknown key `{p}` ignored", path.display()));
+        })
+        .map_err(err)?;
+        Ok(Loaded { config, warnings })
+    }
+
+    /// The worker argv: the configured one, or this executable plus `worker`.
+    pub fn worker_command(&self) -> Vec<String> {
+        if !self.worker.command.is_empty() {
+            return self.worker.command.clone();
+        }
+        let exe = std::env::current_exe().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| "braids".into());
+        vec![exe, "worker".into()]
+    }
+}
+
+/// The commented file `braids init` writes: every key, at its default.
+pub const TEMPLATE: &str = include_str!("../templates/config.toml");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_means_defaults() {
+        let l = Config::load(Path::new("/nonexistent/braids/config.toml")).unwrap();
+        assert_eq!(l.config, Config::default());
+        assert!(l.warnings.is_empty());
+    }
+
+    #[test]
+    fn template_parses_to_defaults() {
+        let l = Config::parse(TEMPLATE, Path::new("config.toml")).unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert_eq!(l.config, Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_warn_and_values_apply() {
+        let text = "[tick]\nmax_workers = 4\nmax_wrokers = 5\n[sessions]\nbackend = \"tmux\"\n[bogus]\nx = 1\n";
+        let l = Config::parse(text, Path::new("c.toml")).unwrap();
+        assert_eq!(l.config.tick.max_workers, 4);
+        assert_eq!(l.config.sessions.backend, BackendKind::Tmux);
+        assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
+        assert!(l.warnings[0].contains("tick.max_wrokers"));
+    }
+
+    #[test]
+    fn broken_toml_names_line() {
+        let e = Config::parse("[tick]\nmax_workers = \"four\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(e.to_string().starts_with("c.toml:2:"), "{e}");
+    }
+}

@@ -1,0 +1,80 @@
+//! Findings about input, each naming a file, a line, the contract section and a fix.
+//!
+//! Readers never fail on bad input (CONTRACTS 3.9); they return what they could read plus a list
+//! of these. `braids check` prints them, the tick puts them on STATUS.md, and tests match on
+//! their section so a finding is tied to the invariant it protects.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something is wrong but a default or a skip keeps braids going.
+    Warning,
+    /// A contract is violated.
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub path: PathBuf,
+    /// 1-based; `None` when the finding is about the file as a whole.
+    pub line: Option<usize>,
+    /// The CONTRACTS section, such as `1.2`.
+    pub section: &'static str,
+    pub message: String,
+    pub fix: String,
+}
+
+impl Diagnostic {
+    pub fn error(path: &Path, line: Option<usize>, section: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
+        Diagnostic { severity: Severity::Error, path: path.to_path_buf(), line, section, message: message.into(), fix: fix.into() }
+    }
+
+    pub fn warning(path: &Path, line: Option<usize>, section: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
+        Diagnostic { severity: Severity::Warning, path: path.to_path_buf(), line, section, message: message.into(), fix: fix.into() }
+    }
+
+    /// `path:line`, or just the path.
+    pub fn location(&self) -> String {
+        match self.line {
+            Some(l) => format!("{}:{l}", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{}: {sev} [{}]: {}", self.location(), self.section, self.message)?;
+        if !self.fix.is_empty() {
+            write!(f, " (fix: {})", self.fix)?;
+        }
+        Ok(())
+    }
+}
+
+/// A reader's result: whatever it could make of the input, and what it found wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed<T> {
+    pub value: T,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl<T> Parsed<T> {
+    pub fn new(value: T, diagnostics: Vec<Diagnostic>) -> Self {
+        Parsed { value, diagnostics }
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+}

@@ -1,0 +1,1 @@
+//! Deliverable files (CONTRACTS 1.4). (Implemented by the formats work.)

@@ -1,0 +1,21 @@
+//! braids: a deterministic scheduler for AI coding agents.
+//!
+//! The library holds everything; `main.rs` only parses arguments and calls [`cli::run`], so tests
+//! drive the same code a user runs. The tick is one straight line — lock → load → observe →
+//! decide → act → persist — with every side effect behind a small trait ([`tracker::Tracker`],
+//! [`session::SessionBackend`]) and the decision itself a pure function ([`tick::decide`]).
+
+pub mod atomic;
+pub mod cli;
+pub mod config;
+pub mod diag;
+pub mod format;
+pub mod logging;
+pub mod model;
+pub mod paths;
+pub mod proc;
+pub mod session;
+pub mod state;
+pub mod templates;
+pub mod tick;
+pub mod tracker;

@@ -1,0 +1,20 @@
+//! tracing setup: human-readable by default, JSON lines with `--log-format json`, level from
+//! `BRAIDS_LOG` or `-v`. Logs go to stderr so `--json` output on stdout stays clean.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::LogFormat;
+
+pub fn init(verbose: u8, format: LogFormat) {
+    let default = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("BRAIDS_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.with_target(false).try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}

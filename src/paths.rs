@@ -1,0 +1,163 @@
+//! Where things live (CONTRACTS 4.1, 4.2).
+//!
+//! `~` is the user's home directory, never an agent workspace; braids' own files (registry,
+//! state, STATUS.md, config, lock, logs) live in `~/.openclaw/braids/`; projects default to
+//! `BRAIDS_HOME`, which is `~/Projects` unless set. The environment is read once, into a
+//! [`Paths`] value that is passed down, so nothing else consults `HOME` or `BRAIDS_HOME`.
+
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    pub home: PathBuf,
+    /// `~/.openclaw/braids`: agent infrastructure (4.2).
+    pub braids_dir: PathBuf,
+    /// Where new projects go: `$BRAIDS_HOME`, default `~/Projects` (4.2).
+    pub braids_home: PathBuf,
+    /// `~/.openclaw/workspace`: the agent workspace, where project files never go (4.1).
+    pub workspace: PathBuf,
+}
+
+impl Paths {
+    /// Resolves from `HOME` (or the password database) and `BRAIDS_HOME`, once per process.
+    pub fn from_env() -> Result<Paths> {
+        let home = match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(h) => PathBuf::from(h),
+            None => match nix::unistd::User::from_uid(nix::unistd::getuid()) {
+                Ok(Some(u)) => u.dir,
+                _ => bail!("cannot find the home directory: HOME is unset and the user has no passwd entry; set HOME"),
+            },
+        };
+        if !home.is_absolute() {
+            bail!("HOME `{}` is not an absolute path; set HOME to your home directory", home.display());
+        }
+        let braids_home = std::env::var("BRAIDS_HOME").ok().filter(|v| !v.trim().is_empty());
+        Ok(Paths::new(home, braids_home.as_deref()))
+    }
+
+    /// Builds the layout for a given home; `braids_home` is expanded like a registry path.
+    pub fn new(home: PathBuf, braids_home: Option<&str>) -> Paths {
+        let braids_dir = home.join(".openclaw/braids");
+        let workspace = home.join(".openclaw/workspace");
+        let default_home = home.join("Projects");
+        let mut p = Paths { home, braids_dir, braids_home: default_home, workspace };
+        if let Some(raw) = braids_home {
+            p.braids_home = p.expand(raw);
+        }
+        p
+    }
+
+    pub fn registry(&self) -> PathBuf {
+        self.braids_dir.join("registry.md")
+    }
+    pub fn state(&self) -> PathBuf {
+        self.braids_dir.join(".orchestrator-state.json")
+    }
+    pub fn status(&self) -> PathBuf {
+        self.braids_dir.join("STATUS.md")
+    }
+    pub fn config(&self) -> PathBuf {
+        self.braids_dir.join("config.toml")
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.braids_dir.join(".tick.lock")
+    }
+    pub fn logs_dir(&self) -> PathBuf {
+        self.braids_dir.join("logs")
+    }
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.braids_dir.join("sessions")
+    }
+    pub fn workspace_agents(&self) -> PathBuf {
+        self.workspace.join("AGENTS.md")
+    }
+
+    /// Expands `~`, `~/…`, `$HOME`, `$BRAIDS_HOME` and `${…}` forms; a relative result is taken
+    /// relative to BRAIDS_HOME. Other `$VARS` are left as written: a registry is not a shell.
+    pub fn expand(&self, raw: &str) -> PathBuf {
+        let raw = raw.trim();
+        let home = self.home.to_string_lossy();
+        let bh = self.braids_home.to_string_lossy();
+        let mut s = if raw == "~" {
+            home.to_string()
+        } else if let Some(rest) = raw.strip_prefix("~/") {
+            format!("{home}/{rest}")
+        } else {
+            raw.to_string()
+        };
+        for (var, val) in [("${BRAIDS_HOME}", &*bh), ("$BRAIDS_HOME", &*bh), ("${HOME}", &*home), ("$HOME", &*home)] {
+            s = s.replace(var, val);
+        }
+        let p = PathBuf::from(s);
+        if p.is_absolute() {
+            normalize(&p)
+        } else {
+            normalize(&self.braids_home.join(p))
+        }
+    }
+
+    /// Whether `p` is inside the agent workspace, where project files must never go (4.1).
+    pub fn in_workspace(&self, p: &Path) -> bool {
+        normalize(p).starts_with(normalize(&self.workspace))
+    }
+}
+
+/// Removes `.` and resolves `..` lexically, so `~/.openclaw/braids/../workspace/x` is caught.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths() -> Paths {
+        Paths::new("/home/u".into(), None)
+    }
+
+    #[test]
+    fn c4_2_layout_and_default_braids_home() {
+        let p = paths();
+        assert_eq!(p.braids_home, PathBuf::from("/home/u/Projects"));
+        assert_eq!(p.registry(), PathBuf::from("/home/u/.openclaw/braids/registry.md"));
+        assert_eq!(p.state(), PathBuf::from("/home/u/.openclaw/braids/.orchestrator-state.json"));
+        assert_eq!(p.status(), PathBuf::from("/home/u/.openclaw/braids/STATUS.md"));
+        assert!(!p.registry().starts_with(&p.braids_home));
+        let custom = Paths::new("/home/u".into(), Some("~/code"));
+        assert_eq!(custom.braids_home, PathBuf::from("/home/u/code"));
+    }
+
+    #[test]
+    fn c4_1_tilde_is_home() {
+        let p = paths();
+        assert_eq!(p.expand("~"), PathBuf::from("/home/u"));
+        assert_eq!(p.expand("~/Projects/a"), PathBuf::from("/home/u/Projects/a"));
+        assert_eq!(p.expand("$BRAIDS_HOME/a"), PathBuf::from("/home/u/Projects/a"));
+        assert_eq!(p.expand("${BRAIDS_HOME}/a"), PathBuf::from("/home/u/Projects/a"));
+        assert_eq!(p.expand("$HOME/x"), PathBuf::from("/home/u/x"));
+        assert_eq!(p.expand("app"), PathBuf::from("/home/u/Projects/app"));
+        assert_eq!(p.expand("/srv/app/"), PathBuf::from("/srv/app"));
+        assert_eq!(p.expand("$(rm -rf /)"), PathBuf::from("/home/u/Projects/$(rm -rf /)"));
+    }
+
+    #[test]
+    fn c4_1_workspace_detection() {
+        let p = paths();
+        assert!(p.in_workspace(Path::new("/home/u/.openclaw/workspace/app")));
+        assert!(p.in_workspace(Path::new("/home/u/.openclaw/braids/../workspace/app")));
+        assert!(!p.in_workspace(Path::new("/home/u/Projects/app")));
+        assert!(!p.in_workspace(Path::new("/home/u/.openclaw/workspace2")));
+    }
+}

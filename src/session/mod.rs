@@ -1,0 +1,97 @@
+//! Worker sessions behind one trait: local processes (the default) and tmux.
+//!
+//! A session is identified by its label `project:<slug>:<bead-id>` (CONTRACTS 2.5). Backends
+//! report every session they know of, running or ended, so `decide` can apply the zombie order
+//! of 2.6 itself; they never guess at liveness from a pid alone (a reused pid is not a worker).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{SessionLabel, SpawnMessage};
+
+pub mod process;
+pub mod tmux;
+
+/// Which backend runs workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    #[default]
+    Process,
+    Tmux,
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    pub label: SessionLabel,
+    /// Given to the worker on stdin (2.4).
+    pub message: SpawnMessage,
+    /// The worker command; never a shell string.
+    pub argv: Vec<OsString>,
+    pub cwd: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+    /// Where the session's stdout and stderr go.
+    pub log: PathBuf,
+}
+
+/// A session as observed now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Session {
+    #[serde(serialize_with = "ser_label")]
+    pub label: SessionLabel,
+    /// Backend-specific identity, for example `pid:starttime` or a tmux session name.
+    pub id: String,
+    pub pid: Option<u32>,
+    pub started_at: DateTime<Utc>,
+    /// False when the process has exited, or its pid now belongs to another process.
+    pub running: bool,
+    pub log: Option<PathBuf>,
+}
+
+fn ser_label<S: serde::Serializer>(l: &SessionLabel, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&l.to_string())
+}
+
+/// How a kill went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[must_use]
+pub enum KillOutcome {
+    /// Exited within the grace period after SIGTERM.
+    Terminated,
+    /// Needed SIGKILL.
+    Killed,
+    /// Was already gone, or its pid now belongs to someone else: nothing was signalled.
+    AlreadyGone,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("cannot start session {label}: {detail}")]
+    Spawn { label: String, detail: String },
+    #[error("session backend {backend}: {detail}")]
+    Backend { backend: &'static str, detail: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub trait SessionBackend: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// Every braids session this backend knows, running or ended, in a stable order.
+    fn list(&self) -> Result<Vec<Session>, SessionError>;
+
+    /// Starts a worker in its own session and process group, detached from the caller.
+    fn spawn(&self, spec: &SpawnSpec) -> Result<Session, SessionError>;
+
+    /// Stops a session's whole process tree: SIGTERM, up to `grace`, then SIGKILL.
+    fn kill(&self, session: &Session, grace: Duration) -> Result<KillOutcome, SessionError>;
+
+    /// Drops the record of an ended session (its log stays).
+    fn forget(&self, session: &Session) -> Result<(), SessionError>;
+}

@@ -1,0 +1,1 @@
+//! Local-process session backend. (Implemented by the sessions work.)

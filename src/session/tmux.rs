@@ -1,0 +1,1 @@
+//! tmux session backend. (Implemented by the sessions work.)

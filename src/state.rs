@@ -1,0 +1,223 @@
+//! `.orchestrator-state.json` (CONTRACTS 1.6, 2.7): idle tracking and backoff.
+//!
+//! The three contract fields are `idleSince`, `idleReason` and `lastRunAt`. braids also keeps
+//! the beads it claimed (so a crashed worker's claim can be released) and the last check-in per
+//! project; fields it does not know are carried through unchanged, so an older braids never
+//! destroys a newer one's data. Loading never fails: a missing or corrupt file means a full run.
+//! The transitions are pure functions of the previous state and the clock.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::model::BeadId;
+
+/// Why nothing was spawned (1.6), with its backoff interval (2.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdleReason {
+    NoActiveIterations,
+    NoReadyBeads,
+    AllAtCapacity,
+}
+
+impl IdleReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdleReason::NoActiveIterations => "no-active-iterations",
+            IdleReason::NoReadyBeads => "no-ready-beads",
+            IdleReason::AllAtCapacity => "all-at-capacity",
+        }
+    }
+
+    /// How long an idle installation waits before the next full run (2.7).
+    pub fn backoff(self) -> Duration {
+        match self {
+            IdleReason::NoActiveIterations => Duration::minutes(30),
+            IdleReason::NoReadyBeads => Duration::minutes(15),
+            IdleReason::AllAtCapacity => Duration::minutes(10),
+        }
+    }
+}
+
+impl std::fmt::Display for IdleReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A bead braids claimed for a worker, remembered until the bead leaves `in_progress`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Claim {
+    pub project: String,
+    pub bead: BeadId,
+    pub claimed_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrchestratorState {
+    pub idle_since: Option<DateTime<Utc>>,
+    pub idle_reason: Option<IdleReason>,
+    pub last_run_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<Claim>,
+    /// Per project slug, when its last check-in was sent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checkins: BTreeMap<String, DateTime<Utc>>,
+    /// Fields written by another version, kept as they were.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for OrchestratorState {
+    fn default() -> Self {
+        OrchestratorState {
+            idle_since: None,
+            idle_reason: None,
+            last_run_at: None,
+            claims: Vec::new(),
+            checkins: BTreeMap::new(),
+            extra: serde_json::Map::new(),
+        }
+    }
+}
+
+/// Whether this run does the work or backs off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum RunKind {
+    Full,
+    /// Idle, and the reason's interval has not passed since the last run (2.7).
+    Skipped { reason: IdleReason, next_full_run: DateTime<Utc> },
+}
+
+impl OrchestratorState {
+    /// Reads the state file. `Ok(None)` when it does not exist; `Err` with a one-line reason
+    /// when it exists but cannot be used, which the caller logs before doing a full run.
+    pub fn load(path: &Path) -> Result<Option<OrchestratorState>, String> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot read {}: {e}; doing a full run", path.display())),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("{} is not valid state ({e}); doing a full run and rewriting it", path.display()))
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("state serialises");
+        s.push('\n');
+        s
+    }
+
+    /// The backoff rule of 2.7, as a pure function of the state and the clock.
+    pub fn run_kind(&self, now: DateTime<Utc>, force: bool) -> RunKind {
+        match (force, self.idle_since, self.idle_reason, self.last_run_at) {
+            (false, Some(_), Some(reason), Some(last)) => {
+                let next = last + reason.backoff();
+                // A clock that went backwards must not postpone work indefinitely.
+                if now < next && now >= last {
+                    RunKind::Skipped { reason, next_full_run: next }
+                } else {
+                    RunKind::Full
+                }
+            }
+            _ => RunKind::Full,
+        }
+    }
+
+    /// The state after a full run (2.7): spawning clears idle; idling sets `idleSince` only on
+    /// the transition into idle and keeps it across idle runs; `lastRunAt` is always now.
+    pub fn after_run(&self, now: DateTime<Utc>, spawned: bool, idle_reason: IdleReason) -> OrchestratorState {
+        let mut next = self.clone();
+        next.last_run_at = Some(now);
+        if spawned {
+            next.idle_since = None;
+            next.idle_reason = None;
+        } else {
+            next.idle_since = Some(self.idle_since.unwrap_or(now));
+            next.idle_reason = Some(idle_reason);
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t(min: i64) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap() + Duration::minutes(min)
+    }
+
+    #[test]
+    fn c2_7_idle_since_set_on_transition_and_preserved() {
+        let s0 = OrchestratorState::default();
+        let s1 = s0.after_run(t(0), false, IdleReason::NoReadyBeads);
+        assert_eq!((s1.idle_since, s1.idle_reason, s1.last_run_at), (Some(t(0)), Some(IdleReason::NoReadyBeads), Some(t(0))));
+        let s2 = s1.after_run(t(20), false, IdleReason::AllAtCapacity);
+        assert_eq!(s2.idle_since, Some(t(0)), "preserved across idle runs");
+        assert_eq!(s2.idle_reason, Some(IdleReason::AllAtCapacity), "reason follows the latest run");
+        let s3 = s2.after_run(t(40), true, IdleReason::NoReadyBeads);
+        assert_eq!((s3.idle_since, s3.idle_reason, s3.last_run_at), (None, None, Some(t(40))));
+        let s4 = s3.after_run(t(45), false, IdleReason::NoActiveIterations);
+        assert_eq!(s4.idle_since, Some(t(45)));
+    }
+
+    #[test]
+    fn c2_7_backoff_intervals() {
+        for (reason, mins) in [(IdleReason::NoActiveIterations, 30), (IdleReason::NoReadyBeads, 15), (IdleReason::AllAtCapacity, 10)] {
+            let s = OrchestratorState::default().after_run(t(0), false, reason);
+            assert!(matches!(s.run_kind(t(mins - 1), false), RunKind::Skipped { .. }), "{reason} skips before {mins}m");
+            assert_eq!(s.run_kind(t(mins), false), RunKind::Full, "{reason} runs at {mins}m");
+            assert_eq!(s.run_kind(t(1), true), RunKind::Full, "--force");
+        }
+        assert_eq!(OrchestratorState::default().run_kind(t(0), false), RunKind::Full);
+        let busy = OrchestratorState::default().after_run(t(0), true, IdleReason::NoReadyBeads);
+        assert_eq!(busy.run_kind(t(1), false), RunKind::Full);
+    }
+
+    #[test]
+    fn clock_going_backwards_runs() {
+        let s = OrchestratorState::default().after_run(t(0), false, IdleReason::NoReadyBeads);
+        assert_eq!(s.run_kind(t(-60), false), RunKind::Full);
+    }
+
+    #[test]
+    fn c1_6_field_names_and_old_files_load() {
+        let s = OrchestratorState::default().after_run(t(0), false, IdleReason::AllAtCapacity);
+        let v: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(v["idleSince"], "2026-01-01T12:00:00Z");
+        assert_eq!(v["idleReason"], "all-at-capacity");
+        assert_eq!(v["lastRunAt"], "2026-01-01T12:00:00Z");
+        // the file the LLM orchestrator wrote: only the three fields, offsets, nulls
+        let old = r#"{"idleSince":null,"idleReason":null,"lastRunAt":"2026-02-01T09:30:00.123+01:00"}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        std::fs::write(&p, old).unwrap();
+        let s = OrchestratorState::load(&p).unwrap().unwrap();
+        assert_eq!(s.last_run_at.unwrap().to_rfc3339(), "2026-02-01T08:30:00.123+00:00");
+        // unknown fields survive a round trip
+        std::fs::write(&p, r#"{"idleSince":null,"idleReason":null,"lastRunAt":null,"future":{"x":1}}"#).unwrap();
+        let s = OrchestratorState::load(&p).unwrap().unwrap();
+        assert!(s.to_json().contains("\"future\""));
+    }
+
+    #[test]
+    fn corrupt_or_missing_state_is_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(OrchestratorState::load(&dir.path().join("none")), Ok(None));
+        let p = dir.path().join("s.json");
+        std::fs::write(&p, "{\"idleSince\": \"yesterday\"").unwrap();
+        assert!(OrchestratorState::load(&p).unwrap_err().contains("full run"));
+        std::fs::write(&p, [0xff, 0xfe, 0]).unwrap();
+        assert!(OrchestratorState::load(&p).is_err());
+        assert!(OrchestratorState::load(dir.path()).is_err(), "a directory");
+    }
+}

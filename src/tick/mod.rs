@@ -1,0 +1,1 @@
+//! The orchestrator tick.

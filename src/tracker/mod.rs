@@ -1,0 +1,157 @@
+//! Bead trackers behind one trait: `br` (beads_rust), `bd` (beads, Go) and the native
+//! WORKPLAN.md checklist.
+//!
+//! The trackers differ in their list/show/ready JSON shapes, in close versus
+//! `update -s closed`, in where errors go and in their claim rules. Adapters hide all of that
+//! behind [`Tracker`], so the tick and the worker speak one vocabulary. No adapter writes a
+//! tracker's database directly, and every external call has a timeout (see [`crate::proc`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Bead, BeadId, BeadStatus};
+
+pub mod bd;
+pub mod br;
+pub mod workplan;
+
+/// Which tracker a project uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TrackerKind {
+    /// `.beads/` → br (or bd when only bd is installed); otherwise WORKPLAN.md.
+    #[default]
+    Auto,
+    Br,
+    Bd,
+    Workplan,
+}
+
+impl TrackerKind {
+    pub fn parse(raw: &str) -> Option<TrackerKind> {
+        match raw.trim().trim_matches('`').to_ascii_lowercase().as_str() {
+            "auto" => Some(TrackerKind::Auto),
+            "br" | "beads_rust" | "beads-rust" => Some(TrackerKind::Br),
+            "bd" | "beads" => Some(TrackerKind::Bd),
+            "workplan" | "workplan.md" | "native" => Some(TrackerKind::Workplan),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrackerKind::Auto => "auto",
+            TrackerKind::Br => "br",
+            TrackerKind::Bd => "bd",
+            TrackerKind::Workplan => "workplan",
+        }
+    }
+}
+
+/// What a claim attempt found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum ClaimOutcome {
+    /// The bead is now `in_progress` and assigned to the actor (or already was: claims by the
+    /// same actor are idempotent).
+    Claimed,
+    /// Someone else holds it, or it is no longer open; try another bead.
+    Refused { status: BeadStatus, holder: Option<String> },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrackerError {
+    #[error("`{program}` is not installed (not found on PATH)")]
+    NotInstalled { program: String },
+    #[error("`{command}` timed out after {secs}s")]
+    Timeout { command: String, secs: u64 },
+    #[error("`{command}` failed (exit {code}): {message}")]
+    Failed { command: String, code: String, message: String },
+    #[error("`{command}` printed output braids cannot read: {detail}")]
+    Garbage { command: String, detail: String },
+    #[error("bead `{0}` does not exist")]
+    NoSuchBead(BeadId),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// One project's bead tracker. Implementations are cheap to construct and hold no connection.
+pub trait Tracker: Send + Sync {
+    fn kind(&self) -> TrackerKind;
+
+    /// Beads that can be started now (open, every blocker closed), most urgent first.
+    fn ready(&self) -> Result<Vec<Bead>, TrackerError>;
+
+    /// Every bead that is not deleted, for counts.
+    fn list(&self) -> Result<Vec<Bead>, TrackerError>;
+
+    /// One bead, with its direct dependencies; `Ok(None)` when it does not exist.
+    fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError>;
+
+    /// Atomically moves an open bead to `in_progress` for `actor` (4.6).
+    fn claim(&self, id: &BeadId, actor: &str) -> Result<ClaimOutcome, TrackerError>;
+
+    /// `in_progress → closed` (3.5). Closing a closed bead is a no-op.
+    fn close(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError>;
+
+    /// `→ blocked` (3.3, 3.10), recording why.
+    fn block(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError>;
+
+    /// `in_progress | blocked → open`, clearing the assignee: releases a stranded claim.
+    fn reopen(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError>;
+
+    /// Creates an open bead and returns its id (used by `braids new` samples and tests).
+    fn create(&self, title: &str, description: &str, priority: u8) -> Result<BeadId, TrackerError>;
+
+    /// Adds a blocking dependency: `id` depends on `on`.
+    fn add_dependency(&self, id: &BeadId, on: &BeadId) -> Result<(), TrackerError>;
+}
+
+/// Settings every adapter needs.
+#[derive(Debug, Clone)]
+pub struct TrackerOptions {
+    pub project: PathBuf,
+    /// Per external call.
+    pub timeout: Duration,
+    /// Overrides the program name (`br`, `bd`) — tests and unusual installs.
+    pub program: Option<PathBuf>,
+}
+
+/// Picks and builds the tracker for a project: an explicit kind wins, otherwise a `.beads/`
+/// directory means br (or bd when only bd is installed) and anything else means WORKPLAN.md.
+pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>, TrackerError> {
+    let resolved = match kind {
+        TrackerKind::Auto => detect(&opts.project),
+        k => k,
+    };
+    Ok(match resolved {
+        TrackerKind::Br => todo!("br"),
+        TrackerKind::Bd => todo!("bd"),
+        TrackerKind::Workplan | TrackerKind::Auto => todo!("workplan"),
+    })
+}
+
+/// The auto-detection rule, without building anything.
+pub fn detect(project: &Path) -> TrackerKind {
+    if project.join(".beads").is_dir() {
+        if on_path("br") || !on_path("bd") {
+            TrackerKind::Br
+        } else {
+            TrackerKind::Bd
+        }
+    } else {
+        TrackerKind::Workplan
+    }
+}
+
+/// Whether an executable named `program` is on PATH.
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            std::fs::metadata(d.join(program)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
