@@ -1,1 +1,4 @@
-//! The orchestrator tick.
+//! The orchestrator tick: lock → load → observe → decide → act → persist.
+pub mod decide;
+
+pub use decide::{decide, Plan, Snapshot};

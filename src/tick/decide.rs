@@ -1,0 +1,344 @@
+//! The pure decision at the centre of a tick: what was observed, plus the clock, in; a
+//! [`Plan`] out. No I/O, no clock reads, no randomness — so every rule of CONTRACTS 2.x is a
+//! table test away from proof.
+//!
+//! The rules, in the order they apply:
+//! - 2.6 zombie order, per session: not running → excluded from the count (and forgotten);
+//!   bead closed or deleted → kill; runtime over WorkerTimeout → kill; otherwise healthy.
+//!   Bead status is always consulted before runtime.
+//! - 2.2 capacity: a project gets `MaxWorkers − healthy` slots, and the optional global cap
+//!   bounds the total.
+//! - 2.3 only projects with exactly one active iteration (and active in both the registry and
+//!   PROJECT.md) are offered slots.
+//! - Order: projects by priority (high, normal, low), ties in registry order; within a
+//!   project, ready beads in the iteration's Stories order, then the tracker's order. A bead
+//!   with a live session is never spawned twice.
+//! - 2.7 idle reason when nothing spawns: no-active-iterations, else all-at-capacity when a
+//!   project had ready beads but no room, else no-ready-beads.
+//! - Claims braids made whose worker is gone and whose bead is still in_progress after the
+//!   grace period are released.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessage};
+use crate::session::Session;
+use crate::state::{Claim, IdleReason};
+
+/// Whether a project may receive workers this run, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Eligibility {
+    /// Active, with exactly one active iteration (2.3).
+    Eligible { iteration: u32 },
+    /// Paused or blocked in the registry or PROJECT.md.
+    Inactive { why: String },
+    NoActiveIteration,
+    /// More than one active iteration violates 1.3; nothing is spawned until a person fixes it.
+    SeveralActive(Vec<u32>),
+    /// The project could not be read (missing directory, unreadable PROJECT.md …).
+    Broken(String),
+}
+
+/// What a tracker said about one bead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeadLookup {
+    Known(BeadStatus),
+    /// The tracker answered and the bead does not exist: treated as closed (a deleted bead
+    /// needs no worker).
+    Missing,
+    /// The tracker could not be asked.
+    Unknown,
+}
+
+/// One registered project as observed this run.
+#[derive(Debug, Clone)]
+pub struct ProjectView {
+    pub slug: String,
+    pub path: PathBuf,
+    pub priority: Priority,
+    pub max_workers: u32,
+    /// Seconds.
+    pub worker_timeout: u64,
+    pub channel: Option<String>,
+    pub eligibility: Eligibility,
+    /// The active iteration's Stories, in order.
+    pub stories: Vec<BeadId>,
+    /// Ready beads in the tracker's order; empty when not queried.
+    pub ready: Vec<Bead>,
+    /// Status of the beads that have sessions or claims.
+    pub beads: BTreeMap<BeadId, BeadLookup>,
+    /// Set when the tracker failed this run; the project is skipped, the rest go on.
+    pub tracker_error: Option<String>,
+}
+
+/// Everything `decide` looks at.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// In registry order.
+    pub projects: Vec<ProjectView>,
+    pub sessions: Vec<Session>,
+    pub claims: Vec<Claim>,
+    /// 0 means no global cap.
+    pub global_max_workers: u32,
+    pub claim_grace: Duration,
+}
+
+/// Why a session is a zombie (2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZombieReason {
+    SessionEnded,
+    BeadClosed,
+    Timeout,
+}
+
+/// How 2.6 classifies one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionVerdict {
+    /// Not running: excluded from the count, nothing to kill.
+    Ended,
+    Kill(ZombieReason),
+    Healthy,
+}
+
+/// The zombie order of 2.6 for one session. `timeout` is the project's WorkerTimeout.
+pub fn classify(session: &Session, bead: BeadLookup, timeout_secs: u64, now: DateTime<Utc>) -> SessionVerdict {
+    if !session.running {
+        return SessionVerdict::Ended;
+    }
+    if matches!(bead, BeadLookup::Known(BeadStatus::Closed) | BeadLookup::Missing) {
+        return SessionVerdict::Kill(ZombieReason::BeadClosed);
+    }
+    let limit = Duration::seconds(i64::try_from(timeout_secs).unwrap_or(i64::MAX / 1000).min(i64::MAX / 1000));
+    if now - session.started_at > limit {
+        return SessionVerdict::Kill(ZombieReason::Timeout);
+    }
+    SessionVerdict::Healthy
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Zombie {
+    pub session: Session,
+    pub reason: ZombieReason,
+}
+
+/// A bead that may be claimed and given a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnCandidate {
+    pub slug: String,
+    pub bead: BeadId,
+    pub title: String,
+    pub iteration: u32,
+    pub path: PathBuf,
+    pub channel: Option<String>,
+    pub worker_timeout: u64,
+    pub label: SessionLabel,
+    pub message: SpawnMessage,
+}
+
+/// A project's share of this run: up to `slots` workers, from `candidates` in order (later
+/// candidates stand in when a claim is refused).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectSpawns {
+    pub slug: String,
+    pub slots: usize,
+    pub candidates: Vec<SpawnCandidate>,
+}
+
+/// A claim to hand back: the worker is gone and the bead is still in_progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub slug: String,
+    pub bead: BeadId,
+}
+
+/// What to do this run. Acting on it is the caller's job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct Plan {
+    pub zombies: Vec<Zombie>,
+    /// Sessions that are no longer running (2.6 rule 1), to forget.
+    pub ended: Vec<Session>,
+    /// Sessions labelled for a slug that is not in the registry: reported, left alone.
+    pub unmanaged: Vec<Session>,
+    /// Healthy workers per project after zombies are excluded.
+    pub healthy: BTreeMap<String, usize>,
+    /// In scheduling order.
+    pub spawns: Vec<ProjectSpawns>,
+    /// `None` when there is no global cap.
+    pub global_slots: Option<usize>,
+    pub releases: Vec<Release>,
+    /// Claims to stop remembering: their bead left in_progress or no longer exists.
+    pub settled_claims: Vec<Release>,
+    /// The idle reason to record if nothing ends up spawned.
+    pub idle_reason: IdleReason,
+    /// Problems worth a line on STATUS.md, such as a path a spawn message cannot carry.
+    pub errors: Vec<String>,
+}
+
+impl Plan {
+    /// The spawns this plan makes if every claim succeeds, honouring project slots and the
+    /// global cap, in order.
+    pub fn intended(&self) -> Vec<&SpawnCandidate> {
+        let mut global = self.global_slots;
+        let mut out = Vec::new();
+        for p in &self.spawns {
+            for c in p.candidates.iter().take(p.slots) {
+                if global == Some(0) {
+                    return out;
+                }
+                global = global.map(|g| g - 1);
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+fn lookup(p: &ProjectView, bead: &BeadId) -> BeadLookup {
+    p.beads.get(bead).copied().unwrap_or(BeadLookup::Unknown)
+}
+
+/// Decides a run. Pure: same snapshot and clock, same plan.
+pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
+    let by_slug: BTreeMap<&str, &ProjectView> = snap.projects.iter().map(|p| (p.slug.as_str(), p)).collect();
+
+    // 2.6, session by session.
+    let mut zombies = Vec::new();
+    let mut ended = Vec::new();
+    let mut unmanaged = Vec::new();
+    let mut healthy: BTreeMap<String, usize> = snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect();
+    // Beads with a running session, healthy or about to be killed: never spawned again this run.
+    let mut live: BTreeSet<(String, BeadId)> = BTreeSet::new();
+    for s in &snap.sessions {
+        let slug = s.label.slug();
+        let Some(p) = by_slug.get(slug) else {
+            if s.running {
+                unmanaged.push(s.clone());
+            } else {
+                ended.push(s.clone());
+            }
+            continue;
+        };
+        if s.running {
+            live.insert((slug.to_string(), s.label.bead().clone()));
+        }
+        match classify(s, lookup(p, s.label.bead()), p.worker_timeout, now) {
+            SessionVerdict::Ended => ended.push(s.clone()),
+            SessionVerdict::Kill(reason) => zombies.push(Zombie { session: s.clone(), reason }),
+            SessionVerdict::Healthy => *healthy.entry(slug.to_string()).or_default() += 1,
+        }
+    }
+
+    // Claims whose worker is gone.
+    let mut releases = Vec::new();
+    let mut settled_claims = Vec::new();
+    for c in &snap.claims {
+        let claim = Release { slug: c.project.clone(), bead: c.bead.clone() };
+        if live.contains(&(c.project.clone(), c.bead.clone())) {
+            continue;
+        }
+        let Some(p) = by_slug.get(c.project.as_str()) else {
+            settled_claims.push(claim);
+            continue;
+        };
+        match lookup(p, &c.bead) {
+            BeadLookup::Known(BeadStatus::InProgress) => {
+                if now - c.claimed_at >= snap.claim_grace {
+                    releases.push(claim);
+                }
+            }
+            BeadLookup::Unknown => {}
+            BeadLookup::Known(_) | BeadLookup::Missing => settled_claims.push(claim),
+        }
+    }
+
+    // 2.2 / 2.3 / ordering.
+    let total_healthy: usize = healthy.values().sum();
+    let global_slots = (snap.global_max_workers > 0).then(|| (snap.global_max_workers as usize).saturating_sub(total_healthy));
+    let mut order: Vec<(usize, &ProjectView)> = snap.projects.iter().enumerate().collect();
+    order.sort_by_key(|(i, p)| (p.priority, *i));
+
+    let mut spawns = Vec::new();
+    let mut errors = Vec::new();
+    let mut any_eligible = false;
+    let mut any_ready = false;
+    let mut starved = false;
+    for (_, p) in order {
+        let Eligibility::Eligible { iteration } = p.eligibility else { continue };
+        any_eligible = true;
+        if p.tracker_error.is_some() {
+            continue;
+        }
+        let released: BTreeSet<&BeadId> = releases.iter().filter(|r| r.slug == p.slug).map(|r| &r.bead).collect();
+        let mut ready: Vec<(usize, usize, &Bead)> = p
+            .ready
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.status == BeadStatus::Open && !live.contains(&(p.slug.clone(), b.id.clone())) && !released.contains(&b.id))
+            .map(|(i, b)| (p.stories.iter().position(|s| *s == b.id).unwrap_or(usize::MAX), i, b))
+            .collect();
+        ready.sort_by_key(|(story, i, _)| (*story, *i));
+        let mut seen = BTreeSet::new();
+        let mut candidates = Vec::new();
+        for (_, _, b) in ready {
+            if !seen.insert(b.id.clone()) {
+                continue;
+            }
+            let label = match SessionLabel::new(&p.slug, b.id.clone()) {
+                Ok(l) => l,
+                Err(e) => {
+                    errors.push(format!("{}: {e}", p.slug));
+                    continue;
+                }
+            };
+            match SpawnMessage::new(p.path.clone(), b.id.clone(), iteration, p.channel.clone().unwrap_or_default()) {
+                Ok(message) => candidates.push(SpawnCandidate {
+                    slug: p.slug.clone(),
+                    bead: b.id.clone(),
+                    title: b.title.clone(),
+                    iteration,
+                    path: p.path.clone(),
+                    channel: p.channel.clone(),
+                    worker_timeout: p.worker_timeout,
+                    label,
+                    message,
+                }),
+                Err(e) => {
+                    errors.push(format!("{}: cannot spawn {}: {e}", p.slug, b.id));
+                    break;
+                }
+            }
+        }
+        if candidates.is_empty() {
+            continue;
+        }
+        any_ready = true;
+        let slots = (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0));
+        if slots == 0 {
+            starved = true;
+            continue;
+        }
+        spawns.push(ProjectSpawns { slug: p.slug.clone(), slots, candidates });
+    }
+    if global_slots == Some(0) && !spawns.is_empty() {
+        starved = true;
+    }
+
+    let idle_reason = if !any_eligible {
+        IdleReason::NoActiveIterations
+    } else if any_ready && starved {
+        IdleReason::AllAtCapacity
+    } else {
+        IdleReason::NoReadyBeads
+    };
+
+    Plan { zombies, ended, unmanaged, healthy, spawns, global_slots, releases, settled_claims, idle_reason, errors }
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;
