@@ -164,7 +164,7 @@ impl Config {
 }
 
 /// The commented file `braids init` writes: every key, at its default.
-pub const TEMPLATE: &str = include_str!("../templates/config.toml");
+pub const TEMPLATE: &str = crate::templates::CONFIG;
 
 #[cfg(test)]
 mod tests {

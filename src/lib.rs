@@ -6,12 +6,16 @@
 //! [`session::SessionBackend`]) and the decision itself a pure function ([`tick::decide`]).
 
 pub mod atomic;
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod diag;
 pub mod format;
+pub mod git;
+pub mod installation;
 pub mod logging;
 pub mod model;
+pub mod notify;
 pub mod paths;
 pub mod proc;
 pub mod session;
@@ -19,3 +23,4 @@ pub mod state;
 pub mod templates;
 pub mod tick;
 pub mod tracker;
+pub mod worker;

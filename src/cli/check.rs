@@ -1,5 +1,43 @@
-//! `braids check`. (In progress.)
+//! `braids check`: prints every finding as `file:line: severity [section]: message (fix: …)`.
+//! Exit 0 when there are no errors, 1 when there are, 2 when there is nothing to check.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::check;
+use crate::diag::Diagnostic;
 use crate::paths::Paths;
-pub fn run(_paths: &Paths, _args: super::CheckArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("not implemented yet")
+
+use super::{CheckArgs, Output, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
+
+#[derive(Serialize)]
+struct CheckReport {
+    errors: usize,
+    warnings: usize,
+    findings: Vec<Diagnostic>,
+}
+
+impl Output for CheckReport {
+    fn text(&self) -> String {
+        let mut o: String = self.findings.iter().map(|d| format!("{d}\n")).collect();
+        if self.findings.is_empty() {
+            o.push_str("ok: no findings\n");
+        } else {
+            o.push_str(&format!("{} error(s), {} warning(s)\n", self.errors, self.warnings));
+        }
+        o
+    }
+}
+
+pub fn run(paths: &Paths, args: CheckArgs) -> Result<i32> {
+    let findings = match check::check_installation(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("braids: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let (errors, warnings) = check::tally(&findings);
+    CheckReport { errors, warnings, findings }.print(args.json);
+    Ok(if errors > 0 { EXIT_FINDINGS } else { EXIT_OK })
 }

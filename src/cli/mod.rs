@@ -21,6 +21,7 @@ mod new;
 mod output;
 mod sessions;
 mod tick;
+mod worker;
 
 pub use output::Output;
 
@@ -69,6 +70,18 @@ pub enum Command {
     Sessions(JsonFlag),
     /// Kill a worker session by label (`project:<slug>:<bead-id>`).
     Kill(KillArgs),
+    /// Run one bead to completion (started by the tick with the four-line spawn message on stdin).
+    Worker(WorkerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Read the spawn message from this file instead of stdin.
+    #[arg(long)]
+    pub message_file: Option<PathBuf>,
+    /// Print the run (steps and ending) as JSON when done.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -159,6 +172,7 @@ pub fn run() -> i32 {
         Command::Status(a) => tick::status(&paths, a.json),
         Command::Sessions(a) => sessions::list(&paths, a.json),
         Command::Kill(a) => sessions::kill(&paths, &a.label),
+        Command::Worker(a) => worker::run(&paths, a),
     };
     match result {
         Ok(code) => code,

@@ -1,4 +1,203 @@
-//! The orchestrator tick: lock → load → observe → decide → act → persist.
-pub mod decide;
+//! The orchestrator tick, one straight line: lock → load → observe → decide → act → persist.
+//!
+//! [`run`] is that line and nothing else. `observe` and `act` are the only places with I/O
+//! (through the tracker and session-backend traits); [`decide()`] is pure. A run that finds the
+//! lock held, or that idle backoff says to skip (2.7), returns at once and writes nothing —
+//! STATUS.md is rewritten on full runs only (2.8).
 
+pub mod act;
+pub mod decide;
+pub mod observe;
+pub mod status_md;
+
+use anyhow::{Context as _, Result};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::lock::TickLock;
+use crate::paths::Paths;
+use crate::session::SessionBackend;
+use crate::state::{IdleReason, OrchestratorState, RunKind};
+
+pub use act::{Killed, Released, Spawned};
 pub use decide::{decide, Plan, Snapshot};
+
+/// An installation as a tick sees it: where things are, the settings, and the session backend.
+pub struct Installation {
+    pub paths: Paths,
+    pub config: Config,
+    pub config_warnings: Vec<String>,
+    pub backend: Box<dyn SessionBackend>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TickOptions {
+    /// Observe and decide; kill, claim, spawn and write nothing.
+    pub dry_run: bool,
+    /// Ignore idle backoff.
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunType {
+    Full,
+    Skipped,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Spawn,
+    Idle,
+}
+
+/// What a tick did; `--json` prints exactly this.
+#[derive(Debug, Clone, Serialize)]
+pub struct TickReport {
+    pub run: RunType,
+    pub action: Action,
+    pub idle_reason: Option<IdleReason>,
+    pub spawns: Vec<Spawned>,
+    pub zombies: Vec<Killed>,
+    pub released: Vec<Released>,
+    pub errors: Vec<String>,
+    pub dry_run: bool,
+    /// Why a skipped run was skipped: `backoff` or `locked`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_full_run: Option<DateTime<Utc>>,
+}
+
+impl TickReport {
+    fn skipped(skip: &'static str, reason: Option<IdleReason>, next: Option<DateTime<Utc>>, dry_run: bool) -> Self {
+        TickReport {
+            run: RunType::Skipped,
+            action: Action::Idle,
+            idle_reason: reason,
+            spawns: vec![],
+            zombies: vec![],
+            released: vec![],
+            errors: vec![],
+            dry_run,
+            skip: Some(skip),
+            next_full_run: next,
+        }
+    }
+
+    /// The one log line that says what the run did.
+    pub fn summary(&self) -> String {
+        let dry = if self.dry_run { " (dry run)" } else { "" };
+        match (self.run, self.skip) {
+            (RunType::Skipped, Some("locked")) => "skipped: another tick holds the lock".into(),
+            (RunType::Skipped, _) => format!(
+                "skipped{dry}: idle ({}) until {}",
+                self.idle_reason.map_or("-", |r| r.as_str()),
+                self.next_full_run.map_or("-".into(), |t| t.format("%H:%M:%S UTC").to_string())
+            ),
+            (RunType::Full, _) => {
+                let mut s = format!("full run{dry}: spawned {}, killed {}", self.spawns.len(), self.zombies.len());
+                if !self.released.is_empty() {
+                    s.push_str(&format!(", released {}", self.released.len()));
+                }
+                if let Some(r) = self.idle_reason {
+                    s.push_str(&format!(", idle: {r}"));
+                }
+                if !self.errors.is_empty() {
+                    s.push_str(&format!(", {} error(s)", self.errors.len()));
+                }
+                s
+            }
+        }
+    }
+}
+
+/// One tick. Errors only when the run itself could not happen (the sessions cannot be listed,
+/// the state cannot be written); everything project-specific is reported in `errors`.
+pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result<TickReport> {
+    // lock
+    std::fs::create_dir_all(&inst.paths.braids_dir).with_context(|| format!("cannot create {}", inst.paths.braids_dir.display()))?;
+    let _lock = if opts.dry_run {
+        None
+    } else {
+        match TickLock::try_acquire(&inst.paths.lock()).with_context(|| format!("cannot open the lock {}", inst.paths.lock().display()))? {
+            Some(l) => Some(l),
+            None => return Ok(TickReport::skipped("locked", None, None, false)),
+        }
+    };
+
+    // load
+    let state = match OrchestratorState::load(&inst.paths.state()) {
+        Ok(s) => s.unwrap_or_default(),
+        Err(warning) => {
+            tracing::warn!("{warning}");
+            OrchestratorState::default()
+        }
+    };
+    if let RunKind::Skipped { reason, next_full_run } = state.run_kind(now, opts.force) {
+        return Ok(TickReport::skipped("backoff", Some(reason), Some(next_full_run), opts.dry_run));
+    }
+
+    // observe
+    let sessions = inst.backend.list().context("cannot list worker sessions, so cannot tell who is running")?;
+    let ctx = observe::Context { paths: &inst.paths, config: &inst.config, config_warnings: &inst.config_warnings };
+    let observed = observe::observe(&ctx, sessions, state.claims.clone(), now);
+
+    // decide
+    let plan = decide(&observed.snapshot, now);
+
+    // act
+    let worker_argv = inst.config.worker_command();
+    let fx = act::Effects {
+        backend: inst.backend.as_ref(),
+        trackers: &observed.trackers,
+        paths: &inst.paths,
+        worker_argv: &worker_argv,
+        actor: &inst.config.tracker.actor,
+        kill_grace: std::time::Duration::from_secs(inst.config.sessions.kill_grace_secs),
+    };
+    let outcome = act::act(&plan, &fx, now, opts.dry_run);
+
+    let spawned = !outcome.spawned.is_empty();
+    let mut errors = plan.errors.clone();
+    errors.extend(outcome.errors.iter().cloned());
+    errors.extend(observed.reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))));
+    let report = TickReport {
+        run: RunType::Full,
+        action: if spawned { Action::Spawn } else { Action::Idle },
+        idle_reason: (!spawned).then_some(plan.idle_reason),
+        spawns: outcome.spawned.clone(),
+        zombies: outcome.killed.clone(),
+        released: outcome.released.clone(),
+        errors,
+        dry_run: opts.dry_run,
+        skip: None,
+        next_full_run: None,
+    };
+    if opts.dry_run {
+        return Ok(report);
+    }
+
+    // persist
+    let mut next = state.after_run(now, spawned, plan.idle_reason);
+    let settled = |slug: &str, bead: &crate::model::BeadId| {
+        plan.settled_claims.iter().chain(plan.releases.iter()).any(|r| r.slug == slug && &r.bead == bead)
+    };
+    next.claims.retain(|c| !settled(&c.project, &c.bead));
+    next.claims.extend(outcome.new_claims.iter().cloned());
+    crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes())?;
+
+    let sessions_now = inst.backend.list().unwrap_or_else(|_| observed.snapshot.sessions.clone());
+    let text = status_md::render(&status_md::Dashboard {
+        now,
+        reports: &observed.reports,
+        sessions: &sessions_now,
+        summary: &report.summary(),
+        diagnostics: &observed.diagnostics,
+        errors: &report.errors,
+    });
+    crate::atomic::write(&inst.paths.status(), text.as_bytes())?;
+    Ok(report)
+}

@@ -1,0 +1,142 @@
+//! `braids check`: every file-format and cross-cutting contract that can be verified without
+//! running anything — 1.1–1.6, at most one active iteration (1.3), completed iterations
+//! unchanged since the commit that completed them (4.5), deliverables named and sectioned (1.4),
+//! no project inside the agent workspace (4.1). Each finding names a file, a line, a section
+//! and a fix. A broken project yields findings; it never stops the check of the others.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::diag::{Diagnostic, Severity};
+use crate::format::{self, deliverable};
+use crate::git::{self, Frozen};
+use crate::model::{BeadId, IterationStatus};
+use crate::paths::Paths;
+use crate::state::OrchestratorState;
+
+/// The findings for a whole installation. `Err` only when there is no installation to check.
+pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
+    let reg_path = paths.registry();
+    if !reg_path.exists() {
+        return Err(format!("{} does not exist; run `braids init` to create the installation", reg_path.display()));
+    }
+    let registry = format::registry::read_registry(paths);
+    let mut out = registry.diagnostics;
+    for entry in &registry.value.entries {
+        out.extend(check_project(paths, &entry.slug, &entry.path, &reg_path, entry.line));
+    }
+    if let Err(w) = OrchestratorState::load(&paths.state()) {
+        out.push(Diagnostic::error(&paths.state(), None, "1.6", w, "delete the file; the next tick rewrites it"));
+    }
+    let status = paths.status();
+    if status.exists() && !status.is_file() {
+        out.push(Diagnostic::error(&status, None, "1.5", "STATUS.md is not a regular file", "remove it; the next full tick regenerates it"));
+    }
+    out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    Ok(out)
+}
+
+/// Findings for one project.
+pub fn check_project(paths: &Paths, slug: &str, root: &Path, registry: &Path, reg_line: usize) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    if paths.in_workspace(root) {
+        out.push(Diagnostic::error(
+            registry,
+            Some(reg_line),
+            "4.1",
+            format!("project {slug} is inside the agent workspace ({})", root.display()),
+            "move the project under BRAIDS_HOME and update its Path",
+        ));
+    }
+    let project_md = root.join(".braids/PROJECT.md");
+    if !root.is_dir() {
+        out.push(Diagnostic::error(registry, Some(reg_line), "1.1", format!("Path of {slug} ({}) is not a directory", root.display()), "fix the Path column or create the project with `braids new`"));
+        return out;
+    }
+    match std::fs::read(&project_md) {
+        Ok(bytes) => out.extend(format::project::parse_project(&format::decode(&bytes), &project_md).diagnostics),
+        Err(_) => {
+            out.push(Diagnostic::error(registry, Some(reg_line), "1.1", format!("{} does not exist", project_md.display()), format!("create it (see `braids new {slug}`) or fix the Path")));
+            return out;
+        }
+    }
+    let iterations = format::iteration::read_iterations(root);
+    out.extend(iterations.diagnostics);
+    let active: Vec<_> = iterations.value.iter().filter(|i| i.status == Some(IterationStatus::Active)).collect();
+    if active.len() > 1 {
+        for it in &active[1..] {
+            out.push(Diagnostic::error(
+                &it.dir.join("ITERATION.md"),
+                None,
+                "1.3",
+                format!("{slug} has {} active iterations ({}); at most one may be active", active.len(), active.iter().map(|i| i.number.to_string()).collect::<Vec<_>>().join(", ")),
+                "set all but one to planning or complete",
+            ));
+        }
+    }
+    for it in &iterations.value {
+        out.extend(check_deliverables(&it.dir, &it.stories.iter().map(|s| s.id.clone()).collect::<Vec<_>>()));
+        if it.status == Some(IterationStatus::Complete) {
+            match git::check_frozen(root, &it.dir) {
+                Ok(Frozen::Modified { commit, paths: changed }) => {
+                    for p in changed {
+                        out.push(Diagnostic::error(
+                            &root.join(&p),
+                            None,
+                            "4.5",
+                            format!("iteration {} is complete but this file changed since commit {commit} completed it", it.number),
+                            format!("restore it with `git checkout {commit} -- {}` (or remove the new file); record new work in a new iteration", p.display()),
+                        ));
+                    }
+                }
+                Ok(Frozen::Uncommitted) => out.push(Diagnostic::warning(
+                    &it.dir.join("ITERATION.md"),
+                    None,
+                    "4.5",
+                    format!("iteration {} is marked complete but that was never committed", it.number),
+                    "commit the iteration (`git commit`) so its frozen state is recorded",
+                )),
+                Ok(Frozen::Intact { .. } | Frozen::NoHistory) => {}
+                Err(e) => out.push(Diagnostic::warning(&it.dir, None, "4.5", format!("cannot check history: {e}"), "check the repository with `git status`")),
+            }
+        }
+    }
+    out
+}
+
+/// Deliverables in one iteration directory: named `<suffix>-<kebab>.md`, with a Summary, one
+/// per bead (1.4).
+pub fn check_deliverables(dir: &Path, stories: &[BeadId]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    let mut names: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md")).collect();
+    names.sort();
+    let mut per_bead: BTreeMap<&BeadId, Vec<&Path>> = BTreeMap::new();
+    for p in &names {
+        let file = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if file.eq_ignore_ascii_case("ITERATION.md") {
+            continue;
+        }
+        let text = std::fs::read(p).map(|b| format::decode(&b).into_owned()).unwrap_or_default();
+        out.extend(deliverable::check(p, &text));
+        if let Some((prefix, _)) = deliverable::parse_name(file) {
+            if let Some(bead) = stories.iter().find(|b| b.matches_prefix(&prefix)) {
+                per_bead.entry(bead).or_default().push(p);
+            }
+        }
+    }
+    for (bead, files) in per_bead {
+        if files.len() > 1 {
+            for f in &files[1..] {
+                out.push(Diagnostic::error(f, None, "1.4", format!("bead {bead} has {} deliverables in this iteration; one is allowed", files.len()), "merge them into one file"));
+            }
+        }
+    }
+    out
+}
+
+/// Counts findings by severity: (errors, warnings).
+pub fn tally(d: &[Diagnostic]) -> (usize, usize) {
+    let e = d.iter().filter(|x| x.severity == Severity::Error).count();
+    (e, d.len() - e)
+}

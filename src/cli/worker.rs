@@ -1,0 +1,55 @@
+//! `braids worker`: reads the four-line spawn message (stdin or `--message-file`) and runs the
+//! bead to completion. Exit 0 when the bead was completed, 3 when the worker stopped without
+//! completing it (claim refused, dependencies open, question, approval, blocked), 2 when the
+//! message or the project could not be used.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::config::Config;
+use crate::format;
+use crate::model::SpawnMessage;
+use crate::paths::Paths;
+use crate::tick::observe::tracker_kind;
+use crate::tracker::{self, TrackerOptions};
+use crate::worker::{self, Ending, Worker};
+
+use super::{WorkerArgs, EXIT_OK};
+
+/// The worker stopped without completing the bead.
+pub const EXIT_STOPPED: i32 = 3;
+
+pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
+    let text = match &args.message_file {
+        Some(f) => std::fs::read_to_string(f).with_context(|| format!("cannot read the spawn message {}", f.display()))?,
+        None => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).context("cannot read the spawn message from stdin")?;
+            s
+        }
+    };
+    let msg = SpawnMessage::parse(&text).map_err(|e| anyhow!("{e}"))?;
+    let loaded = Config::load(&paths.config())?;
+    let config = loaded.config;
+    let project_md = msg.project.join(".braids/PROJECT.md");
+    let project = std::fs::read(&project_md).map(|b| format::project::parse_project(&format::decode(&b), &project_md).value).unwrap_or_default();
+    let kind = tracker_kind(&project, config.tracker.kind);
+    let tracker: Arc<dyn tracker::Tracker> = Arc::from(
+        tracker::open(kind, TrackerOptions { project: msg.project.clone(), timeout: Duration::from_secs(config.tracker.timeout_secs), program: None })
+            .map_err(|e| anyhow!("{e}"))?,
+    );
+    let notifier = crate::notify::from_config(&config.notify);
+    let executor = worker::executor_for(&config, &project);
+    let w = Worker { paths, config: &config, tracker: tracker.as_ref(), notifier: &notifier, executor: &executor };
+    tracing::info!(bead = %msg.bead, project = %msg.project.display(), iteration = msg.iteration, "worker starting");
+    let run = w.run(&msg)?;
+    let line = serde_json::to_string(&run.ending).unwrap_or_default();
+    tracing::info!(bead = %msg.bead, "worker finished: {line}");
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&run)?);
+    }
+    Ok(if matches!(run.ending, Ending::Completed { .. }) { EXIT_OK } else { EXIT_STOPPED })
+}

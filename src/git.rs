@@ -1,0 +1,168 @@
+//! Git as transport (CONTRACTS 4.4) and the immutability of completed iterations (4.5).
+//!
+//! Commits are made with git2: staging exactly the paths a step produced and writing a commit
+//! needs no shell and no parsing of porcelain output. Pushing uses the `git` program instead:
+//! a push to a real remote needs the user's SSH agent, credential helpers and config, which
+//! `git` already honours and git2 would have to re-implement.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use git2::{Repository, Signature};
+
+use crate::format::fields;
+use crate::model::IterationStatus;
+use crate::proc::Invocation;
+
+/// Opens the repository whose work tree is `root`.
+pub fn open(root: &Path) -> Result<Repository> {
+    Repository::open(root).with_context(|| format!("{} is not a git repository", root.display()))
+}
+
+/// Creates a repository at `root` unless one exists; returns whether it created one.
+pub fn init(root: &Path) -> Result<bool> {
+    if Repository::open(root).is_ok() {
+        return Ok(false);
+    }
+    Repository::init(root).with_context(|| format!("cannot create a git repository in {}", root.display()))?;
+    Ok(true)
+}
+
+fn signature(repo: &Repository) -> Result<Signature<'static>> {
+    repo.signature()
+        .map(|s| s.to_owned())
+        .or_else(|_| Signature::now("braids", "braids@localhost"))
+        .map_err(|e| anyhow!("cannot make a commit signature: {e}"))
+}
+
+/// Stages `paths` (relative to the work tree; deletions included) and commits them with
+/// `message`. Returns `None` when nothing changed.
+pub fn commit_paths(root: &Path, paths: &[PathBuf], message: &str) -> Result<Option<git2::Oid>> {
+    let repo = open(root)?;
+    let mut index = repo.index()?;
+    for p in paths {
+        let rel = p.strip_prefix(root).unwrap_or(p);
+        if root.join(rel).is_dir() {
+            index.add_all([rel], git2::IndexAddOption::DEFAULT, None)?;
+            index.update_all([rel], None)?;
+        } else if root.join(rel).exists() {
+            index.add_path(rel)?;
+        } else {
+            let _ = index.remove_path(rel);
+        }
+    }
+    index.write()?;
+    commit_index(&repo, &mut index, message)
+}
+
+/// Stages everything (like `git add -A`) and commits.
+pub fn commit_all(root: &Path, message: &str) -> Result<Option<git2::Oid>> {
+    let repo = open(root)?;
+    let mut index = repo.index()?;
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"], None)?;
+    index.write()?;
+    commit_index(&repo, &mut index, message)
+}
+
+fn commit_index(repo: &Repository, index: &mut git2::Index, message: &str) -> Result<Option<git2::Oid>> {
+    let tree_id = index.write_tree()?;
+    let parent = match repo.head() {
+        Ok(h) => Some(h.peel_to_commit()?),
+        Err(_) => None,
+    };
+    if let Some(p) = &parent {
+        if p.tree_id() == tree_id {
+            return Ok(None);
+        }
+    }
+    let tree = repo.find_tree(tree_id)?;
+    let sig = signature(repo)?;
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    let oid = repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents).context("cannot write the commit")?;
+    Ok(Some(oid))
+}
+
+/// Whether the current branch has an upstream to push to.
+pub fn has_upstream(root: &Path) -> bool {
+    let Ok(repo) = Repository::open(root) else { return false };
+    let Ok(head) = repo.head() else { return false };
+    let Some(name) = head.shorthand().map(String::from) else { return false };
+    repo.find_branch(&name, git2::BranchType::Local).and_then(|b| b.upstream()).is_ok()
+}
+
+/// `git push` to the upstream (4.4). The error carries git's own message.
+pub fn push(root: &Path, timeout: Duration) -> Result<()> {
+    let out = Invocation::new(["git", "push", "--quiet"])
+        .cwd(root)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .timeout(timeout)
+        .run()
+        .map_err(|e| anyhow!("{e}"))?;
+    if out.success() {
+        Ok(())
+    } else if out.timed_out {
+        Err(anyhow!("git push timed out after {}s", timeout.as_secs()))
+    } else {
+        Err(anyhow!("git push failed: {}", out.stderr.trim()))
+    }
+}
+
+/// How many local commits the upstream lacks; `None` without an upstream.
+pub fn unpushed(root: &Path) -> Option<usize> {
+    let repo = Repository::open(root).ok()?;
+    let head = repo.head().ok()?;
+    let local = head.target()?;
+    let branch = repo.find_branch(head.shorthand()?, git2::BranchType::Local).ok()?;
+    let remote = branch.upstream().ok()?.get().target()?;
+    repo.graph_ahead_behind(local, remote).ok().map(|(ahead, _)| ahead)
+}
+
+/// The result of checking one completed iteration against history (4.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frozen {
+    /// Unchanged since the commit that completed it.
+    Intact { commit: String },
+    /// Paths (relative to the work tree) changed since the completing commit.
+    Modified { commit: String, paths: Vec<PathBuf> },
+    /// Marked complete in the work tree but never committed that way.
+    Uncommitted,
+    /// Not a git repository, or no history.
+    NoHistory,
+}
+
+/// Finds the commit that completed the iteration in `iteration_dir` (the oldest commit of the
+/// unbroken run, back from HEAD, in which its ITERATION.md says complete) and reports anything
+/// in the directory that changed since, in the index or the work tree, untracked files included.
+pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
+    let Ok(repo) = Repository::open(root) else { return Ok(Frozen::NoHistory) };
+    let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else { return Ok(Frozen::NoHistory) };
+    let rel_dir = iteration_dir.strip_prefix(root).unwrap_or(iteration_dir).to_path_buf();
+    let rel_file = rel_dir.join("ITERATION.md");
+    let status_at = |c: &git2::Commit| -> Option<IterationStatus> {
+        let entry = c.tree().ok()?.get_path(&rel_file).ok()?;
+        let blob = repo.find_blob(entry.id()).ok()?;
+        let text = crate::format::decode(blob.content()).into_owned();
+        fields::status_of(&text).and_then(|s| IterationStatus::parse(&s).ok())
+    };
+    let mut completing = None;
+    let mut cur = Some(head);
+    let mut steps = 0;
+    while let Some(c) = cur {
+        if status_at(&c) != Some(IterationStatus::Complete) || steps > 20_000 {
+            break;
+        }
+        steps += 1;
+        cur = c.parent(0).ok();
+        completing = Some(c);
+    }
+    let Some(commit) = completing else { return Ok(Frozen::Uncommitted) };
+    let tree = commit.tree()?;
+    let mut opts = git2::DiffOptions::new();
+    opts.pathspec(&rel_dir).include_untracked(true).recurse_untracked_dirs(true);
+    let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
+    let paths: Vec<PathBuf> = diff.deltas().filter_map(|d| d.new_file().path().or(d.old_file().path()).map(Path::to_path_buf)).collect();
+    let id = commit.id().to_string()[..10].to_string();
+    Ok(if paths.is_empty() { Frozen::Intact { commit: id } } else { Frozen::Modified { commit: id, paths } })
+}

@@ -1,0 +1,181 @@
+//! Notifications (CONTRACTS 3.8): only events that are `on` in the project's Notifications
+//! table, none at all without a Channel, the event's mention appended.
+//!
+//! Delivery is by a configured notifier — an argv template (`openclaw message send …`) or a
+//! webhook taking a Discord/Slack-style JSON POST. Delivery failures are logged and swallowed:
+//! a notification that could not be sent never fails the bead or the tick.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::config::NotifyConfig;
+use crate::format::project::ProjectConfig;
+use crate::model::{BeadId, NotificationEvent};
+use crate::proc::Invocation;
+
+/// One message to one channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Notification {
+    pub event: NotificationEvent,
+    pub channel: String,
+    pub project: String,
+    pub bead: Option<BeadId>,
+    /// The text, mention included.
+    pub message: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    #[error("notifier command failed: {0}")]
+    Command(String),
+    #[error("webhook {url} failed: {detail}")]
+    Webhook { url: String, detail: String },
+}
+
+pub trait Notifier: Send + Sync {
+    fn send(&self, n: &Notification) -> Result<(), NotifyError>;
+}
+
+/// The 3.8 policy: `None` when the event is off or there is no Channel.
+pub fn compose(project: &ProjectConfig, slug: &str, event: NotificationEvent, bead: Option<&BeadId>, text: &str) -> Option<Notification> {
+    let channel = project.channel.as_deref()?.trim();
+    if channel.is_empty() || !project.notifications.is_on(event) {
+        return None;
+    }
+    let message = match project.notifications.mention(event) {
+        Some(m) if !m.trim().is_empty() => format!("{text} {}", m.trim()),
+        _ => text.to_string(),
+    };
+    Some(Notification { event, channel: channel.to_string(), project: slug.to_string(), bead: bead.cloned(), message })
+}
+
+/// Composes and sends; logs instead of failing. Returns whether a message went out.
+pub fn send(notifier: &dyn Notifier, project: &ProjectConfig, slug: &str, event: NotificationEvent, bead: Option<&BeadId>, text: &str) -> bool {
+    let Some(n) = compose(project, slug, event, bead, text) else {
+        tracing::debug!(%slug, event = %event, "notification skipped (event off or no channel)");
+        return false;
+    };
+    match notifier.send(&n) {
+        Ok(()) => {
+            tracing::info!(%slug, event = %event, channel = %n.channel, "notification sent");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(%slug, event = %event, "notification not delivered: {e}");
+            false
+        }
+    }
+}
+
+/// Replaces `{name}` placeholders in one pass, so a value that contains `{…}` is never expanded
+/// again. Unknown placeholders are kept as written.
+pub fn expand(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find('}').map(|end| (&after[..end], end)) {
+            Some((name, end)) if vars.iter().any(|(k, _)| *k == name) => {
+                out.push_str(vars.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).unwrap_or_default());
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Runs an argv template per notification. Never a shell.
+pub struct CommandNotifier {
+    pub argv: Vec<String>,
+    pub timeout: Duration,
+}
+
+impl Notifier for CommandNotifier {
+    fn send(&self, n: &Notification) -> Result<(), NotifyError> {
+        let bead = n.bead.as_ref().map(|b| b.to_string()).unwrap_or_default();
+        let vars = [("channel", n.channel.as_str()), ("event", n.event.as_str()), ("message", n.message.as_str()), ("project", n.project.as_str()), ("bead", bead.as_str())];
+        let argv: Vec<String> = self.argv.iter().map(|a| expand(a, &vars)).collect();
+        let out = Invocation::new(argv).timeout(self.timeout).run().map_err(|e| NotifyError::Command(e.to_string()))?;
+        if out.success() {
+            Ok(())
+        } else if out.timed_out {
+            Err(NotifyError::Command(format!("timed out after {}s", self.timeout.as_secs())))
+        } else {
+            Err(NotifyError::Command(format!("exit {:?}: {}", out.code, out.stderr.trim())))
+        }
+    }
+}
+
+/// POSTs `{"content", "text", "event", "channel", "project", "bead"}` as JSON: `content` is what
+/// Discord reads, `text` what Slack reads.
+pub struct WebhookNotifier {
+    pub url: String,
+    pub timeout: Duration,
+}
+
+impl Notifier for WebhookNotifier {
+    fn send(&self, n: &Notification) -> Result<(), NotifyError> {
+        let body = serde_json::json!({
+            "content": n.message, "text": n.message, "event": n.event,
+            "channel": n.channel, "project": n.project, "bead": n.bead,
+        });
+        let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(self.timeout)).build().into();
+        agent
+            .post(&self.url)
+            .send_json(&body)
+            .map(|_| ())
+            .map_err(|e| NotifyError::Webhook { url: self.url.clone(), detail: e.to_string() })
+    }
+}
+
+/// Sends to every configured notifier; succeeds if any delivery did.
+pub struct Fanout(pub Vec<Box<dyn Notifier>>);
+
+impl Notifier for Fanout {
+    fn send(&self, n: &Notification) -> Result<(), NotifyError> {
+        let mut last = None;
+        let mut any = false;
+        for x in &self.0 {
+            match x.send(n) {
+                Ok(()) => any = true,
+                Err(e) => last = Some(e),
+            }
+        }
+        match (any || self.0.is_empty(), last) {
+            (true, _) | (false, None) => Ok(()),
+            (false, Some(e)) => Err(e),
+        }
+    }
+}
+
+/// The notifier `config.toml` describes; an empty [`Fanout`] when none is set.
+pub fn from_config(c: &NotifyConfig) -> Fanout {
+    let timeout = Duration::from_secs(c.timeout_secs.unwrap_or(10));
+    let mut v: Vec<Box<dyn Notifier>> = Vec::new();
+    if !c.command.is_empty() {
+        v.push(Box::new(CommandNotifier { argv: c.command.clone(), timeout }));
+    }
+    if let Some(url) = c.webhook.as_ref().filter(|u| !u.trim().is_empty()) {
+        v.push(Box::new(WebhookNotifier { url: url.clone(), timeout }));
+    }
+    Fanout(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expand_is_single_pass_and_literal() {
+        let v = [("message", "hi {channel} $(rm -rf /)"), ("channel", "#dev")];
+        assert_eq!(expand("--msg={message}", &v), "--msg=hi {channel} $(rm -rf /)");
+        assert_eq!(expand("{channel}{unknown}{", &v), "#dev{unknown}{");
+    }
+}

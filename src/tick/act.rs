@@ -1,0 +1,190 @@
+//! Carrying out a [`Plan`]: kill zombies, forget ended sessions, release stranded claims, and
+//! claim-then-spawn, in that order.
+//!
+//! The orchestrator never does bead work (2.1): the only tracker writes here are the claim, the
+//! release of a claim whose worker is gone, and undoing a claim whose worker could not start.
+//! A claim comes before the spawn, and a refused claim means another worker holds the bead, so
+//! the next candidate stands in.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::model::BeadId;
+use crate::paths::Paths;
+use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
+use crate::state::Claim;
+use crate::tracker::{ClaimOutcome, Tracker};
+
+use super::decide::{Plan, SpawnCandidate, ZombieReason};
+
+/// A worker started this run, as `--json` reports it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Spawned {
+    pub project: String,
+    pub bead: BeadId,
+    pub iteration: u32,
+    pub channel: Option<String>,
+    pub path: String,
+    pub label: String,
+    pub worker_timeout: u64,
+}
+
+impl Spawned {
+    pub fn from_candidate(c: &SpawnCandidate) -> Spawned {
+        Spawned {
+            project: c.slug.clone(),
+            bead: c.bead.clone(),
+            iteration: c.iteration,
+            channel: c.channel.clone(),
+            path: c.path.display().to_string(),
+            label: c.label.to_string(),
+            worker_timeout: c.worker_timeout,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Killed {
+    pub label: String,
+    pub bead: BeadId,
+    pub reason: ZombieReason,
+    /// `None` on a dry run.
+    pub outcome: Option<KillOutcome>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Released {
+    pub project: String,
+    pub bead: BeadId,
+}
+
+/// What acting did.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub spawned: Vec<Spawned>,
+    pub killed: Vec<Killed>,
+    pub released: Vec<Released>,
+    pub new_claims: Vec<Claim>,
+    pub errors: Vec<String>,
+}
+
+/// The I/O edges `act` drives.
+pub struct Effects<'a> {
+    pub backend: &'a dyn SessionBackend,
+    pub trackers: &'a BTreeMap<String, Arc<dyn Tracker>>,
+    pub paths: &'a Paths,
+    pub worker_argv: &'a [String],
+    pub actor: &'a str,
+    pub kill_grace: Duration,
+}
+
+/// Where a worker's output goes: one file per session start.
+fn log_path(paths: &Paths, c: &SpawnCandidate, now: DateTime<Utc>) -> std::path::PathBuf {
+    paths.logs_dir().join("sessions").join(&c.slug).join(format!("{}-{}.log", c.bead, now.format("%Y%m%dT%H%M%SZ")))
+}
+
+/// Acts on `plan`. A dry run reports what would happen and touches nothing.
+pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> Outcome {
+    let mut out = Outcome::default();
+
+    for z in &plan.zombies {
+        let outcome = if dry_run {
+            None
+        } else {
+            match fx.backend.kill(&z.session, fx.kill_grace) {
+                Ok(o) => {
+                    if let Err(e) = fx.backend.forget(&z.session) {
+                        out.errors.push(format!("{}: killed but cannot forget: {e}", z.session.label));
+                    }
+                    Some(o)
+                }
+                Err(e) => {
+                    out.errors.push(format!("cannot kill {}: {e}", z.session.label));
+                    continue;
+                }
+            }
+        };
+        tracing::info!(label = %z.session.label, reason = ?z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
+        out.killed.push(Killed { label: z.session.label.to_string(), bead: z.session.label.bead().clone(), reason: z.reason, outcome });
+    }
+    if !dry_run {
+        for s in &plan.ended {
+            if let Err(e) = fx.backend.forget(s) {
+                out.errors.push(format!("cannot forget ended session {}: {e}", s.label));
+            }
+        }
+    }
+
+    for r in &plan.releases {
+        if !dry_run {
+            let Some(t) = fx.trackers.get(&r.slug) else { continue };
+            if let Err(e) = t.reopen(&r.bead, "braids: the worker holding this claim is gone; released back to open") {
+                out.errors.push(format!("{}: cannot release {}: {e}", r.slug, r.bead));
+                continue;
+            }
+        }
+        tracing::warn!(project = %r.slug, bead = %r.bead, "stranded claim released");
+        out.released.push(Released { project: r.slug.clone(), bead: r.bead.clone() });
+    }
+
+    if dry_run {
+        out.spawned = plan.intended().into_iter().map(Spawned::from_candidate).collect();
+        return out;
+    }
+    let mut global = plan.global_slots;
+    'projects: for p in &plan.spawns {
+        let Some(tracker) = fx.trackers.get(&p.slug) else { continue };
+        let mut slots = p.slots;
+        for c in &p.candidates {
+            if slots == 0 {
+                break;
+            }
+            if global == Some(0) {
+                break 'projects;
+            }
+            match tracker.claim(&c.bead, fx.actor) {
+                Ok(ClaimOutcome::Claimed) => {}
+                Ok(ClaimOutcome::Refused { status, holder }) => {
+                    tracing::info!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
+                    continue;
+                }
+                Err(e) => {
+                    out.errors.push(format!("{}: cannot claim {}: {e}", c.slug, c.bead));
+                    continue 'projects;
+                }
+            }
+            let spec = SpawnSpec {
+                label: c.label.clone(),
+                message: c.message.clone(),
+                argv: fx.worker_argv.iter().map(OsString::from).collect(),
+                cwd: c.path.clone(),
+                env: vec![("BRAIDS_LABEL".into(), c.label.to_string().into())],
+                log: log_path(fx.paths, c, now),
+            };
+            match fx.backend.spawn(&spec) {
+                Ok(_) => {
+                    tracing::info!(label = %c.label, "worker spawned");
+                    out.new_claims.push(Claim { project: c.slug.clone(), bead: c.bead.clone(), claimed_at: now });
+                    out.spawned.push(Spawned::from_candidate(c));
+                    slots -= 1;
+                    global = global.map(|g| g - 1);
+                }
+                Err(e) => {
+                    out.errors.push(format!("{}: cannot start a worker for {}: {e}", c.slug, c.bead));
+                    if let Err(e) = tracker.reopen(&c.bead, "braids: the worker could not be started; claim undone") {
+                        out.errors.push(format!("{}: cannot undo the claim on {}: {e}", c.slug, c.bead));
+                        // Remembered, so a later run releases it once the tracker answers.
+                        out.new_claims.push(Claim { project: c.slug.clone(), bead: c.bead.clone(), claimed_at: now });
+                    }
+                    continue 'projects;
+                }
+            }
+        }
+    }
+    out
+}

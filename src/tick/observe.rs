@@ -1,0 +1,324 @@
+//! Observing the world for one tick: the registry, each project's files, its tracker, and the
+//! live sessions. The result is a [`decide::Snapshot`] plus what STATUS.md shows.
+//!
+//! Projects are observed concurrently (tokio, bounded by `[tick] concurrency`), each with its
+//! own time limit, so one hung tracker or vanished directory costs its own project a run and
+//! nothing else. Tracker calls are spent only where they can matter: `list` where sessions or
+//! claims need a bead status or a spawn is possible, `ready` only where a slot is free.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::diag::Diagnostic;
+use crate::format::{self, iteration::Iteration, project::ProjectConfig, registry::RegistryEntry};
+use crate::model::{Autonomy, BeadId, BeadStatus, IterationStatus, Priority, ProjectStatus};
+use crate::paths::Paths;
+use crate::session::Session;
+use crate::state::Claim;
+use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
+
+use super::decide::{self, BeadLookup, Eligibility, ProjectView, SessionVerdict, Snapshot};
+
+/// What STATUS.md says about one project.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProjectReport {
+    pub slug: String,
+    pub name: String,
+    pub path: PathBuf,
+    pub registry_status: Option<ProjectStatus>,
+    pub project_status: Option<ProjectStatus>,
+    pub priority: Priority,
+    pub autonomy: Autonomy,
+    pub max_workers: u32,
+    /// The active iteration, or else the newest one.
+    pub iteration: Option<(u32, Option<IterationStatus>)>,
+    pub tracker: Option<&'static str>,
+    /// Bead counts by status, when the tracker was asked this run.
+    pub counts: Option<BTreeMap<String, usize>>,
+    /// The iteration's Stories with their status when known.
+    pub stories: Vec<(BeadId, String, Option<BeadStatus>)>,
+    pub ready: usize,
+    /// Why the project is not eligible, or what failed.
+    pub note: Option<String>,
+    pub error: Option<String>,
+}
+
+/// The observed world: the snapshot `decide` reads, and what `act` and STATUS.md need besides.
+pub struct Observed {
+    pub snapshot: Snapshot,
+    pub reports: Vec<ProjectReport>,
+    pub trackers: BTreeMap<String, Arc<dyn Tracker>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Inputs that do not change during a run.
+pub struct Context<'a> {
+    pub paths: &'a Paths,
+    pub config: &'a Config,
+    /// Unknown keys found in config.toml, shown on STATUS.md.
+    pub config_warnings: &'a [String],
+}
+
+/// One project's observation, made on a blocking thread.
+struct ProjectObservation {
+    view: ProjectView,
+    report: ProjectReport,
+    tracker: Option<Arc<dyn Tracker>>,
+}
+
+/// Reads every project. The sessions are listed by the caller first: without them braids
+/// cannot know who is running, so a backend failure stops the run before this point.
+pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>, now: DateTime<Utc>) -> Observed {
+    let registry = format::registry::read_registry(ctx.paths);
+    let mut diagnostics = registry.diagnostics;
+    let entries = registry.value.entries;
+
+    let tracker_timeout = Duration::from_secs(ctx.config.tracker.timeout_secs.max(1));
+    // A project's whole observation: a few tracker calls, each bounded by the tracker timeout.
+    let project_budget = tracker_timeout * 3 + Duration::from_secs(2);
+    let sessions = Arc::new(sessions);
+    let claims = Arc::new(claims);
+    let default_kind = ctx.config.tracker.kind;
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(ctx.config.tick.concurrency.max(1))
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    let observations: Vec<ProjectObservation> = rt.block_on(async {
+        let mut handles = Vec::with_capacity(entries.len());
+        for entry in entries.iter().cloned() {
+            let sessions = Arc::clone(&sessions);
+            let claims = Arc::clone(&claims);
+            let paths = ctx.paths.clone();
+            let slug = entry.slug.clone();
+            let fallback = entry.clone();
+            let task = tokio::task::spawn_blocking(move || {
+                observe_project(&entry, &paths, default_kind, tracker_timeout, &sessions, &claims, now)
+            });
+            handles.push((slug, fallback, tokio::time::timeout(project_budget, task)));
+        }
+        let mut out = Vec::with_capacity(handles.len());
+        for (slug, entry, fut) in handles {
+            let obs = match fut.await {
+                Ok(Ok(obs)) => obs,
+                Ok(Err(e)) => broken(&entry, format!("observing {slug} failed: {e}")),
+                Err(_) => broken(&entry, format!("observing {slug} took longer than {}s; skipped this run", project_budget.as_secs())),
+            };
+            out.push(obs);
+        }
+        out
+    });
+    // A hung blocking task must not hold the process open.
+    rt.shutdown_background();
+
+    let mut projects = Vec::with_capacity(observations.len());
+    let mut reports = Vec::with_capacity(observations.len());
+    let mut trackers = BTreeMap::new();
+    for o in observations {
+        if let Some(t) = o.tracker {
+            trackers.insert(o.view.slug.clone(), t);
+        }
+        projects.push(o.view);
+        reports.push(o.report);
+    }
+    for w in ctx.config_warnings {
+        diagnostics.push(Diagnostic::warning(&ctx.paths.config(), None, "config", w.clone(), "remove or correct the key"));
+    }
+    let snapshot = Snapshot {
+        projects,
+        sessions: (*sessions).clone(),
+        claims: (*claims).clone(),
+        global_max_workers: ctx.config.tick.max_workers,
+        claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
+    };
+    Observed { snapshot, reports, trackers, diagnostics }
+}
+
+fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
+    ProjectView {
+        slug: entry.slug.clone(),
+        path: entry.path.clone(),
+        priority: entry.priority.unwrap_or_default(),
+        max_workers: 1,
+        worker_timeout: 3600,
+        channel: None,
+        eligibility,
+        stories: Vec::new(),
+        ready: Vec::new(),
+        beads: BTreeMap::new(),
+        tracker_error: None,
+    }
+}
+
+fn base_report(entry: &RegistryEntry) -> ProjectReport {
+    ProjectReport {
+        slug: entry.slug.clone(),
+        name: entry.slug.clone(),
+        path: entry.path.clone(),
+        registry_status: entry.status,
+        project_status: None,
+        priority: entry.priority.unwrap_or_default(),
+        autonomy: Autonomy::default(),
+        max_workers: 1,
+        iteration: None,
+        tracker: None,
+        counts: None,
+        stories: Vec::new(),
+        ready: 0,
+        note: None,
+        error: None,
+    }
+}
+
+fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
+    let mut report = base_report(entry);
+    report.error = Some(why.clone());
+    ProjectObservation { view: base_view(entry, Eligibility::Broken(why)), report, tracker: None }
+}
+
+/// The one active iteration, or why there is not exactly one (2.3).
+fn eligibility_of(entry: &RegistryEntry, config: &ProjectConfig, iterations: &[Iteration]) -> Eligibility {
+    if entry.status != Some(ProjectStatus::Active) || config.status != Some(ProjectStatus::Active) {
+        let show = |s: Option<ProjectStatus>| s.map_or("missing", |s| s.as_str());
+        return Eligibility::Inactive { why: format!("registry {}, PROJECT.md {}", show(entry.status), show(config.status)) };
+    }
+    let active: Vec<u32> = iterations.iter().filter(|i| i.status == Some(IterationStatus::Active)).map(|i| i.number).collect();
+    match active.as_slice() {
+        [] => Eligibility::NoActiveIteration,
+        [n] => Eligibility::Eligible { iteration: *n },
+        many => Eligibility::SeveralActive(many.to_vec()),
+    }
+}
+
+/// The tracker a project asked for in PROJECT.md (`Tracker: br`), else the installation's.
+pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind) -> TrackerKind {
+    config.field("tracker").and_then(|f| TrackerKind::parse(&f.value)).unwrap_or(default)
+}
+
+fn observe_project(
+    entry: &RegistryEntry,
+    paths: &Paths,
+    default_kind: TrackerKind,
+    timeout: Duration,
+    sessions: &[Session],
+    claims: &[Claim],
+    now: DateTime<Utc>,
+) -> ProjectObservation {
+    let root = &entry.path;
+    if paths.in_workspace(root) {
+        return broken(entry, format!("{} is inside the agent workspace {} (4.1); move the project", root.display(), paths.workspace.display()));
+    }
+    let project_md = root.join(".braids/PROJECT.md");
+    let text = match std::fs::read(&project_md) {
+        Ok(b) => b,
+        Err(e) => return broken(entry, format!("cannot read {}: {e}", project_md.display())),
+    };
+    let config = format::project::parse_project(&format::decode(&text), &project_md).value;
+    let iterations = format::iteration::read_iterations(root).value;
+    let eligibility = eligibility_of(entry, &config, &iterations);
+
+    let mut view = base_view(entry, eligibility.clone());
+    view.priority = config.priority;
+    view.max_workers = config.max_workers;
+    view.worker_timeout = config.worker_timeout;
+    view.channel = config.channel.clone();
+    let mut report = base_report(entry);
+    report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
+    report.project_status = config.status;
+    report.priority = config.priority;
+    report.autonomy = config.autonomy;
+    report.max_workers = config.max_workers;
+
+    let shown = match &eligibility {
+        Eligibility::Eligible { iteration } => iterations.iter().find(|i| i.number == *iteration),
+        _ => iterations.last(),
+    };
+    if let Some(it) = shown {
+        report.iteration = Some((it.number, it.status));
+        if matches!(eligibility, Eligibility::Eligible { .. }) {
+            view.stories = it.stories.iter().map(|s| s.id.clone()).collect();
+        }
+    }
+    report.note = match &eligibility {
+        Eligibility::Eligible { .. } => None,
+        Eligibility::Inactive { why } => Some(format!("not active ({why})")),
+        Eligibility::NoActiveIteration => Some("no active iteration".into()),
+        Eligibility::SeveralActive(n) => Some(format!("{} active iterations ({n:?}); at most one may be active (1.3)", n.len())),
+        Eligibility::Broken(why) => Some(why.clone()),
+    };
+
+    let slug = entry.slug.as_str();
+    let mine: Vec<&Session> = sessions.iter().filter(|s| s.label.slug() == slug && s.running).collect();
+    let claimed: Vec<&BeadId> = claims.iter().filter(|c| c.project == slug).map(|c| &c.bead).collect();
+    let eligible = matches!(eligibility, Eligibility::Eligible { .. });
+    if mine.is_empty() && claimed.is_empty() && !eligible {
+        return ProjectObservation { view, report, tracker: None };
+    }
+
+    let kind = tracker_kind(&config, default_kind);
+    let tracker: Arc<dyn Tracker> = match tracker::open(kind, TrackerOptions { project: root.clone(), timeout, program: None }) {
+        Ok(t) => Arc::from(t),
+        Err(e) => {
+            view.tracker_error = Some(e.to_string());
+            report.error = Some(e.to_string());
+            return ProjectObservation { view, report, tracker: None };
+        }
+    };
+    report.tracker = Some(tracker.kind().as_str());
+
+    // Bead statuses: for sessions, claims, counts and the Stories list.
+    let wanted: BTreeSet<&BeadId> = mine.iter().map(|s| s.label.bead()).chain(claimed.iter().copied()).collect();
+    match tracker.list() {
+        Ok(all) => {
+            let status: BTreeMap<&BeadId, BeadStatus> = all.iter().map(|b| (&b.id, b.status)).collect();
+            for id in &wanted {
+                let l = status.get(id).map_or(BeadLookup::Missing, |s| BeadLookup::Known(*s));
+                view.beads.insert((*id).clone(), l);
+            }
+            let mut counts = BTreeMap::new();
+            for b in &all {
+                *counts.entry(b.status.as_str().to_string()).or_insert(0) += 1;
+            }
+            report.counts = Some(counts);
+            if let Some(it) = shown {
+                report.stories = it.stories.iter().map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied())).collect();
+            }
+        }
+        Err(e) => {
+            for id in &wanted {
+                view.beads.insert((*id).clone(), BeadLookup::Unknown);
+            }
+            view.tracker_error = Some(e.to_string());
+            report.error = Some(e.to_string());
+            return ProjectObservation { view, report, tracker: Some(tracker) };
+        }
+    }
+
+    // `ready` only where a slot can be free once zombies are excluded.
+    let healthy = mine
+        .iter()
+        .filter(|s| {
+            let l = view.beads.get(s.label.bead()).copied().unwrap_or(BeadLookup::Unknown);
+            decide::classify(s, l, view.worker_timeout, now) == SessionVerdict::Healthy
+        })
+        .count();
+    if eligible && healthy < view.max_workers as usize {
+        match tracker.ready() {
+            Ok(ready) => {
+                report.ready = ready.len();
+                view.ready = ready;
+            }
+            Err(e) => {
+                view.tracker_error = Some(e.to_string());
+                report.error = Some(e.to_string());
+            }
+        }
+    }
+    ProjectObservation { view, report, tracker: Some(tracker) }
+}

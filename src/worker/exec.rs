@@ -1,0 +1,93 @@
+//! Running the agent. The executor is an argv template from config.toml (or a project's
+//! `Executor` field), never a shell string; its output goes to the worker's own stdout, which
+//! the session backend writes to the session log.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::model::BeadId;
+use crate::notify::expand;
+
+/// One executor run's inputs.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    pub project: PathBuf,
+    pub bead: BeadId,
+    pub prompt_file: PathBuf,
+    pub timeout: Duration,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecResult {
+    pub code: Option<i32>,
+    pub timed_out: bool,
+}
+
+pub trait Executor {
+    fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult>;
+}
+
+/// An argv template with `{prompt_file}`, `{project}`, `{bead}`, `{timeout}` placeholders.
+pub struct ArgvExecutor {
+    pub template: Vec<String>,
+    /// Between SIGTERM and SIGKILL on timeout.
+    pub grace: Duration,
+}
+
+impl ArgvExecutor {
+    pub fn argv(&self, req: &ExecRequest) -> Vec<String> {
+        let prompt = req.prompt_file.to_string_lossy();
+        let project = req.project.to_string_lossy();
+        let timeout = req.timeout.as_secs().to_string();
+        let vars = [("prompt_file", &*prompt), ("project", &*project), ("bead", req.bead.as_str()), ("timeout", timeout.as_str())];
+        self.template.iter().map(|a| expand(a, &vars)).collect()
+    }
+}
+
+impl Executor for ArgvExecutor {
+    fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult> {
+        let argv = self.argv(req);
+        let (program, args) = argv.split_first().ok_or_else(|| anyhow::anyhow!("the executor command is empty"))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(&req.project)
+            .stdin(Stdio::null())
+            .env("BRAIDS_BEAD", req.bead.as_str())
+            .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
+        let pgid = Pid::from_raw(child.id() as i32);
+        let (tx, rx) = mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let s = child.wait();
+            let _ = tx.send(());
+            s
+        });
+        let mut timed_out = false;
+        if rx.recv_timeout(req.timeout).is_err() {
+            timed_out = true;
+            tracing::warn!(bead = %req.bead, "executor exceeded {}s; stopping it", req.timeout.as_secs());
+            let _ = killpg(pgid, Signal::SIGTERM);
+            if rx.recv_timeout(self.grace).is_err() {
+                let _ = killpg(pgid, Signal::SIGKILL);
+            }
+        }
+        let status = waiter.join().map_err(|_| anyhow::anyhow!("executor waiter panicked"))??;
+        // Whatever the agent left running in its group goes with it.
+        let _ = killpg(pgid, Signal::SIGKILL);
+        Ok(ExecResult { code: status.code(), timed_out })
+    }
+}
+
+/// Where the worker keeps a bead's prompt: outside the project, so it is never committed.
+pub fn work_dir(braids_dir: &Path, slug: &str, bead: &BeadId) -> PathBuf {
+    braids_dir.join("work").join(slug).join(bead.as_str())
+}
