@@ -15,6 +15,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::paths::Paths;
 
 mod check;
+mod demo;
 mod init;
 mod iteration;
 mod new;
@@ -72,6 +73,35 @@ pub enum Command {
     Kill(KillArgs),
     /// Run one bead to completion (started by the tick with the four-line spawn message on stdin).
     Worker(WorkerArgs),
+    /// Build a sample installation and run real ticks on it, with a scripted stand-in agent.
+    Demo(DemoArgs),
+    /// The scripted agent the demo and the tests use in place of an LLM.
+    #[command(hide = true)]
+    StandInAgent(StandInArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to build the sample (default: a new temporary directory, kept afterwards).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Seconds between ticks.
+    #[arg(long, default_value_t = 4)]
+    pub interval: u64,
+    /// Seconds the stand-in agent works on each bead.
+    #[arg(long, default_value_t = 3)]
+    pub agent_seconds: u64,
+    /// Stop after this many seconds even if work remains.
+    #[arg(long, default_value_t = 120)]
+    pub max_seconds: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct StandInArgs {
+    #[arg(long)]
+    pub deliverable: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seconds: u64,
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +135,9 @@ pub struct NewArgs {
     /// Where notifications go (default: none).
     #[arg(long)]
     pub channel: Option<String>,
+    /// Tracker to set up: br, workplan, or auto (br when installed, else workplan).
+    #[arg(long)]
+    pub tracker: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -173,6 +206,8 @@ pub fn run() -> i32 {
         Command::Sessions(a) => sessions::list(&paths, a.json),
         Command::Kill(a) => sessions::kill(&paths, &a.label),
         Command::Worker(a) => worker::run(&paths, a),
+        Command::Demo(a) => demo::run(a),
+        Command::StandInAgent(a) => demo::stand_in(a),
     };
     match result {
         Ok(code) => code,

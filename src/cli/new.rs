@@ -91,7 +91,11 @@ pub fn run(paths: &Paths, a: NewArgs) -> Result<i32> {
     let channel = a.channel.clone().unwrap_or_else(|| "none".into());
     let max = a.max_workers.to_string();
     let vars = [("name", a.slug.as_str()), ("priority", priority.as_str()), ("max_workers", max.as_str()), ("channel", channel.as_str())];
-    atomic::write(&project_md, templates::render(templates::PROJECT, &vars).as_bytes())?;
+    let mut project_text = templates::render(templates::PROJECT, &vars);
+    if wanted != tracker::TrackerKind::Auto {
+        project_text = project_text.replace("- **Channel:**", &format!("- **Tracker:** {}\n- **Channel:**", wanted.as_str()));
+    }
+    atomic::write(&project_md, project_text.as_bytes())?;
     created.push(project_md);
     let agents = root.join("AGENTS.md");
     if atomic::write_new(&agents, templates::render(templates::AGENTS, &vars).as_bytes())? {
@@ -99,9 +103,19 @@ pub fn run(paths: &Paths, a: NewArgs) -> Result<i32> {
     }
     std::fs::create_dir_all(root.join(".braids/iterations"))?;
 
-    let kind = if root.join(".beads").is_dir() {
+    let wanted = match a.tracker.as_deref().map(tracker::TrackerKind::parse) {
+        None => tracker::TrackerKind::Auto,
+        Some(Some(k @ (tracker::TrackerKind::Auto | tracker::TrackerKind::Br | tracker::TrackerKind::Workplan))) => k,
+        Some(_) => bail!("--tracker must be br, workplan or auto (bd projects are initialised with `bd init`)"),
+    };
+    let use_br = match wanted {
+        tracker::TrackerKind::Br => true,
+        tracker::TrackerKind::Workplan => false,
+        _ => root.join(".beads").is_dir() || tracker::on_path("br"),
+    };
+    let kind = if use_br && root.join(".beads").is_dir() {
         "br"
-    } else if tracker::on_path("br") {
+    } else if use_br {
         let out = Invocation::new(["br", "init", "--prefix", a.slug.as_str()]).cwd(&root).run().map_err(|e| anyhow!("{e}"))?;
         if !out.success() {
             bail!("`br init` failed in {}: {}", root.display(), out.stderr.trim());

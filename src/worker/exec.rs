@@ -20,6 +20,8 @@ pub struct ExecRequest {
     pub project: PathBuf,
     pub bead: BeadId,
     pub prompt_file: PathBuf,
+    /// Where the deliverable must be written.
+    pub deliverable: PathBuf,
     pub timeout: Duration,
 }
 
@@ -34,7 +36,8 @@ pub trait Executor {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult>;
 }
 
-/// An argv template with `{prompt_file}`, `{project}`, `{bead}`, `{timeout}` placeholders.
+/// An argv template with `{prompt_file}`, `{project}`, `{bead}`, `{deliverable}`, `{timeout}`
+/// placeholders.
 pub struct ArgvExecutor {
     pub template: Vec<String>,
     /// Between SIGTERM and SIGKILL on timeout.
@@ -46,7 +49,8 @@ impl ArgvExecutor {
         let prompt = req.prompt_file.to_string_lossy();
         let project = req.project.to_string_lossy();
         let timeout = req.timeout.as_secs().to_string();
-        let vars = [("prompt_file", &*prompt), ("project", &*project), ("bead", req.bead.as_str()), ("timeout", timeout.as_str())];
+        let deliverable = req.deliverable.to_string_lossy();
+        let vars = [("prompt_file", &*prompt), ("project", &*project), ("bead", req.bead.as_str()), ("deliverable", &*deliverable), ("timeout", timeout.as_str())];
         self.template.iter().map(|a| expand(a, &vars)).collect()
     }
 }
@@ -55,10 +59,12 @@ impl Executor for ArgvExecutor {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult> {
         let argv = self.argv(req);
         let (program, args) = argv.split_first().ok_or_else(|| anyhow::anyhow!("the executor command is empty"))?;
+        // The prompt also arrives on stdin, which is how `claude -p` and `codex exec -` read it.
+        let stdin = std::fs::File::open(&req.prompt_file).map(Stdio::from).unwrap_or_else(|_| Stdio::null());
         let mut child = Command::new(program)
             .args(args)
             .current_dir(&req.project)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .env("BRAIDS_BEAD", req.bead.as_str())
             .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
             .process_group(0)

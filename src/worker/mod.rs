@@ -265,9 +265,17 @@ impl Worker<'_> {
                 tried.push(format!("attempt {attempt}: not started, WorkerTimeout of {}s used up", budget.as_secs()));
                 break;
             }
-            let req = ExecRequest { project: msg.project.clone(), bead: bead_id.clone(), prompt_file: prompt_file.clone(), timeout: left };
+            let req = ExecRequest {
+                project: msg.project.clone(),
+                bead: bead_id.clone(),
+                prompt_file: prompt_file.clone(),
+                deliverable: deliverable_path.clone(),
+                timeout: left,
+            };
             let res = executor.run(&req);
             let report = report::read(&msg.project);
+            // A status report is for braids, not for the project's history.
+            let _ = std::fs::remove_file(msg.project.join(".ai/executor-result"));
             let found = find_deliverable(&l.iteration.dir, bead_id);
             let verdict = judge(&res, report.as_ref(), found.as_ref());
             run.step("execute", format!("attempt {attempt}/{attempts}: {verdict}"));
