@@ -32,7 +32,10 @@
 //! blocked bead, close/block never touch a closed one) are read-then-act here; bd's own claim
 //! is still the atomic step that decides between two claimants.
 
-use super::beads_cli::{find_exact, json_documents, one_line, parse_issues, sort_by_urgency, BeadsCli, ErrorInfo, RawIssue};
+use super::beads_cli::{
+    find_exact, json_documents, one_line, parse_issues, sort_by_urgency, BeadsCli, ErrorInfo,
+    RawIssue,
+};
 use super::rules::{check_actor, claim_verdict, closed_is_final};
 use super::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use crate::model::{Bead, BeadId, BeadStatus};
@@ -65,12 +68,18 @@ impl Bd {
     }
 
     fn current(&self, id: &BeadId) -> Result<RawIssue, TrackerError> {
-        self.show_raw(id)?.ok_or_else(|| TrackerError::NoSuchBead(id.clone()))
+        self.show_raw(id)?
+            .ok_or_else(|| TrackerError::NoSuchBead(id.clone()))
     }
 
     /// Runs a mutation and confirms it by the issue it prints or, failing that, by reading the
     /// bead again: bd may report a failed update with exit 0 and a message on stderr.
-    fn mutate(&self, id: &BeadId, args: &[String], done: impl Fn(&Bead) -> bool) -> Result<(), TrackerError> {
+    fn mutate(
+        &self,
+        id: &BeadId,
+        args: &[String],
+        done: impl Fn(&Bead) -> bool,
+    ) -> Result<(), TrackerError> {
         let out = self.cli.run(args)?;
         if out.success() && printed(&out, id).is_some_and(|b| done(&b)) {
             return Ok(());
@@ -95,7 +104,9 @@ impl Bd {
         };
         TrackerError::Failed {
             command: self.cli.describe(args),
-            code: out.code.map_or_else(|| "signal".to_string(), |c| c.to_string()),
+            code: out
+                .code
+                .map_or_else(|| "signal".to_string(), |c| c.to_string()),
             message,
         }
     }
@@ -107,14 +118,22 @@ impl Bd {
         if reason.is_empty() {
             return Ok(());
         }
-        let args = vec!["comments".to_string(), "add".to_string(), id.to_string(), format!("{prefix}: {reason}")];
+        let args = vec![
+            "comments".to_string(),
+            "add".to_string(),
+            id.to_string(),
+            format!("{prefix}: {reason}"),
+        ];
         self.cli.run_ok(&args).map(|_| ())
     }
 }
 
 /// The issue with this id in a mutation's output, if it printed one.
 fn printed(out: &Output, id: &BeadId) -> Option<Bead> {
-    parse_issues(&out.stdout).ok().and_then(|issues| find_exact(issues, id)).map(|i| i.bead)
+    parse_issues(&out.stdout)
+        .ok()
+        .and_then(|issues| find_exact(issues, id))
+        .map(|i| i.bead)
 }
 
 /// Whether bd's message says this bead does not exist (bd has no error codes; the id must be
@@ -129,15 +148,30 @@ impl Tracker for Bd {
     }
 
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
-        let args: Vec<String> = ["ready", "--json", "--sort=priority", "--limit=0"].map(String::from).into();
-        let mut beads: Vec<_> = self.cli.issues(&args)?.into_iter().map(|i| i.bead).filter(|b| b.status == BeadStatus::Open).collect();
+        let args: Vec<String> = ["ready", "--json", "--sort=priority", "--limit=0"]
+            .map(String::from)
+            .into();
+        let mut beads: Vec<_> = self
+            .cli
+            .issues(&args)?
+            .into_iter()
+            .map(|i| i.bead)
+            .filter(|b| b.status == BeadStatus::Open)
+            .collect();
         sort_by_urgency(&mut beads);
         Ok(beads)
     }
 
     fn list(&self) -> Result<Vec<Bead>, TrackerError> {
-        let args: Vec<String> = ["list", "--json", "--all", "--limit=0"].map(String::from).into();
-        Ok(self.cli.issues(&args)?.into_iter().map(|i| i.bead).collect())
+        let args: Vec<String> = ["list", "--json", "--all", "--limit=0"]
+            .map(String::from)
+            .into();
+        Ok(self
+            .cli
+            .issues(&args)?
+            .into_iter()
+            .map(|i| i.bead)
+            .collect())
     }
 
     fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError> {
@@ -152,9 +186,16 @@ impl Tracker for Bd {
         if let Some(verdict) = claim_verdict(&cur.bead, actor) {
             return Ok(verdict);
         }
-        let args = vec!["update".to_string(), id.to_string(), "--claim".to_string(), format!("--actor={actor}"), "--json".to_string()];
+        let args = vec![
+            "update".to_string(),
+            id.to_string(),
+            "--claim".to_string(),
+            format!("--actor={actor}"),
+            "--json".to_string(),
+        ];
         let out = self.cli.run(&args)?;
-        let mine = |b: &Bead| b.status == BeadStatus::InProgress && b.assignee.as_deref() == Some(actor);
+        let mine =
+            |b: &Bead| b.status == BeadStatus::InProgress && b.assignee.as_deref() == Some(actor);
         if out.success() && printed(&out, id).is_some_and(|b| mine(&b)) {
             return Ok(ClaimOutcome::Claimed);
         }
@@ -173,7 +214,10 @@ impl Tracker for Bd {
         // about claiming (e.g. open blockers) is a refusal; anything else is a failure.
         let m = info.message.to_ascii_lowercase();
         if m.contains("claim") || m.contains("block") {
-            return Ok(ClaimOutcome::Refused { status: now.bead.status, holder: now.bead.assignee });
+            return Ok(ClaimOutcome::Refused {
+                status: now.bead.status,
+                holder: now.bead.assignee,
+            });
         }
         Err(self.refusal(&args, &out, &now.bead))
     }
@@ -195,7 +239,12 @@ impl Tracker for Bd {
             BeadStatus::Blocked => return Ok(()),
             _ => {}
         }
-        let args = vec!["update".to_string(), id.to_string(), "--status=blocked".to_string(), "--json".to_string()];
+        let args = vec![
+            "update".to_string(),
+            id.to_string(),
+            "--status=blocked".to_string(),
+            "--json".to_string(),
+        ];
         self.mutate(id, &args, |b| b.status == BeadStatus::Blocked)?;
         self.comment(id, "Blocked", reason)
     }
@@ -207,13 +256,25 @@ impl Tracker for Bd {
             BeadStatus::Open if cur.bead.assignee.is_none() => return Ok(()),
             _ => {}
         }
-        let args = vec!["update".to_string(), id.to_string(), "--status=open".to_string(), "--assignee=".to_string(), "--json".to_string()];
-        self.mutate(id, &args, |b| b.status == BeadStatus::Open && b.assignee.is_none())?;
+        let args = vec![
+            "update".to_string(),
+            id.to_string(),
+            "--status=open".to_string(),
+            "--assignee=".to_string(),
+            "--json".to_string(),
+        ];
+        self.mutate(id, &args, |b| {
+            b.status == BeadStatus::Open && b.assignee.is_none()
+        })?;
         self.comment(id, "Reopened", reason)
     }
 
     fn create(&self, title: &str, description: &str, priority: u8) -> Result<BeadId, TrackerError> {
-        let mut args = vec!["create".to_string(), format!("--title={}", one_line(title)), format!("--priority={}", priority.min(4))];
+        let mut args = vec![
+            "create".to_string(),
+            format!("--title={}", one_line(title)),
+            format!("--priority={}", priority.min(4)),
+        ];
         if !description.trim().is_empty() {
             args.push(format!("--description={description}"));
         }
@@ -222,19 +283,32 @@ impl Tracker for Bd {
         let issues = parse_issues(&out.stdout).map_err(|d| self.cli.garbage(&args, d))?;
         match issues.as_slice() {
             [one] => Ok(one.bead.id.clone()),
-            _ => Err(self.cli.garbage(&args, format!("expected one created issue, got {}", issues.len()))),
+            _ => Err(self.cli.garbage(
+                &args,
+                format!("expected one created issue, got {}", issues.len()),
+            )),
         }
     }
 
     fn add_dependency(&self, id: &BeadId, on: &BeadId) -> Result<(), TrackerError> {
-        let args = vec!["dep".to_string(), "add".to_string(), id.to_string(), on.to_string(), "--json".to_string()];
+        let args = vec![
+            "dep".to_string(),
+            "add".to_string(),
+            id.to_string(),
+            on.to_string(),
+            "--json".to_string(),
+        ];
         let out = self.cli.run(&args)?;
         if out.success() {
             json_documents(&out.stdout).map_err(|d| self.cli.garbage(&args, d))?;
             // Old versions report failures on stderr with exit 0.
             let info = ErrorInfo::from_output(&out);
             if out.stdout.trim().is_empty() && out.stderr.to_ascii_lowercase().contains("error") {
-                return Err(TrackerError::Failed { command: self.cli.describe(&args), code: "0".into(), message: info.message });
+                return Err(TrackerError::Failed {
+                    command: self.cli.describe(&args),
+                    code: "0".into(),
+                    message: info.message,
+                });
             }
             return Ok(());
         }

@@ -38,15 +38,25 @@ pub(crate) struct BeadsCli {
 impl BeadsCli {
     /// Runs `program` with cwd = `project`, `BEADS_DIR=<project>/.beads` (so neither tool walks
     /// up into a parent directory's `.beads`) and every database override cleared.
-    pub(crate) fn new(name: &'static str, program: Option<&Path>, project: &Path, timeout: Duration) -> Self {
+    pub(crate) fn new(
+        name: &'static str,
+        program: Option<&Path>,
+        project: &Path,
+        timeout: Duration,
+    ) -> Self {
         let mut env = vec![
-            ("BEADS_DIR".to_string(), project.join(".beads").to_string_lossy().into_owned()),
+            (
+                "BEADS_DIR".to_string(),
+                project.join(".beads").to_string_lossy().into_owned(),
+            ),
             ("NO_COLOR".to_string(), "1".to_string()),
             ("RUST_LOG".to_string(), "error".to_string()),
         ];
         env.extend(DB_OVERRIDES.iter().map(|k| (k.to_string(), String::new())));
         BeadsCli {
-            program: program.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(name)),
+            program: program
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(name)),
             name,
             project: project.to_path_buf(),
             timeout,
@@ -81,19 +91,32 @@ impl BeadsCli {
         let mut argv: Vec<OsString> = Vec::with_capacity(args.len() + 1);
         argv.push(self.program.clone().into_os_string());
         argv.extend(args.iter().map(OsString::from));
-        let mut inv = Invocation::new(argv).cwd(&self.project).timeout(self.timeout);
+        let mut inv = Invocation::new(argv)
+            .cwd(&self.project)
+            .timeout(self.timeout);
         for (k, v) in &self.env {
             inv = inv.env(k, v);
         }
         let out = inv.run().map_err(|e| match e {
-            RunError::NotFound { .. } => TrackerError::NotInstalled { program: self.program.to_string_lossy().into_owned() },
-            RunError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
-                TrackerError::NotInstalled { program: self.program.to_string_lossy().into_owned() }
+            RunError::NotFound { .. } => TrackerError::NotInstalled {
+                program: self.program.to_string_lossy().into_owned(),
+            },
+            RunError::Spawn { source, .. }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                TrackerError::NotInstalled {
+                    program: self.program.to_string_lossy().into_owned(),
+                }
             }
-            RunError::Spawn { program, source } => TrackerError::Io(format!("cannot start `{program}`: {source}")),
+            RunError::Spawn { program, source } => {
+                TrackerError::Io(format!("cannot start `{program}`: {source}"))
+            }
         })?;
         if out.timed_out {
-            return Err(TrackerError::Timeout { command: self.describe(args), secs: self.timeout.as_secs().max(1) });
+            return Err(TrackerError::Timeout {
+                command: self.describe(args),
+                secs: self.timeout.as_secs().max(1),
+            });
         }
         Ok(out)
     }
@@ -113,13 +136,18 @@ impl BeadsCli {
         let info = ErrorInfo::from_output(out);
         TrackerError::Failed {
             command: self.describe(args),
-            code: out.code.map_or_else(|| "signal".to_string(), |c| c.to_string()),
+            code: out
+                .code
+                .map_or_else(|| "signal".to_string(), |c| c.to_string()),
             message: info.message,
         }
     }
 
     pub(crate) fn garbage(&self, args: &[String], detail: impl Into<String>) -> TrackerError {
-        TrackerError::Garbage { command: self.describe(args), detail: detail.into() }
+        TrackerError::Garbage {
+            command: self.describe(args),
+            detail: detail.into(),
+        }
     }
 
     /// Runs a read command and parses the issues it prints.
@@ -158,12 +186,20 @@ impl ErrorInfo {
             .find(|s| !s.is_empty())
             .map(|s| truncate(s, 2000))
             .unwrap_or_else(|| "no output".to_string());
-        ErrorInfo { code: None, message, context: None }
+        ErrorInfo {
+            code: None,
+            message,
+            context: None,
+        }
     }
 
     fn from_json(doc: &Value) -> Option<ErrorInfo> {
         match doc.get("error")? {
-            Value::String(s) => Some(ErrorInfo { code: None, message: s.clone(), context: None }),
+            Value::String(s) => Some(ErrorInfo {
+                code: None,
+                message: s.clone(),
+                context: None,
+            }),
             Value::Object(o) => Some(ErrorInfo {
                 code: o.get("code").and_then(Value::as_str).map(str::to_string),
                 message: o
@@ -210,7 +246,9 @@ pub(crate) fn json_documents(text: &str) -> Result<Vec<Value>, String> {
 /// bd's optional `{"schema_version": N, "data": <payload>}` envelope.
 fn unwrap_envelope(v: &Value) -> &Value {
     match v {
-        Value::Object(o) if o.contains_key("schema_version") && o.contains_key("data") => &o["data"],
+        Value::Object(o) if o.contains_key("schema_version") && o.contains_key("data") => {
+            &o["data"]
+        }
         _ => v,
     }
 }
@@ -235,12 +273,18 @@ pub(crate) fn parse_issues(stdout: &str) -> Result<Vec<RawIssue>, String> {
         }
         let rows: Vec<&Value> = match doc {
             Value::Array(a) => a.iter().collect(),
-            Value::Object(o) if o.get("issues").is_some_and(Value::is_array) => {
-                o["issues"].as_array().map(|a| a.iter().collect()).unwrap_or_default()
-            }
+            Value::Object(o) if o.get("issues").is_some_and(Value::is_array) => o["issues"]
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default(),
             Value::Object(o) if o.contains_key("id") => vec![doc],
             Value::Null => Vec::new(),
-            other => return Err(format!("expected issues, found {}", truncate(&other.to_string(), 200))),
+            other => {
+                return Err(format!(
+                    "expected issues, found {}",
+                    truncate(&other.to_string(), 200)
+                ))
+            }
         };
         for row in rows {
             issues.push(parse_issue(row)?);
@@ -254,20 +298,33 @@ pub(crate) fn parse_issues(stdout: &str) -> Result<Vec<RawIssue>, String> {
 fn is_blocking(dep_type: Option<&str>) -> bool {
     match dep_type.map(|t| t.trim().to_ascii_lowercase()) {
         None => true,
-        Some(t) => matches!(t.as_str(), "" | "blocks" | "conditional-blocks" | "waits-for"),
+        Some(t) => matches!(
+            t.as_str(),
+            "" | "blocks" | "conditional-blocks" | "waits-for"
+        ),
     }
 }
 
 /// Maps one issue object onto a [`Bead`].
 pub(crate) fn parse_issue(row: &Value) -> Result<RawIssue, String> {
-    let obj = row.as_object().ok_or_else(|| format!("expected an issue object, found {}", truncate(&row.to_string(), 200)))?;
-    let raw_id = obj.get("id").and_then(Value::as_str).ok_or_else(|| format!("issue without an id: {}", truncate(&row.to_string(), 200)))?;
+    let obj = row.as_object().ok_or_else(|| {
+        format!(
+            "expected an issue object, found {}",
+            truncate(&row.to_string(), 200)
+        )
+    })?;
+    let raw_id = obj
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("issue without an id: {}", truncate(&row.to_string(), 200)))?;
     let id = BeadId::new(raw_id).map_err(|e| e.to_string())?;
     let text = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_string);
     let status = text("status").map_or(BeadStatus::Unknown, |s| BeadStatus::parse(&s));
     let priority = match obj.get("priority") {
         None | Some(Value::Null) => 2,
-        Some(v) => parse_priority(v).ok_or_else(|| format!("bead {id}: priority {v} is not 0-4"))?,
+        Some(v) => {
+            parse_priority(v).ok_or_else(|| format!("bead {id}: priority {v} is not 0-4"))?
+        }
     };
     let mut dependencies = Vec::new();
     if let Some(Value::Array(deps)) = obj.get("dependencies") {
@@ -275,12 +332,17 @@ pub(crate) fn parse_issue(row: &Value) -> Result<RawIssue, String> {
             let (dep_id, dep_type) = match dep {
                 Value::String(s) => (Some(s.as_str()), None),
                 Value::Object(d) => (
-                    d.get("depends_on_id").or_else(|| d.get("id")).and_then(Value::as_str),
-                    ["dependency_type", "dep_type", "type"].iter().find_map(|k| d.get(*k).and_then(Value::as_str)),
+                    d.get("depends_on_id")
+                        .or_else(|| d.get("id"))
+                        .and_then(Value::as_str),
+                    ["dependency_type", "dep_type", "type"]
+                        .iter()
+                        .find_map(|k| d.get(*k).and_then(Value::as_str)),
                 ),
                 _ => (None, None),
             };
-            let dep_id = dep_id.ok_or_else(|| format!("bead {id}: dependency without an id: {dep}"))?;
+            let dep_id =
+                dep_id.ok_or_else(|| format!("bead {id}: dependency without an id: {dep}"))?;
             if !is_blocking(dep_type) || dep_id == id.as_str() {
                 continue;
             }
@@ -297,7 +359,9 @@ pub(crate) fn parse_issue(row: &Value) -> Result<RawIssue, String> {
             priority,
             description: text("description").unwrap_or_default(),
             dependencies,
-            assignee: text("assignee").map(|a| a.trim().to_string()).filter(|a| !a.is_empty()),
+            assignee: text("assignee")
+                .map(|a| a.trim().to_string())
+                .filter(|a| !a.is_empty()),
             id,
         },
         updated_at: text("updated_at"),
@@ -308,7 +372,11 @@ pub(crate) fn parse_issue(row: &Value) -> Result<RawIssue, String> {
 fn parse_priority(v: &Value) -> Option<u8> {
     let n = match v {
         Value::Number(n) => n.as_i64()?,
-        Value::String(s) => s.trim().trim_start_matches(['P', 'p']).parse::<i64>().ok()?,
+        Value::String(s) => s
+            .trim()
+            .trim_start_matches(['P', 'p'])
+            .parse::<i64>()
+            .ok()?,
         _ => return None,
     };
     (n >= 0).then(|| n.min(4) as u8)
@@ -327,7 +395,11 @@ pub(crate) fn find_exact(issues: Vec<RawIssue>, id: &BeadId) -> Option<RawIssue>
 
 /// Keeps a free-text argument on one line and bounded, for titles passed as argv.
 pub(crate) fn one_line(s: &str) -> String {
-    s.split(['\r', '\n']).map(str::trim).filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" ")
+    s.split(['\r', '\n'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -335,7 +407,12 @@ mod tests {
     use super::*;
 
     fn out(code: i32, stdout: &str, stderr: &str) -> Output {
-        Output { code: Some(code), stdout: stdout.into(), stderr: stderr.into(), timed_out: false }
+        Output {
+            code: Some(code),
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            timed_out: false,
+        }
     }
 
     #[test]
@@ -346,30 +423,53 @@ mod tests {
         assert!(e.is_not_found() && e.message == "Issue not found: p-x");
         // br close prints a receipt and then the error.
         let two = out(3, "{\"closed\":[],\"skipped\":[]}\n{\"error\":{\"code\":\"NOTHING_TO_DO\",\"message\":\"Nothing to do\"}}", "");
-        assert_eq!(ErrorInfo::from_output(&two).code.as_deref(), Some("NOTHING_TO_DO"));
-        let bd = out(1, "{\n  \"error\": \"issue bd-x not found\",\n  \"schema_version\": 1\n}\n", "");
+        assert_eq!(
+            ErrorInfo::from_output(&two).code.as_deref(),
+            Some("NOTHING_TO_DO")
+        );
+        let bd = out(
+            1,
+            "{\n  \"error\": \"issue bd-x not found\",\n  \"schema_version\": 1\n}\n",
+            "",
+        );
         assert!(ErrorInfo::from_output(&bd).is_not_found());
-        let env = out(1, "{\"schema_version\":1,\"data\":{\"error\":\"boom\"}}", "");
+        let env = out(
+            1,
+            "{\"schema_version\":1,\"data\":{\"error\":\"boom\"}}",
+            "",
+        );
         assert_eq!(ErrorInfo::from_output(&env).message, "boom");
         let text = out(1, "", "Error claiming bd-1: already claimed by alice\n");
-        assert_eq!(ErrorInfo::from_output(&text).message, "Error claiming bd-1: already claimed by alice");
+        assert_eq!(
+            ErrorInfo::from_output(&text).message,
+            "Error claiming bd-1: already claimed by alice"
+        );
         assert_eq!(ErrorInfo::from_output(&out(1, "", "")).message, "no output");
     }
 
     #[test]
     fn issue_shapes() {
-        let list = r#"{"issues":[{"id":"p-1","title":"A","status":"open","priority":1}],"total":1}"#;
+        let list =
+            r#"{"issues":[{"id":"p-1","title":"A","status":"open","priority":1}],"total":1}"#;
         assert_eq!(parse_issues(list).unwrap()[0].bead.priority, 1);
         let env = r#"{"schema_version":1,"data":[{"id":"p-1","title":"A","status":"in_progress","priority":"P0","assignee":"me"}]}"#;
         let b = &parse_issues(env).unwrap()[0].bead;
-        assert_eq!((b.status, b.priority, b.assignee.as_deref()), (BeadStatus::InProgress, 0, Some("me")));
+        assert_eq!(
+            (b.status, b.priority, b.assignee.as_deref()),
+            (BeadStatus::InProgress, 0, Some("me"))
+        );
         assert!(parse_issues("").unwrap().is_empty());
         assert!(parse_issues("[]").unwrap().is_empty());
         assert!(parse_issues("not json").is_err());
         assert!(parse_issues(r#"[{"title":"no id"}]"#).is_err());
         assert!(parse_issues(r#"[{"id":"../etc","title":"x"}]"#).is_err());
         assert!(parse_issues(r#"[{"id":"p-1","priority":-1}]"#).is_err());
-        assert_eq!(parse_issues(r#"[{"id":"p-1","priority":9}]"#).unwrap()[0].bead.priority, 4);
+        assert_eq!(
+            parse_issues(r#"[{"id":"p-1","priority":9}]"#).unwrap()[0]
+                .bead
+                .priority,
+            4
+        );
     }
 
     #[test]

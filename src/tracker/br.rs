@@ -30,7 +30,10 @@
 //! * Values are passed as `--flag=value` so a title or reason starting with `-` is never
 //!   taken for a flag.
 
-use super::beads_cli::{find_exact, json_documents, one_line, parse_issues, sort_by_urgency, BeadsCli, ErrorInfo, RawIssue};
+use super::beads_cli::{
+    find_exact, json_documents, one_line, parse_issues, sort_by_urgency, BeadsCli, ErrorInfo,
+    RawIssue,
+};
 use super::rules::{check_actor, claim_verdict, closed_is_final};
 use super::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use crate::model::{Bead, BeadId, BeadStatus};
@@ -54,7 +57,9 @@ enum Attempt {
 
 impl Br {
     pub fn new(opts: TrackerOptions) -> Self {
-        Br { cli: BeadsCli::new("br", opts.program.as_deref(), &opts.project, opts.timeout) }
+        Br {
+            cli: BeadsCli::new("br", opts.program.as_deref(), &opts.project, opts.timeout),
+        }
     }
 
     fn show_raw(&self, id: &BeadId) -> Result<Option<RawIssue>, TrackerError> {
@@ -75,11 +80,17 @@ impl Br {
     /// open, unassigned bead br would not let us claim has open blockers.
     fn verdict_now(&self, id: &BeadId, actor: &str) -> Result<ClaimOutcome, TrackerError> {
         let now = self.current(id)?;
-        Ok(claim_verdict(&now.bead, actor).unwrap_or(ClaimOutcome::Refused { status: now.bead.status, holder: now.bead.assignee }))
+        Ok(
+            claim_verdict(&now.bead, actor).unwrap_or(ClaimOutcome::Refused {
+                status: now.bead.status,
+                holder: now.bead.assignee,
+            }),
+        )
     }
 
     fn current(&self, id: &BeadId) -> Result<RawIssue, TrackerError> {
-        self.show_raw(id)?.ok_or_else(|| TrackerError::NoSuchBead(id.clone()))
+        self.show_raw(id)?
+            .ok_or_else(|| TrackerError::NoSuchBead(id.clone()))
     }
 
     /// Runs a mutating command guarded by `--if-unchanged`.
@@ -108,7 +119,9 @@ impl Br {
     ) -> Result<(), TrackerError> {
         for _ in 0..MAX_ATTEMPTS {
             let cur = self.current(id)?;
-            let Some(changes) = decide(&cur)? else { return Ok(()) };
+            let Some(changes) = decide(&cur)? else {
+                return Ok(());
+            };
             let args = update_args(id, &changes, actor, cur.updated_at.as_deref());
             match self.attempt(id, &args)? {
                 Attempt::Applied(_) => return Ok(()),
@@ -124,7 +137,12 @@ impl Br {
     }
 }
 
-fn update_args(id: &BeadId, changes: &[String], actor: Option<&str>, token: Option<&str>) -> Vec<String> {
+fn update_args(
+    id: &BeadId,
+    changes: &[String],
+    actor: Option<&str>,
+    token: Option<&str>,
+) -> Vec<String> {
     let mut args = vec!["update".to_string(), id.to_string()];
     args.extend(changes.iter().cloned());
     if let Some(a) = actor {
@@ -143,15 +161,30 @@ impl Tracker for Br {
     }
 
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
-        let args: Vec<String> = ["ready", "--json", "--sort=priority", "--limit=0"].map(String::from).into();
-        let mut beads: Vec<_> = self.cli.issues(&args)?.into_iter().map(|i| i.bead).filter(|b| b.status == BeadStatus::Open).collect();
+        let args: Vec<String> = ["ready", "--json", "--sort=priority", "--limit=0"]
+            .map(String::from)
+            .into();
+        let mut beads: Vec<_> = self
+            .cli
+            .issues(&args)?
+            .into_iter()
+            .map(|i| i.bead)
+            .filter(|b| b.status == BeadStatus::Open)
+            .collect();
         sort_by_urgency(&mut beads);
         Ok(beads)
     }
 
     fn list(&self) -> Result<Vec<Bead>, TrackerError> {
-        let args: Vec<String> = ["list", "--json", "--all", "--limit=0"].map(String::from).into();
-        Ok(self.cli.issues(&args)?.into_iter().map(|i| i.bead).collect())
+        let args: Vec<String> = ["list", "--json", "--all", "--limit=0"]
+            .map(String::from)
+            .into();
+        Ok(self
+            .cli
+            .issues(&args)?
+            .into_iter()
+            .map(|i| i.bead)
+            .collect())
     }
 
     fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError> {
@@ -165,17 +198,32 @@ impl Tracker for Br {
             if let Some(verdict) = claim_verdict(&cur.bead, actor) {
                 return Ok(verdict);
             }
-            let args = update_args(id, &["--claim".to_string()], Some(actor), cur.updated_at.as_deref());
+            let args = update_args(
+                id,
+                &["--claim".to_string()],
+                Some(actor),
+                cur.updated_at.as_deref(),
+            );
             match self.attempt(id, &args)? {
                 Attempt::Applied(out) => {
                     let mine = parse_issues(&out.stdout)
                         .map_err(|d| self.cli.garbage(&args, d))?
                         .into_iter()
-                        .any(|i| &i.bead.id == id && i.bead.status == BeadStatus::InProgress && i.bead.assignee.as_deref() == Some(actor));
+                        .any(|i| {
+                            &i.bead.id == id
+                                && i.bead.status == BeadStatus::InProgress
+                                && i.bead.assignee.as_deref() == Some(actor)
+                        });
                     if mine {
                         return Ok(ClaimOutcome::Claimed);
                     }
-                    return Err(self.cli.garbage(&args, format!("br reported success but {id} is not in_progress for {actor}: {}", out.stdout.trim())));
+                    return Err(self.cli.garbage(
+                        &args,
+                        format!(
+                            "br reported success but {id} is not in_progress for {actor}: {}",
+                            out.stdout.trim()
+                        ),
+                    ));
                 }
                 Attempt::Stale => continue,
                 // br's own refusal (another holder won the race, a closed/deferred bead, open
@@ -244,7 +292,11 @@ impl Tracker for Br {
     }
 
     fn create(&self, title: &str, description: &str, priority: u8) -> Result<BeadId, TrackerError> {
-        let mut args = vec!["create".to_string(), format!("--title={}", one_line(title)), format!("--priority={}", priority.min(4))];
+        let mut args = vec![
+            "create".to_string(),
+            format!("--title={}", one_line(title)),
+            format!("--priority={}", priority.min(4)),
+        ];
         if !description.trim().is_empty() {
             args.push(format!("--description={description}"));
         }
@@ -253,12 +305,21 @@ impl Tracker for Br {
         let issues = parse_issues(&out.stdout).map_err(|d| self.cli.garbage(&args, d))?;
         match issues.as_slice() {
             [one] => Ok(one.bead.id.clone()),
-            _ => Err(self.cli.garbage(&args, format!("expected one created issue, got {}", issues.len()))),
+            _ => Err(self.cli.garbage(
+                &args,
+                format!("expected one created issue, got {}", issues.len()),
+            )),
         }
     }
 
     fn add_dependency(&self, id: &BeadId, on: &BeadId) -> Result<(), TrackerError> {
-        let args = vec!["dep".to_string(), "add".to_string(), id.to_string(), on.to_string(), "--json".to_string()];
+        let args = vec![
+            "dep".to_string(),
+            "add".to_string(),
+            id.to_string(),
+            on.to_string(),
+            "--json".to_string(),
+        ];
         let out = self.cli.run(&args)?;
         if out.success() {
             json_documents(&out.stdout).map_err(|d| self.cli.garbage(&args, d))?;

@@ -131,7 +131,9 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
     Ok(match resolved {
         TrackerKind::Br => Box::new(br::Br::new(opts)),
         TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
-        TrackerKind::Workplan | TrackerKind::Auto => Box::new(workplan::Workplan::with_options(&opts)),
+        TrackerKind::Workplan | TrackerKind::Auto => {
+            Box::new(workplan::Workplan::with_options(&opts))
+        }
     })
 }
 

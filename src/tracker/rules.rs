@@ -53,14 +53,32 @@ mod tests {
         use BeadStatus::*;
         assert_eq!(claim_verdict(&bead(Open, None), "me"), None);
         assert_eq!(claim_verdict(&bead(Open, Some("me")), "me"), None);
-        assert_eq!(claim_verdict(&bead(InProgress, Some("me")), "me"), Some(ClaimOutcome::Claimed));
+        assert_eq!(
+            claim_verdict(&bead(InProgress, Some("me")), "me"),
+            Some(ClaimOutcome::Claimed)
+        );
         assert_eq!(
             claim_verdict(&bead(InProgress, Some("other")), "me"),
-            Some(ClaimOutcome::Refused { status: InProgress, holder: Some("other".into()) })
+            Some(ClaimOutcome::Refused {
+                status: InProgress,
+                holder: Some("other".into())
+            })
         );
-        assert_eq!(claim_verdict(&bead(Open, Some("other")), "me"), Some(ClaimOutcome::Refused { status: Open, holder: Some("other".into()) }));
+        assert_eq!(
+            claim_verdict(&bead(Open, Some("other")), "me"),
+            Some(ClaimOutcome::Refused {
+                status: Open,
+                holder: Some("other".into())
+            })
+        );
         for s in [Blocked, Deferred, Closed, Unknown] {
-            assert!(matches!(claim_verdict(&bead(s, None), "me"), Some(ClaimOutcome::Refused { .. })), "{s} claimable");
+            assert!(
+                matches!(
+                    claim_verdict(&bead(s, None), "me"),
+                    Some(ClaimOutcome::Refused { .. })
+                ),
+                "{s} claimable"
+            );
         }
         assert!(check_actor(" ").is_err() && check_actor("a\nb").is_err());
         assert_eq!(check_actor(" w1 ").unwrap(), "w1");

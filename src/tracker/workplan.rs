@@ -52,12 +52,18 @@ pub struct Workplan {
 impl Workplan {
     /// The workplan of `project`, waiting up to 30 s for the file lock.
     pub fn new(project: &Path) -> Self {
-        Workplan { file: project.join(".braids/WORKPLAN.md"), timeout: Duration::from_secs(30) }
+        Workplan {
+            file: project.join(".braids/WORKPLAN.md"),
+            timeout: Duration::from_secs(30),
+        }
     }
 
     /// As [`Workplan::new`], waiting at most `opts.timeout` for the file lock.
     pub fn with_options(opts: &TrackerOptions) -> Self {
-        Workplan { timeout: opts.timeout, ..Workplan::new(&opts.project) }
+        Workplan {
+            timeout: opts.timeout,
+            ..Workplan::new(&opts.project)
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -75,7 +81,9 @@ impl Workplan {
     /// The file's text; a missing file is an empty plan.
     fn read_text(&self) -> Result<String, TrackerError> {
         match std::fs::read(&self.file) {
-            Ok(bytes) => String::from_utf8(bytes).map_err(|_| self.io("cannot read", "not UTF-8 text")),
+            Ok(bytes) => {
+                String::from_utf8(bytes).map_err(|_| self.io("cannot read", "not UTF-8 text"))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
             Err(e) => Err(self.io("cannot read", e)),
         }
@@ -85,7 +93,8 @@ impl Workplan {
     fn lock(&self) -> Result<Flock<File>, TrackerError> {
         let path = self.lock_path();
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| self.io("cannot create the directory of", e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| self.io("cannot create the directory of", e))?;
         }
         let mut file = OpenOptions::new()
             .read(true)
@@ -110,7 +119,12 @@ impl Workplan {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
                 }
-                Err((_, e)) => return Err(TrackerError::Io(format!("cannot lock {}: {e}", path.display()))),
+                Err((_, e)) => {
+                    return Err(TrackerError::Io(format!(
+                        "cannot lock {}: {e}",
+                        path.display()
+                    )))
+                }
             }
         }
     }
@@ -129,13 +143,17 @@ impl Workplan {
 
     /// Read-modify-write under the lock: ids are assigned first, then `edit` may change the
     /// text; the file is rewritten (atomically) only if anything changed.
-    fn transact<T>(&self, edit: impl FnOnce(&mut String) -> Result<T, TrackerError>) -> Result<T, TrackerError> {
+    fn transact<T>(
+        &self,
+        edit: impl FnOnce(&mut String) -> Result<T, TrackerError>,
+    ) -> Result<T, TrackerError> {
         let _guard = self.lock()?;
         let original = self.read_text()?;
         let mut text = assign_ids(&original);
         let result = edit(&mut text)?;
         if text != original {
-            crate::atomic::write(&self.file, text.as_bytes()).map_err(|e| self.io("cannot write", format!("{e:#}")))?;
+            crate::atomic::write(&self.file, text.as_bytes())
+                .map_err(|e| self.io("cannot write", format!("{e:#}")))?;
         }
         Ok(result)
     }
@@ -149,7 +167,9 @@ impl Workplan {
     ) -> Result<T, TrackerError> {
         self.transact(|text| {
             let plan = Plan::parse(text);
-            let item = plan.find(id).ok_or_else(|| TrackerError::NoSuchBead(id.clone()))?;
+            let item = plan
+                .find(id)
+                .ok_or_else(|| TrackerError::NoSuchBead(id.clone()))?;
             let bead = plan.bead(item);
             let (edit, result) = change(&bead, &item.meta)?;
             if let Some((checked, meta)) = edit {
@@ -168,9 +188,16 @@ impl Tracker for Workplan {
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
         let plan = self.load()?;
         let beads: Vec<Bead> = plan.items.iter().map(|i| plan.bead(i)).collect();
-        let closed = |id: &BeadId| beads.iter().any(|b| &b.id == id && b.status == BeadStatus::Closed);
-        let mut ready: Vec<Bead> =
-            beads.iter().filter(|b| b.status == BeadStatus::Open && b.dependencies.iter().all(closed)).cloned().collect();
+        let closed = |id: &BeadId| {
+            beads
+                .iter()
+                .any(|b| &b.id == id && b.status == BeadStatus::Closed)
+        };
+        let mut ready: Vec<Bead> = beads
+            .iter()
+            .filter(|b| b.status == BeadStatus::Open && b.dependencies.iter().all(closed))
+            .cloned()
+            .collect();
         // File order is the plan's order; an explicit priority moves an item ahead of it.
         ready.sort_by_key(|b| b.priority);
         Ok(ready)
@@ -249,7 +276,11 @@ impl Tracker for Workplan {
     fn create(&self, title: &str, description: &str, priority: u8) -> Result<BeadId, TrackerError> {
         let title = meta_safe(&super::beads_cli::one_line(title));
         if title.is_empty() {
-            return Err(TrackerError::Failed { command: "create".into(), code: "invalid".into(), message: "a bead needs a title".into() });
+            return Err(TrackerError::Failed {
+                command: "create".into(),
+                code: "invalid".into(),
+                message: "a bead needs a title".into(),
+            });
         }
         let id = self.transact(|text| {
             let plan = Plan::parse(text);
@@ -278,7 +309,10 @@ impl Tracker for Workplan {
                 }
             }
             if Plan::parse(text).find(&id).is_none() {
-                return Err(self.io("cannot append an item to", "the file ends inside a code block"));
+                return Err(self.io(
+                    "cannot append an item to",
+                    "the file ends inside a code block",
+                ));
             }
             Ok(id)
         })?;
@@ -298,14 +332,23 @@ impl Tracker for Workplan {
             if plan.find(on).is_none() {
                 return Err(TrackerError::NoSuchBead(on.clone()));
             }
-            let item = plan.find(id).ok_or_else(|| TrackerError::NoSuchBead(id.clone()))?;
+            let item = plan
+                .find(id)
+                .ok_or_else(|| TrackerError::NoSuchBead(id.clone()))?;
             let mut deps = item.meta.deps();
             if deps.contains(on) {
                 return Ok(());
             }
             deps.push(on.clone());
             let mut meta = item.meta.clone();
-            meta.set("deps", &deps.iter().map(BeadId::as_str).collect::<Vec<_>>().join(" "));
+            meta.set(
+                "deps",
+                &deps
+                    .iter()
+                    .map(BeadId::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
             *text = rewrite_item(text, item, item.checked, &meta);
             Ok(())
         })
@@ -326,7 +369,8 @@ impl Meta {
             let keyed = segment.split_once(':').filter(|(k, _)| {
                 let k = k.trim();
                 k.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                    && k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             });
             match (keyed, entries.last_mut()) {
                 (Some((k, v)), _) => entries.push((k.trim().to_string(), v.trim().to_string())),
@@ -342,11 +386,19 @@ impl Meta {
     }
 
     fn get(&self, key: &str) -> Option<&str> {
-        self.entries.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
+        self.entries
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
     }
 
     fn set(&mut self, key: &str, value: &str) {
-        match self.entries.iter_mut().find(|(k, _)| k.eq_ignore_ascii_case(key)) {
+        match self
+            .entries
+            .iter_mut()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        {
             Some(e) => e.1 = value.to_string(),
             None => self.entries.push((key.to_string(), value.to_string())),
         }
@@ -357,7 +409,11 @@ impl Meta {
     }
 
     fn render(&self) -> String {
-        let body: Vec<String> = self.entries.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        let body: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect();
         format!("<!-- {} -->", body.join(", "))
     }
 
@@ -367,7 +423,11 @@ impl Meta {
 
     fn deps(&self) -> Vec<BeadId> {
         let mut deps = Vec::new();
-        for raw in self.get("deps").unwrap_or("").split(|c: char| c.is_whitespace() || c == ',') {
+        for raw in self
+            .get("deps")
+            .unwrap_or("")
+            .split(|c: char| c.is_whitespace() || c == ',')
+        {
             if let Ok(id) = BeadId::new(raw) {
                 if !deps.contains(&id) {
                     deps.push(id);
@@ -381,7 +441,11 @@ impl Meta {
 /// A value that can sit inside the metadata comment: one line, no commas (they separate
 /// entries) and nothing that would end the comment.
 fn meta_value(s: &str) -> String {
-    meta_safe(&super::beads_cli::one_line(s)).replace(',', ";").split_whitespace().collect::<Vec<_>>().join(" ")
+    meta_safe(&super::beads_cli::one_line(s))
+        .replace(',', ";")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn meta_safe(s: &str) -> String {
@@ -479,14 +543,21 @@ impl Plan {
             if pos == 0 && text.starts_with('\u{feff}') {
                 start = '\u{feff}'.len_utf8();
             }
-            let line_end = if end > start && text.as_bytes()[end - 1] == b'\r' { end - 1 } else { end };
+            let line_end = if end > start && text.as_bytes()[end - 1] == b'\r' {
+                end - 1
+            } else {
+                end
+            };
             let line = &text[start..line_end];
             pos = end + 1;
             let (indent, rest) = indentation(line);
             let blank = rest.trim().is_empty();
 
             if let Some((c, run, owned)) = in_fence {
-                if indent <= 3 + if owned { 2 } else { 0 } && fence(rest).is_some_and(|(fc, fr)| fc == c && fr >= run) && rest.trim_end().chars().all(|x| x == c) {
+                if indent <= 3 + if owned { 2 } else { 0 }
+                    && fence(rest).is_some_and(|(fc, fr)| fc == c && fr >= run)
+                    && rest.trim_end().chars().all(|x| x == c)
+                {
                     in_fence = None;
                 }
                 if owned {
@@ -512,7 +583,9 @@ impl Plan {
             if indent > 3 {
                 continue;
             }
-            let Some((check_rel, state, tail)) = checkbox(rest) else { continue };
+            let Some((check_rel, state, tail)) = checkbox(rest) else {
+                continue;
+            };
             let rest_at = line_end - line.len() + (line.len() - rest.len());
             let check_at = rest_at + check_rel;
             let tail_at = line_end - tail.len();
@@ -549,7 +622,9 @@ impl Plan {
     /// Whether some item lacks a valid id or shares one with an earlier item.
     fn needs_ids(&self) -> bool {
         let mut seen = std::collections::HashSet::new();
-        self.items.iter().any(|i| i.meta.id().is_none_or(|id| !seen.insert(id)))
+        self.items
+            .iter()
+            .any(|i| i.meta.id().is_none_or(|id| !seen.insert(id)))
     }
 
     fn ids(&self) -> std::collections::HashSet<BeadId> {
@@ -566,7 +641,12 @@ impl Plan {
             BeadStatus::Closed
         } else {
             match item.meta.get("status").map(BeadStatus::parse) {
-                Some(s @ (BeadStatus::InProgress | BeadStatus::Blocked | BeadStatus::Deferred | BeadStatus::Unknown)) => s,
+                Some(
+                    s @ (BeadStatus::InProgress
+                    | BeadStatus::Blocked
+                    | BeadStatus::Deferred
+                    | BeadStatus::Unknown),
+                ) => s,
                 // An unchecked box is open whatever stale metadata says.
                 _ => BeadStatus::Open,
             }
@@ -577,7 +657,10 @@ impl Plan {
             .and_then(|p| p.trim().trim_start_matches(['P', 'p']).parse::<u8>().ok())
             .map_or(DEFAULT_PRIORITY, |p| p.min(4));
         Bead {
-            id: item.meta.id().unwrap_or_else(|| BeadId::new("wp-unassigned").expect("valid id")),
+            id: item
+                .meta
+                .id()
+                .unwrap_or_else(|| BeadId::new("wp-unassigned").expect("valid id")),
             title: item.title.clone(),
             status,
             priority,
@@ -595,7 +678,12 @@ fn dedent(lines: &[&str]) -> String {
         None => return String::new(),
     };
     let lines = &lines[..=last];
-    let common = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| indentation(l).0).min().unwrap_or(0);
+    let common = lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| indentation(l).0)
+        .min()
+        .unwrap_or(0);
     lines
         .iter()
         .map(|l| {
@@ -676,7 +764,14 @@ fn assign_ids(text: &str) -> String {
         let item = &plan.items[n];
         match item.meta_span {
             // No id key yet: slip `id:…, ` in front of the existing entries, touching nothing else.
-            Some((from, _)) if item.meta.get("id").is_none() && !item.meta.entries.iter().any(|(k, _)| k.eq_ignore_ascii_case("id")) => {
+            Some((from, _))
+                if item.meta.get("id").is_none()
+                    && !item
+                        .meta
+                        .entries
+                        .iter()
+                        .any(|(k, _)| k.eq_ignore_ascii_case("id")) =>
+            {
                 let body = from + "<!--".len();
                 let at = body + (out[body..].len() - out[body..].trim_start().len());
                 out.insert_str(at, &format!("id:{id}, "));
@@ -697,7 +792,12 @@ fn fresh_id(title: &str, position: usize, used: &std::collections::HashSet<BeadI
     for attempt in 0u64.. {
         let len = 3 + (attempt / 16) as usize;
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in title.trim().bytes().chain(position.to_le_bytes()).chain(attempt.to_le_bytes()) {
+        for byte in title
+            .trim()
+            .bytes()
+            .chain(position.to_le_bytes())
+            .chain(attempt.to_le_bytes())
+        {
             h ^= u64::from(byte);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
@@ -724,7 +824,12 @@ mod tests {
         let mut from = 0;
         while let Some(rel) = out[from..].find("id:wp-") {
             let at = from + rel;
-            let id_end = at + 6 + out[at + 6..].chars().take_while(char::is_ascii_alphanumeric).count();
+            let id_end = at
+                + 6
+                + out[at + 6..]
+                    .chars()
+                    .take_while(char::is_ascii_alphanumeric)
+                    .count();
             if out[id_end..].starts_with(", ") {
                 out.replace_range(at..id_end + 2, "");
             } else if out[id_end..].starts_with(" -->") && out[..at].ends_with(" <!-- ") {
@@ -752,13 +857,20 @@ mod tests {
         assert_eq!(strip_ids(&assigned), text, "only ids were added");
         let again = Plan::parse(&assigned);
         assert!(!again.needs_ids());
-        assert_eq!(again.items[0].meta.get("touches"), Some("a,b"), "unknown keys survive");
+        assert_eq!(
+            again.items[0].meta.get("touches"),
+            Some("a,b"),
+            "unknown keys survive"
+        );
     }
 
     #[test]
     fn meta_round_trip() {
         let m = Meta::parse(" id:wp-1ab, status:blocked, deps:wp-a wp-b, slice:x ").unwrap();
-        assert_eq!(m.render(), "<!-- id:wp-1ab, status:blocked, deps:wp-a wp-b, slice:x -->");
+        assert_eq!(
+            m.render(),
+            "<!-- id:wp-1ab, status:blocked, deps:wp-a wp-b, slice:x -->"
+        );
         assert_eq!(m.deps().len(), 2);
         assert!(Meta::parse("TODO later").is_none());
         assert_eq!(meta_value("a, b\n<!-- c -->"), "a; b c");
