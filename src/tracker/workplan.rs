@@ -864,6 +864,90 @@ mod tests {
         );
     }
 
+    /// Markdown-ish lines, including the awkward ones.
+    fn line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("- [ ] task".to_string()),
+            Just("* [x] done <!-- slice:a, touches:b,c -->".to_string()),
+            Just("+ [X] Done too\t".to_string()),
+            Just("- [ ]".to_string()),
+            Just("  - [ ] nested".to_string()),
+            Just("   - [ ] three in".to_string()),
+            Just("    - [ ] four in".to_string()),
+            Just("- [ ] note <!-- a plain note -->".to_string()),
+            Just("- [ ] empty <!-- -->".to_string()),
+            Just("- [ ] odd <!-- k:v --> tail".to_string()),
+            Just("- [] not a box".to_string()),
+            Just("-[ ] not a box".to_string()),
+            Just("```".to_string()),
+            Just("~~~~".to_string()),
+            Just("  ```rust".to_string()),
+            Just("## Phase".to_string()),
+            Just("".to_string()),
+            Just("  indented description".to_string()),
+            Just("\tTabbed".to_string()),
+            "[a-hj-zé✓ \\[\\]x:,<!>-]{0,24}".prop_map(|s| s),
+            "[a-z ]{0,10}".prop_map(|s| format!("- [ ] {s}")),
+        ]
+    }
+
+    fn document() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        (
+            any::<bool>(),
+            proptest::collection::vec((line(), any::<bool>()), 0..24),
+            any::<bool>(),
+        )
+            .prop_map(|(bom, lines, final_newline)| {
+                let mut s = if bom {
+                    "\u{feff}".to_string()
+                } else {
+                    String::new()
+                };
+                let n = lines.len();
+                for (i, (l, crlf)) in lines.into_iter().enumerate() {
+                    s.push_str(&l);
+                    if i + 1 < n || final_newline {
+                        s.push_str(if crlf { "\r\n" } else { "\n" });
+                    }
+                }
+                s
+            })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn assigning_ids_only_adds_ids(text in document()) {
+            let before = Plan::parse(&text);
+            let with_ids = assign_ids(&text);
+            proptest::prop_assert_eq!(strip_ids(&with_ids), text.clone());
+            let after = Plan::parse(&with_ids);
+            proptest::prop_assert!(!after.needs_ids());
+            proptest::prop_assert_eq!(after.items.len(), before.items.len());
+            for (a, b) in before.items.iter().zip(&after.items) {
+                proptest::prop_assert_eq!(&a.title, &b.title);
+                proptest::prop_assert_eq!(&a.description, &b.description);
+                proptest::prop_assert_eq!(a.checked, b.checked);
+            }
+            proptest::prop_assert_eq!(assign_ids(&with_ids), with_ids.clone(), "idempotent");
+        }
+
+        #[test]
+        fn duplicated_ids_are_made_unique(text in document(), dup in 0usize..8) {
+            // Copy an item line (id and all) as a person pasting it would.
+            let with_ids = assign_ids(&text);
+            let lines: Vec<&str> = with_ids.split('\n').collect();
+            let items: Vec<&str> = lines.iter().copied().filter(|l| l.contains("id:wp-")).collect();
+            proptest::prop_assume!(!items.is_empty());
+            let copy = format!("{with_ids}\n{}\n", items[dup % items.len()].trim_end_matches('\r'));
+            let fixed = assign_ids(&copy);
+            let plan = Plan::parse(&fixed);
+            proptest::prop_assert!(!plan.needs_ids());
+            proptest::prop_assert_eq!(plan.ids().len(), plan.items.len());
+        }
+    }
+
     #[test]
     fn meta_round_trip() {
         let m = Meta::parse(" id:wp-1ab, status:blocked, deps:wp-a wp-b, slice:x ").unwrap();
