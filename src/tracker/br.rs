@@ -114,7 +114,6 @@ impl Br {
     fn guarded_update(
         &self,
         id: &BeadId,
-        actor: Option<&str>,
         decide: impl Fn(&RawIssue) -> Result<Option<Vec<String>>, TrackerError>,
     ) -> Result<(), TrackerError> {
         for _ in 0..MAX_ATTEMPTS {
@@ -122,7 +121,7 @@ impl Br {
             let Some(changes) = decide(&cur)? else {
                 return Ok(());
             };
-            let args = update_args(id, &changes, actor, cur.updated_at.as_deref());
+            let args = update_args(id, &changes, None, cur.updated_at.as_deref());
             match self.attempt(id, &args)? {
                 Attempt::Applied(_) => return Ok(()),
                 Attempt::Stale => continue,
@@ -262,7 +261,7 @@ impl Tracker for Br {
 
     fn block(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError> {
         let reason = one_line(reason);
-        self.guarded_update(id, None, |cur| match cur.bead.status {
+        self.guarded_update(id, |cur| match cur.bead.status {
             BeadStatus::Closed => Err(closed_is_final(id, "block")),
             BeadStatus::Blocked => Ok(None),
             _ => {
@@ -277,7 +276,7 @@ impl Tracker for Br {
 
     fn reopen(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError> {
         let reason = one_line(reason);
-        self.guarded_update(id, None, |cur| match cur.bead.status {
+        self.guarded_update(id, |cur| match cur.bead.status {
             // Closed is final, and a deferral is a person's decision: nothing to release.
             BeadStatus::Closed | BeadStatus::Deferred => Ok(None),
             BeadStatus::Open if cur.bead.assignee.is_none() => Ok(None),
