@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Bead, BeadId, BeadStatus};
 
 pub mod bd;
+mod beads_cli;
 pub mod br;
+mod rules;
 pub mod workplan;
 
 /// Which tracker a project uses.
@@ -127,9 +129,11 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
         k => k,
     };
     Ok(match resolved {
-        TrackerKind::Br => todo!("br"),
-        TrackerKind::Bd => todo!("bd"),
-        TrackerKind::Workplan | TrackerKind::Auto => todo!("workplan"),
+        TrackerKind::Br => Box::new(br::Br::new(opts)),
+        TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
+        TrackerKind::Workplan | TrackerKind::Auto => {
+            Box::new(workplan::Workplan::with_options(&opts))
+        }
     })
 }
 
