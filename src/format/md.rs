@@ -76,7 +76,7 @@ impl Table {
 
 pub(crate) struct Doc<'a> {
     pub text: &'a str,
-    /// `text` with inline HTML comments blanked out (same length, same offsets).
+    /// `text` with HTML comments blanked out (same length, same offsets).
     pub masked: Cow<'a, str>,
     pub lines: Vec<Line>,
     pub headings: Vec<Heading>,
@@ -152,6 +152,9 @@ impl<'a> Doc<'a> {
                     }
                     Tag::HtmlBlock => {
                         mark(&mut lines, &r, OPAQUE);
+                        if text.get(r.clone()).unwrap_or("").trim_start().starts_with("<!--") {
+                            masks.push(r.clone());
+                        }
                         d.html += 1;
                     }
                     Tag::MetadataBlock(_) => {
@@ -217,11 +220,6 @@ impl<'a> Doc<'a> {
         }
         let masked = mask(text, &masks);
         Doc { text, masked, lines, headings }
-    }
-
-    /// Index of the line holding byte `offset`.
-    pub fn line_of(&self, offset: usize) -> usize {
-        line_of(&self.lines, offset)
     }
 
     /// The masked content of line `i`, without its line ending.
