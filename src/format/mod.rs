@@ -9,6 +9,7 @@
 pub mod deliverable;
 pub mod fields;
 pub mod iteration;
+mod md;
 pub mod project;
 pub mod registry;
 

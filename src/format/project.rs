@@ -1,9 +1,32 @@
-//! PROJECT.md (CONTRACTS 1.2). (Implemented by the formats work.)
-use std::collections::BTreeMap;
+//! PROJECT.md (CONTRACTS 1.2): a project's configuration, as a person or an agent wrote it.
+//!
+//! The H1 is the name. Fields are read by [`super::fields`] in any of their written forms;
+//! Status, Priority and Autonomy are required (a missing one is an error, but defaults still
+//! apply: Priority normal, Autonomy full, Status unset), everything else has the defaults of
+//! 1.2, and unknown fields are kept, never an error (3.9). An invalid value is an error naming
+//! the line, the valid values and the default used instead. `## Notifications` is a table of
+//! events and on/off values (events not listed are on); `## Goal` and `## Guardrails` are kept
+//! as text.
 
-use crate::model::{Autonomy, Checkin, NotificationEvent, Priority, ProjectStatus};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::Path;
 
-use super::fields::Field;
+use crate::diag::{Diagnostic, Parsed};
+use crate::model::{Autonomy, Checkin, NotificationEvent, ParseEnumError, Priority, ProjectStatus};
+
+use super::fields::{self, clean_value, normalize_key, Field, RawField};
+use super::md::{Doc, Table, FIELD};
+
+const SECTION: &str = "1.2";
+
+/// MaxWorkers when missing or invalid (1.2).
+pub const DEFAULT_MAX_WORKERS: u32 = 1;
+/// WorkerTimeout in seconds when missing or invalid (1.2).
+pub const DEFAULT_WORKER_TIMEOUT: u64 = 3600;
+
+/// Sections whose lines are content, not fields.
+const CONTENT_SECTIONS: &[&str] = &["notifications", "goal", "guardrails"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectConfig {
@@ -25,6 +48,33 @@ pub struct ProjectConfig {
     pub fields: Vec<Field>,
 }
 
+impl Default for ProjectConfig {
+    /// The defaults of 1.2, with no status.
+    fn default() -> Self {
+        ProjectConfig {
+            name: None,
+            status: None,
+            priority: Priority::Normal,
+            autonomy: Autonomy::Full,
+            max_workers: DEFAULT_MAX_WORKERS,
+            worker_timeout: DEFAULT_WORKER_TIMEOUT,
+            checkin: Checkin::OnDemand,
+            channel: None,
+            notifications: Notifications::default(),
+            guardrails: None,
+            goal: None,
+            fields: Vec::new(),
+        }
+    }
+}
+
+impl ProjectConfig {
+    /// The field called `key` (any spelling: `max_workers`, `Max Workers`), known or not.
+    pub fn field(&self, key: &str) -> Option<&Field> {
+        fields::get(&self.fields, key)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationSetting {
     pub on: bool,
@@ -36,4 +86,618 @@ pub struct NotificationSetting {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Notifications {
     pub events: BTreeMap<NotificationEvent, NotificationSetting>,
+}
+
+impl Notifications {
+    /// Whether `event` should be sent; events not listed are on (1.2, 3.8).
+    pub fn is_on(&self, event: NotificationEvent) -> bool {
+        self.events.get(&event).is_none_or(|s| s.on)
+    }
+
+    /// Who to mention with `event`, such as `<@123>`.
+    pub fn mention(&self, event: NotificationEvent) -> Option<&str> {
+        self.events.get(&event).and_then(|s| s.mention.as_deref())
+    }
+}
+
+/// Reads `<project_root>/.braids/PROJECT.md`; a missing or unreadable file is an error and the
+/// defaults.
+pub fn read_project(project_root: &Path) -> Parsed<ProjectConfig> {
+    let file = project_root.join(".braids/PROJECT.md");
+    match std::fs::read(&file) {
+        Ok(bytes) => parse_project(&super::decode(&bytes), &file),
+        Err(e) => {
+            let msg = if e.kind() == std::io::ErrorKind::NotFound {
+                "PROJECT.md does not exist, so the project's status is unknown and defaults apply".to_string()
+            } else {
+                format!("PROJECT.md cannot be read ({e}), so the project's status is unknown and defaults apply")
+            };
+            Parsed::new(
+                ProjectConfig::default(),
+                vec![Diagnostic::error(
+                    &file,
+                    None,
+                    SECTION,
+                    msg,
+                    "create .braids/PROJECT.md with at least Status, Priority and Autonomy (`braids new` writes one)",
+                )],
+            )
+        }
+    }
+}
+
+/// Reads PROJECT.md text. Never fails; what is missing or invalid gets a default and a
+/// diagnostic.
+pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
+    let doc = Doc::new(text);
+    let mut diags = Vec::new();
+    let raw = fields::first_only(fields::scan(&doc, CONTENT_SECTIONS), file, SECTION, &mut diags);
+    let find = |key: &str| raw.iter().find(|f| f.field.key == key);
+    let mut cfg = ProjectConfig::default();
+
+    cfg.name = doc
+        .headings
+        .iter()
+        .find(|h| h.level == 1)
+        .map(|h| clean_value(doc.heading_title(h)).to_string())
+        .filter(|n| !n.is_empty());
+
+    cfg.status = read_enum(
+        find("status"),
+        "Status",
+        "active",
+        ProjectStatus::EXPECTED,
+        None,
+        ProjectStatus::parse,
+        file,
+        &mut diags,
+    );
+    cfg.priority = read_enum(
+        find("priority"),
+        "Priority",
+        "normal",
+        Priority::EXPECTED,
+        Some(Priority::Normal),
+        Priority::parse,
+        file,
+        &mut diags,
+    )
+    .unwrap_or_default();
+    cfg.autonomy = read_enum(
+        find("autonomy"),
+        "Autonomy",
+        "full",
+        Autonomy::EXPECTED,
+        Some(Autonomy::Full),
+        Autonomy::parse,
+        file,
+        &mut diags,
+    )
+    .unwrap_or_default();
+    cfg.checkin = match find("checkin") {
+        None => Checkin::OnDemand,
+        f => read_enum(f, "Checkin", "on-demand", Checkin::EXPECTED, Some(Checkin::OnDemand), Checkin::parse, file, &mut diags)
+            .unwrap_or_default(),
+    };
+    cfg.max_workers = read_number(
+        find("maxworkers"),
+        "MaxWorkers",
+        DEFAULT_MAX_WORKERS as u64,
+        false,
+        u32::MAX as u64,
+        file,
+        &mut diags,
+    ) as u32;
+    cfg.worker_timeout =
+        read_number(find("workertimeout"), "WorkerTimeout", DEFAULT_WORKER_TIMEOUT, true, u64::MAX, file, &mut diags);
+    cfg.channel = find("channel").and_then(|f| channel(&f.field.value));
+
+    cfg.notifications = parse_notifications(&doc, file, &mut diags);
+    cfg.goal = section(&doc, "goal");
+    cfg.guardrails = section(&doc, "guardrails");
+    cfg.fields = raw.into_iter().map(|f| f.field).collect();
+    diags.sort_by_key(|d| d.line);
+    Parsed::new(cfg, diags)
+}
+
+fn section(doc: &Doc, name: &str) -> Option<String> {
+    let h = doc.find_heading(name)?;
+    Some(doc.raw_lines(doc.section_body(h))).filter(|s| !s.is_empty())
+}
+
+/// `none`, `-`, empty and the like mean no channel.
+fn channel(raw: &str) -> Option<String> {
+    let v = clean_value(raw);
+    let first = v.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("").to_ascii_lowercase();
+    if v.is_empty() || matches!(first.as_str(), "none" | "-" | "—" | "–" | "n/a" | "na" | "null" | "nil" | "~") {
+        None
+    } else {
+        Some(v.to_string())
+    }
+}
+
+fn is_complete_word(raw: &str) -> bool {
+    let n = normalize_key(raw.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or(""));
+    matches!(n.as_str(), "complete" | "completed" | "done" | "finished" | "closed")
+}
+
+/// Reads an enumerated field. `default` is `None` only for Status, which has no default.
+#[allow(clippy::too_many_arguments)]
+fn read_enum<T: Copy + fmt::Display>(
+    f: Option<&RawField>,
+    name: &str,
+    example: &str,
+    expected: &str,
+    default: Option<T>,
+    parse: fn(&str) -> Result<T, ParseEnumError>,
+    file: &Path,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<T> {
+    let expected = expected.trim_end();
+    let consequence = match default {
+        Some(d) => format!("the default {d} is used"),
+        None => "the project's status is unknown".to_string(),
+    };
+    let Some(f) = f else {
+        diags.push(Diagnostic::error(
+            file,
+            None,
+            SECTION,
+            format!("required field {name} is missing, so {consequence}"),
+            format!("add the line `{name}: {example}` below the title (valid values: {expected})"),
+        ));
+        return default;
+    };
+    let value = f.field.value.trim();
+    if value.is_empty() {
+        diags.push(Diagnostic::error(
+            file,
+            Some(f.field.line),
+            SECTION,
+            format!("field {name} is empty, so {consequence}"),
+            format!("write one of {expected} after `{}:`", f.raw_key),
+        ));
+        return default;
+    }
+    match parse(value) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let (message, fix) = if default.is_none() && is_complete_word(value) {
+                (
+                    format!("{name} `{}` is not valid because a project is never complete (valid: {expected}), so {consequence}", e.value),
+                    "write paused to stop scheduling the project".to_string(),
+                )
+            } else {
+                (
+                    format!("{name} `{}` is not one of {expected}, so {consequence}", e.value),
+                    format!("write one of {expected} after `{}:`", f.raw_key),
+                )
+            };
+            diags.push(Diagnostic::error(file, Some(f.field.line), SECTION, message, fix));
+            default
+        }
+    }
+}
+
+/// Reads a positive integer field; the timeout also takes `s`, `m` and `h` units.
+fn read_number(
+    f: Option<&RawField>,
+    name: &str,
+    default: u64,
+    seconds: bool,
+    max: u64,
+    file: &Path,
+    diags: &mut Vec<Diagnostic>,
+) -> u64 {
+    let Some(f) = f else {
+        return default;
+    };
+    match parse_positive(&f.field.value, seconds).filter(|&n| n <= max) {
+        Some(n) => n,
+        None => {
+            let what = if seconds { "a positive number of seconds" } else { "a positive integer" };
+            let example = if seconds { "3600" } else { "2" };
+            diags.push(Diagnostic::error(
+                file,
+                Some(f.field.line),
+                SECTION,
+                format!("{name} `{}` is not {what}, so the default {default} is used", f.field.value.trim()),
+                format!("write a whole number of 1 or more, such as `{name}: {example}`"),
+            ));
+            default
+        }
+    }
+}
+
+/// `3`, `3600`, `3600s`, `3,600`, `60 min`, `1h`, `2 (keep it low)`; `0`, `-1`, `abc` → `None`.
+pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
+    let v = clean_value(raw);
+    let mut words = v.split(|c: char| c.is_whitespace() || matches!(c, '(' | ';')).filter(|w| !w.is_empty());
+    let first = words.next()?.trim_matches(['*', '_', '`']);
+    let digits_len = first.bytes().take_while(|b| b.is_ascii_digit() || *b == b',' || *b == b'_').count();
+    let (num, unit) = first.split_at(digits_len);
+    let num = thousands(num)?;
+    let unit = if unit.is_empty() {
+        // `60 min`: a unit word may follow; anything else is commentary
+        match words.next() {
+            Some(w) if units && multiplier(w).is_some() => w,
+            _ => "",
+        }
+    } else {
+        unit
+    };
+    let n = if unit.is_empty() {
+        num
+    } else if units {
+        num.checked_mul(multiplier(unit)?)?
+    } else {
+        return None;
+    };
+    (n > 0).then_some(n)
+}
+
+/// Digits with optional `,` thousands separators (`3,600`) or `_`.
+fn thousands(s: &str) -> Option<u64> {
+    if s.is_empty() || s.starts_with([',', '_']) || s.ends_with([',', '_']) {
+        return None;
+    }
+    if s.contains(',') && !s.split(',').skip(1).all(|g| g.len() == 3) {
+        return None;
+    }
+    let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+fn multiplier(unit: &str) -> Option<u64> {
+    match unit.trim_end_matches(['.', ',']).to_ascii_lowercase().as_str() {
+        "s" | "sec" | "secs" | "second" | "seconds" => Some(1),
+        "m" | "min" | "mins" | "minute" | "minutes" => Some(60),
+        "h" | "hr" | "hrs" | "hour" | "hours" => Some(3600),
+        _ => None,
+    }
+}
+
+/// Reads `on`/`off` and their spellings, plus a mention: `on (mention <@123>)`.
+pub(crate) fn parse_switch(raw: &str) -> Option<(bool, Option<String>)> {
+    let s = clean_value(raw);
+    let first = s.chars().next()?;
+    let end = if !first.is_ascii() && !first.is_alphanumeric() {
+        // an emoji, maybe with a variation selector
+        s.char_indices().find(|&(i, c)| i > 0 && c != '\u{fe0f}').map(|(i, _)| i).unwrap_or(s.len())
+    } else {
+        s.find(|c: char| c.is_whitespace() || matches!(c, '(' | ',' | ';' | '—' | '–' | '[')).unwrap_or(s.len())
+    };
+    let (tok, rest) = s.split_at(end);
+    let tok: String = tok
+        .chars()
+        .filter(|&c| c != '\u{fe0f}')
+        .collect::<String>()
+        .trim_matches(|c| matches!(c, '*' | '_' | '`' | '.' | ':' | '!'))
+        .to_lowercase();
+    let on = match tok.as_str() {
+        "on" | "yes" | "y" | "true" | "enabled" | "enable" | "1" | "✅" | "✔" | "✓" | "☑" | "🟢" | "🔔" | "x" => true,
+        "off" | "no" | "n" | "false" | "disabled" | "disable" | "0" | "❌" | "✖" | "✗" | "✘" | "🚫" | "🔕" | "⛔" | "🔴" => {
+            false
+        }
+        _ => return None,
+    };
+    Some((on, find_mention(rest)))
+}
+
+fn find_word(hay: &str, word: &str) -> Option<usize> {
+    let b = hay.as_bytes();
+    let mut from = 0;
+    while let Some(i) = hay[from..].find(word) {
+        let at = from + i;
+        let end = at + word.len();
+        let before_ok = at == 0 || !b[at - 1].is_ascii_alphanumeric();
+        let after_ok = end == b.len() || !b[end].is_ascii_alphanumeric();
+        if before_ok && after_ok {
+            return Some(at);
+        }
+        from = end;
+    }
+    None
+}
+
+/// `(mention <@123>)`, `(ping @alice)`, `<@123>`, `@alice`.
+fn find_mention(rest: &str) -> Option<String> {
+    let lower = rest.to_ascii_lowercase();
+    for kw in ["mention", "ping", "cc"] {
+        if let Some(i) = find_word(&lower, kw) {
+            let after = rest[i + kw.len()..].trim_start_matches([':', ' ', '\t']);
+            let m = after.split([')', ',', ';']).next().unwrap_or("").trim();
+            let m = clean_value(m);
+            if !m.is_empty() {
+                return Some(m.to_string());
+            }
+        }
+    }
+    for open in ["<@", "<!", "<#"] {
+        if let Some(i) = rest.find(open) {
+            if let Some(j) = rest[i..].find('>') {
+                return Some(rest[i..=i + j].to_string());
+            }
+        }
+    }
+    rest.split_whitespace()
+        .find(|w| w.starts_with('@') && w.len() > 1)
+        .map(|w| w.trim_end_matches([')', ',', ';', '.']).to_string())
+}
+
+fn parse_notifications(doc: &Doc, file: &Path, diags: &mut Vec<Diagnostic>) -> Notifications {
+    let mut n = Notifications::default();
+    let Some(h) = doc.find_heading("notifications") else {
+        return n;
+    };
+    let body = doc.section_body(h);
+    let mut lines: HashMap<NotificationEvent, usize> = HashMap::new();
+    if let Some(t) = doc.tables(body.clone()).into_iter().find(|t| t.header.cells.len() >= 2) {
+        read_table(doc, &t, file, diags, &mut n, &mut lines);
+    } else {
+        // a list instead of a table: `- bead-start: off`
+        for i in body {
+            if doc.has(i, FIELD) {
+                if let Some(f) = fields::line_field(doc, i) {
+                    add_event(&f.raw_key, &f.field.value, None, f.field.line, file, diags, &mut n, &mut lines);
+                }
+            }
+        }
+    }
+    n
+}
+
+fn read_table(
+    doc: &Doc,
+    t: &Table,
+    file: &Path,
+    diags: &mut Vec<Diagnostic>,
+    n: &mut Notifications,
+    lines: &mut HashMap<NotificationEvent, usize>,
+) {
+    let names: Vec<String> = t.header.cells.iter().map(|c| normalize_key(clean_value(doc.cell(c)))).collect();
+    let find = |set: &[&str]| names.iter().position(|h| set.contains(&h.as_str()));
+    let event_col = find(&["event", "events", "notification", "notifications", "type", "name", "trigger"]).unwrap_or(0);
+    let mention_col = names.iter().position(|h| h.contains("mention") || h == "ping");
+    let value_col = find(&[
+        "enabled", "enable", "status", "on", "onoff", "state", "value", "active", "send", "notify", "setting",
+    ])
+    .filter(|&c| c != event_col)
+    .or_else(|| (0..names.len()).find(|&c| c != event_col && Some(c) != mention_col));
+    let Some(value_col) = value_col else {
+        diags.push(Diagnostic::error(
+            file,
+            Some(t.header.line + 1),
+            SECTION,
+            "the Notifications table has no on/off column, so every event stays on",
+            "add an `Enabled` column with on or off for each event",
+        ));
+        return;
+    };
+    for row in &t.rows {
+        let cell = |i: usize| row.cells.get(i).map(|c| doc.cell(c)).unwrap_or("");
+        let event = clean_value(cell(event_col));
+        if event.is_empty() {
+            continue;
+        }
+        let mention = mention_col.map(cell);
+        add_event(event, cell(value_col), mention, row.line + 1, file, diags, n, lines);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_event(
+    event_raw: &str,
+    value: &str,
+    mention_cell: Option<&str>,
+    line: usize,
+    file: &Path,
+    diags: &mut Vec<Diagnostic>,
+    n: &mut Notifications,
+    lines: &mut HashMap<NotificationEvent, usize>,
+) {
+    let known = NotificationEvent::EXPECTED.trim_end();
+    let event = match NotificationEvent::parse(event_raw) {
+        Ok(e) => e,
+        Err(_) => {
+            diags.push(Diagnostic::warning(
+                file,
+                Some(line),
+                SECTION,
+                format!("notification event `{}` is unknown, so this row is ignored", clean_value(event_raw)),
+                format!("use one of {known}"),
+            ));
+            return;
+        }
+    };
+    if let Some(first) = lines.get(&event) {
+        diags.push(Diagnostic::warning(
+            file,
+            Some(line),
+            SECTION,
+            format!("notification event {event} is listed again; the row on line {first} is used"),
+            format!("delete line {line} or line {first}"),
+        ));
+        return;
+    }
+    lines.insert(event, line);
+    let value = value.trim();
+    let mut setting = match parse_switch(value) {
+        Some((on, mention)) => NotificationSetting { on, mention },
+        None if value.is_empty() => {
+            diags.push(Diagnostic::warning(
+                file,
+                Some(line),
+                SECTION,
+                format!("notification event {event} has no value, so it stays on"),
+                "write on or off",
+            ));
+            NotificationSetting { on: true, mention: None }
+        }
+        None => {
+            diags.push(Diagnostic::error(
+                file,
+                Some(line),
+                SECTION,
+                format!("notification event {event} has value `{value}`, which is not on or off, so it stays on"),
+                "write on or off (yes/no, true/false and ✅/❌ also work)",
+            ));
+            NotificationSetting { on: true, mention: None }
+        }
+    };
+    if let Some(m) = mention_cell.map(clean_value) {
+        let lower = m.to_ascii_lowercase();
+        if !m.is_empty() && !matches!(lower.as_str(), "-" | "—" | "none" | "n/a" | "no") {
+            setting.mention = Some(m.to_string());
+        }
+    }
+    n.events.insert(event, setting);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Severity;
+
+    fn parse(text: &str) -> Parsed<ProjectConfig> {
+        parse_project(text, Path::new("/p/.braids/PROJECT.md"))
+    }
+
+    const FULL: &str = "# My App\n\n- **Status:** active\n- **Priority:** high\n- **Autonomy:** ask-first\n- **MaxWorkers:** 3\n- **WorkerTimeout:** 1800s\n- **Checkin:** daily\n- **Channel:** `#dev`\n- **Owner:** Ana\n\n## Goal\n\nShip v1.\n\n## Guardrails\n\n- Never push to main.\n\n## Notifications\n\n| Event | Enabled |\n|---|---|\n| bead-start | off |\n| question | on (mention <@123>) |\n";
+
+    #[test]
+    fn c1_2_full_project() {
+        let p = parse(FULL);
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+        let c = p.value;
+        assert_eq!(c.name.as_deref(), Some("My App"));
+        assert_eq!(c.status, Some(ProjectStatus::Active));
+        assert_eq!(c.priority, Priority::High);
+        assert_eq!(c.autonomy, Autonomy::AskFirst);
+        assert_eq!((c.max_workers, c.worker_timeout), (3, 1800));
+        assert_eq!(c.checkin, Checkin::Daily);
+        assert_eq!(c.channel.as_deref(), Some("#dev"));
+        assert_eq!(c.goal.as_deref(), Some("Ship v1."));
+        assert_eq!(c.guardrails.as_deref(), Some("- Never push to main."));
+        assert!(!c.notifications.is_on(NotificationEvent::BeadStart));
+        assert!(c.notifications.is_on(NotificationEvent::Question));
+        assert!(c.notifications.is_on(NotificationEvent::Blocker), "not listed means on");
+        assert_eq!(c.notifications.mention(NotificationEvent::Question), Some("<@123>"));
+        assert_eq!(c.field("owner").map(|f| f.value.as_str()), Some("Ana"));
+        assert_eq!(c.field("Max Workers").map(|f| f.line), Some(6));
+    }
+
+    #[test]
+    fn c1_2_project_defaults() {
+        let p = parse("# P\n\nStatus: paused\nPriority: low\nAutonomy: full\n");
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+        let c = p.value;
+        assert_eq!(
+            c,
+            ProjectConfig {
+                name: Some("P".into()),
+                status: Some(ProjectStatus::Paused),
+                priority: Priority::Low,
+                fields: c.fields.clone(),
+                ..ProjectConfig::default()
+            }
+        );
+        assert_eq!((c.max_workers, c.worker_timeout, c.checkin, c.channel.clone()), (1, 3600, Checkin::OnDemand, None));
+        for e in NotificationEvent::ALL {
+            assert!(c.notifications.is_on(*e));
+        }
+    }
+
+    #[test]
+    fn c1_2_required_fields_missing() {
+        let p = parse("# P\n\nChannel: #x\n");
+        let c = &p.value;
+        assert_eq!((c.status, c.priority, c.autonomy), (None, Priority::Normal, Autonomy::Full));
+        let msgs: Vec<&str> = p.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(p.diagnostics.len(), 3, "{msgs:?}");
+        assert!(p.diagnostics.iter().all(|d| d.severity == Severity::Error && d.section == "1.2" && d.line.is_none()));
+        assert!(msgs[0].contains("Status") && msgs[1].contains("Priority") && msgs[2].contains("Autonomy"));
+        assert!(p.diagnostics[1].message.contains("default normal"));
+    }
+
+    #[test]
+    fn c1_2_invalid_values_use_defaults() {
+        let t = "Status: complete\nPriority: urgent\nAutonomy: yolo\nMaxWorkers: 0\nWorkerTimeout: -1\nCheckin: hourly\n";
+        let p = parse(t);
+        let c = &p.value;
+        assert_eq!(c.status, None);
+        assert_eq!((c.priority, c.autonomy, c.max_workers, c.worker_timeout), (Priority::Normal, Autonomy::Full, 1, 3600));
+        assert_eq!(c.checkin, Checkin::OnDemand);
+        let lines: Vec<Option<usize>> = p.diagnostics.iter().map(|d| d.line).collect();
+        assert_eq!(lines, [Some(1), Some(2), Some(3), Some(4), Some(5), Some(6)]);
+        assert!(p.diagnostics[0].message.contains("never complete"));
+        assert!(p.diagnostics[1].message.contains("high normal low") && p.diagnostics[1].message.contains("default normal"));
+        assert!(p.diagnostics[3].message.contains("default 1"));
+        assert!(p.diagnostics[4].message.contains("default 3600"));
+        assert!(parse("MaxWorkers: abc\n").diagnostics.iter().any(|d| d.message.contains("`abc`")));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_positive("3600", true), Some(3600));
+        assert_eq!(parse_positive("3600s", true), Some(3600));
+        assert_eq!(parse_positive("**3,600** seconds", true), Some(3600));
+        assert_eq!(parse_positive("60 min", true), Some(3600));
+        assert_eq!(parse_positive("1h", true), Some(3600));
+        assert_eq!(parse_positive("2 (keep it low)", false), Some(2));
+        assert_eq!(parse_positive("2s", false), None);
+        for bad in ["0", "-1", "abc", "", "1,00", "99999999999999999999999", "3.5"] {
+            assert_eq!(parse_positive(bad, true), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn channel_none_forms() {
+        for v in ["none", "", "-", "None (skip)", "`none`", "n/a"] {
+            assert_eq!(parse(&format!("Channel: {v}\n")).value.channel, None, "{v}");
+        }
+        assert_eq!(parse("Channel: discord:#braids (main)\n").value.channel.as_deref(), Some("discord:#braids (main)"));
+    }
+
+    #[test]
+    fn notification_tables_in_many_shapes() {
+        let t = "## 🔔 Notifications\n\n| Event | Status | Notes |\n|---|---|---|\n| Iteration start | ✅ | |\n| `bead-complete` | ❌ no | noisy |\n| no_ready_beads | yes | |\n| blocker | on (mention <@&42>) | |\n| deploy | on | |\n| question | maybe | |\n| question | off | |\n";
+        let p = parse(t);
+        let n = &p.value.notifications;
+        assert!(n.is_on(NotificationEvent::IterationStart));
+        assert!(!n.is_on(NotificationEvent::BeadComplete));
+        assert!(n.is_on(NotificationEvent::NoReadyBeads));
+        assert_eq!(n.mention(NotificationEvent::Blocker), Some("<@&42>"));
+        assert!(n.is_on(NotificationEvent::Question), "invalid value keeps the default");
+        let notif: Vec<_> = p.diagnostics.iter().filter(|d| d.line.is_some()).map(|d| (d.line.unwrap(), d.severity)).collect();
+        assert_eq!(notif, [(9, Severity::Warning), (10, Severity::Error), (11, Severity::Warning)]);
+
+        let m = parse("## Notifications\n| Enabled | Event | Mention |\n|-|-|-|\n| false | question | @ana |\n| true | blocker | - |\n");
+        let n = &m.value.notifications;
+        assert!(!n.is_on(NotificationEvent::Question));
+        assert_eq!(n.mention(NotificationEvent::Question), Some("@ana"));
+        assert_eq!(n.mention(NotificationEvent::Blocker), None);
+
+        let l = parse("## Notifications\n- bead-start: off\n- question: on (ping @bo)\n");
+        assert!(!l.value.notifications.is_on(NotificationEvent::BeadStart));
+        assert_eq!(l.value.notifications.mention(NotificationEvent::Question), Some("@bo"));
+    }
+
+    #[test]
+    fn switches() {
+        assert_eq!(parse_switch("✅️"), Some((true, None)));
+        assert_eq!(parse_switch("**Off**"), Some((false, None)));
+        assert_eq!(parse_switch("on (mention <@123>)"), Some((true, Some("<@123>".into()))));
+        assert_eq!(parse_switch("yes, cc: @team"), Some((true, Some("@team".into()))));
+        assert_eq!(parse_switch("sometimes"), None);
+        assert_eq!(parse_switch(""), None);
+    }
+
+    #[test]
+    fn content_sections_are_not_fields() {
+        let p = parse("Status: active\nPriority: high\nAutonomy: full\n\n## Goal\nStatus: complete one day\n\n## Guardrails\n- Priority: safety\n");
+        assert_eq!(p.value.status, Some(ProjectStatus::Active));
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+        assert_eq!(p.value.fields.len(), 3);
+    }
 }
