@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod diag;
 pub mod format;
+pub mod lock;
 pub mod logging;
 pub mod model;
 pub mod paths;
