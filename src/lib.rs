@@ -13,6 +13,7 @@ pub mod diag;
 pub mod format;
 pub mod git;
 pub mod installation;
+pub mod lock;
 pub mod logging;
 pub mod model;
 pub mod notify;

@@ -102,6 +102,8 @@ pub fn run(paths: &Paths, a: NewArgs) -> Result<i32> {
         created.push(agents);
     }
     std::fs::create_dir_all(root.join(".braids/iterations"))?;
+    // The native tracker's lock file is machine state, not project history.
+    atomic::write_new(&root.join(".braids/.gitignore"), b".workplan.lock\n")?;
 
     let wanted = match a.tracker.as_deref().map(tracker::TrackerKind::parse) {
         None => tracker::TrackerKind::Auto,

@@ -80,11 +80,39 @@ pub enum SessionError {
     Io(#[from] std::io::Error),
 }
 
+/// A session record a backend found but could not read (a corrupt file, a tmux session without
+/// a valid label). Reported so a person can look, never fatal and never guessed at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionProblem {
+    /// The label, when it could still be recovered (from a file name, say).
+    pub label: Option<String>,
+    /// Where the record lives: a file path or a tmux session.
+    pub location: String,
+    pub detail: String,
+}
+
+/// What a backend observed: its sessions, and the records it could not read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Survey {
+    pub sessions: Vec<Session>,
+    pub problems: Vec<SessionProblem>,
+}
+
 pub trait SessionBackend: Send + Sync {
     fn name(&self) -> &'static str;
 
-    /// Every braids session this backend knows, running or ended, in a stable order.
+    /// Every braids session this backend knows, running or ended, in a stable order. Records
+    /// that cannot be read are left out here (and logged); [`SessionBackend::survey`] reports them.
     fn list(&self) -> Result<Vec<Session>, SessionError>;
+
+    /// Like [`SessionBackend::list`], plus the records that could not be read. A caller that must
+    /// not double-spawn should treat a problem carrying a label as "maybe running".
+    fn survey(&self) -> Result<Survey, SessionError> {
+        Ok(Survey {
+            sessions: self.list()?,
+            problems: Vec::new(),
+        })
+    }
 
     /// Starts a worker in its own session and process group, detached from the caller.
     fn spawn(&self, spec: &SpawnSpec) -> Result<Session, SessionError>;
@@ -94,4 +122,13 @@ pub trait SessionBackend: Send + Sync {
 
     /// Drops the record of an ended session (its log stays).
     fn forget(&self, session: &Session) -> Result<(), SessionError>;
+}
+
+/// The backend for `kind`, with the default tmux socket; records and message files live in
+/// `sessions_dir` (`Paths::sessions_dir()`).
+pub fn backend(kind: BackendKind, sessions_dir: PathBuf) -> Box<dyn SessionBackend> {
+    match kind {
+        BackendKind::Process => Box::new(process::ProcessBackend::new(sessions_dir)),
+        BackendKind::Tmux => Box::new(tmux::TmuxBackend::new(sessions_dir)),
+    }
 }
