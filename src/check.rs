@@ -18,67 +18,129 @@ use crate::state::OrchestratorState;
 pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
     let reg_path = paths.registry();
     if !reg_path.exists() {
-        return Err(format!("{} does not exist; run `braids init` to create the installation", reg_path.display()));
+        return Err(format!(
+            "{} does not exist; run `braids init` to create the installation",
+            reg_path.display()
+        ));
     }
     let registry = format::registry::read_registry(paths);
     let mut out = registry.diagnostics;
     for entry in &registry.value.entries {
-        out.extend(check_project(paths, &entry.slug, &entry.path, &reg_path, entry.line));
+        out.extend(check_project(
+            paths,
+            &entry.slug,
+            &entry.path,
+            &reg_path,
+            entry.line,
+        ));
     }
     if let Err(w) = OrchestratorState::load(&paths.state()) {
-        out.push(Diagnostic::error(&paths.state(), None, "1.6", w, "delete the file; the next tick rewrites it"));
+        out.push(Diagnostic::error(
+            &paths.state(),
+            None,
+            "1.6",
+            w,
+            "delete the file; the next tick rewrites it",
+        ));
     }
     let status = paths.status();
     if status.exists() && !status.is_file() {
-        out.push(Diagnostic::error(&status, None, "1.5", "STATUS.md is not a regular file", "remove it; the next full tick regenerates it"));
+        out.push(Diagnostic::error(
+            &status,
+            None,
+            "1.5",
+            "STATUS.md is not a regular file",
+            "remove it; the next full tick regenerates it",
+        ));
     }
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     Ok(out)
 }
 
 /// Findings for one project.
-pub fn check_project(paths: &Paths, slug: &str, root: &Path, registry: &Path, reg_line: usize) -> Vec<Diagnostic> {
+pub fn check_project(
+    paths: &Paths,
+    slug: &str,
+    root: &Path,
+    registry: &Path,
+    reg_line: usize,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     if paths.in_workspace(root) {
         out.push(Diagnostic::error(
             registry,
             Some(reg_line),
             "4.1",
-            format!("project {slug} is inside the agent workspace ({})", root.display()),
+            format!(
+                "project {slug} is inside the agent workspace ({})",
+                root.display()
+            ),
             "move the project under BRAIDS_HOME and update its Path",
         ));
     }
     let project_md = root.join(".braids/PROJECT.md");
     if !root.is_dir() {
-        out.push(Diagnostic::error(registry, Some(reg_line), "1.1", format!("Path of {slug} ({}) is not a directory", root.display()), "fix the Path column or create the project with `braids new`"));
+        out.push(Diagnostic::error(
+            registry,
+            Some(reg_line),
+            "1.1",
+            format!("Path of {slug} ({}) is not a directory", root.display()),
+            "fix the Path column or create the project with `braids new`",
+        ));
         return out;
     }
     match std::fs::read(&project_md) {
-        Ok(bytes) => out.extend(format::project::parse_project(&format::decode(&bytes), &project_md).diagnostics),
+        Ok(bytes) => out.extend(
+            format::project::parse_project(&format::decode(&bytes), &project_md).diagnostics,
+        ),
         Err(_) => {
-            out.push(Diagnostic::error(registry, Some(reg_line), "1.1", format!("{} does not exist", project_md.display()), format!("create it (see `braids new {slug}`) or fix the Path")));
+            out.push(Diagnostic::error(
+                registry,
+                Some(reg_line),
+                "1.1",
+                format!("{} does not exist", project_md.display()),
+                format!("create it (see `braids new {slug}`) or fix the Path"),
+            ));
             return out;
         }
     }
     let iterations = format::iteration::read_iterations(root);
     out.extend(iterations.diagnostics);
-    let active: Vec<_> = iterations.value.iter().filter(|i| i.status == Some(IterationStatus::Active)).collect();
+    let active: Vec<_> = iterations
+        .value
+        .iter()
+        .filter(|i| i.status == Some(IterationStatus::Active))
+        .collect();
     if active.len() > 1 {
         for it in &active[1..] {
             out.push(Diagnostic::error(
                 &it.dir.join("ITERATION.md"),
                 None,
                 "1.3",
-                format!("{slug} has {} active iterations ({}); at most one may be active", active.len(), active.iter().map(|i| i.number.to_string()).collect::<Vec<_>>().join(", ")),
+                format!(
+                    "{slug} has {} active iterations ({}); at most one may be active",
+                    active.len(),
+                    active
+                        .iter()
+                        .map(|i| i.number.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 "set all but one to planning or complete",
             ));
         }
     }
     for it in &iterations.value {
-        out.extend(check_deliverables(&it.dir, &it.stories.iter().map(|s| s.id.clone()).collect::<Vec<_>>()));
+        out.extend(check_deliverables(
+            &it.dir,
+            &it.stories.iter().map(|s| s.id.clone()).collect::<Vec<_>>(),
+        ));
         if it.status == Some(IterationStatus::Complete) {
             match git::check_frozen(root, &it.dir) {
-                Ok(Frozen::Modified { commit, paths: changed }) => {
+                Ok(Frozen::Modified {
+                    commit,
+                    paths: changed,
+                }) => {
                     for p in changed {
                         out.push(Diagnostic::error(
                             &root.join(&p),
@@ -93,11 +155,20 @@ pub fn check_project(paths: &Paths, slug: &str, root: &Path, registry: &Path, re
                     &it.dir.join("ITERATION.md"),
                     None,
                     "4.5",
-                    format!("iteration {} is marked complete but that was never committed", it.number),
+                    format!(
+                        "iteration {} is marked complete but that was never committed",
+                        it.number
+                    ),
                     "commit the iteration (`git commit`) so its frozen state is recorded",
                 )),
                 Ok(Frozen::Intact { .. } | Frozen::NoHistory) => {}
-                Err(e) => out.push(Diagnostic::warning(&it.dir, None, "4.5", format!("cannot check history: {e}"), "check the repository with `git status`")),
+                Err(e) => out.push(Diagnostic::warning(
+                    &it.dir,
+                    None,
+                    "4.5",
+                    format!("cannot check history: {e}"),
+                    "check the repository with `git status`",
+                )),
             }
         }
     }
@@ -108,8 +179,14 @@ pub fn check_project(paths: &Paths, slug: &str, root: &Path, registry: &Path, re
 /// per bead (1.4).
 pub fn check_deliverables(dir: &Path, stories: &[BeadId]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
-    let mut names: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md")).collect();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut names: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md"))
+        .collect();
     names.sort();
     let mut per_bead: BTreeMap<&BeadId, Vec<&Path>> = BTreeMap::new();
     for p in &names {
@@ -117,7 +194,9 @@ pub fn check_deliverables(dir: &Path, stories: &[BeadId]) -> Vec<Diagnostic> {
         if file.eq_ignore_ascii_case("ITERATION.md") {
             continue;
         }
-        let text = std::fs::read(p).map(|b| format::decode(&b).into_owned()).unwrap_or_default();
+        let text = std::fs::read(p)
+            .map(|b| format::decode(&b).into_owned())
+            .unwrap_or_default();
         out.extend(deliverable::check(p, &text));
         if let Some((prefix, _)) = deliverable::parse_name(file) {
             if let Some(bead) = stories.iter().find(|b| b.matches_prefix(&prefix)) {
@@ -128,7 +207,16 @@ pub fn check_deliverables(dir: &Path, stories: &[BeadId]) -> Vec<Diagnostic> {
     for (bead, files) in per_bead {
         if files.len() > 1 {
             for f in &files[1..] {
-                out.push(Diagnostic::error(f, None, "1.4", format!("bead {bead} has {} deliverables in this iteration; one is allowed", files.len()), "merge them into one file"));
+                out.push(Diagnostic::error(
+                    f,
+                    None,
+                    "1.4",
+                    format!(
+                        "bead {bead} has {} deliverables in this iteration; one is allowed",
+                        files.len()
+                    ),
+                    "merge them into one file",
+                ));
             }
         }
     }

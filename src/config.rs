@@ -34,7 +34,10 @@ pub struct TickConfig {
 
 impl Default for TickConfig {
     fn default() -> Self {
-        TickConfig { max_workers: 0, concurrency: 8 }
+        TickConfig {
+            max_workers: 0,
+            concurrency: 8,
+        }
     }
 }
 
@@ -50,7 +53,11 @@ pub struct TrackerConfig {
 
 impl Default for TrackerConfig {
     fn default() -> Self {
-        TrackerConfig { kind: TrackerKind::Auto, timeout_secs: 30, actor: "braids".into() }
+        TrackerConfig {
+            kind: TrackerKind::Auto,
+            timeout_secs: 30,
+            actor: "braids".into(),
+        }
     }
 }
 
@@ -66,7 +73,11 @@ pub struct SessionsConfig {
 
 impl Default for SessionsConfig {
     fn default() -> Self {
-        SessionsConfig { backend: BackendKind::Process, kill_grace_secs: 10, claim_grace_secs: 120 }
+        SessionsConfig {
+            backend: BackendKind::Process,
+            kill_grace_secs: 10,
+            claim_grace_secs: 120,
+        }
     }
 }
 
@@ -85,7 +96,11 @@ pub struct WorkerConfig {
 
 impl Default for WorkerConfig {
     fn default() -> Self {
-        WorkerConfig { command: Vec::new(), executor: Vec::new(), retries: 1 }
+        WorkerConfig {
+            command: Vec::new(),
+            executor: Vec::new(),
+            retries: 1,
+        }
     }
 }
 
@@ -110,7 +125,10 @@ pub struct CheckinConfig {
 
 impl Default for CheckinConfig {
     fn default() -> Self {
-        CheckinConfig { time: "09:00".into(), weekday: "mon".into() }
+        CheckinConfig {
+            time: "09:00".into(),
+            weekday: "mon".into(),
+        }
     }
 }
 
@@ -135,15 +153,31 @@ impl Config {
         match std::fs::read(path) {
             Ok(bytes) => Config::parse(&String::from_utf8_lossy(&bytes), path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::default()),
-            Err(e) => Err(ConfigError { path: path.into(), line: String::new(), message: format!("cannot read: {e}") }),
+            Err(e) => Err(ConfigError {
+                path: path.into(),
+                line: String::new(),
+                message: format!("cannot read: {e}"),
+            }),
         }
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         let mut warnings = Vec::new();
         let err = |e: toml::de::Error| {
-            let line = e.span().map(|s| format!(":{}", text[..s.start.min(text.len())].lines().count().max(1))).unwrap_or_default();
-            ConfigError { path: path.into(), line, message: e.message().trim().to_string() }
+            let line = e
+                .span()
+                .map(|s| {
+                    format!(
+                        ":{}",
+                        text[..s.start.min(text.len())].lines().count().max(1)
+                    )
+                })
+                .unwrap_or_default();
+            ConfigError {
+                path: path.into(),
+                line,
+                message: e.message().trim().to_string(),
+            }
         };
         let de = toml::Deserializer::new(text);
         let config: Config = serde_ignored::deserialize(de, |p| {
@@ -158,7 +192,9 @@ impl Config {
         if !self.worker.command.is_empty() {
             return self.worker.command.clone();
         }
-        let exe = std::env::current_exe().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| "braids".into());
+        let exe = std::env::current_exe()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "braids".into());
         vec![exe, "worker".into()]
     }
 }

@@ -31,12 +31,38 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn error(path: &Path, line: Option<usize>, section: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, path: path.to_path_buf(), line, section, message: message.into(), fix: fix.into() }
+    pub fn error(
+        path: &Path,
+        line: Option<usize>,
+        section: &'static str,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            path: path.to_path_buf(),
+            line,
+            section,
+            message: message.into(),
+            fix: fix.into(),
+        }
     }
 
-    pub fn warning(path: &Path, line: Option<usize>, section: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, path: path.to_path_buf(), line, section, message: message.into(), fix: fix.into() }
+    pub fn warning(
+        path: &Path,
+        line: Option<usize>,
+        section: &'static str,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            path: path.to_path_buf(),
+            line,
+            section,
+            message: message.into(),
+            fix: fix.into(),
+        }
     }
 
     /// `path:line`, or just the path.
@@ -54,7 +80,13 @@ impl fmt::Display for Diagnostic {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        write!(f, "{}: {sev} [{}]: {}", self.location(), self.section, self.message)?;
+        write!(
+            f,
+            "{}: {sev} [{}]: {}",
+            self.location(),
+            self.section,
+            self.message
+        )?;
         if !self.fix.is_empty() {
             write!(f, " (fix: {})", self.fix)?;
         }
@@ -75,6 +107,8 @@ impl<T> Parsed<T> {
     }
 
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
     }
 }

@@ -11,7 +11,6 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use git2::{Repository, Signature};
 
-use crate::format::fields;
 use crate::model::IterationStatus;
 use crate::proc::Invocation;
 
@@ -25,7 +24,8 @@ pub fn init(root: &Path) -> Result<bool> {
     if Repository::open(root).is_ok() {
         return Ok(false);
     }
-    Repository::init(root).with_context(|| format!("cannot create a git repository in {}", root.display()))?;
+    Repository::init(root)
+        .with_context(|| format!("cannot create a git repository in {}", root.display()))?;
     Ok(true)
 }
 
@@ -66,7 +66,11 @@ pub fn commit_all(root: &Path, message: &str) -> Result<Option<git2::Oid>> {
     commit_index(&repo, &mut index, message)
 }
 
-fn commit_index(repo: &Repository, index: &mut git2::Index, message: &str) -> Result<Option<git2::Oid>> {
+fn commit_index(
+    repo: &Repository,
+    index: &mut git2::Index,
+    message: &str,
+) -> Result<Option<git2::Oid>> {
     let tree_id = index.write_tree()?;
     let parent = match repo.head() {
         Ok(h) => Some(h.peel_to_commit()?),
@@ -80,16 +84,26 @@ fn commit_index(repo: &Repository, index: &mut git2::Index, message: &str) -> Re
     let tree = repo.find_tree(tree_id)?;
     let sig = signature(repo)?;
     let parents: Vec<&git2::Commit> = parent.iter().collect();
-    let oid = repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents).context("cannot write the commit")?;
+    let oid = repo
+        .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+        .context("cannot write the commit")?;
     Ok(Some(oid))
 }
 
 /// Whether the current branch has an upstream to push to.
 pub fn has_upstream(root: &Path) -> bool {
-    let Ok(repo) = Repository::open(root) else { return false };
+    let Ok(repo) = Repository::open(root) else {
+        return false;
+    };
     let Ok(head) = repo.head() else { return false };
-    let Some(name) = head.shorthand().map(String::from) else { return false };
-    repo.find_branch(&name, git2::BranchType::Local).and_then(|b| b.upstream()).is_ok()
+    let Some(name) = head.shorthand().map(String::from) else {
+        return false;
+    };
+    let found = repo
+        .find_branch(&name, git2::BranchType::Local)
+        .and_then(|b| b.upstream())
+        .is_ok();
+    found
 }
 
 /// `git push` to the upstream (4.4). The error carries git's own message.
@@ -114,9 +128,13 @@ pub fn unpushed(root: &Path) -> Option<usize> {
     let repo = Repository::open(root).ok()?;
     let head = repo.head().ok()?;
     let local = head.target()?;
-    let branch = repo.find_branch(head.shorthand()?, git2::BranchType::Local).ok()?;
+    let branch = repo
+        .find_branch(head.shorthand()?, git2::BranchType::Local)
+        .ok()?;
     let remote = branch.upstream().ok()?.get().target()?;
-    repo.graph_ahead_behind(local, remote).ok().map(|(ahead, _)| ahead)
+    repo.graph_ahead_behind(local, remote)
+        .ok()
+        .map(|(ahead, _)| ahead)
 }
 
 /// The result of checking one completed iteration against history (4.5).
@@ -136,15 +154,24 @@ pub enum Frozen {
 /// unbroken run, back from HEAD, in which its ITERATION.md says complete) and reports anything
 /// in the directory that changed since, in the index or the work tree, untracked files included.
 pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
-    let Ok(repo) = Repository::open(root) else { return Ok(Frozen::NoHistory) };
-    let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else { return Ok(Frozen::NoHistory) };
-    let rel_dir = iteration_dir.strip_prefix(root).unwrap_or(iteration_dir).to_path_buf();
+    let Ok(repo) = Repository::open(root) else {
+        return Ok(Frozen::NoHistory);
+    };
+    let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {
+        return Ok(Frozen::NoHistory);
+    };
+    let rel_dir = iteration_dir
+        .strip_prefix(root)
+        .unwrap_or(iteration_dir)
+        .to_path_buf();
     let rel_file = rel_dir.join("ITERATION.md");
     let status_at = |c: &git2::Commit| -> Option<IterationStatus> {
         let entry = c.tree().ok()?.get_path(&rel_file).ok()?;
         let blob = repo.find_blob(entry.id()).ok()?;
         let text = crate::format::decode(blob.content()).into_owned();
-        fields::status_of(&text).and_then(|s| IterationStatus::parse(&s).ok())
+        crate::format::iteration::parse_iteration(&text, &rel_file, 0, rel_dir.clone())
+            .value
+            .status
     };
     let mut completing = None;
     let mut cur = Some(head);
@@ -157,12 +184,28 @@ pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
         cur = c.parent(0).ok();
         completing = Some(c);
     }
-    let Some(commit) = completing else { return Ok(Frozen::Uncommitted) };
+    let Some(commit) = completing else {
+        return Ok(Frozen::Uncommitted);
+    };
     let tree = commit.tree()?;
     let mut opts = git2::DiffOptions::new();
-    opts.pathspec(&rel_dir).include_untracked(true).recurse_untracked_dirs(true);
+    opts.pathspec(&rel_dir)
+        .include_untracked(true)
+        .recurse_untracked_dirs(true);
     let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
-    let paths: Vec<PathBuf> = diff.deltas().filter_map(|d| d.new_file().path().or(d.old_file().path()).map(Path::to_path_buf)).collect();
+    let paths: Vec<PathBuf> = diff
+        .deltas()
+        .filter_map(|d| {
+            d.new_file()
+                .path()
+                .or(d.old_file().path())
+                .map(Path::to_path_buf)
+        })
+        .collect();
     let id = commit.id().to_string()[..10].to_string();
-    Ok(if paths.is_empty() { Frozen::Intact { commit: id } } else { Frozen::Modified { commit: id, paths } })
+    Ok(if paths.is_empty() {
+        Frozen::Intact { commit: id }
+    } else {
+        Frozen::Modified { commit: id, paths }
+    })
 }

@@ -16,5 +16,10 @@ pub fn open(paths: &Paths) -> Result<Installation> {
         BackendKind::Process => Box::new(ProcessBackend::new(paths.sessions_dir())),
         BackendKind::Tmux => Box::new(TmuxBackend::new(paths.sessions_dir())),
     };
-    Ok(Installation { paths: paths.clone(), config: loaded.config, config_warnings: loaded.warnings, backend })
+    Ok(Installation {
+        paths: paths.clone(),
+        config: loaded.config,
+        config_warnings: loaded.warnings,
+        backend,
+    })
 }

@@ -38,7 +38,13 @@ pub trait Notifier: Send + Sync {
 }
 
 /// The 3.8 policy: `None` when the event is off or there is no Channel.
-pub fn compose(project: &ProjectConfig, slug: &str, event: NotificationEvent, bead: Option<&BeadId>, text: &str) -> Option<Notification> {
+pub fn compose(
+    project: &ProjectConfig,
+    slug: &str,
+    event: NotificationEvent,
+    bead: Option<&BeadId>,
+    text: &str,
+) -> Option<Notification> {
     let channel = project.channel.as_deref()?.trim();
     if channel.is_empty() || !project.notifications.is_on(event) {
         return None;
@@ -47,11 +53,24 @@ pub fn compose(project: &ProjectConfig, slug: &str, event: NotificationEvent, be
         Some(m) if !m.trim().is_empty() => format!("{text} {}", m.trim()),
         _ => text.to_string(),
     };
-    Some(Notification { event, channel: channel.to_string(), project: slug.to_string(), bead: bead.cloned(), message })
+    Some(Notification {
+        event,
+        channel: channel.to_string(),
+        project: slug.to_string(),
+        bead: bead.cloned(),
+        message,
+    })
 }
 
 /// Composes and sends; logs instead of failing. Returns whether a message went out.
-pub fn send(notifier: &dyn Notifier, project: &ProjectConfig, slug: &str, event: NotificationEvent, bead: Option<&BeadId>, text: &str) -> bool {
+pub fn send(
+    notifier: &dyn Notifier,
+    project: &ProjectConfig,
+    slug: &str,
+    event: NotificationEvent,
+    bead: Option<&BeadId>,
+    text: &str,
+) -> bool {
     let Some(n) = compose(project, slug, event, bead, text) else {
         tracing::debug!(%slug, event = %event, "notification skipped (event off or no channel)");
         return false;
@@ -78,7 +97,12 @@ pub fn expand(template: &str, vars: &[(&str, &str)]) -> String {
         let after = &rest[start + 1..];
         match after.find('}').map(|end| (&after[..end], end)) {
             Some((name, end)) if vars.iter().any(|(k, _)| *k == name) => {
-                out.push_str(vars.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).unwrap_or_default());
+                out.push_str(
+                    vars.iter()
+                        .find(|(k, _)| *k == name)
+                        .map(|(_, v)| *v)
+                        .unwrap_or_default(),
+                );
                 rest = &after[end + 1..];
             }
             _ => {
@@ -100,15 +124,31 @@ pub struct CommandNotifier {
 impl Notifier for CommandNotifier {
     fn send(&self, n: &Notification) -> Result<(), NotifyError> {
         let bead = n.bead.as_ref().map(|b| b.to_string()).unwrap_or_default();
-        let vars = [("channel", n.channel.as_str()), ("event", n.event.as_str()), ("message", n.message.as_str()), ("project", n.project.as_str()), ("bead", bead.as_str())];
+        let vars = [
+            ("channel", n.channel.as_str()),
+            ("event", n.event.as_str()),
+            ("message", n.message.as_str()),
+            ("project", n.project.as_str()),
+            ("bead", bead.as_str()),
+        ];
         let argv: Vec<String> = self.argv.iter().map(|a| expand(a, &vars)).collect();
-        let out = Invocation::new(argv).timeout(self.timeout).run().map_err(|e| NotifyError::Command(e.to_string()))?;
+        let out = Invocation::new(argv)
+            .timeout(self.timeout)
+            .run()
+            .map_err(|e| NotifyError::Command(e.to_string()))?;
         if out.success() {
             Ok(())
         } else if out.timed_out {
-            Err(NotifyError::Command(format!("timed out after {}s", self.timeout.as_secs())))
+            Err(NotifyError::Command(format!(
+                "timed out after {}s",
+                self.timeout.as_secs()
+            )))
         } else {
-            Err(NotifyError::Command(format!("exit {:?}: {}", out.code, out.stderr.trim())))
+            Err(NotifyError::Command(format!(
+                "exit {:?}: {}",
+                out.code,
+                out.stderr.trim()
+            )))
         }
     }
 }
@@ -126,12 +166,18 @@ impl Notifier for WebhookNotifier {
             "content": n.message, "text": n.message, "event": n.event,
             "channel": n.channel, "project": n.project, "bead": n.bead,
         });
-        let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(self.timeout)).build().into();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(self.timeout))
+            .build()
+            .into();
         agent
             .post(&self.url)
             .send_json(&body)
             .map(|_| ())
-            .map_err(|e| NotifyError::Webhook { url: self.url.clone(), detail: e.to_string() })
+            .map_err(|e| NotifyError::Webhook {
+                url: self.url.clone(),
+                detail: e.to_string(),
+            })
     }
 }
 
@@ -160,10 +206,16 @@ pub fn from_config(c: &NotifyConfig) -> Fanout {
     let timeout = Duration::from_secs(c.timeout_secs.unwrap_or(10));
     let mut v: Vec<Box<dyn Notifier>> = Vec::new();
     if !c.command.is_empty() {
-        v.push(Box::new(CommandNotifier { argv: c.command.clone(), timeout }));
+        v.push(Box::new(CommandNotifier {
+            argv: c.command.clone(),
+            timeout,
+        }));
     }
     if let Some(url) = c.webhook.as_ref().filter(|u| !u.trim().is_empty()) {
-        v.push(Box::new(WebhookNotifier { url: url.clone(), timeout }));
+        v.push(Box::new(WebhookNotifier {
+            url: url.clone(),
+            timeout,
+        }));
     }
     Fanout(v)
 }
@@ -175,7 +227,10 @@ mod tests {
     #[test]
     fn expand_is_single_pass_and_literal() {
         let v = [("message", "hi {channel} $(rm -rf /)"), ("channel", "#dev")];
-        assert_eq!(expand("--msg={message}", &v), "--msg=hi {channel} $(rm -rf /)");
+        assert_eq!(
+            expand("--msg={message}", &v),
+            "--msg=hi {channel} $(rm -rf /)"
+        );
         assert_eq!(expand("{channel}{unknown}{", &v), "#dev{unknown}{");
     }
 }

@@ -31,9 +31,14 @@ impl Paths {
             },
         };
         if !home.is_absolute() {
-            bail!("HOME `{}` is not an absolute path; set HOME to your home directory", home.display());
+            bail!(
+                "HOME `{}` is not an absolute path; set HOME to your home directory",
+                home.display()
+            );
         }
-        let braids_home = std::env::var("BRAIDS_HOME").ok().filter(|v| !v.trim().is_empty());
+        let braids_home = std::env::var("BRAIDS_HOME")
+            .ok()
+            .filter(|v| !v.trim().is_empty());
         Ok(Paths::new(home, braids_home.as_deref()))
     }
 
@@ -42,7 +47,12 @@ impl Paths {
         let braids_dir = home.join(".openclaw/braids");
         let workspace = home.join(".openclaw/workspace");
         let default_home = home.join("Projects");
-        let mut p = Paths { home, braids_dir, braids_home: default_home, workspace };
+        let mut p = Paths {
+            home,
+            braids_dir,
+            braids_home: default_home,
+            workspace,
+        };
         if let Some(raw) = braids_home {
             p.braids_home = p.expand(raw);
         }
@@ -87,7 +97,12 @@ impl Paths {
         } else {
             raw.to_string()
         };
-        for (var, val) in [("${BRAIDS_HOME}", &*bh), ("$BRAIDS_HOME", &*bh), ("${HOME}", &*home), ("$HOME", &*home)] {
+        for (var, val) in [
+            ("${BRAIDS_HOME}", &*bh),
+            ("$BRAIDS_HOME", &*bh),
+            ("${HOME}", &*home),
+            ("$HOME", &*home),
+        ] {
             s = s.replace(var, val);
         }
         let p = PathBuf::from(s);
@@ -131,9 +146,18 @@ mod tests {
     fn c4_2_layout_and_default_braids_home() {
         let p = paths();
         assert_eq!(p.braids_home, PathBuf::from("/home/u/Projects"));
-        assert_eq!(p.registry(), PathBuf::from("/home/u/.openclaw/braids/registry.md"));
-        assert_eq!(p.state(), PathBuf::from("/home/u/.openclaw/braids/.orchestrator-state.json"));
-        assert_eq!(p.status(), PathBuf::from("/home/u/.openclaw/braids/STATUS.md"));
+        assert_eq!(
+            p.registry(),
+            PathBuf::from("/home/u/.openclaw/braids/registry.md")
+        );
+        assert_eq!(
+            p.state(),
+            PathBuf::from("/home/u/.openclaw/braids/.orchestrator-state.json")
+        );
+        assert_eq!(
+            p.status(),
+            PathBuf::from("/home/u/.openclaw/braids/STATUS.md")
+        );
         assert!(!p.registry().starts_with(&p.braids_home));
         let custom = Paths::new("/home/u".into(), Some("~/code"));
         assert_eq!(custom.braids_home, PathBuf::from("/home/u/code"));
@@ -143,13 +167,25 @@ mod tests {
     fn c4_1_tilde_is_home() {
         let p = paths();
         assert_eq!(p.expand("~"), PathBuf::from("/home/u"));
-        assert_eq!(p.expand("~/Projects/a"), PathBuf::from("/home/u/Projects/a"));
-        assert_eq!(p.expand("$BRAIDS_HOME/a"), PathBuf::from("/home/u/Projects/a"));
-        assert_eq!(p.expand("${BRAIDS_HOME}/a"), PathBuf::from("/home/u/Projects/a"));
+        assert_eq!(
+            p.expand("~/Projects/a"),
+            PathBuf::from("/home/u/Projects/a")
+        );
+        assert_eq!(
+            p.expand("$BRAIDS_HOME/a"),
+            PathBuf::from("/home/u/Projects/a")
+        );
+        assert_eq!(
+            p.expand("${BRAIDS_HOME}/a"),
+            PathBuf::from("/home/u/Projects/a")
+        );
         assert_eq!(p.expand("$HOME/x"), PathBuf::from("/home/u/x"));
         assert_eq!(p.expand("app"), PathBuf::from("/home/u/Projects/app"));
         assert_eq!(p.expand("/srv/app/"), PathBuf::from("/srv/app"));
-        assert_eq!(p.expand("$(rm -rf /)"), PathBuf::from("/home/u/Projects/$(rm -rf /)"));
+        assert_eq!(
+            p.expand("$(rm -rf /)"),
+            PathBuf::from("/home/u/Projects/$(rm -rf /)")
+        );
     }
 
     #[test]

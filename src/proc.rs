@@ -36,7 +36,10 @@ pub enum RunError {
     #[error("`{program}` was not found on PATH")]
     NotFound { program: String },
     #[error("cannot start `{program}`: {source}")]
-    Spawn { program: String, source: std::io::Error },
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
 }
 
 /// A program invocation: argv, working directory, extra environment, stdin, timeout.
@@ -55,7 +58,13 @@ impl Invocation {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
-        Invocation { argv: argv.into_iter().map(Into::into).collect(), cwd: None, env: Vec::new(), stdin: None, timeout: Duration::from_secs(30) }
+        Invocation {
+            argv: argv.into_iter().map(Into::into).collect(),
+            cwd: None,
+            env: Vec::new(),
+            stdin: None,
+            timeout: Duration::from_secs(30),
+        }
     }
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
@@ -80,7 +89,11 @@ impl Invocation {
         let shown = program.to_string_lossy().into_owned();
         let mut cmd = Command::new(&program);
         cmd.args(&self.argv[1.min(self.argv.len())..])
-            .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
@@ -91,8 +104,13 @@ impl Invocation {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => RunError::NotFound { program: shown.clone() },
-            _ => RunError::Spawn { program: shown.clone(), source: e },
+            std::io::ErrorKind::NotFound => RunError::NotFound {
+                program: shown.clone(),
+            },
+            _ => RunError::Spawn {
+                program: shown.clone(),
+                source: e,
+            },
         })?;
         let pid = child.id() as i32;
         let stdin_thread = self.stdin.clone().and_then(|bytes| {
@@ -124,7 +142,13 @@ impl Invocation {
         if timed_out {
             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
-        let status = waiter.join().expect("waiter thread").map_err(|e| RunError::Spawn { program: shown.clone(), source: e })?;
+        let status = waiter
+            .join()
+            .expect("waiter thread")
+            .map_err(|e| RunError::Spawn {
+                program: shown.clone(),
+                source: e,
+            })?;
         // Anything the group left behind holding the pipes open dies with it.
         let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         if let Some(t) = stdin_thread {
@@ -132,7 +156,12 @@ impl Invocation {
         }
         let stdout = String::from_utf8_lossy(&out_thread.join().unwrap_or_default()).into_owned();
         let stderr = String::from_utf8_lossy(&err_thread.join().unwrap_or_default()).into_owned();
-        Ok(Output { code: status.code(), stdout, stderr, timed_out })
+        Ok(Output {
+            code: status.code(),
+            stdout,
+            stderr,
+            timed_out,
+        })
     }
 }
 
@@ -143,8 +172,13 @@ mod tests {
 
     #[test]
     fn captures_output_and_code() {
-        let o = Invocation::new(["sh", "-c", "echo out; echo err >&2; exit 3"]).run().unwrap();
-        assert_eq!((o.code, o.stdout.as_str(), o.stderr.as_str(), o.timed_out), (Some(3), "out\n", "err\n", false));
+        let o = Invocation::new(["sh", "-c", "echo out; echo err >&2; exit 3"])
+            .run()
+            .unwrap();
+        assert_eq!(
+            (o.code, o.stdout.as_str(), o.stderr.as_str(), o.timed_out),
+            (Some(3), "out\n", "err\n", false)
+        );
         let o = Invocation::new(["cat"]).stdin("hi").run().unwrap();
         assert_eq!(o.stdout, "hi");
     }
@@ -152,13 +186,22 @@ mod tests {
     #[test]
     fn timeout_kills_the_whole_group() {
         let start = Instant::now();
-        let o = Invocation::new(["sh", "-c", "sleep 30 & sleep 30"]).timeout(Duration::from_millis(200)).run().unwrap();
+        let o = Invocation::new(["sh", "-c", "sleep 30 & sleep 30"])
+            .timeout(Duration::from_millis(200))
+            .run()
+            .unwrap();
         assert!(o.timed_out && !o.success());
-        assert!(start.elapsed() < Duration::from_secs(5), "grandchild kept the pipes open");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "grandchild kept the pipes open"
+        );
     }
 
     #[test]
     fn missing_program() {
-        assert!(matches!(Invocation::new(["/nonexistent/braids-x"]).run(), Err(RunError::NotFound { .. })));
+        assert!(matches!(
+            Invocation::new(["/nonexistent/braids-x"]).run(),
+            Err(RunError::NotFound { .. })
+        ));
     }
 }

@@ -92,7 +92,10 @@ impl Default for OrchestratorState {
 pub enum RunKind {
     Full,
     /// Idle, and the reason's interval has not passed since the last run (2.7).
-    Skipped { reason: IdleReason, next_full_run: DateTime<Utc> },
+    Skipped {
+        reason: IdleReason,
+        next_full_run: DateTime<Utc>,
+    },
 }
 
 impl OrchestratorState {
@@ -102,11 +105,19 @@ impl OrchestratorState {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}; doing a full run", path.display())),
+            Err(e) => {
+                return Err(format!(
+                    "cannot read {}: {e}; doing a full run",
+                    path.display()
+                ))
+            }
         };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| format!("{} is not valid state ({e}); doing a full run and rewriting it", path.display()))
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            format!(
+                "{} is not valid state ({e}); doing a full run and rewriting it",
+                path.display()
+            )
+        })
     }
 
     pub fn to_json(&self) -> String {
@@ -122,7 +133,10 @@ impl OrchestratorState {
                 let next = last + reason.backoff();
                 // A clock that went backwards must not postpone work indefinitely.
                 if now < next && now >= last {
-                    RunKind::Skipped { reason, next_full_run: next }
+                    RunKind::Skipped {
+                        reason,
+                        next_full_run: next,
+                    }
                 } else {
                     RunKind::Full
                 }
@@ -133,7 +147,12 @@ impl OrchestratorState {
 
     /// The state after a full run (2.7): spawning clears idle; idling sets `idleSince` only on
     /// the transition into idle and keeps it across idle runs; `lastRunAt` is always now.
-    pub fn after_run(&self, now: DateTime<Utc>, spawned: bool, idle_reason: IdleReason) -> OrchestratorState {
+    pub fn after_run(
+        &self,
+        now: DateTime<Utc>,
+        spawned: bool,
+        idle_reason: IdleReason,
+    ) -> OrchestratorState {
         let mut next = self.clone();
         next.last_run_at = Some(now);
         if spawned {
@@ -160,25 +179,49 @@ mod tests {
     fn c2_7_idle_since_set_on_transition_and_preserved() {
         let s0 = OrchestratorState::default();
         let s1 = s0.after_run(t(0), false, IdleReason::NoReadyBeads);
-        assert_eq!((s1.idle_since, s1.idle_reason, s1.last_run_at), (Some(t(0)), Some(IdleReason::NoReadyBeads), Some(t(0))));
+        assert_eq!(
+            (s1.idle_since, s1.idle_reason, s1.last_run_at),
+            (Some(t(0)), Some(IdleReason::NoReadyBeads), Some(t(0)))
+        );
         let s2 = s1.after_run(t(20), false, IdleReason::AllAtCapacity);
         assert_eq!(s2.idle_since, Some(t(0)), "preserved across idle runs");
-        assert_eq!(s2.idle_reason, Some(IdleReason::AllAtCapacity), "reason follows the latest run");
+        assert_eq!(
+            s2.idle_reason,
+            Some(IdleReason::AllAtCapacity),
+            "reason follows the latest run"
+        );
         let s3 = s2.after_run(t(40), true, IdleReason::NoReadyBeads);
-        assert_eq!((s3.idle_since, s3.idle_reason, s3.last_run_at), (None, None, Some(t(40))));
+        assert_eq!(
+            (s3.idle_since, s3.idle_reason, s3.last_run_at),
+            (None, None, Some(t(40)))
+        );
         let s4 = s3.after_run(t(45), false, IdleReason::NoActiveIterations);
         assert_eq!(s4.idle_since, Some(t(45)));
     }
 
     #[test]
     fn c2_7_backoff_intervals() {
-        for (reason, mins) in [(IdleReason::NoActiveIterations, 30), (IdleReason::NoReadyBeads, 15), (IdleReason::AllAtCapacity, 10)] {
+        for (reason, mins) in [
+            (IdleReason::NoActiveIterations, 30),
+            (IdleReason::NoReadyBeads, 15),
+            (IdleReason::AllAtCapacity, 10),
+        ] {
             let s = OrchestratorState::default().after_run(t(0), false, reason);
-            assert!(matches!(s.run_kind(t(mins - 1), false), RunKind::Skipped { .. }), "{reason} skips before {mins}m");
-            assert_eq!(s.run_kind(t(mins), false), RunKind::Full, "{reason} runs at {mins}m");
+            assert!(
+                matches!(s.run_kind(t(mins - 1), false), RunKind::Skipped { .. }),
+                "{reason} skips before {mins}m"
+            );
+            assert_eq!(
+                s.run_kind(t(mins), false),
+                RunKind::Full,
+                "{reason} runs at {mins}m"
+            );
             assert_eq!(s.run_kind(t(1), true), RunKind::Full, "--force");
         }
-        assert_eq!(OrchestratorState::default().run_kind(t(0), false), RunKind::Full);
+        assert_eq!(
+            OrchestratorState::default().run_kind(t(0), false),
+            RunKind::Full
+        );
         let busy = OrchestratorState::default().after_run(t(0), true, IdleReason::NoReadyBeads);
         assert_eq!(busy.run_kind(t(1), false), RunKind::Full);
     }
@@ -197,14 +240,22 @@ mod tests {
         assert_eq!(v["idleReason"], "all-at-capacity");
         assert_eq!(v["lastRunAt"], "2026-01-01T12:00:00Z");
         // the file the LLM orchestrator wrote: only the three fields, offsets, nulls
-        let old = r#"{"idleSince":null,"idleReason":null,"lastRunAt":"2026-02-01T09:30:00.123+01:00"}"#;
+        let old =
+            r#"{"idleSince":null,"idleReason":null,"lastRunAt":"2026-02-01T09:30:00.123+01:00"}"#;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.json");
         std::fs::write(&p, old).unwrap();
         let s = OrchestratorState::load(&p).unwrap().unwrap();
-        assert_eq!(s.last_run_at.unwrap().to_rfc3339(), "2026-02-01T08:30:00.123+00:00");
+        assert_eq!(
+            s.last_run_at.unwrap().to_rfc3339(),
+            "2026-02-01T08:30:00.123+00:00"
+        );
         // unknown fields survive a round trip
-        std::fs::write(&p, r#"{"idleSince":null,"idleReason":null,"lastRunAt":null,"future":{"x":1}}"#).unwrap();
+        std::fs::write(
+            &p,
+            r#"{"idleSince":null,"idleReason":null,"lastRunAt":null,"future":{"x":1}}"#,
+        )
+        .unwrap();
         let s = OrchestratorState::load(&p).unwrap().unwrap();
         assert!(s.to_json().contains("\"future\""));
     }
@@ -215,7 +266,9 @@ mod tests {
         assert_eq!(OrchestratorState::load(&dir.path().join("none")), Ok(None));
         let p = dir.path().join("s.json");
         std::fs::write(&p, "{\"idleSince\": \"yesterday\"").unwrap();
-        assert!(OrchestratorState::load(&p).unwrap_err().contains("full run"));
+        assert!(OrchestratorState::load(&p)
+            .unwrap_err()
+            .contains("full run"));
         std::fs::write(&p, [0xff, 0xfe, 0]).unwrap();
         assert!(OrchestratorState::load(&p).is_err());
         assert!(OrchestratorState::load(dir.path()).is_err(), "a directory");

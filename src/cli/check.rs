@@ -23,7 +23,10 @@ impl Output for CheckReport {
         if self.findings.is_empty() {
             o.push_str("ok: no findings\n");
         } else {
-            o.push_str(&format!("{} error(s), {} warning(s)\n", self.errors, self.warnings));
+            o.push_str(&format!(
+                "{} error(s), {} warning(s)\n",
+                self.errors, self.warnings
+            ));
         }
         o
     }
@@ -38,6 +41,11 @@ pub fn run(paths: &Paths, args: CheckArgs) -> Result<i32> {
         }
     };
     let (errors, warnings) = check::tally(&findings);
-    CheckReport { errors, warnings, findings }.print(args.json);
+    CheckReport {
+        errors,
+        warnings,
+        findings,
+    }
+    .print(args.json);
     Ok(if errors > 0 { EXIT_FINDINGS } else { EXIT_OK })
 }

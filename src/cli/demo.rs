@@ -1,7 +1,8 @@
 //! `braids demo`: the main job on an embedded default. It builds a sample installation (two
 //! projects on the native WORKPLAN.md tracker, a scripted stand-in agent), then runs real ticks
 //! until the work is done and braids backs off — workers spawned up to capacity, a hung worker
-//! killed as a zombie, its claim released and retried, idle backoff, and STATUS.md.
+//! killed as a zombie once a person closes its bead, deliverables and commits, the iteration
+//! completed, idle backoff, and STATUS.md.
 //!
 //! `braids stand-in-agent` is the scripted agent: it writes a deliverable and a status report
 //! after a short pause, or hangs once when its bead's title says `[hangs]`.
@@ -27,11 +28,22 @@ fn say(s: &str) {
 fn project(paths: &Paths, slug: &str, max: u32, timeout: u64, beads: &[&str]) -> Result<()> {
     super::new::run(
         paths,
-        NewArgs { slug: slug.into(), path: None, priority: "normal".into(), max_workers: max, channel: None, tracker: Some("workplan".into()), json: false },
+        NewArgs {
+            slug: slug.into(),
+            path: None,
+            priority: "normal".into(),
+            max_workers: max,
+            channel: None,
+            tracker: Some("workplan".into()),
+            json: false,
+        },
     )?;
     let root = paths.braids_home.join(slug);
     let md = root.join(".braids/PROJECT.md");
-    let text = std::fs::read_to_string(&md)?.replace("**WorkerTimeout:** 3600", &format!("**WorkerTimeout:** {timeout}"));
+    let text = std::fs::read_to_string(&md)?.replace(
+        "**WorkerTimeout:** 3600",
+        &format!("**WorkerTimeout:** {timeout}"),
+    );
     atomic::write(&md, text.as_bytes())?;
     let wp = Workplan::new(&root);
     let mut ids = Vec::new();
@@ -39,8 +51,13 @@ fn project(paths: &Paths, slug: &str, max: u32, timeout: u64, beads: &[&str]) ->
         ids.push(wp.create(b, "", 2).map_err(|e| anyhow::anyhow!("{e}"))?);
     }
     let dir = root.join(".braids/iterations/001");
-    let stories: String = ids.iter().zip(beads).map(|(id, t)| format!("- {id}: {t}\n")).collect();
-    let text = crate::templates::render(crate::templates::ITERATION, &[("number", "1")]).replace("**Status:** planning", "**Status:** active");
+    let stories: String = ids
+        .iter()
+        .zip(beads)
+        .map(|(id, t)| format!("- {id}: {t}\n"))
+        .collect();
+    let text = crate::templates::render(crate::templates::ITERATION, &[("number", "1")])
+        .replace("**Status:** planning", "**Status:** active");
     let text = text.replace("## Stories\n", &format!("## Stories\n\n{stories}"));
     atomic::write(&dir.join("ITERATION.md"), text.as_bytes())?;
     crate::git::commit_all(&root, "Plan iteration 1")?;
@@ -50,7 +67,10 @@ fn project(paths: &Paths, slug: &str, max: u32, timeout: u64, beads: &[&str]) ->
 pub fn run(args: DemoArgs) -> Result<i32> {
     let dir = match args.dir {
         Some(d) => d,
-        None => tempfile::Builder::new().prefix("braids-demo-").tempdir()?.keep(),
+        None => tempfile::Builder::new()
+            .prefix("braids-demo-")
+            .tempdir()?
+            .keep(),
     };
     std::fs::create_dir_all(&dir)?;
     let dir = dir.canonicalize()?;
@@ -69,8 +89,25 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         args.agent_seconds
     );
     atomic::write(&paths.config(), config.as_bytes())?;
-    project(&paths, "alpha", 2, 3600, &["Write the README", "Add a CLI flag", "Fix the parser", "Document the API"])?;
-    project(&paths, "beta", 1, 8, &["Sketch the design [hangs]", "Write the tests"])?;
+    project(
+        &paths,
+        "alpha",
+        2,
+        3600,
+        &[
+            "Write the README",
+            "Add a CLI flag",
+            "Fix the parser",
+            "Document the API",
+        ],
+    )?;
+    project(
+        &paths,
+        "beta",
+        1,
+        3600,
+        &["Sketch the design [hangs]", "Write the tests"],
+    )?;
 
     let inst = installation::open(&paths)?;
     let start = Instant::now();
@@ -83,6 +120,24 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         if report.run == RunType::Skipped {
             break;
         }
+        if round == 1 {
+            // A person decides beta's hung bead is not needed and closes it by hand: its worker
+            // is now a zombie (2.6: bead closed), which the next tick kills.
+            let beta = Workplan::new(&paths.braids_home.join("beta"));
+            if let Some(b) = beta
+                .list()
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .into_iter()
+                .find(|b| b.title.contains("[hangs]"))
+            {
+                say(&format!(
+                    "a person closes {} by hand while its worker still runs",
+                    b.id
+                ));
+                beta.close(&b.id, "not needed after all")
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            }
+        }
         if start.elapsed() > Duration::from_secs(args.max_seconds) {
             println!("(stopping after {}s)", args.max_seconds);
             break;
@@ -93,12 +148,17 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     print!("{}", std::fs::read_to_string(paths.status())?);
     say("what happened in git");
     for slug in ["alpha", "beta"] {
-        let out = crate::proc::Invocation::new(["git", "log", "--oneline", "--reverse"]).cwd(paths.braids_home.join(slug)).run();
+        let out = crate::proc::Invocation::new(["git", "log", "--oneline", "--reverse"])
+            .cwd(paths.braids_home.join(slug))
+            .run();
         if let Ok(o) = out {
             println!("{slug}:\n{}", o.stdout.trim_end());
         }
     }
-    println!("\nThe sample stays in {} (HOME={0} braids status). Delete it when done.", dir.display());
+    println!(
+        "\nThe sample stays in {} (HOME={0} braids status). Delete it when done.",
+        dir.display()
+    );
     Ok(EXIT_OK)
 }
 
@@ -106,11 +166,26 @@ pub fn run(args: DemoArgs) -> Result<i32> {
 pub fn stand_in(args: StandInArgs) -> Result<i32> {
     let project = std::env::current_dir()?;
     let prompt_file = std::env::var_os("BRAIDS_PROMPT_FILE").map(PathBuf::from);
-    let prompt = prompt_file.as_deref().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
-    let title = prompt.lines().skip_while(|l| l.trim() != "# The bead").nth(2).unwrap_or("the bead").trim().to_string();
-    println!("stand-in agent: working on \"{title}\" in {}", project.display());
+    let prompt = prompt_file
+        .as_deref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    let title = prompt
+        .lines()
+        .skip_while(|l| l.trim() != "# The bead")
+        .nth(2)
+        .unwrap_or("the bead")
+        .trim()
+        .to_string();
+    println!(
+        "stand-in agent: working on \"{title}\" in {}",
+        project.display()
+    );
     if title.contains("[hangs]") {
-        let marker = prompt_file.as_deref().and_then(Path::parent).map(|d| d.join("hung-once"));
+        let marker = prompt_file
+            .as_deref()
+            .and_then(Path::parent)
+            .map(|d| d.join("hung-once"));
         if let Some(m) = marker.filter(|m| !m.exists()) {
             std::fs::write(&m, b"")?;
             println!("stand-in agent: hanging (the tick will kill me after WorkerTimeout)");
@@ -120,7 +195,10 @@ pub fn stand_in(args: StandInArgs) -> Result<i32> {
     std::thread::sleep(Duration::from_secs(args.seconds));
     let text = format!("# {title}\n\n## Summary\n\n{title}: done by the stand-in agent.\n\n## Details\n\nNothing real was changed; this is a demo.\n");
     atomic::write(&args.deliverable, text.as_bytes()).context("cannot write the deliverable")?;
-    atomic::write(&project.join(".ai/executor-result"), format!("status: pass\nreason: null\nsummary: {title}\n").as_bytes())?;
+    atomic::write(
+        &project.join(".ai/executor-result"),
+        format!("status: pass\nreason: null\nsummary: {title}\n").as_bytes(),
+    )?;
     println!("stand-in agent: wrote {}", args.deliverable.display());
     Ok(EXIT_OK)
 }

@@ -32,16 +32,24 @@ impl Output for InitReport {
 
 /// Creates what is missing; used by `init` and, implicitly, by `new`.
 pub fn ensure(paths: &Paths) -> Result<InitReport> {
-    let mut r = InitReport { created: vec![], kept: vec![] };
+    let mut r = InitReport {
+        created: vec![],
+        kept: vec![],
+    };
     for dir in [&paths.braids_dir, &paths.logs_dir(), &paths.braids_home] {
         if dir.is_dir() {
             r.kept.push(dir.clone());
         } else {
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
             r.created.push(dir.clone());
         }
     }
-    for (path, text) in [(paths.registry(), templates::REGISTRY), (paths.config(), templates::CONFIG), (paths.status(), templates::STATUS)] {
+    for (path, text) in [
+        (paths.registry(), templates::REGISTRY),
+        (paths.config(), templates::CONFIG),
+        (paths.status(), templates::STATUS),
+    ] {
         if atomic::write_new(&path, text.as_bytes())? {
             r.created.push(path);
         } else {

@@ -26,7 +26,12 @@ pub struct NewReport {
 
 impl Output for NewReport {
     fn text(&self) -> String {
-        let mut o = format!("project {} at {} (tracker: {})\n", self.slug, self.path.display(), self.tracker);
+        let mut o = format!(
+            "project {} at {} (tracker: {})\n",
+            self.slug,
+            self.path.display(),
+            self.tracker
+        );
         for p in &self.created {
             o.push_str(&format!("created {}\n", p.display()));
         }
@@ -62,10 +67,18 @@ pub fn run(paths: &Paths, a: NewArgs) -> Result<i32> {
     }
     super::init::ensure(paths)?;
     let reg_path = paths.registry();
-    let reg_text = std::fs::read(&reg_path).map(|b| format::decode(&b).into_owned()).with_context(|| format!("cannot read {}", reg_path.display()))?;
+    let reg_text = std::fs::read(&reg_path)
+        .map(|b| format::decode(&b).into_owned())
+        .with_context(|| format!("cannot read {}", reg_path.display()))?;
     let existing = registry::parse_registry(&reg_text, &reg_path, paths).value;
     if let Some(e) = existing.entries.iter().find(|e| e.slug == a.slug) {
-        bail!("project {} already exists in {} (line {}, path {})", a.slug, reg_path.display(), e.line, e.path.display());
+        bail!(
+            "project {} already exists in {} (line {}, path {})",
+            a.slug,
+            reg_path.display(),
+            e.line,
+            e.path.display()
+        );
     }
     let root = match &a.path {
         Some(p) if p.is_absolute() => crate::paths::normalize(p),
@@ -80,47 +93,75 @@ pub fn run(paths: &Paths, a: NewArgs) -> Result<i32> {
     }
     let project_md = root.join(".braids/PROJECT.md");
     if project_md.exists() {
-        bail!("{} already exists; register the project by adding a row to {}", project_md.display(), reg_path.display());
+        bail!(
+            "{} already exists; register the project by adding a row to {}",
+            project_md.display(),
+            reg_path.display()
+        );
     }
     std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
 
-    let mut created = Vec::new();
-    if crate::git::init(&root)? {
-        created.push(root.join(".git"));
-    }
-    let channel = a.channel.clone().unwrap_or_else(|| "none".into());
-    let max = a.max_workers.to_string();
-    let vars = [("name", a.slug.as_str()), ("priority", priority.as_str()), ("max_workers", max.as_str()), ("channel", channel.as_str())];
-    let mut project_text = templates::render(templates::PROJECT, &vars);
-    if wanted != tracker::TrackerKind::Auto {
-        project_text = project_text.replace("- **Channel:**", &format!("- **Tracker:** {}\n- **Channel:**", wanted.as_str()));
-    }
-    atomic::write(&project_md, project_text.as_bytes())?;
-    created.push(project_md);
-    let agents = root.join("AGENTS.md");
-    if atomic::write_new(&agents, templates::render(templates::AGENTS, &vars).as_bytes())? {
-        created.push(agents);
-    }
-    std::fs::create_dir_all(root.join(".braids/iterations"))?;
-    // The native tracker's lock file is machine state, not project history.
-    atomic::write_new(&root.join(".braids/.gitignore"), b".workplan.lock\n")?;
-
     let wanted = match a.tracker.as_deref().map(tracker::TrackerKind::parse) {
         None => tracker::TrackerKind::Auto,
-        Some(Some(k @ (tracker::TrackerKind::Auto | tracker::TrackerKind::Br | tracker::TrackerKind::Workplan))) => k,
-        Some(_) => bail!("--tracker must be br, workplan or auto (bd projects are initialised with `bd init`)"),
+        Some(Some(
+            k @ (tracker::TrackerKind::Auto
+            | tracker::TrackerKind::Br
+            | tracker::TrackerKind::Workplan),
+        )) => k,
+        Some(_) => bail!(
+            "--tracker must be br, workplan or auto (bd projects are initialised with `bd init`)"
+        ),
     };
     let use_br = match wanted {
         tracker::TrackerKind::Br => true,
         tracker::TrackerKind::Workplan => false,
         _ => root.join(".beads").is_dir() || tracker::on_path("br"),
     };
+    let mut created = Vec::new();
+    if crate::git::init(&root)? {
+        created.push(root.join(".git"));
+    }
+    let channel = a.channel.clone().unwrap_or_else(|| "none".into());
+    let max = a.max_workers.to_string();
+    let vars = [
+        ("name", a.slug.as_str()),
+        ("priority", priority.as_str()),
+        ("max_workers", max.as_str()),
+        ("channel", channel.as_str()),
+    ];
+    let mut project_text = templates::render(templates::PROJECT, &vars);
+    if wanted != tracker::TrackerKind::Auto {
+        project_text = project_text.replace(
+            "- **Channel:**",
+            &format!("- **Tracker:** {}\n- **Channel:**", wanted.as_str()),
+        );
+    }
+    atomic::write(&project_md, project_text.as_bytes())?;
+    created.push(project_md);
+    let agents = root.join("AGENTS.md");
+    if atomic::write_new(
+        &agents,
+        templates::render(templates::AGENTS, &vars).as_bytes(),
+    )? {
+        created.push(agents);
+    }
+    std::fs::create_dir_all(root.join(".braids/iterations"))?;
+    // The native tracker's lock file is machine state, not project history.
+    atomic::write_new(&root.join(".braids/.gitignore"), b".workplan.lock\n")?;
+
     let kind = if use_br && root.join(".beads").is_dir() {
         "br"
     } else if use_br {
-        let out = Invocation::new(["br", "init", "--prefix", a.slug.as_str()]).cwd(&root).run().map_err(|e| anyhow!("{e}"))?;
+        let out = Invocation::new(["br", "init", "--prefix", a.slug.as_str()])
+            .cwd(&root)
+            .run()
+            .map_err(|e| anyhow!("{e}"))?;
         if !out.success() {
-            bail!("`br init` failed in {}: {}", root.display(), out.stderr.trim());
+            bail!(
+                "`br init` failed in {}: {}",
+                root.display(),
+                out.stderr.trim()
+            );
         }
         created.push(root.join(".beads"));
         "br"
@@ -135,10 +176,27 @@ pub fn run(paths: &Paths, a: NewArgs) -> Result<i32> {
     if root.join(".beads").is_dir() {
         to_commit.push(root.join(".beads"));
     }
-    crate::git::commit_paths(&root, &to_commit, &format!("Scaffold braids project {}", a.slug))?;
+    crate::git::commit_paths(
+        &root,
+        &to_commit,
+        &format!("Scaffold braids project {}", a.slug),
+    )?;
 
-    let updated = registry::upsert_row(&reg_text, &a.slug, ProjectStatus::Active, priority, &display_path(paths, &root)).map_err(|e| anyhow!("{}: {e}", reg_path.display()))?;
+    let updated = registry::upsert_row(
+        &reg_text,
+        &a.slug,
+        ProjectStatus::Active,
+        priority,
+        &display_path(paths, &root),
+    )
+    .map_err(|e| anyhow!("{}: {e}", reg_path.display()))?;
     atomic::write(&reg_path, updated.as_bytes())?;
-    NewReport { slug: a.slug, path: root, tracker: kind, created }.print(a.json);
+    NewReport {
+        slug: a.slug,
+        path: root,
+        tracker: kind,
+        created,
+    }
+    .print(a.json);
     Ok(EXIT_OK)
 }

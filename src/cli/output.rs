@@ -8,7 +8,10 @@ pub trait Output: Serialize {
 
     fn print(&self, json: bool) {
         if json {
-            println!("{}", serde_json::to_string_pretty(self).expect("output serialises"));
+            println!(
+                "{}",
+                serde_json::to_string_pretty(self).expect("output serialises")
+            );
         } else {
             let t = self.text();
             if !t.is_empty() {

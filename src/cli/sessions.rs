@@ -28,7 +28,11 @@ impl Output for SessionList {
         for s in live {
             let mins = (now - s.started_at).num_minutes();
             let pid = s.pid.map(|p| format!("pid {p}")).unwrap_or_default();
-            let log = s.log.as_ref().map(|l| format!("  log {}", l.display())).unwrap_or_default();
+            let log = s
+                .log
+                .as_ref()
+                .map(|l| format!("  log {}", l.display()))
+                .unwrap_or_default();
             o.push_str(&format!("{}  {}m  {pid}{log}\n", s.label, mins));
         }
         o
@@ -46,7 +50,9 @@ pub fn list(paths: &Paths, json: bool) -> Result<i32> {
 }
 
 pub fn kill(paths: &Paths, label: &str) -> Result<i32> {
-    let wanted = SessionLabel::parse(label).map_err(|e| anyhow::anyhow!("{e}; labels look like project:<slug>:<bead-id> (see `braids sessions`)"))?;
+    let wanted = SessionLabel::parse(label).map_err(|e| {
+        anyhow::anyhow!("{e}; labels look like project:<slug>:<bead-id> (see `braids sessions`)")
+    })?;
     let inst = installation::open(paths)?;
     let sessions = inst.backend.list()?;
     let Some(s) = sessions.iter().find(|s| s.label == wanted && s.running) else {

@@ -15,13 +15,26 @@ impl Output for TickReport {
     fn text(&self) -> String {
         let mut o = format!("{}\n", self.summary());
         for s in &self.spawns {
-            o.push_str(&format!("  spawn  {}  (iteration {}, timeout {}s)\n", s.label, s.iteration, s.worker_timeout));
+            o.push_str(&format!(
+                "  spawn  {}  (iteration {}, timeout {}s)\n",
+                s.label, s.iteration, s.worker_timeout
+            ));
         }
         for z in &self.zombies {
-            o.push_str(&format!("  kill   {}  ({})\n", z.label, serde_json::to_value(z.reason).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()));
+            o.push_str(&format!(
+                "  kill   {}  ({})\n",
+                z.label,
+                serde_json::to_value(z.reason)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            ));
         }
         for r in &self.released {
-            o.push_str(&format!("  release {}:{} (its worker is gone)\n", r.project, r.bead));
+            o.push_str(&format!(
+                "  release {}:{} (its worker is gone)\n",
+                r.project, r.bead
+            ));
         }
         for e in &self.errors {
             o.push_str(&format!("  error  {e}\n"));
@@ -32,7 +45,14 @@ impl Output for TickReport {
 
 pub fn run(paths: &Paths, args: TickArgs) -> Result<i32> {
     let inst = installation::open(paths)?;
-    let report = tick::run(&inst, TickOptions { dry_run: args.dry_run, force: args.force }, Utc::now())?;
+    let report = tick::run(
+        &inst,
+        TickOptions {
+            dry_run: args.dry_run,
+            force: args.force,
+        },
+        Utc::now(),
+    )?;
     tracing::info!("{}", report.summary());
     report.print(args.json);
     Ok(EXIT_OK)
@@ -57,13 +77,25 @@ impl Output for StatusView {
 pub fn status(paths: &Paths, json: bool) -> Result<i32> {
     let inst = installation::open(paths)?;
     let now = Utc::now();
-    let state = OrchestratorState::load(&paths.state()).unwrap_or_default().unwrap_or_default();
+    let state = OrchestratorState::load(&paths.state())
+        .unwrap_or_default()
+        .unwrap_or_default();
     let sessions = inst.backend.list()?;
-    let ctx = observe::Context { paths, config: &inst.config, config_warnings: &inst.config_warnings };
+    let ctx = observe::Context {
+        paths,
+        config: &inst.config,
+        config_warnings: &inst.config_warnings,
+    };
     let observed = observe::observe(&ctx, sessions.clone(), state.claims.clone(), now);
     let summary = match (state.last_run_at, state.idle_reason) {
         (None, _) => "never".to_string(),
-        (Some(t), Some(r)) => format!("{} (idle: {r} since {})", t.format("%Y-%m-%d %H:%M:%S UTC"), state.idle_since.map_or("-".into(), |s| s.format("%H:%M:%S").to_string())),
+        (Some(t), Some(r)) => format!(
+            "{} (idle: {r} since {})",
+            t.format("%Y-%m-%d %H:%M:%S UTC"),
+            state
+                .idle_since
+                .map_or("-".into(), |s| s.format("%H:%M:%S").to_string())
+        ),
         (Some(t), None) => format!("{} (busy)", t.format("%Y-%m-%d %H:%M:%S UTC")),
     };
     let errors: Vec<String> = vec![];
@@ -75,6 +107,12 @@ pub fn status(paths: &Paths, json: bool) -> Result<i32> {
         diagnostics: &observed.diagnostics,
         errors: &errors,
     });
-    StatusView { projects: observed.reports, sessions, state, markdown }.print(json);
+    StatusView {
+        projects: observed.reports,
+        sessions,
+        state,
+        markdown,
+    }
+    .print(json);
     Ok(EXIT_OK)
 }

@@ -24,10 +24,13 @@ pub const EXIT_STOPPED: i32 = 3;
 
 pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
     let text = match &args.message_file {
-        Some(f) => std::fs::read_to_string(f).with_context(|| format!("cannot read the spawn message {}", f.display()))?,
+        Some(f) => std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read the spawn message {}", f.display()))?,
         None => {
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).context("cannot read the spawn message from stdin")?;
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read the spawn message from stdin")?;
             s
         }
     };
@@ -35,15 +38,30 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
     let loaded = Config::load(&paths.config())?;
     let config = loaded.config;
     let project_md = msg.project.join(".braids/PROJECT.md");
-    let project = std::fs::read(&project_md).map(|b| format::project::parse_project(&format::decode(&b), &project_md).value).unwrap_or_default();
+    let project = std::fs::read(&project_md)
+        .map(|b| format::project::parse_project(&format::decode(&b), &project_md).value)
+        .unwrap_or_default();
     let kind = tracker_kind(&project, config.tracker.kind);
     let tracker: Arc<dyn tracker::Tracker> = Arc::from(
-        tracker::open(kind, TrackerOptions { project: msg.project.clone(), timeout: Duration::from_secs(config.tracker.timeout_secs), program: None })
-            .map_err(|e| anyhow!("{e}"))?,
+        tracker::open(
+            kind,
+            TrackerOptions {
+                project: msg.project.clone(),
+                timeout: Duration::from_secs(config.tracker.timeout_secs),
+                program: None,
+            },
+        )
+        .map_err(|e| anyhow!("{e}"))?,
     );
     let notifier = crate::notify::from_config(&config.notify);
     let executor = worker::executor_for(&config, &project);
-    let w = Worker { paths, config: &config, tracker: tracker.as_ref(), notifier: &notifier, executor: &executor };
+    let w = Worker {
+        paths,
+        config: &config,
+        tracker: tracker.as_ref(),
+        notifier: &notifier,
+        executor: &executor,
+    };
     tracing::info!(bead = %msg.bead, project = %msg.project.display(), iteration = msg.iteration, "worker starting");
     let run = w.run(&msg)?;
     let line = serde_json::to_string(&run.ending).unwrap_or_default();
@@ -51,5 +69,9 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&run)?);
     }
-    Ok(if matches!(run.ending, Ending::Completed { .. }) { EXIT_OK } else { EXIT_STOPPED })
+    Ok(if matches!(run.ending, Ending::Completed { .. }) {
+        EXIT_OK
+    } else {
+        EXIT_STOPPED
+    })
 }

@@ -47,13 +47,30 @@ impl Field {
 }
 
 /// Keys that make a table whose header row is `| Status | active |` a field table.
-const KNOWN_KEYS: &[&str] =
-    &["status", "priority", "autonomy", "maxworkers", "workertimeout", "checkin", "channel"];
+const KNOWN_KEYS: &[&str] = &[
+    "status",
+    "priority",
+    "autonomy",
+    "maxworkers",
+    "workertimeout",
+    "checkin",
+    "channel",
+];
 
 /// Header names of a field table's key and value columns (normalised).
 const KEY_HEADERS: &[&str] = &[
-    "", "field", "fields", "key", "setting", "settings", "name", "property", "option", "parameter",
-    "config", "configuration",
+    "",
+    "field",
+    "fields",
+    "key",
+    "setting",
+    "settings",
+    "name",
+    "property",
+    "option",
+    "parameter",
+    "config",
+    "configuration",
 ];
 const VALUE_HEADERS: &[&str] = &["", "value", "values", "setting"];
 
@@ -67,7 +84,10 @@ pub fn normalize_key(raw: &str) -> String {
             }
         }
     }
-    s.chars().filter(|c| c.is_alphanumeric()).flat_map(|c| c.to_lowercase()).collect()
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(|c| c.to_lowercase())
+        .collect()
 }
 
 /// Whether two keys are the same key (`max_workers` and `MaxWorkers` are).
@@ -169,7 +189,13 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
             let title = doc.masked.get(h.title.clone()).unwrap_or("");
             if let Some((k, v)) = split_field(title) {
                 let base = h.title.start;
-                out.push(raw_field(&title[k], &title[v.clone()], h.first, base + v.start..base + v.end, None));
+                out.push(raw_field(
+                    &title[k],
+                    &title[v.clone()],
+                    h.first,
+                    base + v.start..base + v.end,
+                    None,
+                ));
             }
         }
     }
@@ -180,7 +206,9 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
         let Some(header_is_field) = field_table(doc, &t) else {
             continue;
         };
-        let rows = std::iter::once(&t.header).filter(|_| header_is_field).chain(t.rows.iter());
+        let rows = std::iter::once(&t.header)
+            .filter(|_| header_is_field)
+            .chain(t.rows.iter());
         for row in rows {
             if let Some(f) = cell_field(doc, row) {
                 out.push(f);
@@ -228,12 +256,28 @@ pub(crate) fn line_field(doc: &Doc, i: usize) -> Option<RawField> {
     let (c, _) = md::content_start(s);
     let (k, v) = split_field(&s[c..])?;
     let base = l.start + c;
-    Some(raw_field(&s[c..][k], &s[c..][v.clone()], i, base + v.start..base + v.end, None))
+    Some(raw_field(
+        &s[c..][k],
+        &s[c..][v.clone()],
+        i,
+        base + v.start..base + v.end,
+        None,
+    ))
 }
 
-fn raw_field(key: &str, value: &str, line: usize, span: Range<usize>, cell: Option<Range<usize>>) -> RawField {
+fn raw_field(
+    key: &str,
+    value: &str,
+    line: usize,
+    span: Range<usize>,
+    cell: Option<Range<usize>>,
+) -> RawField {
     RawField {
-        field: Field { key: normalize_key(key), value: value.to_string(), line: line + 1 },
+        field: Field {
+            key: normalize_key(key),
+            value: value.to_string(),
+            line: line + 1,
+        },
         raw_key: key.trim().to_string(),
         span,
         cell,
@@ -261,7 +305,13 @@ fn cell_field(doc: &Doc, row: &md::Row) -> Option<RawField> {
         return None;
     }
     let value = doc.cell(v).replace("\\|", "|");
-    Some(raw_field(key, &value, row.line, v.span.clone(), Some(v.inner.clone())))
+    Some(raw_field(
+        key,
+        &value,
+        row.line,
+        v.span.clone(),
+        Some(v.inner.clone()),
+    ))
 }
 
 /// A table key cell without emphasis, code marks, emoji or a trailing colon.
@@ -290,7 +340,9 @@ fn valid_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 48
         && k.as_bytes()[0].is_ascii_alphabetic()
-        && k.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\t' | b'_' | b'-' | b'(' | b')'))
+        && k.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\t' | b'_' | b'-' | b'(' | b')')
+        })
         && k.split_whitespace().count() <= 5
 }
 
@@ -339,7 +391,12 @@ pub(crate) fn split_field(s: &str) -> Option<(Range<usize>, Range<usize>)> {
     let (mut vs, mut ve) = trim_range(s, v, s.len());
     if open > 0 && !closed {
         // `**Status: active**`
-        let n = sb[vs..ve].iter().rev().take_while(|&&c| is_mark(c)).count().min(open);
+        let n = sb[vs..ve]
+            .iter()
+            .rev()
+            .take_while(|&&c| is_mark(c))
+            .count()
+            .min(open);
         ve -= n;
         (vs, ve) = trim_range(s, vs, ve);
     }
@@ -366,7 +423,11 @@ mod tests {
     use super::*;
 
     fn fields(text: &str) -> Vec<(String, String, usize)> {
-        extract(text, Path::new("X.md"), "1.2").value.into_iter().map(|f| (f.key, f.value, f.line)).collect()
+        extract(text, Path::new("X.md"), "1.2")
+            .value
+            .into_iter()
+            .map(|f| (f.key, f.value, f.line))
+            .collect()
     }
 
     fn status(text: &str) -> Option<String> {
@@ -412,17 +473,37 @@ mod tests {
 
     #[test]
     fn values_are_verbatim() {
-        assert_eq!(status("Status: **Active** (since Monday)").unwrap(), "**Active** (since Monday)");
-        assert_eq!(status("- **Status:** on (mention <@123>)").unwrap(), "on (mention <@123>)");
-        assert_eq!(status("Status: active <!-- was paused -->").unwrap(), "active");
+        assert_eq!(
+            status("Status: **Active** (since Monday)").unwrap(),
+            "**Active** (since Monday)"
+        );
+        assert_eq!(
+            status("- **Status:** on (mention <@123>)").unwrap(),
+            "on (mention <@123>)"
+        );
+        assert_eq!(
+            status("Status: active <!-- was paused -->").unwrap(),
+            "active"
+        );
         assert_eq!(status("Status:").unwrap(), "");
     }
 
     #[test]
     fn keys_are_normalised() {
-        for k in ["MaxWorkers", "Max Workers", "max_workers", "max-workers", "MAX WORKERS", "Max Workers (parallel)"] {
+        for k in [
+            "MaxWorkers",
+            "Max Workers",
+            "max_workers",
+            "max-workers",
+            "MAX WORKERS",
+            "Max Workers (parallel)",
+        ] {
             let f = fields(&format!("{k}: 3"));
-            assert_eq!(f, vec![("maxworkers".to_string(), "3".to_string(), 1)], "{k}");
+            assert_eq!(
+                f,
+                vec![("maxworkers".to_string(), "3".to_string(), 1)],
+                "{k}"
+            );
         }
         assert!(key_is("Worker Timeout", "worker_timeout"));
         assert_eq!(normalize_key("Check-in"), "checkin");
@@ -446,12 +527,19 @@ mod tests {
             assert_eq!(status(t), None, "{t:?}");
         }
         // the trap does not hide the real field either
-        assert_eq!(status("```\nStatus: complete\n```\n\n- **Status:** active").as_deref(), Some("active"));
+        assert_eq!(
+            status("```\nStatus: complete\n```\n\n- **Status:** active").as_deref(),
+            Some("active")
+        );
     }
 
     #[test]
     fn first_wins_and_repeats_warn() {
-        let p = extract("Status: active\n\nStatus: paused\n", Path::new("P.md"), "1.2");
+        let p = extract(
+            "Status: active\n\nStatus: paused\n",
+            Path::new("P.md"),
+            "1.2",
+        );
         assert_eq!(p.value.len(), 1);
         assert_eq!(p.value[0].value, "active");
         assert_eq!(p.diagnostics.len(), 1);
@@ -476,7 +564,10 @@ mod tests {
     #[test]
     fn sections() {
         let t = "# P\n\n## Goal\n\nShip it.\n\n### Detail\nmore\n\n## Guardrails\r\n- no prod\r\n";
-        assert_eq!(section_text(t, "goal").unwrap(), "Ship it.\n\n### Detail\nmore");
+        assert_eq!(
+            section_text(t, "goal").unwrap(),
+            "Ship it.\n\n### Detail\nmore"
+        );
         assert_eq!(section_text(t, "GUARDRAILS").unwrap(), "- no prod");
         assert_eq!(section_text(t, "Notes"), None);
         assert_eq!(section_text("## Notes\n\n## Next", "notes").unwrap(), "");
@@ -493,9 +584,15 @@ mod tests {
 
     #[test]
     fn parse_line_helper() {
-        assert_eq!(parse_line("- **Status:** active\r\n"), Some(("Status".into(), "active".into())));
+        assert_eq!(
+            parse_line("- **Status:** active\r\n"),
+            Some(("Status".into(), "active".into()))
+        );
         assert_eq!(parse_line("no colon here"), None);
-        assert_eq!(parse_line("a sentence that is much too long to be a key of any kind: x"), None);
+        assert_eq!(
+            parse_line("a sentence that is much too long to be a key of any kind: x"),
+            None
+        );
         assert_eq!(clean_value("**`#dev`**"), "#dev");
     }
 }

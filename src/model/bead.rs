@@ -38,7 +38,11 @@ impl BeadId {
         }
         let mut chars = s.chars();
         let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
-        if !first_ok || !s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+        if !first_ok
+            || !s
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
             return Err(BeadIdError::BadChar(s.escape_debug().to_string()));
         }
         Ok(BeadId(s.to_string()))
@@ -191,7 +195,9 @@ mod tests {
 
     #[test]
     fn hostile_ids_are_rejected() {
-        for bad in ["", "a:b", "../x", "a/b", "a b", "$(rm)", "a\nb", "-x", ".x", "a\"b", "é1"] {
+        for bad in [
+            "", "a:b", "../x", "a/b", "a b", "$(rm)", "a\nb", "-x", ".x", "a\"b", "é1",
+        ] {
             assert!(BeadId::new(bad).is_err(), "{bad:?} accepted");
         }
         assert!(BeadId::new(&"a".repeat(65)).is_err());
@@ -205,7 +211,10 @@ mod tests {
         assert!(!id.matches_prefix("a1"));
         let long = BeadId::new("proj-x9k2q").unwrap();
         assert_eq!(long.suffix(), "x9k2q");
-        assert!(long.matches_prefix("k2q"), "last three characters, the letter of 1.4");
+        assert!(
+            long.matches_prefix("k2q"),
+            "last three characters, the letter of 1.4"
+        );
         assert_eq!(BeadId::new("abcdef").unwrap().suffix(), "def");
     }
 
@@ -218,6 +227,9 @@ mod tests {
         for to in [Open, InProgress, Blocked, Deferred] {
             assert!(!Closed.can_become(to), "closed is final, but became {to}");
         }
-        assert!(!Open.can_become(Closed), "a bead is claimed before it is closed");
+        assert!(
+            !Open.can_become(Closed),
+            "a bead is claimed before it is closed"
+        );
     }
 }

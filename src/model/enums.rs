@@ -37,7 +37,9 @@ fn candidates(raw: &str) -> Vec<String> {
         out.push(dashed(&format!("{} {}", words[0], words[1])));
     }
     if let Some(first) = words.first() {
-        out.push(dashed(first.trim_matches(|c: char| matches!(c, '*' | '_' | '`' | '.' | ':'))));
+        out.push(dashed(first.trim_matches(|c: char| {
+            matches!(c, '*' | '_' | '`' | '.' | ':')
+        })));
     }
     out
 }
@@ -177,13 +179,22 @@ mod tests {
 
     #[test]
     fn tolerant_spellings() {
-        assert_eq!(ProjectStatus::parse("**Active**"), Ok(ProjectStatus::Active));
-        assert_eq!(ProjectStatus::parse("active (since monday)"), Ok(ProjectStatus::Active));
+        assert_eq!(
+            ProjectStatus::parse("**Active**"),
+            Ok(ProjectStatus::Active)
+        );
+        assert_eq!(
+            ProjectStatus::parse("active (since monday)"),
+            Ok(ProjectStatus::Active)
+        );
         assert_eq!(ProjectStatus::parse(" PAUSED "), Ok(ProjectStatus::Paused));
         assert_eq!(Autonomy::parse("ask first"), Ok(Autonomy::AskFirst));
         assert_eq!(Autonomy::parse("research_only"), Ok(Autonomy::ResearchOnly));
         assert_eq!(Checkin::parse("On-Demand"), Ok(Checkin::OnDemand));
-        assert_eq!(IterationStatus::parse("`complete`"), Ok(IterationStatus::Complete));
+        assert_eq!(
+            IterationStatus::parse("`complete`"),
+            Ok(IterationStatus::Complete)
+        );
         assert_eq!(Priority::parse("high — ship it"), Ok(Priority::High));
     }
 

@@ -26,7 +26,9 @@ pub fn validate_slug(slug: &str) -> Result<(), LabelError> {
     let ok = !slug.is_empty()
         && slug.len() <= 64
         && slug.as_bytes()[0].is_ascii_alphanumeric()
-        && slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        && slug
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if ok {
         Ok(())
     } else {
@@ -44,12 +46,19 @@ pub struct SessionLabel {
 impl SessionLabel {
     pub fn new(slug: &str, bead: BeadId) -> Result<Self, LabelError> {
         validate_slug(slug)?;
-        Ok(SessionLabel { slug: slug.to_string(), bead })
+        Ok(SessionLabel {
+            slug: slug.to_string(),
+            bead,
+        })
     }
 
     pub fn parse(raw: &str) -> Result<Self, LabelError> {
-        let rest = raw.strip_prefix("project:").ok_or_else(|| LabelError::Prefix(raw.into()))?;
-        let (slug, bead) = rest.split_once(':').ok_or_else(|| LabelError::Shape(raw.into()))?;
+        let rest = raw
+            .strip_prefix("project:")
+            .ok_or_else(|| LabelError::Prefix(raw.into()))?;
+        let (slug, bead) = rest
+            .split_once(':')
+            .ok_or_else(|| LabelError::Shape(raw.into()))?;
         SessionLabel::new(slug, BeadId::new(bead)?)
     }
 
@@ -82,16 +91,27 @@ mod tests {
         let l = SessionLabel::new("my-app", BeadId::new("my-app-x1y").unwrap()).unwrap();
         assert_eq!(l.to_string(), "project:my-app:my-app-x1y");
         assert_eq!(SessionLabel::parse(&l.to_string()).unwrap(), l);
-        assert!(l.to_string().starts_with(&SessionLabel::project_prefix("my-app")));
+        assert!(l
+            .to_string()
+            .starts_with(&SessionLabel::project_prefix("my-app")));
     }
 
     #[test]
     fn c2_5_labels_cannot_be_forged() {
-        for bad in ["project:a:b:c", "project:A:b", "proj:a:b", "project:a", "project::b", "project:a:b c"] {
+        for bad in [
+            "project:a:b:c",
+            "project:A:b",
+            "proj:a:b",
+            "project:a",
+            "project::b",
+            "project:a:b c",
+        ] {
             assert!(SessionLabel::parse(bad).is_err(), "{bad} parsed");
         }
         // a slug that is a prefix of another never matches its sessions by accident
-        assert!(!"project:app2:x1".starts_with(&format!("{}:", SessionLabel::project_prefix("app"))));
+        assert!(
+            !"project:app2:x1".starts_with(&format!("{}:", SessionLabel::project_prefix("app")))
+        );
     }
 
     #[test]

@@ -62,7 +62,12 @@ impl SpawnMessage {
         if !project.is_absolute() {
             return Err(SpawnMessageError::RelativePath(shown));
         }
-        Ok(SpawnMessage { project, bead, iteration, channel: channel.trim().to_string() })
+        Ok(SpawnMessage {
+            project,
+            bead,
+            iteration,
+            channel: channel.trim().to_string(),
+        })
     }
 
     /// Parses the four-line form; blank lines and a trailing newline are allowed.
@@ -73,10 +78,12 @@ impl SpawnMessage {
             if line.trim().is_empty() {
                 continue;
             }
-            let (key, value) = line.split_once(':').ok_or_else(|| SpawnMessageError::NotAField {
-                line: i + 1,
-                text: line.chars().take(80).collect(),
-            })?;
+            let (key, value) =
+                line.split_once(':')
+                    .ok_or_else(|| SpawnMessageError::NotAField {
+                        line: i + 1,
+                        text: line.chars().take(80).collect(),
+                    })?;
             let value = value.trim().to_string();
             let slot = match key.trim() {
                 "Project" => (&mut project, "Project"),
@@ -118,7 +125,10 @@ mod tests {
     #[test]
     fn c2_4_exactly_four_lines() {
         let text = msg().to_string();
-        assert_eq!(text, "Project: /p/app\nBead: app-x1y\nIteration: 3\nChannel: #dev\n");
+        assert_eq!(
+            text,
+            "Project: /p/app\nBead: app-x1y\nIteration: 3\nChannel: #dev\n"
+        );
         assert_eq!(SpawnMessage::parse(&text).unwrap(), msg());
     }
 
@@ -133,9 +143,15 @@ mod tests {
     #[test]
     fn c2_4_fifth_field_or_injection_refused() {
         let five = format!("{}Extra: x\n", msg());
-        assert!(matches!(SpawnMessage::parse(&five), Err(SpawnMessageError::Unknown(_))));
+        assert!(matches!(
+            SpawnMessage::parse(&five),
+            Err(SpawnMessageError::Unknown(_))
+        ));
         let twice = format!("{}Bead: app-x1y\n", msg());
-        assert!(matches!(SpawnMessage::parse(&twice), Err(SpawnMessageError::Repeated("Bead"))));
+        assert!(matches!(
+            SpawnMessage::parse(&twice),
+            Err(SpawnMessageError::Repeated("Bead"))
+        ));
         let bead = BeadId::new("a-1").unwrap();
         assert!(SpawnMessage::new("/p\nBead: evil".into(), bead.clone(), 1, "").is_err());
         assert!(SpawnMessage::new("/p".into(), bead.clone(), 1, "#c\nExtra: 1").is_err());

@@ -75,7 +75,10 @@ pub enum SessionError {
     #[error("cannot start session {label}: {detail}")]
     Spawn { label: String, detail: String },
     #[error("session backend {backend}: {detail}")]
-    Backend { backend: &'static str, detail: String },
+    Backend {
+        backend: &'static str,
+        detail: String,
+    },
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

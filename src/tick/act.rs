@@ -85,7 +85,11 @@ pub struct Effects<'a> {
 
 /// Where a worker's output goes: one file per session start.
 fn log_path(paths: &Paths, c: &SpawnCandidate, now: DateTime<Utc>) -> std::path::PathBuf {
-    paths.logs_dir().join("sessions").join(&c.slug).join(format!("{}-{}.log", c.bead, now.format("%Y%m%dT%H%M%SZ")))
+    paths
+        .logs_dir()
+        .join("sessions")
+        .join(&c.slug)
+        .join(format!("{}-{}.log", c.bead, now.format("%Y%m%dT%H%M%SZ")))
 }
 
 /// Acts on `plan`. A dry run reports what would happen and touches nothing.
@@ -99,46 +103,71 @@ pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> 
             match fx.backend.kill(&z.session, fx.kill_grace) {
                 Ok(o) => {
                     if let Err(e) = fx.backend.forget(&z.session) {
-                        out.errors.push(format!("{}: killed but cannot forget: {e}", z.session.label));
+                        out.errors.push(format!(
+                            "{}: killed but cannot forget: {e}",
+                            z.session.label
+                        ));
                     }
                     Some(o)
                 }
                 Err(e) => {
-                    out.errors.push(format!("cannot kill {}: {e}", z.session.label));
+                    out.errors
+                        .push(format!("cannot kill {}: {e}", z.session.label));
                     continue;
                 }
             }
         };
         tracing::info!(label = %z.session.label, reason = ?z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
-        out.killed.push(Killed { label: z.session.label.to_string(), bead: z.session.label.bead().clone(), reason: z.reason, outcome });
+        out.killed.push(Killed {
+            label: z.session.label.to_string(),
+            bead: z.session.label.bead().clone(),
+            reason: z.reason,
+            outcome,
+        });
     }
     if !dry_run {
         for s in &plan.ended {
             if let Err(e) = fx.backend.forget(s) {
-                out.errors.push(format!("cannot forget ended session {}: {e}", s.label));
+                out.errors
+                    .push(format!("cannot forget ended session {}: {e}", s.label));
             }
         }
     }
 
     for r in &plan.releases {
         if !dry_run {
-            let Some(t) = fx.trackers.get(&r.slug) else { continue };
-            if let Err(e) = t.reopen(&r.bead, "braids: the worker holding this claim is gone; released back to open") {
-                out.errors.push(format!("{}: cannot release {}: {e}", r.slug, r.bead));
+            let Some(t) = fx.trackers.get(&r.slug) else {
+                continue;
+            };
+            if let Err(e) = t.reopen(
+                &r.bead,
+                "braids: the worker holding this claim is gone; released back to open",
+            ) {
+                out.errors
+                    .push(format!("{}: cannot release {}: {e}", r.slug, r.bead));
                 continue;
             }
         }
         tracing::warn!(project = %r.slug, bead = %r.bead, "stranded claim released");
-        out.released.push(Released { project: r.slug.clone(), bead: r.bead.clone() });
+        out.released.push(Released {
+            project: r.slug.clone(),
+            bead: r.bead.clone(),
+        });
     }
 
     if dry_run {
-        out.spawned = plan.intended().into_iter().map(Spawned::from_candidate).collect();
+        out.spawned = plan
+            .intended()
+            .into_iter()
+            .map(Spawned::from_candidate)
+            .collect();
         return out;
     }
     let mut global = plan.global_slots;
     'projects: for p in &plan.spawns {
-        let Some(tracker) = fx.trackers.get(&p.slug) else { continue };
+        let Some(tracker) = fx.trackers.get(&p.slug) else {
+            continue;
+        };
         let mut slots = p.slots;
         for c in &p.candidates {
             if slots == 0 {
@@ -154,7 +183,8 @@ pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> 
                     continue;
                 }
                 Err(e) => {
-                    out.errors.push(format!("{}: cannot claim {}: {e}", c.slug, c.bead));
+                    out.errors
+                        .push(format!("{}: cannot claim {}: {e}", c.slug, c.bead));
                     continue 'projects;
                 }
             }
@@ -169,17 +199,34 @@ pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> 
             match fx.backend.spawn(&spec) {
                 Ok(_) => {
                     tracing::info!(label = %c.label, "worker spawned");
-                    out.new_claims.push(Claim { project: c.slug.clone(), bead: c.bead.clone(), claimed_at: now });
+                    out.new_claims.push(Claim {
+                        project: c.slug.clone(),
+                        bead: c.bead.clone(),
+                        claimed_at: now,
+                    });
                     out.spawned.push(Spawned::from_candidate(c));
                     slots -= 1;
                     global = global.map(|g| g - 1);
                 }
                 Err(e) => {
-                    out.errors.push(format!("{}: cannot start a worker for {}: {e}", c.slug, c.bead));
-                    if let Err(e) = tracker.reopen(&c.bead, "braids: the worker could not be started; claim undone") {
-                        out.errors.push(format!("{}: cannot undo the claim on {}: {e}", c.slug, c.bead));
+                    out.errors.push(format!(
+                        "{}: cannot start a worker for {}: {e}",
+                        c.slug, c.bead
+                    ));
+                    if let Err(e) = tracker.reopen(
+                        &c.bead,
+                        "braids: the worker could not be started; claim undone",
+                    ) {
+                        out.errors.push(format!(
+                            "{}: cannot undo the claim on {}: {e}",
+                            c.slug, c.bead
+                        ));
                         // Remembered, so a later run releases it once the tracker answers.
-                        out.new_claims.push(Claim { project: c.slug.clone(), bead: c.bead.clone(), claimed_at: now });
+                        out.new_claims.push(Claim {
+                            project: c.slug.clone(),
+                            bead: c.bead.clone(),
+                            claimed_at: now,
+                        });
                     }
                     continue 'projects;
                 }

@@ -32,9 +32,13 @@ use crate::state::{Claim, IdleReason};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Eligibility {
     /// Active, with exactly one active iteration (2.3).
-    Eligible { iteration: u32 },
+    Eligible {
+        iteration: u32,
+    },
     /// Paused or blocked in the registry or PROJECT.md.
-    Inactive { why: String },
+    Inactive {
+        why: String,
+    },
     NoActiveIteration,
     /// More than one active iteration violates 1.3; nothing is spawned until a person fixes it.
     SeveralActive(Vec<u32>),
@@ -105,14 +109,26 @@ pub enum SessionVerdict {
 }
 
 /// The zombie order of 2.6 for one session. `timeout` is the project's WorkerTimeout.
-pub fn classify(session: &Session, bead: BeadLookup, timeout_secs: u64, now: DateTime<Utc>) -> SessionVerdict {
+pub fn classify(
+    session: &Session,
+    bead: BeadLookup,
+    timeout_secs: u64,
+    now: DateTime<Utc>,
+) -> SessionVerdict {
     if !session.running {
         return SessionVerdict::Ended;
     }
-    if matches!(bead, BeadLookup::Known(BeadStatus::Closed) | BeadLookup::Missing) {
+    if matches!(
+        bead,
+        BeadLookup::Known(BeadStatus::Closed) | BeadLookup::Missing
+    ) {
         return SessionVerdict::Kill(ZombieReason::BeadClosed);
     }
-    let limit = Duration::seconds(i64::try_from(timeout_secs).unwrap_or(i64::MAX / 1000).min(i64::MAX / 1000));
+    let limit = Duration::seconds(
+        i64::try_from(timeout_secs)
+            .unwrap_or(i64::MAX / 1000)
+            .min(i64::MAX / 1000),
+    );
     if now - session.started_at > limit {
         return SessionVerdict::Kill(ZombieReason::Timeout);
     }
@@ -204,13 +220,15 @@ fn lookup(p: &ProjectView, bead: &BeadId) -> BeadLookup {
 
 /// Decides a run. Pure: same snapshot and clock, same plan.
 pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
-    let by_slug: BTreeMap<&str, &ProjectView> = snap.projects.iter().map(|p| (p.slug.as_str(), p)).collect();
+    let by_slug: BTreeMap<&str, &ProjectView> =
+        snap.projects.iter().map(|p| (p.slug.as_str(), p)).collect();
 
     // 2.6, session by session.
     let mut zombies = Vec::new();
     let mut ended = Vec::new();
     let mut unmanaged = Vec::new();
-    let mut healthy: BTreeMap<String, usize> = snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect();
+    let mut healthy: BTreeMap<String, usize> =
+        snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect();
     // Beads with a running session, healthy or about to be killed: never spawned again this run.
     let mut live: BTreeSet<(String, BeadId)> = BTreeSet::new();
     for s in &snap.sessions {
@@ -228,7 +246,10 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         }
         match classify(s, lookup(p, s.label.bead()), p.worker_timeout, now) {
             SessionVerdict::Ended => ended.push(s.clone()),
-            SessionVerdict::Kill(reason) => zombies.push(Zombie { session: s.clone(), reason }),
+            SessionVerdict::Kill(reason) => zombies.push(Zombie {
+                session: s.clone(),
+                reason,
+            }),
             SessionVerdict::Healthy => *healthy.entry(slug.to_string()).or_default() += 1,
         }
     }
@@ -237,7 +258,10 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let mut releases = Vec::new();
     let mut settled_claims = Vec::new();
     for c in &snap.claims {
-        let claim = Release { slug: c.project.clone(), bead: c.bead.clone() };
+        let claim = Release {
+            slug: c.project.clone(),
+            bead: c.bead.clone(),
+        };
         if live.contains(&(c.project.clone(), c.bead.clone())) {
             continue;
         }
@@ -258,7 +282,8 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
 
     // 2.2 / 2.3 / ordering.
     let total_healthy: usize = healthy.values().sum();
-    let global_slots = (snap.global_max_workers > 0).then(|| (snap.global_max_workers as usize).saturating_sub(total_healthy));
+    let global_slots = (snap.global_max_workers > 0)
+        .then(|| (snap.global_max_workers as usize).saturating_sub(total_healthy));
     let mut order: Vec<(usize, &ProjectView)> = snap.projects.iter().enumerate().collect();
     order.sort_by_key(|(i, p)| (p.priority, *i));
 
@@ -268,18 +293,37 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let mut any_ready = false;
     let mut starved = false;
     for (_, p) in order {
-        let Eligibility::Eligible { iteration } = p.eligibility else { continue };
+        let Eligibility::Eligible { iteration } = p.eligibility else {
+            continue;
+        };
         any_eligible = true;
         if p.tracker_error.is_some() {
             continue;
         }
-        let released: BTreeSet<&BeadId> = releases.iter().filter(|r| r.slug == p.slug).map(|r| &r.bead).collect();
+        let released: BTreeSet<&BeadId> = releases
+            .iter()
+            .filter(|r| r.slug == p.slug)
+            .map(|r| &r.bead)
+            .collect();
         let mut ready: Vec<(usize, usize, &Bead)> = p
             .ready
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.status == BeadStatus::Open && !live.contains(&(p.slug.clone(), b.id.clone())) && !released.contains(&b.id))
-            .map(|(i, b)| (p.stories.iter().position(|s| *s == b.id).unwrap_or(usize::MAX), i, b))
+            .filter(|(_, b)| {
+                b.status == BeadStatus::Open
+                    && !live.contains(&(p.slug.clone(), b.id.clone()))
+                    && !released.contains(&b.id)
+            })
+            .map(|(i, b)| {
+                (
+                    p.stories
+                        .iter()
+                        .position(|s| *s == b.id)
+                        .unwrap_or(usize::MAX),
+                    i,
+                    b,
+                )
+            })
             .collect();
         ready.sort_by_key(|(story, i, _)| (*story, *i));
         let mut seen = BTreeSet::new();
@@ -295,7 +339,12 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                     continue;
                 }
             };
-            match SpawnMessage::new(p.path.clone(), b.id.clone(), iteration, p.channel.clone().unwrap_or_default()) {
+            match SpawnMessage::new(
+                p.path.clone(),
+                b.id.clone(),
+                iteration,
+                p.channel.clone().unwrap_or_default(),
+            ) {
                 Ok(message) => candidates.push(SpawnCandidate {
                     slug: p.slug.clone(),
                     bead: b.id.clone(),
@@ -317,12 +366,17 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             continue;
         }
         any_ready = true;
-        let slots = (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0));
+        let slots =
+            (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0));
         if slots == 0 {
             starved = true;
             continue;
         }
-        spawns.push(ProjectSpawns { slug: p.slug.clone(), slots, candidates });
+        spawns.push(ProjectSpawns {
+            slug: p.slug.clone(),
+            slots,
+            candidates,
+        });
     }
     if global_slots == Some(0) && !spawns.is_empty() {
         starved = true;
@@ -336,7 +390,18 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         IdleReason::NoReadyBeads
     };
 
-    Plan { zombies, ended, unmanaged, healthy, spawns, global_slots, releases, settled_claims, idle_reason, errors }
+    Plan {
+        zombies,
+        ended,
+        unmanaged,
+        healthy,
+        spawns,
+        global_slots,
+        releases,
+        settled_claims,
+        idle_reason,
+        errors,
+    }
 }
 
 #[cfg(test)]

@@ -46,7 +46,10 @@ impl P {
         self
     }
     fn ready(mut self, ids: &[&str]) -> Self {
-        self.0.ready = ids.iter().map(|i| Bead::new(id(i), format!("title {i}"), BeadStatus::Open)).collect();
+        self.0.ready = ids
+            .iter()
+            .map(|i| Bead::new(id(i), format!("title {i}"), BeadStatus::Open))
+            .collect();
         self
     }
     fn stories(mut self, ids: &[&str]) -> Self {
@@ -85,7 +88,10 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
 }
 
 fn spawned(plan: &Plan) -> Vec<String> {
-    plan.intended().iter().map(|c| c.label.to_string()).collect()
+    plan.intended()
+        .iter()
+        .map(|c| c.label.to_string())
+        .collect()
 }
 
 // ---- 2.2 Concurrency enforcement ----
@@ -110,7 +116,11 @@ fn c2_2_spawns_up_to_max_workers_and_no_further() {
             sessions.push(session("a", &b, true, 60));
         }
         let plan = decide(&snap(vec![p], sessions), now());
-        assert_eq!(plan.intended().len(), expected, "MaxWorkers {max}, {running} running");
+        assert_eq!(
+            plan.intended().len(),
+            expected,
+            "MaxWorkers {max}, {running} running"
+        );
         assert!(plan.zombies.is_empty());
         assert_eq!(plan.healthy["a"], running);
     }
@@ -118,7 +128,10 @@ fn c2_2_spawns_up_to_max_workers_and_no_further() {
 
 #[test]
 fn c2_2_zombies_do_not_count_against_capacity() {
-    let p = project("a").max(1).ready(&["a-2"]).bead("a-1", BeadLookup::Known(BeadStatus::Closed));
+    let p = project("a")
+        .max(1)
+        .ready(&["a-2"])
+        .bead("a-1", BeadLookup::Known(BeadStatus::Closed));
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 60)]), now());
     assert_eq!(plan.zombies.len(), 1);
     assert_eq!(spawned(&plan), ["project:a:a-2"]);
@@ -127,7 +140,10 @@ fn c2_2_zombies_do_not_count_against_capacity() {
 #[test]
 fn c2_2_global_cap_across_projects() {
     let a = project("a").max(3).ready(&["a-1", "a-2", "a-3"]);
-    let b = project("b").max(3).ready(&["b-1"]).bead("b-0", BeadLookup::Known(BeadStatus::InProgress));
+    let b = project("b")
+        .max(3)
+        .ready(&["b-1"])
+        .bead("b-0", BeadLookup::Known(BeadStatus::InProgress));
     let mut s = snap(vec![a, b], vec![session("b", "b-0", true, 5)]);
     s.global_max_workers = 3;
     let plan = decide(&s, now());
@@ -147,11 +163,22 @@ fn c2_3_only_projects_with_exactly_one_active_iteration() {
         (Eligibility::Eligible { iteration: 4 }, 1),
         (Eligibility::NoActiveIteration, 0),
         (Eligibility::SeveralActive(vec![1, 2]), 0),
-        (Eligibility::Inactive { why: "paused".into() }, 0),
+        (
+            Eligibility::Inactive {
+                why: "paused".into(),
+            },
+            0,
+        ),
         (Eligibility::Broken("no PROJECT.md".into()), 0),
     ];
     for (e, expected) in cases {
-        let plan = decide(&snap(vec![project("a").ready(&["a-1"]).eligibility(e.clone())], vec![]), now());
+        let plan = decide(
+            &snap(
+                vec![project("a").ready(&["a-1"]).eligibility(e.clone())],
+                vec![],
+            ),
+            now(),
+        );
         assert_eq!(plan.intended().len(), expected, "{e:?}");
         if expected == 1 {
             assert_eq!(plan.intended()[0].iteration, 4);
@@ -168,7 +195,10 @@ fn c2_4_c2_5_candidate_carries_label_and_four_field_message() {
     let plan = decide(&snap(vec![p], vec![]), now());
     let c = plan.intended()[0];
     assert_eq!(c.label.to_string(), "project:web:web-x1y");
-    assert_eq!(c.message.to_string(), "Project: /p/web\nBead: web-x1y\nIteration: 1\nChannel: #web\n");
+    assert_eq!(
+        c.message.to_string(),
+        "Project: /p/web\nBead: web-x1y\nIteration: 1\nChannel: #web\n"
+    );
 }
 
 #[test]
@@ -191,18 +221,47 @@ fn c2_6_zombie_order_table() {
     let cases = [
         (false, Known(Closed), t * 2, SessionVerdict::Ended), // 1. not running → excluded, before anything else
         (false, Known(InProgress), 10, SessionVerdict::Ended),
-        (true, Known(Closed), 10, SessionVerdict::Kill(ZombieReason::BeadClosed)), // 2. closed → kill
-        (true, Missing, 10, SessionVerdict::Kill(ZombieReason::BeadClosed)),       // a deleted bead needs no worker
-        (true, Known(Closed), t * 2, SessionVerdict::Kill(ZombieReason::BeadClosed)), // bead status before runtime
-        (true, Known(InProgress), t + 1, SessionVerdict::Kill(ZombieReason::Timeout)), // 3. runtime → kill
+        (
+            true,
+            Known(Closed),
+            10,
+            SessionVerdict::Kill(ZombieReason::BeadClosed),
+        ), // 2. closed → kill
+        (
+            true,
+            Missing,
+            10,
+            SessionVerdict::Kill(ZombieReason::BeadClosed),
+        ), // a deleted bead needs no worker
+        (
+            true,
+            Known(Closed),
+            t * 2,
+            SessionVerdict::Kill(ZombieReason::BeadClosed),
+        ), // bead status before runtime
+        (
+            true,
+            Known(InProgress),
+            t + 1,
+            SessionVerdict::Kill(ZombieReason::Timeout),
+        ), // 3. runtime → kill
         (true, Known(InProgress), t, SessionVerdict::Healthy), // exactly at the limit is not over it
         (true, Known(Blocked), 10, SessionVerdict::Healthy),
         (true, BeadLookup::Unknown, 10, SessionVerdict::Healthy), // tracker down: never kill on a guess
-        (true, BeadLookup::Unknown, t + 1, SessionVerdict::Kill(ZombieReason::Timeout)),
+        (
+            true,
+            BeadLookup::Unknown,
+            t + 1,
+            SessionVerdict::Kill(ZombieReason::Timeout),
+        ),
     ];
     for (running, bead, age, want) in cases {
         let s = session("a", "a-1", running, age as i64);
-        assert_eq!(classify(&s, bead, t, now()), want, "running={running} bead={bead:?} age={age}");
+        assert_eq!(
+            classify(&s, bead, t, now()),
+            want,
+            "running={running} bead={bead:?} age={age}"
+        );
     }
 }
 
@@ -215,24 +274,49 @@ fn c2_6_plan_kills_zombies_and_forgets_ended_sessions() {
         .bead("a-2", BeadLookup::Known(BeadStatus::InProgress))
         .bead("a-3", BeadLookup::Known(BeadStatus::InProgress))
         .bead("a-4", BeadLookup::Known(BeadStatus::InProgress));
-    let sessions = vec![session("a", "a-1", true, 5), session("a", "a-2", true, 601), session("a", "a-3", false, 5), session("a", "a-4", true, 5)];
+    let sessions = vec![
+        session("a", "a-1", true, 5),
+        session("a", "a-2", true, 601),
+        session("a", "a-3", false, 5),
+        session("a", "a-4", true, 5),
+    ];
     let plan = decide(&snap(vec![p], sessions), now());
-    let z: Vec<_> = plan.zombies.iter().map(|z| (z.session.label.bead().to_string(), z.reason)).collect();
-    assert_eq!(z, [("a-1".to_string(), ZombieReason::BeadClosed), ("a-2".to_string(), ZombieReason::Timeout)]);
+    let z: Vec<_> = plan
+        .zombies
+        .iter()
+        .map(|z| (z.session.label.bead().to_string(), z.reason))
+        .collect();
+    assert_eq!(
+        z,
+        [
+            ("a-1".to_string(), ZombieReason::BeadClosed),
+            ("a-2".to_string(), ZombieReason::Timeout)
+        ]
+    );
     assert_eq!(plan.ended.len(), 1);
     assert_eq!(plan.healthy["a"], 1);
 }
 
 #[test]
 fn c2_6_paused_projects_still_get_their_zombies_killed() {
-    let p = project("a").eligibility(Eligibility::Inactive { why: "paused".into() }).bead("a-1", BeadLookup::Known(BeadStatus::Closed));
+    let p = project("a")
+        .eligibility(Eligibility::Inactive {
+            why: "paused".into(),
+        })
+        .bead("a-1", BeadLookup::Known(BeadStatus::Closed));
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 5)]), now());
     assert_eq!(plan.zombies.len(), 1);
 }
 
 #[test]
 fn unregistered_sessions_are_reported_not_touched() {
-    let plan = decide(&snap(vec![project("a")], vec![session("gone", "g-1", true, 99999)]), now());
+    let plan = decide(
+        &snap(
+            vec![project("a")],
+            vec![session("gone", "g-1", true, 99999)],
+        ),
+        now(),
+    );
     assert!(plan.zombies.is_empty());
     assert_eq!(plan.unmanaged.len(), 1);
 }
@@ -250,37 +334,68 @@ fn projects_in_priority_order_ties_in_registry_order() {
     let mut s = snap(projects, vec![]);
     s.global_max_workers = 3;
     let plan = decide(&s, now());
-    assert_eq!(spawned(&plan), ["project:high:h-1", "project:n1:n-1", "project:n2:m-1"]);
+    assert_eq!(
+        spawned(&plan),
+        ["project:high:h-1", "project:n1:n-1", "project:n2:m-1"]
+    );
 }
 
 #[test]
 fn beads_in_stories_order_then_tracker_order() {
-    let p = project("a").max(5).ready(&["a-9", "a-1", "a-5", "a-2"]).stories(&["a-5", "a-x", "a-1"]);
+    let p = project("a")
+        .max(5)
+        .ready(&["a-9", "a-1", "a-5", "a-2"])
+        .stories(&["a-5", "a-x", "a-1"]);
     let plan = decide(&snap(vec![p], vec![]), now());
-    assert_eq!(spawned(&plan), ["project:a:a-5", "project:a:a-1", "project:a:a-9", "project:a:a-2"]);
+    assert_eq!(
+        spawned(&plan),
+        [
+            "project:a:a-5",
+            "project:a:a-1",
+            "project:a:a-9",
+            "project:a:a-2"
+        ]
+    );
 }
 
 #[test]
 fn a_bead_with_a_live_session_is_never_spawned_twice() {
     // the tracker still lists a-1 as ready (a stale answer), but a session runs it
-    let p = project("a").max(3).ready(&["a-1", "a-2"]).bead("a-1", BeadLookup::Known(BeadStatus::InProgress));
+    let p = project("a")
+        .max(3)
+        .ready(&["a-1", "a-2"])
+        .bead("a-1", BeadLookup::Known(BeadStatus::InProgress));
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 5)]), now());
     assert_eq!(spawned(&plan), ["project:a:a-2"]);
     // duplicates in a tracker answer are spawned once
     let p = project("a").max(3).ready(&["a-1", "a-1"]);
-    assert_eq!(spawned(&decide(&snap(vec![p], vec![]), now())), ["project:a:a-1"]);
+    assert_eq!(
+        spawned(&decide(&snap(vec![p], vec![]), now())),
+        ["project:a:a-1"]
+    );
 }
 
 #[test]
 fn an_ended_session_does_not_block_a_respawn() {
-    let p = project("a").ready(&["a-1"]).bead("a-1", BeadLookup::Known(BeadStatus::Open));
+    let p = project("a")
+        .ready(&["a-1"])
+        .bead("a-1", BeadLookup::Known(BeadStatus::Open));
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", false, 5)]), now());
     assert_eq!(spawned(&plan), ["project:a:a-1"]);
 }
 
 #[test]
 fn a_failing_tracker_skips_only_its_project() {
-    let plan = decide(&snap(vec![project("a").ready(&["a-1"]).tracker_error(), project("b").ready(&["b-1"])], vec![]), now());
+    let plan = decide(
+        &snap(
+            vec![
+                project("a").ready(&["a-1"]).tracker_error(),
+                project("b").ready(&["b-1"]),
+            ],
+            vec![],
+        ),
+        now(),
+    );
     assert_eq!(spawned(&plan), ["project:b:b-1"]);
 }
 
@@ -290,14 +405,35 @@ fn a_failing_tracker_skips_only_its_project() {
 fn c2_7_idle_reason_table() {
     let cases = [
         (vec![], IdleReason::NoActiveIterations),
-        (vec![project("a").eligibility(Eligibility::NoActiveIteration).ready(&["a-1"])], IdleReason::NoActiveIterations),
+        (
+            vec![project("a")
+                .eligibility(Eligibility::NoActiveIteration)
+                .ready(&["a-1"])],
+            IdleReason::NoActiveIterations,
+        ),
         (vec![project("a")], IdleReason::NoReadyBeads),
-        (vec![project("a").eligibility(Eligibility::NoActiveIteration), project("b")], IdleReason::NoReadyBeads),
-        (vec![project("a").max(1).ready(&["a-1"]).bead("a-0", BeadLookup::Known(BeadStatus::InProgress))], IdleReason::AllAtCapacity),
+        (
+            vec![
+                project("a").eligibility(Eligibility::NoActiveIteration),
+                project("b"),
+            ],
+            IdleReason::NoReadyBeads,
+        ),
+        (
+            vec![project("a")
+                .max(1)
+                .ready(&["a-1"])
+                .bead("a-0", BeadLookup::Known(BeadStatus::InProgress))],
+            IdleReason::AllAtCapacity,
+        ),
     ];
     for (projects, want) in cases {
         let n = projects.len();
-        let sessions = if want == IdleReason::AllAtCapacity { vec![session("a", "a-0", true, 5)] } else { vec![] };
+        let sessions = if want == IdleReason::AllAtCapacity {
+            vec![session("a", "a-0", true, 5)]
+        } else {
+            vec![]
+        };
         let plan = decide(&snap(projects, sessions), now());
         assert!(plan.intended().is_empty());
         assert_eq!(plan.idle_reason, want, "{n} projects");
@@ -308,7 +444,11 @@ fn c2_7_idle_reason_table() {
 
 #[test]
 fn stranded_claims_are_released_after_the_grace_period() {
-    let claim = |bead: &str, mins: i64| Claim { project: "a".into(), bead: id(bead), claimed_at: now() - Duration::minutes(mins) };
+    let claim = |bead: &str, mins: i64| Claim {
+        project: "a".into(),
+        bead: id(bead),
+        claimed_at: now() - Duration::minutes(mins),
+    };
     let p = project("a")
         .max(5)
         .bead("a-1", BeadLookup::Known(BeadStatus::InProgress)) // worker gone, past grace → release
@@ -317,14 +457,38 @@ fn stranded_claims_are_released_after_the_grace_period() {
         .bead("a-4", BeadLookup::Known(BeadStatus::Closed)) // finished → forget the claim
         .bead("a-5", BeadLookup::Unknown); // tracker down → wait
     let mut s = snap(vec![p], vec![session("a", "a-3", true, 600)]);
-    s.claims = vec![claim("a-1", 10), claim("a-2", 1), claim("a-3", 10), claim("a-4", 10), claim("a-5", 10)];
+    s.claims = vec![
+        claim("a-1", 10),
+        claim("a-2", 1),
+        claim("a-3", 10),
+        claim("a-4", 10),
+        claim("a-5", 10),
+    ];
     let plan = decide(&s, now());
-    assert_eq!(plan.releases, [Release { slug: "a".into(), bead: id("a-1") }]);
-    assert_eq!(plan.settled_claims, [Release { slug: "a".into(), bead: id("a-4") }]);
+    assert_eq!(
+        plan.releases,
+        [Release {
+            slug: "a".into(),
+            bead: id("a-1")
+        }]
+    );
+    assert_eq!(
+        plan.settled_claims,
+        [Release {
+            slug: "a".into(),
+            bead: id("a-4")
+        }]
+    );
 }
 
 #[test]
 fn decide_is_deterministic() {
-    let s = snap(vec![project("a").max(2).ready(&["a-1", "a-2", "a-3"]), project("b").ready(&["b-1"])], vec![session("a", "a-0", false, 1)]);
+    let s = snap(
+        vec![
+            project("a").max(2).ready(&["a-1", "a-2", "a-3"]),
+            project("b").ready(&["b-1"]),
+        ],
+        vec![session("a", "a-0", false, 1)],
+    );
     assert_eq!(decide(&s, now()), decide(&s, now()));
 }

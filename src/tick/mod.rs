@@ -72,7 +72,12 @@ pub struct TickReport {
 }
 
 impl TickReport {
-    fn skipped(skip: &'static str, reason: Option<IdleReason>, next: Option<DateTime<Utc>>, dry_run: bool) -> Self {
+    fn skipped(
+        skip: &'static str,
+        reason: Option<IdleReason>,
+        next: Option<DateTime<Utc>>,
+        dry_run: bool,
+    ) -> Self {
         TickReport {
             run: RunType::Skipped,
             action: Action::Idle,
@@ -95,10 +100,15 @@ impl TickReport {
             (RunType::Skipped, _) => format!(
                 "skipped{dry}: idle ({}) until {}",
                 self.idle_reason.map_or("-", |r| r.as_str()),
-                self.next_full_run.map_or("-".into(), |t| t.format("%H:%M:%S UTC").to_string())
+                self.next_full_run
+                    .map_or("-".into(), |t| t.format("%H:%M:%S UTC").to_string())
             ),
             (RunType::Full, _) => {
-                let mut s = format!("full run{dry}: spawned {}, killed {}", self.spawns.len(), self.zombies.len());
+                let mut s = format!(
+                    "full run{dry}: spawned {}, killed {}",
+                    self.spawns.len(),
+                    self.zombies.len()
+                );
                 if !self.released.is_empty() {
                     s.push_str(&format!(", released {}", self.released.len()));
                 }
@@ -118,11 +128,14 @@ impl TickReport {
 /// the state cannot be written); everything project-specific is reported in `errors`.
 pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result<TickReport> {
     // lock
-    std::fs::create_dir_all(&inst.paths.braids_dir).with_context(|| format!("cannot create {}", inst.paths.braids_dir.display()))?;
+    std::fs::create_dir_all(&inst.paths.braids_dir)
+        .with_context(|| format!("cannot create {}", inst.paths.braids_dir.display()))?;
     let _lock = if opts.dry_run {
         None
     } else {
-        match TickLock::try_acquire(&inst.paths.lock()).with_context(|| format!("cannot open the lock {}", inst.paths.lock().display()))? {
+        match TickLock::try_acquire(&inst.paths.lock())
+            .with_context(|| format!("cannot open the lock {}", inst.paths.lock().display()))?
+        {
             Some(l) => Some(l),
             None => return Ok(TickReport::skipped("locked", None, None, false)),
         }
@@ -136,13 +149,29 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
             OrchestratorState::default()
         }
     };
-    if let RunKind::Skipped { reason, next_full_run } = state.run_kind(now, opts.force) {
-        return Ok(TickReport::skipped("backoff", Some(reason), Some(next_full_run), opts.dry_run));
+    if let RunKind::Skipped {
+        reason,
+        next_full_run,
+    } = state.run_kind(now, opts.force)
+    {
+        return Ok(TickReport::skipped(
+            "backoff",
+            Some(reason),
+            Some(next_full_run),
+            opts.dry_run,
+        ));
     }
 
     // observe
-    let sessions = inst.backend.list().context("cannot list worker sessions, so cannot tell who is running")?;
-    let ctx = observe::Context { paths: &inst.paths, config: &inst.config, config_warnings: &inst.config_warnings };
+    let sessions = inst
+        .backend
+        .list()
+        .context("cannot list worker sessions, so cannot tell who is running")?;
+    let ctx = observe::Context {
+        paths: &inst.paths,
+        config: &inst.config,
+        config_warnings: &inst.config_warnings,
+    };
     let observed = observe::observe(&ctx, sessions, state.claims.clone(), now);
 
     // decide
@@ -163,7 +192,12 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let spawned = !outcome.spawned.is_empty();
     let mut errors = plan.errors.clone();
     errors.extend(outcome.errors.iter().cloned());
-    errors.extend(observed.reports.iter().filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))));
+    errors.extend(
+        observed
+            .reports
+            .iter()
+            .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))),
+    );
     let report = TickReport {
         run: RunType::Full,
         action: if spawned { Action::Spawn } else { Action::Idle },
@@ -183,13 +217,19 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     // persist
     let mut next = state.after_run(now, spawned, plan.idle_reason);
     let settled = |slug: &str, bead: &crate::model::BeadId| {
-        plan.settled_claims.iter().chain(plan.releases.iter()).any(|r| r.slug == slug && &r.bead == bead)
+        plan.settled_claims
+            .iter()
+            .chain(plan.releases.iter())
+            .any(|r| r.slug == slug && &r.bead == bead)
     };
     next.claims.retain(|c| !settled(&c.project, &c.bead));
     next.claims.extend(outcome.new_claims.iter().cloned());
     crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes())?;
 
-    let sessions_now = inst.backend.list().unwrap_or_else(|_| observed.snapshot.sessions.clone());
+    let sessions_now = inst
+        .backend
+        .list()
+        .unwrap_or_else(|_| observed.snapshot.sessions.clone());
     let text = status_md::render(&status_md::Dashboard {
         now,
         reports: &observed.reports,

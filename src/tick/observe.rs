@@ -73,7 +73,12 @@ struct ProjectObservation {
 
 /// Reads every project. The sessions are listed by the caller first: without them braids
 /// cannot know who is running, so a backend failure stops the run before this point.
-pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>, now: DateTime<Utc>) -> Observed {
+pub fn observe(
+    ctx: &Context<'_>,
+    sessions: Vec<Session>,
+    claims: Vec<Claim>,
+    now: DateTime<Utc>,
+) -> Observed {
     let registry = format::registry::read_registry(ctx.paths);
     let mut diagnostics = registry.diagnostics;
     let entries = registry.value.entries;
@@ -99,7 +104,15 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>, no
             let slug = entry.slug.clone();
             let fallback = entry.clone();
             let task = tokio::task::spawn_blocking(move || {
-                observe_project(&entry, &paths, default_kind, tracker_timeout, &sessions, &claims, now)
+                observe_project(
+                    &entry,
+                    &paths,
+                    default_kind,
+                    tracker_timeout,
+                    &sessions,
+                    &claims,
+                    now,
+                )
             });
             handles.push((slug, fallback, tokio::time::timeout(project_budget, task)));
         }
@@ -108,7 +121,13 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>, no
             let obs = match fut.await {
                 Ok(Ok(obs)) => obs,
                 Ok(Err(e)) => broken(&entry, format!("observing {slug} failed: {e}")),
-                Err(_) => broken(&entry, format!("observing {slug} took longer than {}s; skipped this run", project_budget.as_secs())),
+                Err(_) => broken(
+                    &entry,
+                    format!(
+                        "observing {slug} took longer than {}s; skipped this run",
+                        project_budget.as_secs()
+                    ),
+                ),
             };
             out.push(obs);
         }
@@ -128,7 +147,13 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>, no
         reports.push(o.report);
     }
     for w in ctx.config_warnings {
-        diagnostics.push(Diagnostic::warning(&ctx.paths.config(), None, "config", w.clone(), "remove or correct the key"));
+        diagnostics.push(Diagnostic::warning(
+            &ctx.paths.config(),
+            None,
+            "config",
+            w.clone(),
+            "remove or correct the key",
+        ));
     }
     let snapshot = Snapshot {
         projects,
@@ -137,7 +162,12 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>, no
         global_max_workers: ctx.config.tick.max_workers,
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
     };
-    Observed { snapshot, reports, trackers, diagnostics }
+    Observed {
+        snapshot,
+        reports,
+        trackers,
+        diagnostics,
+    }
 }
 
 fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
@@ -179,16 +209,34 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
 fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
     let mut report = base_report(entry);
     report.error = Some(why.clone());
-    ProjectObservation { view: base_view(entry, Eligibility::Broken(why)), report, tracker: None }
+    ProjectObservation {
+        view: base_view(entry, Eligibility::Broken(why)),
+        report,
+        tracker: None,
+    }
 }
 
 /// The one active iteration, or why there is not exactly one (2.3).
-fn eligibility_of(entry: &RegistryEntry, config: &ProjectConfig, iterations: &[Iteration]) -> Eligibility {
+fn eligibility_of(
+    entry: &RegistryEntry,
+    config: &ProjectConfig,
+    iterations: &[Iteration],
+) -> Eligibility {
     if entry.status != Some(ProjectStatus::Active) || config.status != Some(ProjectStatus::Active) {
         let show = |s: Option<ProjectStatus>| s.map_or("missing", |s| s.as_str());
-        return Eligibility::Inactive { why: format!("registry {}, PROJECT.md {}", show(entry.status), show(config.status)) };
+        return Eligibility::Inactive {
+            why: format!(
+                "registry {}, PROJECT.md {}",
+                show(entry.status),
+                show(config.status)
+            ),
+        };
     }
-    let active: Vec<u32> = iterations.iter().filter(|i| i.status == Some(IterationStatus::Active)).map(|i| i.number).collect();
+    let active: Vec<u32> = iterations
+        .iter()
+        .filter(|i| i.status == Some(IterationStatus::Active))
+        .map(|i| i.number)
+        .collect();
     match active.as_slice() {
         [] => Eligibility::NoActiveIteration,
         [n] => Eligibility::Eligible { iteration: *n },
@@ -198,7 +246,10 @@ fn eligibility_of(entry: &RegistryEntry, config: &ProjectConfig, iterations: &[I
 
 /// The tracker a project asked for in PROJECT.md (`Tracker: br`), else the installation's.
 pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind) -> TrackerKind {
-    config.field("tracker").and_then(|f| TrackerKind::parse(&f.value)).unwrap_or(default)
+    config
+        .field("tracker")
+        .and_then(|f| TrackerKind::parse(&f.value))
+        .unwrap_or(default)
 }
 
 fn observe_project(
@@ -212,7 +263,14 @@ fn observe_project(
 ) -> ProjectObservation {
     let root = &entry.path;
     if paths.in_workspace(root) {
-        return broken(entry, format!("{} is inside the agent workspace {} (4.1); move the project", root.display(), paths.workspace.display()));
+        return broken(
+            entry,
+            format!(
+                "{} is inside the agent workspace {} (4.1); move the project",
+                root.display(),
+                paths.workspace.display()
+            ),
+        );
     }
     let project_md = root.join(".braids/PROJECT.md");
     let text = match std::fs::read(&project_md) {
@@ -249,36 +307,68 @@ fn observe_project(
         Eligibility::Eligible { .. } => None,
         Eligibility::Inactive { why } => Some(format!("not active ({why})")),
         Eligibility::NoActiveIteration => Some("no active iteration".into()),
-        Eligibility::SeveralActive(n) => Some(format!("{} active iterations ({n:?}); at most one may be active (1.3)", n.len())),
+        Eligibility::SeveralActive(n) => Some(format!(
+            "{} active iterations ({n:?}); at most one may be active (1.3)",
+            n.len()
+        )),
         Eligibility::Broken(why) => Some(why.clone()),
     };
 
     let slug = entry.slug.as_str();
-    let mine: Vec<&Session> = sessions.iter().filter(|s| s.label.slug() == slug && s.running).collect();
-    let claimed: Vec<&BeadId> = claims.iter().filter(|c| c.project == slug).map(|c| &c.bead).collect();
+    let mine: Vec<&Session> = sessions
+        .iter()
+        .filter(|s| s.label.slug() == slug && s.running)
+        .collect();
+    let claimed: Vec<&BeadId> = claims
+        .iter()
+        .filter(|c| c.project == slug)
+        .map(|c| &c.bead)
+        .collect();
     let eligible = matches!(eligibility, Eligibility::Eligible { .. });
     if mine.is_empty() && claimed.is_empty() && !eligible {
-        return ProjectObservation { view, report, tracker: None };
+        return ProjectObservation {
+            view,
+            report,
+            tracker: None,
+        };
     }
 
     let kind = tracker_kind(&config, default_kind);
-    let tracker: Arc<dyn Tracker> = match tracker::open(kind, TrackerOptions { project: root.clone(), timeout, program: None }) {
+    let tracker: Arc<dyn Tracker> = match tracker::open(
+        kind,
+        TrackerOptions {
+            project: root.clone(),
+            timeout,
+            program: None,
+        },
+    ) {
         Ok(t) => Arc::from(t),
         Err(e) => {
             view.tracker_error = Some(e.to_string());
             report.error = Some(e.to_string());
-            return ProjectObservation { view, report, tracker: None };
+            return ProjectObservation {
+                view,
+                report,
+                tracker: None,
+            };
         }
     };
     report.tracker = Some(tracker.kind().as_str());
 
     // Bead statuses: for sessions, claims, counts and the Stories list.
-    let wanted: BTreeSet<&BeadId> = mine.iter().map(|s| s.label.bead()).chain(claimed.iter().copied()).collect();
+    let wanted: BTreeSet<&BeadId> = mine
+        .iter()
+        .map(|s| s.label.bead())
+        .chain(claimed.iter().copied())
+        .collect();
     match tracker.list() {
         Ok(all) => {
-            let status: BTreeMap<&BeadId, BeadStatus> = all.iter().map(|b| (&b.id, b.status)).collect();
+            let status: BTreeMap<&BeadId, BeadStatus> =
+                all.iter().map(|b| (&b.id, b.status)).collect();
             for id in &wanted {
-                let l = status.get(id).map_or(BeadLookup::Missing, |s| BeadLookup::Known(*s));
+                let l = status
+                    .get(id)
+                    .map_or(BeadLookup::Missing, |s| BeadLookup::Known(*s));
                 view.beads.insert((*id).clone(), l);
             }
             let mut counts = BTreeMap::new();
@@ -287,7 +377,11 @@ fn observe_project(
             }
             report.counts = Some(counts);
             if let Some(it) = shown {
-                report.stories = it.stories.iter().map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied())).collect();
+                report.stories = it
+                    .stories
+                    .iter()
+                    .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
+                    .collect();
             }
         }
         Err(e) => {
@@ -296,7 +390,11 @@ fn observe_project(
             }
             view.tracker_error = Some(e.to_string());
             report.error = Some(e.to_string());
-            return ProjectObservation { view, report, tracker: Some(tracker) };
+            return ProjectObservation {
+                view,
+                report,
+                tracker: Some(tracker),
+            };
         }
     }
 
@@ -304,7 +402,11 @@ fn observe_project(
     let healthy = mine
         .iter()
         .filter(|s| {
-            let l = view.beads.get(s.label.bead()).copied().unwrap_or(BeadLookup::Unknown);
+            let l = view
+                .beads
+                .get(s.label.bead())
+                .copied()
+                .unwrap_or(BeadLookup::Unknown);
             decide::classify(s, l, view.worker_timeout, now) == SessionVerdict::Healthy
         })
         .count();
@@ -320,5 +422,9 @@ fn observe_project(
             }
         }
     }
-    ProjectObservation { view, report, tracker: Some(tracker) }
+    ProjectObservation {
+        view,
+        report,
+        tracker: Some(tracker),
+    }
 }

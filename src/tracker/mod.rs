@@ -60,7 +60,10 @@ pub enum ClaimOutcome {
     /// same actor are idempotent).
     Claimed,
     /// Someone else holds it, or it is no longer open; try another bead.
-    Refused { status: BeadStatus, holder: Option<String> },
+    Refused {
+        status: BeadStatus,
+        holder: Option<String>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +73,11 @@ pub enum TrackerError {
     #[error("`{command}` timed out after {secs}s")]
     Timeout { command: String, secs: u64 },
     #[error("`{command}` failed (exit {code}): {message}")]
-    Failed { command: String, code: String, message: String },
+    Failed {
+        command: String,
+        code: String,
+        message: String,
+    },
     #[error("`{command}` printed output braids cannot read: {detail}")]
     Garbage { command: String, detail: String },
     #[error("bead `{0}` does not exist")]
@@ -155,7 +162,8 @@ pub fn on_path(program: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::env::var_os("PATH").is_some_and(|p| {
         std::env::split_paths(&p).any(|d| {
-            std::fs::metadata(d.join(program)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            std::fs::metadata(d.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     })
 }

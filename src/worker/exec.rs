@@ -50,7 +50,13 @@ impl ArgvExecutor {
         let project = req.project.to_string_lossy();
         let timeout = req.timeout.as_secs().to_string();
         let deliverable = req.deliverable.to_string_lossy();
-        let vars = [("prompt_file", &*prompt), ("project", &*project), ("bead", req.bead.as_str()), ("deliverable", &*deliverable), ("timeout", timeout.as_str())];
+        let vars = [
+            ("prompt_file", &*prompt),
+            ("project", &*project),
+            ("bead", req.bead.as_str()),
+            ("deliverable", &*deliverable),
+            ("timeout", timeout.as_str()),
+        ];
         self.template.iter().map(|a| expand(a, &vars)).collect()
     }
 }
@@ -58,9 +64,13 @@ impl ArgvExecutor {
 impl Executor for ArgvExecutor {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult> {
         let argv = self.argv(req);
-        let (program, args) = argv.split_first().ok_or_else(|| anyhow::anyhow!("the executor command is empty"))?;
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| anyhow::anyhow!("the executor command is empty"))?;
         // The prompt also arrives on stdin, which is how `claude -p` and `codex exec -` read it.
-        let stdin = std::fs::File::open(&req.prompt_file).map(Stdio::from).unwrap_or_else(|_| Stdio::null());
+        let stdin = std::fs::File::open(&req.prompt_file)
+            .map(Stdio::from)
+            .unwrap_or_else(|_| Stdio::null());
         let mut child = Command::new(program)
             .args(args)
             .current_dir(&req.project)
@@ -86,10 +96,15 @@ impl Executor for ArgvExecutor {
                 let _ = killpg(pgid, Signal::SIGKILL);
             }
         }
-        let status = waiter.join().map_err(|_| anyhow::anyhow!("executor waiter panicked"))??;
+        let status = waiter
+            .join()
+            .map_err(|_| anyhow::anyhow!("executor waiter panicked"))??;
         // Whatever the agent left running in its group goes with it.
         let _ = killpg(pgid, Signal::SIGKILL);
-        Ok(ExecResult { code: status.code(), timed_out })
+        Ok(ExecResult {
+            code: status.code(),
+            timed_out,
+        })
     }
 }
 

@@ -61,11 +61,18 @@ impl StatusReport {
 }
 
 fn clean(v: &str) -> String {
-    v.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`').trim().to_string()
+    v.trim()
+        .trim_matches(|c| c == '"' || c == '\'' || c == '`')
+        .trim()
+        .to_string()
 }
 
 /// Builds a report from `key: value` pairs; shared by both formats.
-fn from_pairs<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>, files: Vec<String>, source: &'static str) -> Option<StatusReport> {
+fn from_pairs<'a>(
+    pairs: impl Iterator<Item = (&'a str, &'a str)>,
+    files: Vec<String>,
+    source: &'static str,
+) -> Option<StatusReport> {
     let mut status = None;
     let mut reason = None;
     let mut summary = None;
@@ -88,7 +95,10 @@ fn from_pairs<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>, files: Vec<St
                 if !(v.is_empty() || v == "null" || v == "~") {
                     reason = Reason::parse(&v);
                     if reason.is_none() {
-                        invalid.push(format!("reason `{}`", v.chars().take(80).collect::<String>()));
+                        invalid.push(format!(
+                            "reason `{}`",
+                            v.chars().take(80).collect::<String>()
+                        ));
                     }
                 }
             }
@@ -97,12 +107,22 @@ fn from_pairs<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>, files: Vec<St
         }
     }
     let status = status?;
-    Some(StatusReport { status, reason, summary, files_changed: files, source, invalid })
+    Some(StatusReport {
+        status,
+        reason,
+        summary,
+        files_changed: files,
+        source,
+        invalid,
+    })
 }
 
 /// Parses `.ai/executor-result`: flat `key: value` lines.
 pub fn parse_executor_result(text: &str) -> Option<StatusReport> {
-    let pairs = text.lines().filter(|l| !l.trim_start().starts_with('#')).filter_map(|l| l.split_once(':'));
+    let pairs = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once(':'));
     from_pairs(pairs, Vec::new(), ".ai/executor-result")
 }
 
@@ -145,8 +165,14 @@ pub fn parse_handoff(text: &str) -> Option<StatusReport> {
 
 /// Reads the report for a project: executor-result first, then HANDOFF.md.
 pub fn read(project: &Path) -> Option<StatusReport> {
-    let read = |p: &str| std::fs::read(project.join(p)).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
-    read(".ai/executor-result").and_then(|t| parse_executor_result(&t)).or_else(|| read(".ai/HANDOFF.md").and_then(|t| parse_handoff(&t)))
+    let read = |p: &str| {
+        std::fs::read(project.join(p))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    read(".ai/executor-result")
+        .and_then(|t| parse_executor_result(&t))
+        .or_else(|| read(".ai/HANDOFF.md").and_then(|t| parse_handoff(&t)))
 }
 
 #[cfg(test)]
@@ -155,18 +181,26 @@ mod tests {
 
     #[test]
     fn executor_result_valid_and_invalid_values() {
-        let r = parse_executor_result("status: pass\nreason: null\nsummary: Fixed the timezone bug\n").unwrap();
-        assert_eq!((r.status, r.reason, r.summary.as_deref()), (ExecStatus::Pass, None, Some("Fixed the timezone bug")));
+        let r =
+            parse_executor_result("status: pass\nreason: null\nsummary: Fixed the timezone bug\n")
+                .unwrap();
+        assert_eq!(
+            (r.status, r.reason, r.summary.as_deref()),
+            (ExecStatus::Pass, None, Some("Fixed the timezone bug"))
+        );
         // the common mistakes of the protocol: never trusted
         for wrong in ["passing", "passed", "failed", "fail", "PASS", "ok"] {
             let r = parse_executor_result(&format!("status: {wrong}\n")).unwrap();
             assert_eq!(r.status, ExecStatus::Failing, "{wrong}");
             assert_eq!(r.invalid.len(), 1);
         }
-        let r = parse_executor_result("status: failing\nreason: the tests were flaky so I stopped\n").unwrap();
+        let r =
+            parse_executor_result("status: failing\nreason: the tests were flaky so I stopped\n")
+                .unwrap();
         assert_eq!(r.reason, None);
         assert!(r.invalid[0].starts_with("reason"));
-        let r = parse_executor_result("status: needs_human\nreason: needs_clarification\n").unwrap();
+        let r =
+            parse_executor_result("status: needs_human\nreason: needs_clarification\n").unwrap();
         assert!(r.needs_human());
         assert!(parse_executor_result("garbage without status").is_none());
         assert!(parse_executor_result("").is_none());
@@ -179,6 +213,9 @@ mod tests {
         assert_eq!(r.status, ExecStatus::Failing);
         assert_eq!(r.reason, Some(Reason::NeedsClarification));
         assert_eq!(r.files_changed, ["internal/cart/service.go", "src/a.ts"]);
-        assert!(parse_handoff("# HANDOFF\nstatus: pass\n").is_none(), "no front matter, no report");
+        assert!(
+            parse_handoff("# HANDOFF\nstatus: pass\n").is_none(),
+            "no front matter, no report"
+        );
     }
 }
