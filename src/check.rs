@@ -25,14 +25,13 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
     }
     let registry = format::registry::read_registry(paths);
     let mut out = registry.diagnostics;
+    out.extend(format::registry::check_paths(
+        &registry.value,
+        &reg_path,
+        paths,
+    ));
     for entry in &registry.value.entries {
-        out.extend(check_project(
-            paths,
-            &entry.slug,
-            &entry.path,
-            &reg_path,
-            entry.line,
-        ));
+        out.extend(check_project(&entry.slug, &entry.path));
     }
     if let Err(w) = OrchestratorState::load(&paths.state()) {
         out.push(Diagnostic::error(
@@ -57,52 +56,16 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
     Ok(out)
 }
 
-/// Findings for one project.
-pub fn check_project(
-    paths: &Paths,
-    slug: &str,
-    root: &Path,
-    registry: &Path,
-    reg_line: usize,
-) -> Vec<Diagnostic> {
+/// Findings for one project's files. Its Path itself is checked with the registry
+/// ([`format::registry::check_paths`]); a project that is not there has nothing more to check.
+pub fn check_project(slug: &str, root: &Path) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    if paths.in_workspace(root) {
-        out.push(Diagnostic::error(
-            registry,
-            Some(reg_line),
-            "4.1",
-            format!(
-                "project {slug} is inside the agent workspace ({})",
-                root.display()
-            ),
-            "move the project under BRAIDS_HOME and update its Path",
-        ));
-    }
     let project_md = root.join(".braids/PROJECT.md");
-    if !root.is_dir() {
-        out.push(Diagnostic::error(
-            registry,
-            Some(reg_line),
-            "1.1",
-            format!("Path of {slug} ({}) is not a directory", root.display()),
-            "fix the Path column or create the project with `braids new`",
-        ));
-        return out;
-    }
     match std::fs::read(&project_md) {
         Ok(bytes) => out.extend(
             format::project::parse_project(&format::decode(&bytes), &project_md).diagnostics,
         ),
-        Err(_) => {
-            out.push(Diagnostic::error(
-                registry,
-                Some(reg_line),
-                "1.1",
-                format!("{} does not exist", project_md.display()),
-                format!("create it (see `braids new {slug}`) or fix the Path"),
-            ));
-            return out;
-        }
+        Err(_) => return out,
     }
     let iterations = format::iteration::read_iterations(root);
     out.extend(iterations.diagnostics);

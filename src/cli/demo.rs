@@ -196,7 +196,9 @@ pub fn stand_in(args: StandInArgs) -> Result<i32> {
     let text = format!("# {title}\n\n## Summary\n\n{title}: done by the stand-in agent.\n\n## Details\n\nNothing real was changed; this is a demo.\n");
     atomic::write(&args.deliverable, text.as_bytes()).context("cannot write the deliverable")?;
     atomic::write(
-        &project.join(".ai/executor-result"),
+        &std::env::var_os("BRAIDS_RESULT_FILE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| project.join(".ai/executor-result")),
         format!("status: pass\nreason: null\nsummary: {title}\n").as_bytes(),
     )?;
     println!("stand-in agent: wrote {}", args.deliverable.display());

@@ -22,6 +22,8 @@ pub struct ExecRequest {
     pub prompt_file: PathBuf,
     /// Where the deliverable must be written.
     pub deliverable: PathBuf,
+    /// Where the agent writes its status report (`status:`, `reason:`, `summary:`).
+    pub result_file: PathBuf,
     pub timeout: Duration,
 }
 
@@ -36,8 +38,8 @@ pub trait Executor {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult>;
 }
 
-/// An argv template with `{prompt_file}`, `{project}`, `{bead}`, `{deliverable}`, `{timeout}`
-/// placeholders.
+/// An argv template with `{prompt_file}`, `{project}`, `{bead}`, `{deliverable}`,
+/// `{result_file}`, `{timeout}` placeholders.
 pub struct ArgvExecutor {
     pub template: Vec<String>,
     /// Between SIGTERM and SIGKILL on timeout.
@@ -50,11 +52,13 @@ impl ArgvExecutor {
         let project = req.project.to_string_lossy();
         let timeout = req.timeout.as_secs().to_string();
         let deliverable = req.deliverable.to_string_lossy();
+        let result = req.result_file.to_string_lossy();
         let vars = [
             ("prompt_file", &*prompt),
             ("project", &*project),
             ("bead", req.bead.as_str()),
             ("deliverable", &*deliverable),
+            ("result_file", &*result),
             ("timeout", timeout.as_str()),
         ];
         self.template.iter().map(|a| expand(a, &vars)).collect()
@@ -77,6 +81,8 @@ impl Executor for ArgvExecutor {
             .stdin(stdin)
             .env("BRAIDS_BEAD", req.bead.as_str())
             .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
+            .env("BRAIDS_RESULT_FILE", &req.result_file)
+            .env("BRAIDS_DELIVERABLE", &req.deliverable)
             .process_group(0)
             .spawn()
             .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;

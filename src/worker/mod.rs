@@ -207,6 +207,10 @@ fn prompt(l: &Loaded, bead: &Bead, msg: &SpawnMessage, deliverable: &Path) -> St
             ("context", &context),
             ("project_path", &path),
             ("deliverable", &dl),
+            (
+                "result_file",
+                &report::result_file(&msg.project, &bead.id).to_string_lossy(),
+            ),
         ],
     )
 }
@@ -379,8 +383,10 @@ impl Worker<'_> {
         let attempts = 1 + self.config.worker.retries;
         let mut tried = Vec::new();
         let mut success: Option<(StatusReport, PathBuf)> = None;
+        let shared = l.project.max_workers == 1;
+        let result_file = report::result_file(&msg.project, bead_id);
         for attempt in 1..=attempts {
-            let _ = std::fs::remove_file(msg.project.join(".ai/executor-result"));
+            report::clear(&msg.project, bead_id, shared);
             let left = budget.saturating_sub(started.elapsed());
             if left.is_zero() {
                 tried.push(format!(
@@ -394,12 +400,13 @@ impl Worker<'_> {
                 bead: bead_id.clone(),
                 prompt_file: prompt_file.clone(),
                 deliverable: deliverable_path.clone(),
+                result_file: result_file.clone(),
                 timeout: left,
             };
             let res = executor.run(&req);
-            let report = report::read(&msg.project);
+            let report = report::read(&msg.project, bead_id, shared);
             // A status report is for braids, not for the project's history.
-            let _ = std::fs::remove_file(msg.project.join(".ai/executor-result"));
+            report::clear(&msg.project, bead_id, shared);
             let found = find_deliverable(&l.iteration.dir, bead_id);
             let verdict = judge(&res, report.as_ref(), found.as_ref());
             run.step(

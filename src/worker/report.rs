@@ -163,16 +163,52 @@ pub fn parse_handoff(text: &str) -> Option<StatusReport> {
     from_pairs(pairs.into_iter(), files, ".ai/HANDOFF.md")
 }
 
-/// Reads the report for a project: executor-result first, then HANDOFF.md.
-pub fn read(project: &Path) -> Option<StatusReport> {
-    let read = |p: &str| {
-        std::fs::read(project.join(p))
+/// Where one bead's agent writes its report. Workers of one project share a work tree, so each
+/// bead has its own file; a shared `.ai/executor-result` would let one worker read (and remove)
+/// another's report.
+pub fn result_file(project: &Path, bead: &crate::model::BeadId) -> std::path::PathBuf {
+    project
+        .join(".ai/beads")
+        .join(bead.as_str())
+        .join("executor-result")
+}
+
+/// Reads a bead's report: its own executor-result, then its own HANDOFF.md. The protocol's
+/// shared `.ai/executor-result` and `.ai/HANDOFF.md` are read too when `shared` says this
+/// worker is alone in the project (MaxWorkers 1), so agents that follow the protocol to the
+/// letter still work.
+pub fn read(project: &Path, bead: &crate::model::BeadId, shared: bool) -> Option<StatusReport> {
+    let read = |p: &Path| {
+        std::fs::read(p)
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     };
-    read(".ai/executor-result")
-        .and_then(|t| parse_executor_result(&t))
-        .or_else(|| read(".ai/HANDOFF.md").and_then(|t| parse_handoff(&t)))
+    let own = result_file(project, bead);
+    let mut candidates = vec![
+        (own.clone(), false),
+        (own.with_file_name("HANDOFF.md"), true),
+    ];
+    if shared {
+        candidates.push((project.join(".ai/executor-result"), false));
+        candidates.push((project.join(".ai/HANDOFF.md"), true));
+    }
+    candidates.into_iter().find_map(|(p, handoff)| {
+        let text = read(&p)?;
+        if handoff {
+            parse_handoff(&text)
+        } else {
+            parse_executor_result(&text)
+        }
+    })
+}
+
+/// Removes the status files a run may leave, before and after each attempt, so a stale report
+/// is never mistaken for a new one. HANDOFF.md is the agent's notes and stays.
+pub fn clear(project: &Path, bead: &crate::model::BeadId, shared: bool) {
+    let _ = std::fs::remove_file(result_file(project, bead));
+    if shared {
+        let _ = std::fs::remove_file(project.join(".ai/executor-result"));
+    }
 }
 
 #[cfg(test)]
