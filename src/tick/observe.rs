@@ -325,14 +325,6 @@ fn observe_project(
         .map(|c| &c.bead)
         .collect();
     let eligible = matches!(eligibility, Eligibility::Eligible { .. });
-    if mine.is_empty() && claimed.is_empty() && !eligible {
-        return ProjectObservation {
-            view,
-            report,
-            tracker: None,
-        };
-    }
-
     let kind = tracker_kind(&config, default_kind);
     let tracker: Arc<dyn Tracker> = match tracker::open(
         kind,
@@ -353,6 +345,14 @@ fn observe_project(
             };
         }
     };
+    // Nothing can spawn or die here: ask an expensive tracker nothing at all.
+    if mine.is_empty() && claimed.is_empty() && !eligible && !tracker.is_cheap() {
+        return ProjectObservation {
+            view,
+            report,
+            tracker: None,
+        };
+    }
     report.tracker = Some(tracker.kind().as_str());
 
     // Bead statuses: for sessions, claims, counts and the Stories list.

@@ -116,6 +116,12 @@ pub trait Tracker: Send + Sync {
 
     /// Adds a blocking dependency: `id` depends on `on`.
     fn add_dependency(&self, id: &BeadId, on: &BeadId) -> Result<(), TrackerError>;
+
+    /// Whether a query is a local file read rather than a program run, so the tick can afford
+    /// it for every project's dashboard counts.
+    fn is_cheap(&self) -> bool {
+        false
+    }
 }
 
 /// Settings every adapter needs.

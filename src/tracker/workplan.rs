@@ -185,6 +185,10 @@ impl Tracker for Workplan {
         TrackerKind::Workplan
     }
 
+    fn is_cheap(&self) -> bool {
+        true
+    }
+
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
         let plan = self.load()?;
         let beads: Vec<Bead> = plan.items.iter().map(|i| plan.bead(i)).collect();
