@@ -210,11 +210,23 @@ impl TmuxBackend {
 
     /// Every session on the server; none when no server runs.
     fn rows(&self) -> Result<(Vec<Row>, Vec<SessionProblem>), SessionError> {
-        let out = self.run(vec![
-            "list-sessions".into(),
-            "-F".into(),
-            LIST_FORMAT.into(),
-        ])?;
+        let list = || {
+            self.run(vec![
+                "list-sessions".into(),
+                "-F".into(),
+                LIST_FORMAT.into(),
+            ])
+        };
+        let mut out = list()?;
+        // A server that is exiting as its last session goes ("server exited unexpectedly") is
+        // asked again, rather than taken for an empty one or for a failure.
+        for _ in 0..3 {
+            if out.success() || no_server(&out) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            out = list()?;
+        }
         if !out.success() {
             return if no_server(&out) {
                 Ok((Vec::new(), Vec::new()))
@@ -312,7 +324,7 @@ pub fn escape_arg(arg: &OsStr) -> OsString {
 fn encode_path(p: &Path) -> String {
     let mut s = String::new();
     for &b in p.as_os_str().as_bytes() {
-        if b < 0x20 || b >= 0x7f || b == b'%' {
+        if !(0x20..0x7f).contains(&b) || b == b'%' {
             s.push_str(&format!("%{b:02X}"));
         } else {
             s.push(b as char);
