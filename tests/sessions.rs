@@ -374,6 +374,10 @@ fn process_spawn_errors_leave_nothing_behind() {
     empty.argv.clear();
     assert!(backend.spawn(&empty).is_err());
     assert!(backend.list().unwrap().is_empty());
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("sessions"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

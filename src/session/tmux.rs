@@ -507,6 +507,7 @@ impl SessionBackend for TmuxBackend {
                 }
                 let _ = self.kill_session(&sid);
             }
+            let _ = remove_if_present(&message_path);
             return Err(fail(format!(
                 "tmux new-session failed: {}",
                 out.stderr.trim()
