@@ -537,6 +537,7 @@ fn c2_2_tick_lock_excludes_other_processes() {
 /// the test fails, and its socket file removed.
 struct Server {
     backend: TmuxBackend,
+    name: String,
     socket: PathBuf,
 }
 
@@ -552,8 +553,12 @@ impl Server {
         let socket = Path::new(&tmpdir)
             .join(format!("tmux-{}", nix::unistd::getuid()))
             .join(&name);
-        let backend = TmuxBackend::new(dir.join("sessions")).with_socket_name(name);
-        Server { backend, socket }
+        let backend = TmuxBackend::new(dir.join("sessions")).with_socket_name(&name);
+        Server {
+            backend,
+            name,
+            socket,
+        }
     }
 }
 
@@ -746,4 +751,44 @@ fn c2_6_tmux_stale_identity_is_never_signalled() {
         tmux.kill(&s, Duration::from_secs(5)).unwrap(),
         KillOutcome::Terminated
     );
+}
+
+#[test]
+fn c2_6_tmux_foreign_sessions_are_reported_and_a_missing_program_ends_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::new(dir.path());
+    let tmux = &server.backend;
+    // tmux cannot fail the spawn for a missing program (the pane's shell reports it), but the
+    // session is seen to end and the log says why.
+    let spec = argv_spec(dir.path(), "t-m1", &["/nonexistent/braids-worker", "x"]);
+    let s = tmux.spawn(&spec).unwrap();
+    wait_until("the pane to die", || {
+        !only(tmux.list().unwrap(), "t-m1").running
+    });
+    let log = std::fs::read_to_string(&spec.log).unwrap();
+    assert!(log.contains("/nonexistent/braids-worker"), "{log:?}");
+
+    // A session somebody started by hand on braids' socket is no worker, but it is reported.
+    let status = Command::new("tmux")
+        .args([
+            "-L",
+            &server.name,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "foreign",
+            "sleep",
+            "300",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let survey = tmux.survey().unwrap();
+    assert_eq!(survey.sessions.len(), 1);
+    assert_eq!(survey.problems.len(), 1, "{:?}", survey.problems);
+    assert!(survey.problems[0].location.contains("foreign"));
+    tmux.forget(&s).unwrap();
+    assert!(tmux.list().unwrap().is_empty());
 }
