@@ -124,13 +124,44 @@ fn bystander() -> std::process::Child {
         .unwrap()
 }
 
+/// Kills every running session of `backend`, so a failing test leaves no worker behind.
+fn stop_all(backend: &dyn SessionBackend) {
+    for s in backend.list().unwrap_or_default() {
+        if s.running {
+            let _ = backend.kill(&s, Duration::ZERO);
+        }
+    }
+}
+
+/// A process backend whose running workers are killed when the test ends, pass or fail.
+struct Workers(ProcessBackend);
+
+impl Workers {
+    fn new(sessions_dir: PathBuf) -> Workers {
+        Workers(ProcessBackend::new(sessions_dir))
+    }
+}
+
+impl std::ops::Deref for Workers {
+    type Target = ProcessBackend;
+    fn deref(&self) -> &ProcessBackend {
+        &self.0
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        stop_all(&self.0);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // process backend
 
 #[test]
 fn c2_5_process_worker_gets_the_message_is_listed_by_label_and_exit_is_seen() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = ProcessBackend::new(dir.path().join("sessions"));
+    let backend = Workers::new(dir.path().join("sessions"));
     let script =
         "cat > got.txt; echo out; echo err >&2; printf %s \"$BRAIDS_TEST_VAR\" > env.txt; \
                   while [ ! -e go ]; do sleep 0.05; done";
@@ -189,7 +220,7 @@ fn c2_5_process_worker_gets_the_message_is_listed_by_label_and_exit_is_seen() {
 #[test]
 fn c2_6_process_kill_takes_down_the_whole_process_tree() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = ProcessBackend::new(dir.path().join("sessions"));
+    let backend = Workers::new(dir.path().join("sessions"));
     let s = backend
         .spawn(&spec(dir.path(), "t-k1", "sleep 300 & sleep 300 & wait"))
         .unwrap();
@@ -216,7 +247,7 @@ fn c2_6_process_kill_takes_down_the_whole_process_tree() {
 #[test]
 fn c2_6_process_worker_ignoring_sigterm_is_killed_after_the_grace() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = ProcessBackend::new(dir.path().join("sessions"));
+    let backend = Workers::new(dir.path().join("sessions"));
     let script = "trap '' TERM; sleep 300 & touch ready; wait";
     let s = backend.spawn(&spec(dir.path(), "t-k2", script)).unwrap();
     let pid = s.pid.unwrap();
@@ -236,7 +267,7 @@ fn c2_6_process_worker_ignoring_sigterm_is_killed_after_the_grace() {
 fn c2_6_process_reused_pid_is_never_signalled() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
-    let backend = ProcessBackend::new(sessions.clone());
+    let backend = Workers::new(sessions.clone());
     let mut other = bystander();
     let pid = other.id();
     let (_, _, _, real_start) = stat(pid).unwrap();
@@ -289,7 +320,7 @@ fn c2_6_process_reused_pid_is_never_signalled() {
 fn c2_6_process_corrupt_records_are_reported_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
-    let backend = ProcessBackend::new(sessions.clone());
+    let backend = Workers::new(sessions.clone());
     let good = backend
         .spawn(&argv_spec(dir.path(), "t-c1", &["sleep", "300"]))
         .unwrap();
@@ -324,7 +355,7 @@ fn c2_6_process_corrupt_records_are_reported_not_fatal() {
 #[test]
 fn c2_2_process_second_worker_for_a_running_label_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = ProcessBackend::new(dir.path().join("sessions"));
+    let backend = Workers::new(dir.path().join("sessions"));
     let first = backend
         .spawn(&argv_spec(dir.path(), "t-d1", &["sleep", "300"]))
         .unwrap();
@@ -358,7 +389,7 @@ fn c2_2_process_second_worker_for_a_running_label_is_refused() {
 #[test]
 fn process_spawn_errors_leave_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = ProcessBackend::new(dir.path().join("sessions"));
+    let backend = Workers::new(dir.path().join("sessions"));
     let missing = argv_spec(dir.path(), "t-e1", &["/nonexistent/braids-worker"]);
     assert!(matches!(
         backend.spawn(&missing),
@@ -383,7 +414,7 @@ fn process_spawn_errors_leave_nothing_behind() {
 #[test]
 fn c2_2_process_workers_inherit_no_descriptors() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = ProcessBackend::new(dir.path().join("sessions"));
+    let backend = Workers::new(dir.path().join("sessions"));
     // A descriptor braids did not open close-on-exec (one inherited from cron, say).
     let leaky = std::fs::File::create(dir.path().join("leaky")).unwrap();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&leaky);
@@ -420,7 +451,7 @@ fn c2_2_process_workers_inherit_no_descriptors() {
 #[test]
 fn c2_2_worker_does_not_inherit_the_tick_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = ProcessBackend::new(dir.path().join("sessions"));
+    let backend = Workers::new(dir.path().join("sessions"));
     let path = dir.path().join(".tick.lock");
     let lock = TickLock::try_acquire(&path).unwrap().expect("free");
     let s = backend
@@ -458,7 +489,7 @@ fn c2_2_a_dead_spawner_leaves_no_lock_behind_in_its_worker() {
         .status()
         .unwrap();
     assert!(status.success());
-    let backend = ProcessBackend::new(dir.path().join("sessions"));
+    let backend = Workers::new(dir.path().join("sessions"));
     let s = only(backend.list().unwrap(), "t-h1");
     assert!(s.running, "the worker outlives its spawner");
     assert!(
@@ -564,6 +595,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        stop_all(&self.backend);
         let _ = self.backend.kill_server();
         let _ = std::fs::remove_file(&self.socket);
     }
