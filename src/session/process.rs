@@ -10,6 +10,10 @@
 //! have the same pid: it is never reported running and never signalled. Records stay after the
 //! worker exits, so an ended session is still reported (not running) until it is forgotten.
 //!
+//! The worker's environment is braids' own with `SpawnSpec::env` added on top (overriding
+//! variables of the same name). A program that cannot be started fails the spawn itself, with
+//! nothing left behind.
+//!
 //! The process that spawns workers may live long (daemon mode, tests), so the children it
 //! spawned are kept in a process-wide table and reaped whenever any backend lists or kills;
 //! otherwise they would linger as defunct zombies until braids exits.

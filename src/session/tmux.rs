@@ -28,6 +28,10 @@
 //!   ended process-backend record. Running means the pane is alive and its pid is still the
 //!   process that started then. Like the process backend, a worker counts as ended when it
 //!   exits, even if it left background processes behind in its group.
+//! * **Environment:** the tmux server's global environment (that of the braids process that
+//!   started the server) plus `SpawnSpec::env`, given with `new-session -e`.
+//! * **A missing program does not fail the spawn** (the pane's shell reports it): the session
+//!   ends at once with status 127 and the reason in the log.
 //! * **Requires tmux 3.2 or later** (`new-session -e`).
 
 use std::ffi::{OsStr, OsString};
