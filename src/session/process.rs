@@ -10,6 +10,10 @@
 //! have the same pid: it is never reported running and never signalled. Records stay after the
 //! worker exits, so an ended session is still reported (not running) until it is forgotten.
 //!
+//! The worker's environment is braids' own with `SpawnSpec::env` added on top (overriding
+//! variables of the same name). A program that cannot be started fails the spawn itself, with
+//! nothing left behind.
+//!
 //! The process that spawns workers may live long (daemon mode, tests), so the children it
 //! spawned are kept in a process-wide table and reaped whenever any backend lists or kills;
 //! otherwise they would linger as defunct zombies until braids exits.
@@ -559,63 +563,70 @@ impl SessionBackend for ProcessBackend {
         std::fs::create_dir_all(&self.dir)?;
         crate::atomic::write(&message_path, spec.message.to_string().as_bytes())
             .map_err(|e| fail(format!("{e:#}")))?;
-        let stdin = File::open(&message_path)?;
-        let out =
-            open_log(&log).map_err(|e| fail(format!("cannot open log {}: {e}", log.display())))?;
-        let err = out.try_clone()?;
+        let started = (|| {
+            let stdin = File::open(&message_path)?;
+            let out = open_log(&log)
+                .map_err(|e| fail(format!("cannot open log {}: {e}", log.display())))?;
+            let err = out.try_clone()?;
 
-        let mut cmd = Command::new(&spec.argv[0]);
-        cmd.args(&spec.argv[1..])
-            .current_dir(&spec.cwd)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .stdin(stdin)
-            .stdout(out)
-            .stderr(err);
-        // SAFETY: detach_child only makes async-signal-safe calls.
-        unsafe { cmd.pre_exec(detach_child) };
-        let child = cmd.spawn().map_err(|e| {
-            fail(format!(
-                "cannot start `{}`: {e}",
-                spec.argv[0].to_string_lossy()
-            ))
-        })?;
-        let started_at = Utc::now();
-        let pid = child.id();
-        // Not reaped until the next list or kill, so the pid cannot be reused before it is read.
-        remember_child(child);
+            let mut cmd = Command::new(&spec.argv[0]);
+            cmd.args(&spec.argv[1..])
+                .current_dir(&spec.cwd)
+                .envs(spec.env.iter().map(|(k, v)| (k, v)))
+                .stdin(stdin)
+                .stdout(out)
+                .stderr(err);
+            // SAFETY: detach_child only makes async-signal-safe calls.
+            unsafe { cmd.pre_exec(detach_child) };
+            let child = cmd.spawn().map_err(|e| {
+                fail(format!(
+                    "cannot start `{}`: {e}",
+                    spec.argv[0].to_string_lossy()
+                ))
+            })?;
+            let started_at = Utc::now();
+            let pid = child.id();
+            // Not reaped until the next list or kill, so the pid cannot be reused before it is read.
+            remember_child(child);
 
-        let starttime = match read_stat(pid) {
-            Ok(Some(s)) => s.starttime,
-            other => {
+            let starttime = match read_stat(pid) {
+                Ok(Some(s)) => s.starttime,
+                other => {
+                    abort_child(pid);
+                    return Err(fail(format!("cannot read /proc/{pid}/stat: {other:?}")));
+                }
+            };
+            let rec = Record {
+                label: label.clone(),
+                pid,
+                starttime,
+                started_at,
+                log,
+                argv: spec
+                    .argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+                cwd: std::path::absolute(&spec.cwd).ok(),
+            };
+            let written = serde_json::to_vec_pretty(&rec)
+                .map_err(anyhow::Error::from)
+                .and_then(|json| crate::atomic::write(&record_path, &json));
+            if let Err(e) = written {
+                // An unrecorded worker would be invisible to every later tick.
                 abort_child(pid);
-                return Err(fail(format!("cannot read /proc/{pid}/stat: {other:?}")));
+                return Err(fail(format!(
+                    "cannot record the session, so it was stopped: {e:#}"
+                )));
             }
-        };
-        let rec = Record {
-            label: label.clone(),
-            pid,
-            starttime,
-            started_at,
-            log,
-            argv: spec
-                .argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            cwd: std::path::absolute(&spec.cwd).ok(),
-        };
-        let written = serde_json::to_vec_pretty(&rec)
-            .map_err(anyhow::Error::from)
-            .and_then(|json| crate::atomic::write(&record_path, &json));
-        if let Err(e) = written {
-            // An unrecorded worker would be invisible to every later tick.
-            abort_child(pid);
-            return Err(fail(format!(
-                "cannot record the session, so it was stopped: {e:#}"
-            )));
+            // Recorded now, so any later list tells the truth even if this look fails.
+            let running = is_alive(pid, starttime).unwrap_or(true);
+            Ok(Self::session(spec.label.clone(), &rec, running))
+        })();
+        if started.is_err() {
+            let _ = remove_if_present(&message_path);
         }
-        let running = is_alive(pid, starttime)?;
-        Ok(Self::session(spec.label.clone(), &rec, running))
+        started
     }
 
     fn kill(&self, session: &Session, grace: Duration) -> Result<KillOutcome, SessionError> {

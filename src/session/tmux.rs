@@ -5,12 +5,17 @@
 //!   change how workers run. All calls go through [`Invocation`], with a timeout.
 //! * **No shell string.** tmux 3.x runs a command given as several arguments with `execvp`,
 //!   without a shell. The pane runs `/bin/sh -c <constant script> braids-worker <message>
-//!   <log> <cwd> <argv…>`: the script is fixed text that redirects stdin from the message file
-//!   and stdout and stderr to the log, changes directory and `exec`s the worker argv, which
-//!   arrives as positional parameters and is never parsed by a shell. The only rewriting tmux
-//!   does on its own argv is treating an argument that ends in `;` as a command separator;
-//!   [`escape_arg`] undoes that exactly. The worker replaces the shell, so the pane pid is the
-//!   worker's pid, and it leads its own session and process group (tmux gives each pane one).
+//!   <log> <cwd> <argv…>`: the script is fixed text that changes directory and runs the worker
+//!   argv with stdin from the message file and stdout and stderr appended to the log. The argv
+//!   arrives as positional parameters (`"$@"`) and is never parsed by a shell. The only
+//!   rewriting tmux does on its own argv is treating an argument that ends in `;` as a command
+//!   separator; [`escape_arg`] undoes that exactly.
+//! * **The pane process is that small shell, the worker its child.** The shell keeps the pane's
+//!   terminal open: if the pane process itself let go of it (by `exec`ing the worker with all
+//!   three descriptors redirected), tmux would see end of file, hang the terminal up and the
+//!   worker would die of SIGHUP. The shell leads the pane's session and process group and the
+//!   worker stays in that group, so the pane pid identifies the session (pid + start time, as in
+//!   the process backend) and killing the group takes the worker's whole tree down.
 //! * **Output goes to the log, not the pane.** The log file is complete from the first byte,
 //!   which `pipe-pane` cannot promise; attaching shows an empty pane.
 //! * **Labels.** tmux rewrites `:` and `.` in session names, so the name is only a unique
@@ -21,7 +26,12 @@
 //! * **Exit detection: `remain-on-exit on`.** An exited worker leaves its session in place with
 //!   a dead pane, reported as not running until it is killed or forgotten, exactly like an
 //!   ended process-backend record. Running means the pane is alive and its pid is still the
-//!   process that started then (pid + start time, as in the process backend).
+//!   process that started then. Like the process backend, a worker counts as ended when it
+//!   exits, even if it left background processes behind in its group.
+//! * **Environment:** the tmux server's global environment (that of the braids process that
+//!   started the server) plus `SpawnSpec::env`, given with `new-session -e`.
+//! * **A missing program does not fail the spawn** (the pane's shell reports it): the session
+//!   ends at once with status 127 and the reason in the log.
 //! * **Requires tmux 3.2 or later** (`new-session -e`).
 
 use std::ffi::{OsStr, OsString};
@@ -44,8 +54,9 @@ use crate::proc::{Invocation, Output, RunError};
 pub const DEFAULT_SOCKET: &str = "braids";
 
 /// Runs in the pane: `$1` message file, `$2` log, `$3` working directory, then the worker argv.
+/// Its exit status is the worker's (126 when the directory is missing, 127 when the program is).
 const WRAPPER: &str =
-    "exec <\"$1\" >>\"$2\" 2>&1 || exit 126\ncd -- \"$3\" || exit 126\nshift 3\nexec \"$@\"";
+    "cd -- \"$3\" 2>>\"$2\" || exit 126\nm=$1 l=$2\nshift 3\n\"$@\" <\"$m\" >>\"$l\" 2>&1";
 
 /// One row per session; every field is free of tabs and newlines (`@braids_log` is encoded).
 const LIST_FORMAT: &str = "#{session_id}\t#{session_name}\t#{session_created}\t#{pane_pid}\t#{pane_dead}\t#{@braids_label}\t#{@braids_started}\t#{@braids_log}";
@@ -203,11 +214,23 @@ impl TmuxBackend {
 
     /// Every session on the server; none when no server runs.
     fn rows(&self) -> Result<(Vec<Row>, Vec<SessionProblem>), SessionError> {
-        let out = self.run(vec![
-            "list-sessions".into(),
-            "-F".into(),
-            LIST_FORMAT.into(),
-        ])?;
+        let list = || {
+            self.run(vec![
+                "list-sessions".into(),
+                "-F".into(),
+                LIST_FORMAT.into(),
+            ])
+        };
+        let mut out = list()?;
+        // A server that is exiting as its last session goes ("server exited unexpectedly") is
+        // asked again, rather than taken for an empty one or for a failure.
+        for _ in 0..3 {
+            if out.success() || no_server(&out) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            out = list()?;
+        }
         if !out.success() {
             return if no_server(&out) {
                 Ok((Vec::new(), Vec::new()))
@@ -230,6 +253,12 @@ impl TmuxBackend {
     }
 
     fn kill_session(&self, session_id: &str) -> Result<(), SessionError> {
+        if !session_id.starts_with('$') {
+            return Err(SessionError::Backend {
+                backend: "tmux",
+                detail: format!("`{session_id}` is not a tmux session id"),
+            });
+        }
         let out = self.run(vec!["kill-session".into(), "-t".into(), session_id.into()])?;
         if out.success() || self.rows()?.0.iter().all(|r| r.session_id != session_id) {
             Ok(())
@@ -299,7 +328,7 @@ pub fn escape_arg(arg: &OsStr) -> OsString {
 fn encode_path(p: &Path) -> String {
     let mut s = String::new();
     for &b in p.as_os_str().as_bytes() {
-        if b < 0x20 || b >= 0x7f || b == b'%' {
+        if !(0x20..0x7f).contains(&b) || b == b'%' {
             s.push_str(&format!("%{b:02X}"));
         } else {
             s.push(b as char);
@@ -426,8 +455,10 @@ impl SessionBackend for TmuxBackend {
                     old.pid
                 )));
             }
-            let (sid, _, _) = parse_id(&old.id).unwrap_or_default();
-            self.kill_session(&sid)?;
+            // Never an empty target: tmux would take that to mean some other session.
+            if let Some((sid, _, _)) = parse_id(&old.id) {
+                self.kill_session(&sid)?;
+            }
         }
 
         std::fs::create_dir_all(&self.dir)?;
@@ -480,6 +511,7 @@ impl SessionBackend for TmuxBackend {
                 }
                 let _ = self.kill_session(&sid);
             }
+            let _ = remove_if_present(&message_path);
             return Err(fail(format!(
                 "tmux new-session failed: {}",
                 out.stderr.trim()
@@ -512,13 +544,17 @@ impl SessionBackend for TmuxBackend {
         } else {
             kill_group(pid, start, grace)?
         };
-        // Remove the session only once its worker is known to be gone: kill-session hangs up
-        // the pane, which must never reach a process whose identity did not check out.
-        let gone = match outcome {
-            KillOutcome::AlreadyGone => !is_alive(pid, start)? || row.pane_dead,
+        // Remove the session only once its pane is known to be dead: kill-session hangs the
+        // pane up, which must never reach a process whose identity did not check out.
+        let dead = match outcome {
+            KillOutcome::AlreadyGone => self
+                .rows()?
+                .0
+                .iter()
+                .any(|r| r.session_id == row.session_id && r.pane_dead),
             _ => true,
         };
-        if gone {
+        if dead {
             self.kill_session(&row.session_id)?;
         }
         Ok(outcome)
@@ -527,18 +563,19 @@ impl SessionBackend for TmuxBackend {
     fn forget(&self, session: &Session) -> Result<(), SessionError> {
         let (row, pid, start) = self.find(session)?;
         if let Some(row) = row {
-            if !row.pane_dead && row.pane_pid == pid && is_alive(pid, start)? {
-                return Err(SessionError::Backend {
-                    backend: "tmux",
-                    detail: format!(
-                        "session {} is still running as pid {pid}; kill it first",
-                        session.label
-                    ),
-                });
+            if !row.pane_dead {
+                if row.pane_pid == pid && is_alive(pid, start)? {
+                    return Err(SessionError::Backend {
+                        backend: "tmux",
+                        detail: format!(
+                            "session {} is still running as pid {pid}; kill it first",
+                            session.label
+                        ),
+                    });
+                }
+                return Ok(()); // a live pane that is not the observed session: not ours to drop
             }
-            if row.pane_dead {
-                self.kill_session(&row.session_id)?;
-            }
+            self.kill_session(&row.session_id)?;
         }
         remove_if_present(&self.message_path(&session.label)?)?;
         Ok(())
