@@ -150,12 +150,14 @@ pub(crate) struct RawField {
 
 /// Every field candidate in document order, duplicates included.
 pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
-    let skipped: Vec<Range<usize>> = skip
-        .iter()
-        .flat_map(|name| doc.matching_headings(name))
-        .map(|h| doc.headings[h].first..doc.section_body(h).end)
-        .collect();
-    let is_skipped = |i: usize| skipped.iter().any(|r| r.contains(&i));
+    let mut skipped = vec![false; doc.lines.len()];
+    for h in skip.iter().flat_map(|name| doc.matching_headings(name)) {
+        let end = doc.section_body(h).end.min(skipped.len());
+        for s in skipped.get_mut(doc.headings[h].first..end).unwrap_or_default() {
+            *s = true;
+        }
+    }
+    let is_skipped = |i: usize| skipped.get(i).copied().unwrap_or(false);
     let mut out = Vec::new();
     for i in 0..doc.lines.len() {
         if doc.has(i, FIELD) && !is_skipped(i) {

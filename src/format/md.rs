@@ -244,6 +244,7 @@ impl<'a> Doc<'a> {
             match self.text.get(l.end..l.next) {
                 Some("\r\n") => return "\r\n",
                 Some("\n") => return "\n",
+                Some("\r") => return "\r",
                 _ => {}
             }
         }
@@ -641,6 +642,7 @@ mod tests {
         let l: Vec<&str> = (0..d.lines.len()).map(|i| d.line(i)).collect();
         assert_eq!(l, ["a", "b", "c", "", "d"]);
         assert_eq!(d.eol(), "\r\n");
+        assert_eq!(Doc::new("a\rb").eol(), "\r");
         assert_eq!(Doc::new("").lines.len(), 1);
         assert_eq!(Doc::new("x\n").lines.len(), 1);
     }
