@@ -257,6 +257,10 @@ fn parse_story(s: &str) -> StoryLine {
     };
     if sep > 0 && id_end > id_start {
         let id_text = &s[id_start..id_end];
+        if !id_text.bytes().any(|b| b.is_ascii_digit() || b == b'-') && BeadId::new(id_text).is_ok() {
+            // a plain word (`TBD:`, `Note:`) is prose, not an id: ids carry a digit or a dash
+            return StoryLine::NotStory;
+        }
         return match BeadId::new(id_text) {
             Ok(id) => {
                 let mut title = rest[sep..].trim();
@@ -566,6 +570,9 @@ mod tests {
         assert!(matches!(parse_story(&format!("{}: t", "a".repeat(70))), StoryLine::BadId(..)));
         assert_eq!(parse_story("(none yet)"), StoryLine::NotStory);
         assert_eq!(parse_story(""), StoryLine::NotStory);
+        assert_eq!(parse_story("TBD: later"), StoryLine::NotStory);
+        assert_eq!(parse_story("Note: ordered by priority"), StoryLine::NotStory);
+        assert_eq!(parse_story("123: numeric ids are ids"), StoryLine::Story(id("123"), "numeric ids are ids".into()));
     }
 
     #[test]
@@ -597,6 +604,7 @@ mod tests {
         assert_eq!(set_status("# Iteration 2", s).unwrap(), "# Iteration 2\n\nStatus: planning\n");
         assert_eq!(set_status("Iteration 2\n===\n", s).unwrap(), "Iteration 2\n===\n\nStatus: planning\n");
         assert_eq!(set_status("", s).unwrap(), "Status: planning\n");
+        assert_eq!(set_status("# T\rx\r", s).unwrap(), "# T\r\rStatus: planning\r\rx\r", "old Mac endings stay");
         assert_eq!(set_status("Some text\n", s).unwrap(), "Status: planning\n\nSome text\n");
         assert_eq!(set_status("---\ntitle: x\n---\nBody\n", s).unwrap(), "---\ntitle: x\n---\n\nStatus: planning\n\nBody\n");
         assert_eq!(set_status("```\nStatus: active\n```\n", s).unwrap(), "Status: planning\n\n```\nStatus: active\n```\n");

@@ -461,8 +461,9 @@ pub(crate) fn heading_words(title: &str) -> Vec<String> {
 fn split_lines(text: &str) -> Vec<Line> {
     let b = text.as_bytes();
     let mut lines = Vec::with_capacity(b.len() / 40 + 1);
-    let mut start = 0;
-    let mut i = 0;
+    // a BOM belongs to no line
+    let mut start = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let mut i = start;
     while i < b.len() {
         match b[i] {
             b'\n' => {
@@ -643,6 +644,9 @@ mod tests {
         assert_eq!(l, ["a", "b", "c", "", "d"]);
         assert_eq!(d.eol(), "\r\n");
         assert_eq!(Doc::new("a\rb").eol(), "\r");
+        let bom = Doc::new("\u{feff}# T\nx");
+        assert_eq!((bom.line(0), bom.lines[0].start), ("# T", 3));
+        assert_eq!(bom.heading_title(&bom.headings[0]), "T");
         assert_eq!(Doc::new("").lines.len(), 1);
         assert_eq!(Doc::new("x\n").lines.len(), 1);
     }

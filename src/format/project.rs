@@ -205,9 +205,13 @@ fn section(doc: &Doc, name: &str) -> Option<String> {
     Some(doc.raw_lines(doc.section_body(h))).filter(|s| !s.is_empty())
 }
 
-/// `none`, `-`, empty and the like mean no channel.
+/// `none`, `-`, empty and the like mean no channel; a trailing `(comment)` is not part of it.
 fn channel(raw: &str) -> Option<String> {
     let v = clean_value(raw);
+    let v = match v.find(" (") {
+        Some(i) if i > 0 => clean_value(&v[..i]),
+        _ => v,
+    };
     let first = v.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("").to_ascii_lowercase();
     if v.is_empty() || matches!(first.as_str(), "none" | "-" | "—" | "–" | "n/a" | "na" | "null" | "nil" | "~") {
         None
@@ -656,7 +660,7 @@ mod tests {
         for v in ["none", "", "-", "None (skip)", "`none`", "n/a"] {
             assert_eq!(parse(&format!("Channel: {v}\n")).value.channel, None, "{v}");
         }
-        assert_eq!(parse("Channel: discord:#braids (main)\n").value.channel.as_deref(), Some("discord:#braids (main)"));
+        assert_eq!(parse("Channel: discord:#braids (main)\n").value.channel.as_deref(), Some("discord:#braids"));
     }
 
     #[test]
