@@ -44,7 +44,10 @@ pub fn kebab(title: &str) -> String {
         out.push_str(folded);
     }
     if out.len() > MAX_NAME {
-        let cut = out[..=MAX_NAME].rfind('-').filter(|&i| i > 0).unwrap_or(MAX_NAME);
+        let cut = out[..=MAX_NAME]
+            .rfind('-')
+            .filter(|&i| i > 0)
+            .unwrap_or(MAX_NAME);
         out.truncate(cut);
     }
     let out = out.trim_matches('-');
@@ -89,14 +92,19 @@ fn fold(c: char) -> &'static str {
 /// no dash, not `.md`).
 pub fn parse_name(file_name: &str) -> Option<(String, String)> {
     let n = file_name.len();
-    if n < 3 || !file_name.is_char_boundary(n - 3) || !file_name[n - 3..].eq_ignore_ascii_case(".md") {
+    if n < 3
+        || !file_name.is_char_boundary(n - 3)
+        || !file_name[n - 3..].eq_ignore_ascii_case(".md")
+    {
         return None;
     }
     let stem = &file_name[..n - 3];
     let (prefix, name) = stem.split_once('-')?;
     if prefix.is_empty()
         || name.is_empty()
-        || !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+        || !prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
     {
         return None;
     }
@@ -119,7 +127,9 @@ pub fn find(iteration_dir: &Path, bead: &BeadId) -> Vec<PathBuf> {
                 return None;
             }
             let whole = name.len() > id.len() + 4
-                && name.get(..id.len()).is_some_and(|p| p.eq_ignore_ascii_case(id))
+                && name
+                    .get(..id.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(id))
                 && name.as_bytes()[id.len()] == b'-'
                 && name.to_ascii_lowercase().ends_with(".md");
             let by_prefix = parse_name(name).is_some_and(|(p, _)| bead.matches_prefix(&p));
@@ -147,23 +157,35 @@ pub fn summary(text: &str) -> Option<String> {
 }
 
 fn summary_heading(doc: &Doc) -> Option<usize> {
-    doc.find_heading("summary").or_else(|| doc.find_heading("tl dr"))
+    doc.find_heading("summary")
+        .or_else(|| doc.find_heading("tl dr"))
 }
 
 fn summary_field(doc: &Doc) -> Option<String> {
     let raw = super::fields::scan(doc, &[]);
-    raw.into_iter().find(|f| f.field.key == "summary").map(|f| f.field.value).filter(|v| !v.trim().is_empty())
+    raw.into_iter()
+        .find(|f| f.field.key == "summary")
+        .map(|f| f.field.value)
+        .filter(|v| !v.trim().is_empty())
 }
 
 fn is_kebab(s: &str) -> bool {
-    !s.is_empty() && s.split('-').all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+    !s.is_empty()
+        && s.split('-').all(|w| {
+            !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
 }
 
 /// Checks a deliverable's name and content against 1.4: `<id-suffix>-<kebab-name>.md` and a
 /// non-empty Summary section.
 pub fn check(path: &Path, text: &str) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match parse_name(&name) {
         None => out.push(Diagnostic::error(
             path,
@@ -216,20 +238,42 @@ mod tests {
 
     #[test]
     fn c1_4_file_names() {
-        assert_eq!(file_name(&id("braids-a1b"), "Parse the registry!"), "a1b-parse-the-registry.md");
-        assert_eq!(file_name(&id("proj-x9k2q"), "  Don't   panic: café  "), "x9k2q-dont-panic-cafe.md");
+        assert_eq!(
+            file_name(&id("braids-a1b"), "Parse the registry!"),
+            "a1b-parse-the-registry.md"
+        );
+        assert_eq!(
+            file_name(&id("proj-x9k2q"), "  Don't   panic: café  "),
+            "x9k2q-dont-panic-cafe.md"
+        );
         assert_eq!(file_name(&id("abcdef"), "🎉🎉"), "def-deliverable.md");
         let long = file_name(&id("a-1b2"), &"word ".repeat(40));
         let (_, name) = parse_name(&long).unwrap();
-        assert!(name.len() <= 50 && !name.ends_with('-') && is_kebab(&name), "{long}");
+        assert!(
+            name.len() <= 50 && !name.ends_with('-') && is_kebab(&name),
+            "{long}"
+        );
         assert_eq!(kebab(&"x".repeat(80)).len(), 50);
     }
 
     #[test]
     fn c1_4_parse_name() {
-        assert_eq!(parse_name("a1b-parser-design.md"), Some(("a1b".into(), "parser-design".into())));
+        assert_eq!(
+            parse_name("a1b-parser-design.md"),
+            Some(("a1b".into(), "parser-design".into()))
+        );
         assert_eq!(parse_name("a1b-x.MD"), Some(("a1b".into(), "x".into())));
-        for bad in ["ITERATION.md", "a1b.md", "-x.md", "a1b-.md", "a1b-x.txt", "", ".md", "é-x.md", "a b-x.md"] {
+        for bad in [
+            "ITERATION.md",
+            "a1b.md",
+            "-x.md",
+            "a1b-.md",
+            "a1b-x.txt",
+            "",
+            ".md",
+            "é-x.md",
+            "a b-x.md",
+        ] {
             assert_eq!(parse_name(bad), None, "{bad}");
         }
     }
@@ -237,7 +281,14 @@ mod tests {
     #[test]
     fn c1_4_find() {
         let dir = tempfile::tempdir().unwrap();
-        for f in ["a1b-design.md", "A1B-notes.md", "braids-a1b-full.md", "c2d-other.md", "ITERATION.md", "a1b-data.json"] {
+        for f in [
+            "a1b-design.md",
+            "A1B-notes.md",
+            "braids-a1b-full.md",
+            "c2d-other.md",
+            "ITERATION.md",
+            "a1b-data.json",
+        ] {
             std::fs::write(dir.path().join(f), "x").unwrap();
         }
         std::fs::create_dir(dir.path().join("a1b-dir.md")).unwrap();
@@ -245,7 +296,10 @@ mod tests {
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, ["A1B-notes.md", "a1b-design.md", "braids-a1b-full.md"]);
+        assert_eq!(
+            names,
+            ["A1B-notes.md", "a1b-design.md", "braids-a1b-full.md"]
+        );
         let long = find(dir.path(), &id("proj-xa1b"));
         assert_eq!(long.len(), 2, "last three characters match too: {long:?}");
         assert!(find(&dir.path().join("missing"), &id("a-1")).is_empty());
@@ -253,13 +307,22 @@ mod tests {
 
     #[test]
     fn c1_4_summary() {
-        assert_eq!(summary("# D\n\n## Summary\n\nDid it.\n\n## Details\nx\n").as_deref(), Some("Did it."));
-        assert_eq!(summary("### SUMMARY\r\nline one\r\nline two\r\n").as_deref(), Some("line one\nline two"));
+        assert_eq!(
+            summary("# D\n\n## Summary\n\nDid it.\n\n## Details\nx\n").as_deref(),
+            Some("Did it.")
+        );
+        assert_eq!(
+            summary("### SUMMARY\r\nline one\r\nline two\r\n").as_deref(),
+            Some("line one\nline two")
+        );
         assert_eq!(summary("# Summary\n").as_deref(), None);
         assert_eq!(summary("## Summary\n<!-- write here -->\n## Next\n"), None);
         assert_eq!(summary("## Summary\n\n<!--\nTODO\n-->\n"), None);
         assert_eq!(summary("```\n## Summary\ntext\n```\n"), None);
-        assert_eq!(summary("**Summary:** short and sweet\n").as_deref(), Some("short and sweet"));
+        assert_eq!(
+            summary("**Summary:** short and sweet\n").as_deref(),
+            Some("short and sweet")
+        );
         assert_eq!(summary(""), None);
     }
 
@@ -268,7 +331,11 @@ mod tests {
         assert!(check(Path::new("/i/001/a1b-parser.md"), "## Summary\nok\n").is_empty());
         let bad = check(Path::new("/i/001/a1b-Parser_Design.md"), "# x\n");
         assert_eq!(bad.len(), 2);
-        assert!(bad[0].fix.contains("a1b-parser-design.md"), "{}", bad[0].fix);
+        assert!(
+            bad[0].fix.contains("a1b-parser-design.md"),
+            "{}",
+            bad[0].fix
+        );
         assert!(bad[1].message.contains("no Summary"));
         assert!(bad.iter().all(|d| d.section == "1.4"));
         let empty = check(Path::new("/i/001/notes.md"), "# T\n\n## Summary\n\n");

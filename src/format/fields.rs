@@ -47,13 +47,30 @@ impl Field {
 }
 
 /// Keys that make a table whose header row is `| Status | active |` a field table.
-const KNOWN_KEYS: &[&str] =
-    &["status", "priority", "autonomy", "maxworkers", "workertimeout", "checkin", "channel"];
+const KNOWN_KEYS: &[&str] = &[
+    "status",
+    "priority",
+    "autonomy",
+    "maxworkers",
+    "workertimeout",
+    "checkin",
+    "channel",
+];
 
 /// Header names of a field table's key and value columns (normalised).
 const KEY_HEADERS: &[&str] = &[
-    "", "field", "fields", "key", "setting", "settings", "name", "property", "option", "parameter",
-    "config", "configuration",
+    "",
+    "field",
+    "fields",
+    "key",
+    "setting",
+    "settings",
+    "name",
+    "property",
+    "option",
+    "parameter",
+    "config",
+    "configuration",
 ];
 const VALUE_HEADERS: &[&str] = &["", "value", "values", "setting"];
 
@@ -67,7 +84,10 @@ pub fn normalize_key(raw: &str) -> String {
             }
         }
     }
-    s.chars().filter(|c| c.is_alphanumeric()).flat_map(|c| c.to_lowercase()).collect()
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(|c| c.to_lowercase())
+        .collect()
 }
 
 /// Whether two keys are the same key (`max_workers` and `MaxWorkers` are).
@@ -153,7 +173,10 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
     let mut skipped = vec![false; doc.lines.len()];
     for h in skip.iter().flat_map(|name| doc.matching_headings(name)) {
         let end = doc.section_body(h).end.min(skipped.len());
-        for s in skipped.get_mut(doc.headings[h].first..end).unwrap_or_default() {
+        for s in skipped
+            .get_mut(doc.headings[h].first..end)
+            .unwrap_or_default()
+        {
             *s = true;
         }
     }
@@ -171,7 +194,13 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
             let title = doc.masked.get(h.title.clone()).unwrap_or("");
             if let Some((k, v)) = split_field(title) {
                 let base = h.title.start;
-                out.push(raw_field(&title[k], &title[v.clone()], h.first, base + v.start..base + v.end, None));
+                out.push(raw_field(
+                    &title[k],
+                    &title[v.clone()],
+                    h.first,
+                    base + v.start..base + v.end,
+                    None,
+                ));
             }
         }
     }
@@ -182,7 +211,9 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
         let Some(header_is_field) = field_table(doc, &t) else {
             continue;
         };
-        let rows = std::iter::once(&t.header).filter(|_| header_is_field).chain(t.rows.iter());
+        let rows = std::iter::once(&t.header)
+            .filter(|_| header_is_field)
+            .chain(t.rows.iter());
         for row in rows {
             if let Some(f) = cell_field(doc, row) {
                 out.push(f);
@@ -200,10 +231,23 @@ pub(crate) fn first_only(
     section: &'static str,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<RawField> {
+    // a linear scan is faster for the usual handful of fields; a map keeps huge inputs linear
     let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut out: Vec<RawField> = Vec::new();
+    let mut out: Vec<RawField> = Vec::with_capacity(raw.len());
     for f in raw {
-        if let Some(&i) = seen.get(&f.field.key) {
+        let prior = if out.len() < 32 {
+            out.iter().position(|o| o.field.key == f.field.key)
+        } else {
+            if seen.is_empty() {
+                seen.extend(
+                    out.iter()
+                        .enumerate()
+                        .map(|(i, o)| (o.field.key.clone(), i)),
+                );
+            }
+            seen.get(&f.field.key).copied()
+        };
+        if let Some(i) = prior {
             let first = &out[i];
             diags.push(Diagnostic::warning(
                 file,
@@ -216,7 +260,9 @@ pub(crate) fn first_only(
                 format!("delete line {} or line {} so the field is set once", f.field.line, first.field.line),
             ));
         } else {
-            seen.insert(f.field.key.clone(), out.len());
+            if !seen.is_empty() {
+                seen.insert(f.field.key.clone(), out.len());
+            }
             out.push(f);
         }
     }
@@ -230,12 +276,28 @@ pub(crate) fn line_field(doc: &Doc, i: usize) -> Option<RawField> {
     let (c, _) = md::content_start(s);
     let (k, v) = split_field(&s[c..])?;
     let base = l.start + c;
-    Some(raw_field(&s[c..][k], &s[c..][v.clone()], i, base + v.start..base + v.end, None))
+    Some(raw_field(
+        &s[c..][k],
+        &s[c..][v.clone()],
+        i,
+        base + v.start..base + v.end,
+        None,
+    ))
 }
 
-fn raw_field(key: &str, value: &str, line: usize, span: Range<usize>, cell: Option<Range<usize>>) -> RawField {
+fn raw_field(
+    key: &str,
+    value: &str,
+    line: usize,
+    span: Range<usize>,
+    cell: Option<Range<usize>>,
+) -> RawField {
     RawField {
-        field: Field { key: normalize_key(key), value: value.to_string(), line: line + 1 },
+        field: Field {
+            key: normalize_key(key),
+            value: value.to_string(),
+            line: line + 1,
+        },
         raw_key: key.trim().to_string(),
         span,
         cell,
@@ -263,7 +325,13 @@ fn cell_field(doc: &Doc, row: &md::Row) -> Option<RawField> {
         return None;
     }
     let value = doc.cell(v).replace("\\|", "|");
-    Some(raw_field(key, &value, row.line, v.span.clone(), Some(v.inner.clone())))
+    Some(raw_field(
+        key,
+        &value,
+        row.line,
+        v.span.clone(),
+        Some(v.inner.clone()),
+    ))
 }
 
 /// A table key cell without emphasis, code marks, emoji or a trailing colon.
@@ -292,7 +360,9 @@ fn valid_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 48
         && k.as_bytes()[0].is_ascii_alphabetic()
-        && k.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\t' | b'_' | b'-' | b'(' | b')'))
+        && k.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\t' | b'_' | b'-' | b'(' | b')')
+        })
         && k.split_whitespace().count() <= 5
 }
 
@@ -341,7 +411,12 @@ pub(crate) fn split_field(s: &str) -> Option<(Range<usize>, Range<usize>)> {
     let (mut vs, mut ve) = trim_range(s, v, s.len());
     if open > 0 && !closed {
         // `**Status: active**`
-        let n = sb[vs..ve].iter().rev().take_while(|&&c| is_mark(c)).count().min(open);
+        let n = sb[vs..ve]
+            .iter()
+            .rev()
+            .take_while(|&&c| is_mark(c))
+            .count()
+            .min(open);
         ve -= n;
         (vs, ve) = trim_range(s, vs, ve);
     }
@@ -368,7 +443,11 @@ mod tests {
     use super::*;
 
     fn fields(text: &str) -> Vec<(String, String, usize)> {
-        extract(text, Path::new("X.md"), "1.2").value.into_iter().map(|f| (f.key, f.value, f.line)).collect()
+        extract(text, Path::new("X.md"), "1.2")
+            .value
+            .into_iter()
+            .map(|f| (f.key, f.value, f.line))
+            .collect()
     }
 
     fn status(text: &str) -> Option<String> {
@@ -414,17 +493,37 @@ mod tests {
 
     #[test]
     fn values_are_verbatim() {
-        assert_eq!(status("Status: **Active** (since Monday)").unwrap(), "**Active** (since Monday)");
-        assert_eq!(status("- **Status:** on (mention <@123>)").unwrap(), "on (mention <@123>)");
-        assert_eq!(status("Status: active <!-- was paused -->").unwrap(), "active");
+        assert_eq!(
+            status("Status: **Active** (since Monday)").unwrap(),
+            "**Active** (since Monday)"
+        );
+        assert_eq!(
+            status("- **Status:** on (mention <@123>)").unwrap(),
+            "on (mention <@123>)"
+        );
+        assert_eq!(
+            status("Status: active <!-- was paused -->").unwrap(),
+            "active"
+        );
         assert_eq!(status("Status:").unwrap(), "");
     }
 
     #[test]
     fn keys_are_normalised() {
-        for k in ["MaxWorkers", "Max Workers", "max_workers", "max-workers", "MAX WORKERS", "Max Workers (parallel)"] {
+        for k in [
+            "MaxWorkers",
+            "Max Workers",
+            "max_workers",
+            "max-workers",
+            "MAX WORKERS",
+            "Max Workers (parallel)",
+        ] {
             let f = fields(&format!("{k}: 3"));
-            assert_eq!(f, vec![("maxworkers".to_string(), "3".to_string(), 1)], "{k}");
+            assert_eq!(
+                f,
+                vec![("maxworkers".to_string(), "3".to_string(), 1)],
+                "{k}"
+            );
         }
         assert!(key_is("Worker Timeout", "worker_timeout"));
         assert_eq!(normalize_key("Check-in"), "checkin");
@@ -448,18 +547,36 @@ mod tests {
             assert_eq!(status(t), None, "{t:?}");
         }
         // the trap does not hide the real field either
-        assert_eq!(status("```\nStatus: complete\n```\n\n- **Status:** active").as_deref(), Some("active"));
+        assert_eq!(
+            status("```\nStatus: complete\n```\n\n- **Status:** active").as_deref(),
+            Some("active")
+        );
     }
 
     #[test]
     fn first_wins_and_repeats_warn() {
-        let p = extract("Status: active\n\nStatus: paused\n", Path::new("P.md"), "1.2");
+        let p = extract(
+            "Status: active\n\nStatus: paused\n",
+            Path::new("P.md"),
+            "1.2",
+        );
         assert_eq!(p.value.len(), 1);
         assert_eq!(p.value[0].value, "active");
         assert_eq!(p.diagnostics.len(), 1);
         let d = &p.diagnostics[0];
         assert_eq!((d.line, d.section), (Some(3), "1.2"));
         assert!(d.message.contains("line 1"), "{}", d.message);
+    }
+
+    #[test]
+    fn repeats_among_many_fields() {
+        let mut t: String = (0..40).map(|i| format!("Key{i}: v{i}\n")).collect();
+        t.push_str("Key0: again\nKey39: again\nkey_20: again\n");
+        let p = extract(&t, Path::new("P.md"), "1.2");
+        assert_eq!(p.value.len(), 40);
+        assert_eq!(get(&p.value, "key 39").unwrap().value, "v39");
+        let lines: Vec<Option<usize>> = p.diagnostics.iter().map(|d| d.line).collect();
+        assert_eq!(lines, [Some(41), Some(42), Some(43)]);
     }
 
     #[test]
@@ -478,7 +595,10 @@ mod tests {
     #[test]
     fn sections() {
         let t = "# P\n\n## Goal\n\nShip it.\n\n### Detail\nmore\n\n## Guardrails\r\n- no prod\r\n";
-        assert_eq!(section_text(t, "goal").unwrap(), "Ship it.\n\n### Detail\nmore");
+        assert_eq!(
+            section_text(t, "goal").unwrap(),
+            "Ship it.\n\n### Detail\nmore"
+        );
         assert_eq!(section_text(t, "GUARDRAILS").unwrap(), "- no prod");
         assert_eq!(section_text(t, "Notes"), None);
         assert_eq!(section_text("## Notes\n\n## Next", "notes").unwrap(), "");
@@ -495,9 +615,15 @@ mod tests {
 
     #[test]
     fn parse_line_helper() {
-        assert_eq!(parse_line("- **Status:** active\r\n"), Some(("Status".into(), "active".into())));
+        assert_eq!(
+            parse_line("- **Status:** active\r\n"),
+            Some(("Status".into(), "active".into()))
+        );
         assert_eq!(parse_line("no colon here"), None);
-        assert_eq!(parse_line("a sentence that is much too long to be a key of any kind: x"), None);
+        assert_eq!(
+            parse_line("a sentence that is much too long to be a key of any kind: x"),
+            None
+        );
         assert_eq!(clean_value("**`#dev`**"), "#dev");
     }
 }

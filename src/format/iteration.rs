@@ -61,7 +61,12 @@ pub fn iterations_dir(project_root: &Path) -> PathBuf {
 pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Parsed<Iteration> {
     let doc = Doc::new(text);
     let mut diags = Vec::new();
-    let raw = fields::first_only(fields::scan(&doc, CONTENT_SECTIONS), file, SECTION, &mut diags);
+    let raw = fields::first_only(
+        fields::scan(&doc, CONTENT_SECTIONS),
+        file,
+        SECTION,
+        &mut diags,
+    );
     let status = match raw.iter().find(|f| f.field.key == "status") {
         None => {
             diags.push(Diagnostic::error(
@@ -90,7 +95,10 @@ pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Pa
                     file,
                     Some(f.field.line),
                     SECTION,
-                    format!("Status `{}` is not one of {}, so the iteration's status is unknown", e.value, e.expected),
+                    format!(
+                        "Status `{}` is not one of {}, so the iteration's status is unknown",
+                        e.value, e.expected
+                    ),
                     format!("write planning, active or complete after `{}:`", f.raw_key),
                 ));
                 None
@@ -99,7 +107,9 @@ pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Pa
     };
     let stories = read_stories(&doc, file, &mut diags);
     let section = |name: &str| {
-        doc.find_heading(name).map(|h| doc.raw_lines(doc.section_body(h))).filter(|s| !s.is_empty())
+        doc.find_heading(name)
+            .map(|h| doc.raw_lines(doc.section_body(h)))
+            .filter(|s| !s.is_empty())
     };
     let iteration = Iteration {
         number,
@@ -139,12 +149,19 @@ fn read_stories(doc: &Doc, file: &Path, diags: &mut Vec<Diagnostic>) -> Vec<Stor
             continue;
         }
         match parse_story(&s[c..]) {
-            StoryLine::Story(id, title) => found.push(Story { id, title, line: i + 1 }),
+            StoryLine::Story(id, title) => found.push(Story {
+                id,
+                title,
+                line: i + 1,
+            }),
             StoryLine::BadId(id, why) => diags.push(Diagnostic::error(
                 file,
                 Some(i + 1),
                 SECTION,
-                format!("story `{}` does not start with a valid bead id ({why}), so it is ignored", id.escape_debug()),
+                format!(
+                    "story `{}` does not start with a valid bead id ({why}), so it is ignored",
+                    id.escape_debug()
+                ),
                 "write the entry as `- <bead-id>: <title>`, with the id the tracker gave the bead",
             )),
             StoryLine::NotStory => diags.push(Diagnostic::warning(
@@ -168,7 +185,10 @@ fn read_stories(doc: &Doc, file: &Path, diags: &mut Vec<Diagnostic>) -> Vec<Stor
                 file,
                 Some(s.line),
                 SECTION,
-                format!("story {} is listed again (first on line {first}), so this entry is ignored", s.id),
+                format!(
+                    "story {} is listed again (first on line {first}), so this entry is ignored",
+                    s.id
+                ),
                 format!("delete line {} or line {first}", s.line),
             ));
             continue;
@@ -181,20 +201,42 @@ fn read_stories(doc: &Doc, file: &Path, diags: &mut Vec<Diagnostic>) -> Vec<Stor
 
 /// Stories written as a table with an id column and a title column.
 fn table_stories(doc: &Doc, t: &Table, out: &mut Vec<Story>) {
-    let names: Vec<String> = t.header.cells.iter().map(|c| normalize_key(clean_value(doc.cell(c)))).collect();
-    let id_col = names.iter().position(|h| matches!(h.as_str(), "id" | "bead" | "beadid" | "storyid" | "ticket" | "key"));
+    let names: Vec<String> = t
+        .header
+        .cells
+        .iter()
+        .map(|c| normalize_key(clean_value(doc.cell(c))))
+        .collect();
+    let id_col = names.iter().position(|h| {
+        matches!(
+            h.as_str(),
+            "id" | "bead" | "beadid" | "storyid" | "ticket" | "key"
+        )
+    });
     let Some(id_col) = id_col else {
         return;
     };
-    let title_col = names
-        .iter()
-        .enumerate()
-        .position(|(i, h)| i != id_col && matches!(h.as_str(), "title" | "name" | "summary" | "description" | "story"));
+    let title_col = names.iter().enumerate().position(|(i, h)| {
+        i != id_col
+            && matches!(
+                h.as_str(),
+                "title" | "name" | "summary" | "description" | "story"
+            )
+    });
     for row in &t.rows {
-        let cell = |i: usize| row.cells.get(i).map(|c| clean_value(doc.cell(c))).unwrap_or("");
+        let cell = |i: usize| {
+            row.cells
+                .get(i)
+                .map(|c| clean_value(doc.cell(c)))
+                .unwrap_or("")
+        };
         if let Ok(id) = BeadId::new(cell(id_col)) {
             let title = title_col.map(cell).unwrap_or("").to_string();
-            out.push(Story { id, title, line: row.line + 1 });
+            out.push(Story {
+                id,
+                title,
+                line: row.line + 1,
+            });
         }
     }
 }
@@ -257,7 +299,8 @@ fn parse_story(s: &str) -> StoryLine {
     };
     if sep > 0 && id_end > id_start {
         let id_text = &s[id_start..id_end];
-        if !id_text.bytes().any(|b| b.is_ascii_digit() || b == b'-') && BeadId::new(id_text).is_ok() {
+        if !id_text.bytes().any(|b| b.is_ascii_digit() || b == b'-') && BeadId::new(id_text).is_ok()
+        {
             // a plain word (`TBD:`, `Note:`) is prose, not an id: ids carry a digit or a dash
             return StoryLine::NotStory;
         }
@@ -276,7 +319,8 @@ fn parse_story(s: &str) -> StoryLine {
     // not the expected shape: if it still has `something: title`, the something is a bad id
     match s.find(':') {
         Some(k) if k > 0 && k <= 80 => {
-            let cand = clean_value(s[..k].trim_matches(|c: char| is_mark(c as u8) || c.is_whitespace()));
+            let cand =
+                clean_value(s[..k].trim_matches(|c: char| is_mark(c as u8) || c.is_whitespace()));
             match BeadId::new(cand) {
                 Err(e) if !cand.is_empty() => StoryLine::BadId(cand.to_string(), e.to_string()),
                 _ => StoryLine::NotStory,
@@ -321,7 +365,12 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
                 &w[1].1,
                 None,
                 SECTION,
-                format!("directories {} and {} are both iteration {}", w[0].1.display(), w[1].1.display(), w[0].0),
+                format!(
+                    "directories {} and {} are both iteration {}",
+                    w[0].1.display(),
+                    w[1].1.display(),
+                    w[0].0
+                ),
                 "rename one of them to an unused number",
             ));
         }
@@ -350,9 +399,16 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
             }
         }
     }
-    let active: Vec<&Iteration> = out.iter().filter(|i| i.status == Some(IterationStatus::Active)).collect();
+    let active: Vec<&Iteration> = out
+        .iter()
+        .filter(|i| i.status == Some(IterationStatus::Active))
+        .collect();
     if active.len() > 1 {
-        let numbers = active.iter().map(|i| i.number.to_string()).collect::<Vec<_>>().join(", ");
+        let numbers = active
+            .iter()
+            .map(|i| i.number.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
         for it in &active[1..] {
             diags.push(Diagnostic::error(
                 &it.file(),
@@ -391,7 +447,11 @@ pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String>
         (Some(inner), true) => (inner.clone(), format!(" {status} ")),
         (_, true) => {
             let before = text[..f.span.start].chars().next_back();
-            let sep = if before.is_some_and(|c| c.is_whitespace()) { "" } else { " " };
+            let sep = if before.is_some_and(|c| c.is_whitespace()) {
+                ""
+            } else {
+                " "
+            };
             (f.span.clone(), format!("{sep}{status}"))
         }
         (cell, false) => {
@@ -422,7 +482,12 @@ fn insert_status(doc: &Doc, status: IterationStatus) -> String {
     let text = doc.text;
     let eol = doc.eol();
     let line = format!("Status: {status}");
-    let after = doc.headings.iter().find(|h| h.level == 1).map(|h| h.last).or_else(|| front_matter_end(doc));
+    let after = doc
+        .headings
+        .iter()
+        .find(|h| h.level == 1)
+        .map(|h| h.last)
+        .or_else(|| front_matter_end(doc));
     let mut out = String::with_capacity(text.len() + line.len() + 4);
     match after {
         Some(i) => {
@@ -477,8 +542,12 @@ pub fn write_status(file: &Path, status: IterationStatus) -> anyhow::Result<()> 
         Some(rest) => (&bytes[..3], rest),
         None => (&bytes[..0], &bytes[..]),
     };
-    let text = std::str::from_utf8(body)
-        .map_err(|_| anyhow!("{} is not valid UTF-8; fix it by hand before changing its status", file.display()))?;
+    let text = std::str::from_utf8(body).map_err(|_| {
+        anyhow!(
+            "{} is not valid UTF-8; fix it by hand before changing its status",
+            file.display()
+        )
+    })?;
     let new = set_status(text, status).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     if new == text {
         return Ok(());
@@ -495,7 +564,12 @@ mod tests {
     use crate::diag::Severity;
 
     fn parse(text: &str) -> Parsed<Iteration> {
-        parse_iteration(text, Path::new("/p/.braids/iterations/001/ITERATION.md"), 1, PathBuf::from("/p/.braids/iterations/001"))
+        parse_iteration(
+            text,
+            Path::new("/p/.braids/iterations/001/ITERATION.md"),
+            1,
+            PathBuf::from("/p/.braids/iterations/001"),
+        )
     }
 
     fn id(s: &str) -> BeadId {
@@ -505,11 +579,20 @@ mod tests {
     #[test]
     fn c1_3_status_forms() {
         for (t, s) in [
-            ("# Iteration 1\n\n- **Status:** active\n", IterationStatus::Active),
+            (
+                "# Iteration 1\n\n- **Status:** active\n",
+                IterationStatus::Active,
+            ),
             ("Status: planning\n", IterationStatus::Planning),
             ("**Status**: Complete ✅\n", IterationStatus::Complete),
-            ("| Field | Value |\n|---|---|\n| Status | done |\n", IterationStatus::Complete),
-            ("```\nStatus: complete\n```\nStatus: active\n", IterationStatus::Active),
+            (
+                "| Field | Value |\n|---|---|\n| Status | done |\n",
+                IterationStatus::Complete,
+            ),
+            (
+                "```\nStatus: complete\n```\nStatus: active\n",
+                IterationStatus::Active,
+            ),
         ] {
             let p = parse(t);
             assert_eq!(p.value.status, Some(s), "{t:?}");
@@ -521,15 +604,21 @@ mod tests {
         let bad = parse("Status: paused\n");
         assert_eq!(bad.value.status, None);
         assert_eq!(bad.diagnostics[0].line, Some(1));
-        assert!(bad.diagnostics[0].message.contains("planning active complete"));
+        assert!(bad.diagnostics[0]
+            .message
+            .contains("planning active complete"));
     }
 
     #[test]
     fn c1_3_stories_in_order_with_tolerated_forms() {
         let t = "# Iteration 3\nStatus: active\n\n## Stories\n\n- braids-a1b: Parse the registry\n- **braids-c2d**: Write STATUS.md\n- [ ] braids-e3f: Tick loop\n- [x] `braids-g4h` — Zombie cleanup\n* **braids-i5j:** Bold colon inside\n1. braids-k6l - Dash separated\n- ✅ braids-m7n: Done with emoji\n  - braids-zzz: nested, not a story\n- bad id here: nope\n- just a note\n- braids-a1b: repeated\n\n## Notes\n\n- braids-nnn: not a story either\n";
         let p = parse(t);
-        let got: Vec<(&str, &str, usize)> =
-            p.value.stories.iter().map(|s| (s.id.as_str(), s.title.as_str(), s.line)).collect();
+        let got: Vec<(&str, &str, usize)> = p
+            .value
+            .stories
+            .iter()
+            .map(|s| (s.id.as_str(), s.title.as_str(), s.line))
+            .collect();
         assert_eq!(
             got,
             [
@@ -542,10 +631,28 @@ mod tests {
                 ("braids-m7n", "Done with emoji", 12),
             ]
         );
-        let d: Vec<(usize, Severity)> = p.diagnostics.iter().map(|d| (d.line.unwrap(), d.severity)).collect();
-        assert_eq!(d, [(14, Severity::Error), (15, Severity::Warning), (16, Severity::Warning)]);
-        assert!(p.diagnostics[0].message.contains("`bad id here`"), "{}", p.diagnostics[0].message);
-        assert_eq!(p.value.notes.as_deref(), Some("- braids-nnn: not a story either"));
+        let d: Vec<(usize, Severity)> = p
+            .diagnostics
+            .iter()
+            .map(|d| (d.line.unwrap(), d.severity))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                (14, Severity::Error),
+                (15, Severity::Warning),
+                (16, Severity::Warning)
+            ]
+        );
+        assert!(
+            p.diagnostics[0].message.contains("`bad id here`"),
+            "{}",
+            p.diagnostics[0].message
+        );
+        assert_eq!(
+            p.value.notes.as_deref(),
+            Some("- braids-nnn: not a story either")
+        );
     }
 
     #[test]
@@ -562,52 +669,117 @@ mod tests {
 
     #[test]
     fn story_line_shapes() {
-        assert_eq!(parse_story("__a-1__: t"), StoryLine::Story(id("a-1"), "t".into()));
-        assert_eq!(parse_story("[a-1](http://x/a-1): t"), StoryLine::Story(id("a-1"), "t".into()));
+        assert_eq!(
+            parse_story("__a-1__: t"),
+            StoryLine::Story(id("a-1"), "t".into())
+        );
+        assert_eq!(
+            parse_story("[a-1](http://x/a-1): t"),
+            StoryLine::Story(id("a-1"), "t".into())
+        );
         assert_eq!(parse_story("a-1:"), StoryLine::Story(id("a-1"), "".into()));
-        assert_eq!(parse_story("a-1: **Bold** title"), StoryLine::Story(id("a-1"), "**Bold** title".into()));
+        assert_eq!(
+            parse_story("a-1: **Bold** title"),
+            StoryLine::Story(id("a-1"), "**Bold** title".into())
+        );
         assert!(matches!(parse_story("a/b: t"), StoryLine::BadId(..)));
-        assert!(matches!(parse_story(&format!("{}: t", "a".repeat(70))), StoryLine::BadId(..)));
+        assert!(matches!(
+            parse_story(&format!("{}: t", "a".repeat(70))),
+            StoryLine::BadId(..)
+        ));
         assert_eq!(parse_story("(none yet)"), StoryLine::NotStory);
         assert_eq!(parse_story(""), StoryLine::NotStory);
         assert_eq!(parse_story("TBD: later"), StoryLine::NotStory);
-        assert_eq!(parse_story("Note: ordered by priority"), StoryLine::NotStory);
-        assert_eq!(parse_story("123: numeric ids are ids"), StoryLine::Story(id("123"), "numeric ids are ids".into()));
+        assert_eq!(
+            parse_story("Note: ordered by priority"),
+            StoryLine::NotStory
+        );
+        assert_eq!(
+            parse_story("123: numeric ids are ids"),
+            StoryLine::Story(id("123"), "numeric ids are ids".into())
+        );
     }
 
     #[test]
     fn c1_3_set_status_changes_one_value() {
         let cases = [
-            ("# It\n\n- **Status:** planning\n- Owner: me\n", "# It\n\n- **Status:** active\n- Owner: me\n"),
+            (
+                "# It\n\n- **Status:** planning\n- Owner: me\n",
+                "# It\n\n- **Status:** active\n- Owner: me\n",
+            ),
             ("Status: **planning**\r\n", "Status: **active**\r\n"),
             ("**Status: planning**\n", "**Status: active**\n"),
             ("Status: planning (waiting on review)\n", "Status: active\n"),
-            ("| Field | Value |\n|---|---|\n| Status | planning |\n", "| Field | Value |\n|---|---|\n| Status | active   |\n"),
-            ("| Field | Value |\n|---|---|\n| Status | |\n", "| Field | Value |\n|---|---|\n| Status | active |\n"),
+            (
+                "| Field | Value |\n|---|---|\n| Status | planning |\n",
+                "| Field | Value |\n|---|---|\n| Status | active   |\n",
+            ),
+            (
+                "| Field | Value |\n|---|---|\n| Status | |\n",
+                "| Field | Value |\n|---|---|\n| Status | active |\n",
+            ),
             ("## Status: planning\n", "## Status: active\n"),
             ("Status:\n", "Status: active\n"),
             ("**Status:**\n", "**Status:** active\n"),
-            ("Status: planning <!-- since May -->\n", "Status: active <!-- since May -->\n"),
-            ("```\nStatus: planning\n```\nStatus: planning\n", "```\nStatus: planning\n```\nStatus: active\n"),
-            ("---\nstatus: planning\n---\n# T\n", "---\nstatus: active\n---\n# T\n"),
+            (
+                "Status: planning <!-- since May -->\n",
+                "Status: active <!-- since May -->\n",
+            ),
+            (
+                "```\nStatus: planning\n```\nStatus: planning\n",
+                "```\nStatus: planning\n```\nStatus: active\n",
+            ),
+            (
+                "---\nstatus: planning\n---\n# T\n",
+                "---\nstatus: active\n---\n# T\n",
+            ),
         ];
         for (before, after) in cases {
-            assert_eq!(set_status(before, IterationStatus::Active).unwrap(), after, "{before:?}");
+            assert_eq!(
+                set_status(before, IterationStatus::Active).unwrap(),
+                after,
+                "{before:?}"
+            );
         }
     }
 
     #[test]
     fn c1_3_set_status_inserts_when_absent() {
         let s = IterationStatus::Planning;
-        assert_eq!(set_status("# Iteration 2\n\n## Stories\n", s).unwrap(), "# Iteration 2\n\nStatus: planning\n\n## Stories\n");
-        assert_eq!(set_status("# Iteration 2\r\nIntro\r\n", s).unwrap(), "# Iteration 2\r\n\r\nStatus: planning\r\n\r\nIntro\r\n");
-        assert_eq!(set_status("# Iteration 2", s).unwrap(), "# Iteration 2\n\nStatus: planning\n");
-        assert_eq!(set_status("Iteration 2\n===\n", s).unwrap(), "Iteration 2\n===\n\nStatus: planning\n");
+        assert_eq!(
+            set_status("# Iteration 2\n\n## Stories\n", s).unwrap(),
+            "# Iteration 2\n\nStatus: planning\n\n## Stories\n"
+        );
+        assert_eq!(
+            set_status("# Iteration 2\r\nIntro\r\n", s).unwrap(),
+            "# Iteration 2\r\n\r\nStatus: planning\r\n\r\nIntro\r\n"
+        );
+        assert_eq!(
+            set_status("# Iteration 2", s).unwrap(),
+            "# Iteration 2\n\nStatus: planning\n"
+        );
+        assert_eq!(
+            set_status("Iteration 2\n===\n", s).unwrap(),
+            "Iteration 2\n===\n\nStatus: planning\n"
+        );
         assert_eq!(set_status("", s).unwrap(), "Status: planning\n");
-        assert_eq!(set_status("# T\rx\r", s).unwrap(), "# T\r\rStatus: planning\r\rx\r", "old Mac endings stay");
-        assert_eq!(set_status("Some text\n", s).unwrap(), "Status: planning\n\nSome text\n");
-        assert_eq!(set_status("---\ntitle: x\n---\nBody\n", s).unwrap(), "---\ntitle: x\n---\n\nStatus: planning\n\nBody\n");
-        assert_eq!(set_status("```\nStatus: active\n```\n", s).unwrap(), "Status: planning\n\n```\nStatus: active\n```\n");
+        assert_eq!(
+            set_status("# T\rx\r", s).unwrap(),
+            "# T\r\rStatus: planning\r\rx\r",
+            "old Mac endings stay"
+        );
+        assert_eq!(
+            set_status("Some text\n", s).unwrap(),
+            "Status: planning\n\nSome text\n"
+        );
+        assert_eq!(
+            set_status("---\ntitle: x\n---\nBody\n", s).unwrap(),
+            "---\ntitle: x\n---\n\nStatus: planning\n\nBody\n"
+        );
+        assert_eq!(
+            set_status("```\nStatus: active\n```\n", s).unwrap(),
+            "Status: planning\n\n```\nStatus: active\n```\n"
+        );
     }
 
     #[test]
@@ -621,9 +793,18 @@ mod tests {
 
     #[test]
     fn set_status_round_trips_through_the_reader() {
-        for t in ["# I\n\n- **Status:** planning\n", "x\n", "| Status | planning |\n|--|--|\n", "# I\n\n## Stories\n- a-1: x\n"] {
+        for t in [
+            "# I\n\n- **Status:** planning\n",
+            "x\n",
+            "| Status | planning |\n|--|--|\n",
+            "# I\n\n## Stories\n- a-1: x\n",
+        ] {
             let out = set_status(t, IterationStatus::Active).unwrap();
-            assert_eq!(parse(&out).value.status, Some(IterationStatus::Active), "{out:?}");
+            assert_eq!(
+                parse(&out).value.status,
+                Some(IterationStatus::Active),
+                "{out:?}"
+            );
         }
     }
 
@@ -639,7 +820,15 @@ mod tests {
             .into_iter()
             .map(|(n, p)| (n, p.file_name().unwrap().to_string_lossy().into_owned()))
             .collect();
-        assert_eq!(got, [(1, "001".into()), (2, "2".into()), (4, "0004".into()), (10, "10".into())]);
+        assert_eq!(
+            got,
+            [
+                (1, "001".into()),
+                (2, "2".into()),
+                (4, "0004".into()),
+                (10, "10".into())
+            ]
+        );
         assert!(list_iteration_dirs(&root.join("missing")).is_empty());
     }
 
@@ -648,7 +837,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let it = iterations_dir(root);
-        for (n, body) in [("001", Some("Status: complete\n")), ("2", Some("Status: active\n")), ("3", None), ("10", Some("Status: active\n"))] {
+        for (n, body) in [
+            ("001", Some("Status: complete\n")),
+            ("2", Some("Status: active\n")),
+            ("3", None),
+            ("10", Some("Status: active\n")),
+        ] {
             std::fs::create_dir_all(it.join(n)).unwrap();
             if let Some(b) = body {
                 std::fs::write(it.join(n).join("ITERATION.md"), b).unwrap();
@@ -669,7 +863,10 @@ mod tests {
         let f = dir.path().join("ITERATION.md");
         std::fs::write(&f, b"\xEF\xBB\xBF# I\r\n\r\n- **Status:** planning\r\n").unwrap();
         write_status(&f, IterationStatus::Active).unwrap();
-        assert_eq!(std::fs::read(&f).unwrap(), b"\xEF\xBB\xBF# I\r\n\r\n- **Status:** active\r\n");
+        assert_eq!(
+            std::fs::read(&f).unwrap(),
+            b"\xEF\xBB\xBF# I\r\n\r\n- **Status:** active\r\n"
+        );
         std::fs::write(&f, b"Status: planning\n\xff\xfe").unwrap();
         assert!(write_status(&f, IterationStatus::Active).is_err());
         assert!(write_status(&dir.path().join("nope.md"), IterationStatus::Active).is_err());

@@ -11,6 +11,7 @@
 //! beyond the line table, and nothing can panic on any input.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::ops::Range;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
@@ -70,7 +71,11 @@ pub(crate) struct Table {
 impl Table {
     /// Index of the table's last line.
     pub fn last_line(&self) -> usize {
-        self.rows.last().map(|r| r.line).or(self.delim).unwrap_or(self.header.line)
+        self.rows
+            .last()
+            .map(|r| r.line)
+            .or(self.delim)
+            .unwrap_or(self.header.line)
     }
 }
 
@@ -80,6 +85,8 @@ pub(crate) struct Doc<'a> {
     pub masked: Cow<'a, str>,
     pub lines: Vec<Line>,
     pub headings: Vec<Heading>,
+    /// Cache for [`Doc::heading_words`].
+    words: OnceCell<Vec<Vec<String>>>,
 }
 
 /// Nesting counters while walking the event stream.
@@ -152,7 +159,12 @@ impl<'a> Doc<'a> {
                     }
                     Tag::HtmlBlock => {
                         mark(&mut lines, &r, OPAQUE);
-                        if text.get(r.clone()).unwrap_or("").trim_start().starts_with("<!--") {
+                        if text
+                            .get(r.clone())
+                            .unwrap_or("")
+                            .trim_start()
+                            .starts_with("<!--")
+                        {
                             masks.push(r.clone());
                         }
                         d.html += 1;
@@ -219,7 +231,13 @@ impl<'a> Doc<'a> {
             }
         }
         let masked = mask(text, &masks);
-        Doc { text, masked, lines, headings }
+        Doc {
+            text,
+            masked,
+            lines,
+            headings,
+            words: OnceCell::new(),
+        }
     }
 
     /// The masked content of line `i`, without its line ending.
@@ -256,6 +274,16 @@ impl<'a> Doc<'a> {
         self.masked.get(h.title.clone()).unwrap_or("").trim()
     }
 
+    /// The normalised words of every heading, computed once.
+    fn heading_words(&self) -> &[Vec<String>] {
+        self.words.get_or_init(|| {
+            self.headings
+                .iter()
+                .map(|h| heading_words(self.heading_title(h)))
+                .collect()
+        })
+    }
+
     /// Index in `headings` of the first heading called `name`: an exact match on words
     /// (case, emphasis, emoji and plurals ignored) wins over a heading that merely starts with
     /// those words (`## Goals and non-goals` is a Goal section).
@@ -264,9 +292,11 @@ impl<'a> Doc<'a> {
         if want.is_empty() {
             return None;
         }
-        let words: Vec<Vec<String>> =
-            self.headings.iter().map(|h| heading_words(self.heading_title(h))).collect();
-        words.iter().position(|w| *w == want).or_else(|| words.iter().position(|w| w.starts_with(&want)))
+        let words = self.heading_words();
+        words
+            .iter()
+            .position(|w| *w == want)
+            .or_else(|| words.iter().position(|w| w.starts_with(&want)))
     }
 
     /// Every heading called `name` (exact or prefix match), for skipping sections.
@@ -275,8 +305,9 @@ impl<'a> Doc<'a> {
         if want.is_empty() {
             return Vec::new();
         }
+        let words = self.heading_words();
         (0..self.headings.len())
-            .filter(|&i| heading_words(self.heading_title(&self.headings[i])).starts_with(&want))
+            .filter(|&i| words[i].starts_with(&want))
             .collect()
     }
 
@@ -356,7 +387,11 @@ impl<'a> Doc<'a> {
             }
             let next = i + 1;
             let next_ok = next < end && !self.has(next, OPAQUE);
-            let next_cells = if next_ok { self.row_cells(next) } else { Vec::new() };
+            let next_cells = if next_ok {
+                self.row_cells(next)
+            } else {
+                Vec::new()
+            };
             let has_delim = !next_cells.is_empty() && self.is_delim(&next_cells);
             let piped = |k: usize| self.line(k).trim_start().starts_with('|');
             if !has_delim && !(next_ok && piped(i) && piped(next) && !next_cells.is_empty()) {
@@ -376,7 +411,10 @@ impl<'a> Doc<'a> {
                 j += 1;
             }
             out.push(Table {
-                header: Row { line: i, cells: header },
+                header: Row {
+                    line: i,
+                    cells: header,
+                },
                 delim: has_delim.then_some(next),
                 rows,
             });
@@ -467,15 +505,30 @@ fn split_lines(text: &str) -> Vec<Line> {
     while i < b.len() {
         match b[i] {
             b'\n' => {
-                lines.push(Line { start, end: i, next: i + 1, flags: 0 });
+                lines.push(Line {
+                    start,
+                    end: i,
+                    next: i + 1,
+                    flags: 0,
+                });
                 start = i + 1;
             }
             b'\r' => {
                 if i + 1 < b.len() && b[i + 1] == b'\n' {
-                    lines.push(Line { start, end: i, next: i + 2, flags: 0 });
+                    lines.push(Line {
+                        start,
+                        end: i,
+                        next: i + 2,
+                        flags: 0,
+                    });
                     i += 1;
                 } else {
-                    lines.push(Line { start, end: i, next: i + 1, flags: 0 });
+                    lines.push(Line {
+                        start,
+                        end: i,
+                        next: i + 1,
+                        flags: 0,
+                    });
                 }
                 start = i + 1;
             }
@@ -484,13 +537,20 @@ fn split_lines(text: &str) -> Vec<Line> {
         i += 1;
     }
     if start < b.len() || lines.is_empty() {
-        lines.push(Line { start, end: b.len(), next: b.len(), flags: 0 });
+        lines.push(Line {
+            start,
+            end: b.len(),
+            next: b.len(),
+            flags: 0,
+        });
     }
     lines
 }
 
 fn line_of(lines: &[Line], offset: usize) -> usize {
-    lines.partition_point(|l| l.start <= offset).saturating_sub(1)
+    lines
+        .partition_point(|l| l.start <= offset)
+        .saturating_sub(1)
 }
 
 fn mark(lines: &mut [Line], r: &Range<usize>, flag: u8) {
@@ -547,7 +607,8 @@ fn finish_heading(text: &str, lines: &mut [Line], headings: &mut Vec<Heading>, h
         let closing = s[a..b].bytes().rev().take_while(|&b| b == b'#').count();
         if closing > 0 {
             let before = b - closing;
-            if before == a || s.as_bytes()[before - 1] == b' ' || s.as_bytes()[before - 1] == b'\t' {
+            if before == a || s.as_bytes()[before - 1] == b' ' || s.as_bytes()[before - 1] == b'\t'
+            {
                 b = before;
             }
         }
@@ -557,13 +618,26 @@ fn finish_heading(text: &str, lines: &mut [Line], headings: &mut Vec<Heading>, h
         while b > a && (s.as_bytes()[b - 1] == b' ' || s.as_bytes()[b - 1] == b'\t') {
             b -= 1;
         }
-        headings.push(Heading { first, last: first, level: h.level, atx: true, title: l.start + a..l.start + b });
+        headings.push(Heading {
+            first,
+            last: first,
+            level: h.level,
+            atx: true,
+            title: l.start + a..l.start + b,
+        });
         return;
     }
     // setext: the last line is the underline
-    let underline = text.get(lines[last].start..lines[last].end).unwrap_or("").trim();
+    let underline = text
+        .get(lines[last].start..lines[last].end)
+        .unwrap_or("")
+        .trim();
     let is_underline = !underline.is_empty() && underline.bytes().all(|b| b == b'=' || b == b'-');
-    let content_last = if is_underline && last > first { last - 1 } else { last };
+    let content_last = if is_underline && last > first {
+        last - 1
+    } else {
+        last
+    };
     let fields = (first..=content_last).any(|i| {
         let s = text.get(lines[i].start..lines[i].end).unwrap_or("");
         let (c, _) = content_start(s);
@@ -582,7 +656,13 @@ fn finish_heading(text: &str, lines: &mut [Line], headings: &mut Vec<Heading>, h
     }
     let start = lines[first].start;
     let end = lines[content_last].end.max(start);
-    headings.push(Heading { first, last, level: h.level, atx: false, title: start..end });
+    headings.push(Heading {
+        first,
+        last,
+        level: h.level,
+        atx: false,
+        title: start..end,
+    });
 }
 
 /// Splits one line into cells at unescaped `|`; a leading and a trailing pipe are optional.
@@ -625,7 +705,10 @@ fn make_cell(s: &str, base: usize, r: Range<usize>) -> Cell {
     let inner = &s[r.clone()];
     let lead = inner.len() - inner.trim_start().len();
     let len = inner.trim().len();
-    Cell { inner: base + r.start..base + r.end, span: base + r.start + lead..base + r.start + lead + len }
+    Cell {
+        inner: base + r.start..base + r.end,
+        span: base + r.start + lead..base + r.start + lead + len,
+    }
 }
 
 #[cfg(test)]
@@ -634,7 +717,10 @@ mod tests {
 
     fn field_lines(text: &str) -> Vec<usize> {
         let d = Doc::new(text);
-        (0..d.lines.len()).filter(|&i| d.has(i, FIELD)).map(|i| i + 1).collect()
+        (0..d.lines.len())
+            .filter(|&i| d.has(i, FIELD))
+            .map(|i| i + 1)
+            .collect()
     }
 
     #[test]

@@ -55,13 +55,24 @@ mod robustness {
         for s in IterationStatus::ALL {
             if let Ok(out) = iteration::set_status(text, *s) {
                 let p = iteration::parse_iteration(&out, file, 1, PathBuf::from("/x"));
-                assert_eq!(p.value.status, Some(*s), "set_status({text:?}, {s}) gave {out:?}");
+                assert_eq!(
+                    p.value.status,
+                    Some(*s),
+                    "set_status({text:?}, {s}) gave {out:?}"
+                );
             }
         }
-        if let Ok(out) = registry::upsert_row(text, "zz-top", ProjectStatus::Paused, Priority::Low, "~/zz") {
+        if let Ok(out) =
+            registry::upsert_row(text, "zz-top", ProjectStatus::Paused, Priority::Low, "~/zz")
+        {
             let reg = registry::parse_registry(&out, file, &paths).value;
-            let e = reg.get("zz-top").unwrap_or_else(|| panic!("upsert_row({text:?}) lost the row: {out:?}"));
-            assert_eq!((e.status, e.priority, e.raw_path.as_str()), (Some(ProjectStatus::Paused), Some(Priority::Low), "~/zz"));
+            let e = reg
+                .get("zz-top")
+                .unwrap_or_else(|| panic!("upsert_row({text:?}) lost the row: {out:?}"));
+            assert_eq!(
+                (e.status, e.priority, e.raw_path.as_str()),
+                (Some(ProjectStatus::Paused), Some(Priority::Low), "~/zz")
+            );
         }
     }
 
@@ -120,7 +131,11 @@ mod robustness {
             1 => "[ -~]{0,24}",
             1 => any::<String>().prop_map(|s| s.chars().take(12).collect()),
         ];
-        (proptest::collection::vec(line, 0..24), proptest::sample::select(&["\n", "\r\n", "\r"][..]), any::<bool>())
+        (
+            proptest::collection::vec(line, 0..24),
+            proptest::sample::select(&["\n", "\r\n", "\r"][..]),
+            any::<bool>(),
+        )
             .prop_map(|(lines, eol, trailing)| {
                 let mut s = lines.join(eol);
                 if trailing {
@@ -161,7 +176,11 @@ mod robustness {
         let start = Instant::now();
         read_everything(text);
         write_everything(text);
-        assert!(start.elapsed() < Duration::from_secs(20), "{label} took {:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{label} took {:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -172,16 +191,35 @@ mod robustness {
         quick("unterminated fence", "# T\n```\nStatus: complete\n");
         quick("unterminated comment", "<!--\nStatus: complete\n");
         quick("huge line", &"Status: active ".repeat(70_000));
-        quick("huge table line", &format!("{}\n|---|\n", "| a ".repeat(20_000)));
+        quick(
+            "huge table line",
+            &format!("{}\n|---|\n", "| a ".repeat(20_000)),
+        );
         quick("deep list", &format!("{}Status: x\n", "- ".repeat(3_000)));
-        quick("deep list lines", &(0..1_000).map(|i| format!("{}- x: {i}\n", "  ".repeat(i))).collect::<String>());
+        quick(
+            "deep list lines",
+            &(0..1_000)
+                .map(|i| format!("{}- x: {i}\n", "  ".repeat(i)))
+                .collect::<String>(),
+        );
         quick("deep quote", &format!("{}Status: x\n", "> ".repeat(3_000)));
         quick("brackets", &"[".repeat(50_000));
         quick("emphasis", &"**_`".repeat(20_000));
         quick("many headings", &"## Notes\nStatus: x\n".repeat(5_000));
-        quick("many rows", &format!("| Slug | Status | Priority | Path |\n|-|-|-|-|\n{}", "| a | active | high | /a |\n".repeat(5_000)));
-        quick("nul and controls", "\0\u{1}\u{7f}Status:\u{0} active\r\r\n\u{2028}");
-        let garbage: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        quick(
+            "many rows",
+            &format!(
+                "| Slug | Status | Priority | Path |\n|-|-|-|-|\n{}",
+                "| a | active | high | /a |\n".repeat(5_000)
+            ),
+        );
+        quick(
+            "nul and controls",
+            "\0\u{1}\u{7f}Status:\u{0} active\r\r\n\u{2028}",
+        );
+        let garbage: Vec<u8> = (0..200_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         quick("binary garbage", &decode(&garbage));
         let p = project::parse_project(&decode(&garbage), Path::new("/x/PROJECT.md"));
         assert_eq!(p.value.status, None);

@@ -108,7 +108,8 @@ pub fn read_project(project_root: &Path) -> Parsed<ProjectConfig> {
         Ok(bytes) => parse_project(&super::decode(&bytes), &file),
         Err(e) => {
             let msg = if e.kind() == std::io::ErrorKind::NotFound {
-                "PROJECT.md does not exist, so the project's status is unknown and defaults apply".to_string()
+                "PROJECT.md does not exist, so the project's status is unknown and defaults apply"
+                    .to_string()
             } else {
                 format!("PROJECT.md cannot be read ({e}), so the project's status is unknown and defaults apply")
             };
@@ -131,7 +132,12 @@ pub fn read_project(project_root: &Path) -> Parsed<ProjectConfig> {
 pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
     let doc = Doc::new(text);
     let mut diags = Vec::new();
-    let raw = fields::first_only(fields::scan(&doc, CONTENT_SECTIONS), file, SECTION, &mut diags);
+    let raw = fields::first_only(
+        fields::scan(&doc, CONTENT_SECTIONS),
+        file,
+        SECTION,
+        &mut diags,
+    );
     let find = |key: &str| raw.iter().find(|f| f.field.key == key);
     let mut cfg = ProjectConfig::default();
 
@@ -176,8 +182,17 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
     .unwrap_or_default();
     cfg.checkin = match find("checkin") {
         None => Checkin::OnDemand,
-        f => read_enum(f, "Checkin", "on-demand", Checkin::EXPECTED, Some(Checkin::OnDemand), Checkin::parse, file, &mut diags)
-            .unwrap_or_default(),
+        f => read_enum(
+            f,
+            "Checkin",
+            "on-demand",
+            Checkin::EXPECTED,
+            Some(Checkin::OnDemand),
+            Checkin::parse,
+            file,
+            &mut diags,
+        )
+        .unwrap_or_default(),
     };
     cfg.max_workers = read_number(
         find("maxworkers"),
@@ -188,8 +203,15 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         file,
         &mut diags,
     ) as u32;
-    cfg.worker_timeout =
-        read_number(find("workertimeout"), "WorkerTimeout", DEFAULT_WORKER_TIMEOUT, true, u64::MAX, file, &mut diags);
+    cfg.worker_timeout = read_number(
+        find("workertimeout"),
+        "WorkerTimeout",
+        DEFAULT_WORKER_TIMEOUT,
+        true,
+        u64::MAX,
+        file,
+        &mut diags,
+    );
     cfg.channel = find("channel").and_then(|f| channel(&f.field.value));
 
     cfg.notifications = parse_notifications(&doc, file, &mut diags);
@@ -212,8 +234,17 @@ fn channel(raw: &str) -> Option<String> {
         Some(i) if i > 0 => clean_value(&v[..i]),
         _ => v,
     };
-    let first = v.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("").to_ascii_lowercase();
-    if v.is_empty() || matches!(first.as_str(), "none" | "-" | "—" | "–" | "n/a" | "na" | "null" | "nil" | "~") {
+    let first = v
+        .split(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if v.is_empty()
+        || matches!(
+            first.as_str(),
+            "none" | "-" | "—" | "–" | "n/a" | "na" | "null" | "nil" | "~"
+        )
+    {
         None
     } else {
         Some(v.to_string())
@@ -221,8 +252,15 @@ fn channel(raw: &str) -> Option<String> {
 }
 
 fn is_complete_word(raw: &str) -> bool {
-    let n = normalize_key(raw.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or(""));
-    matches!(n.as_str(), "complete" | "completed" | "done" | "finished" | "closed")
+    let n = normalize_key(
+        raw.split(|c: char| c.is_whitespace() || c == '(')
+            .next()
+            .unwrap_or(""),
+    );
+    matches!(
+        n.as_str(),
+        "complete" | "completed" | "done" | "finished" | "closed"
+    )
 }
 
 /// Reads an enumerated field. `default` is `None` only for Status, which has no default.
@@ -273,11 +311,20 @@ fn read_enum<T: Copy + fmt::Display>(
                 )
             } else {
                 (
-                    format!("{name} `{}` is not one of {expected}, so {consequence}", e.value),
+                    format!(
+                        "{name} `{}` is not one of {expected}, so {consequence}",
+                        e.value
+                    ),
                     format!("write one of {expected} after `{}:`", f.raw_key),
                 )
             };
-            diags.push(Diagnostic::error(file, Some(f.field.line), SECTION, message, fix));
+            diags.push(Diagnostic::error(
+                file,
+                Some(f.field.line),
+                SECTION,
+                message,
+                fix,
+            ));
             default
         }
     }
@@ -299,13 +346,20 @@ fn read_number(
     match parse_positive(&f.field.value, seconds).filter(|&n| n <= max) {
         Some(n) => n,
         None => {
-            let what = if seconds { "a positive number of seconds" } else { "a positive integer" };
+            let what = if seconds {
+                "a positive number of seconds"
+            } else {
+                "a positive integer"
+            };
             let example = if seconds { "3600" } else { "2" };
             diags.push(Diagnostic::error(
                 file,
                 Some(f.field.line),
                 SECTION,
-                format!("{name} `{}` is not {what}, so the default {default} is used", f.field.value.trim()),
+                format!(
+                    "{name} `{}` is not {what}, so the default {default} is used",
+                    f.field.value.trim()
+                ),
                 format!("write a whole number of 1 or more, such as `{name}: {example}`"),
             ));
             default
@@ -316,9 +370,14 @@ fn read_number(
 /// `3`, `3600`, `3600s`, `3,600`, `60 min`, `1h`, `2 (keep it low)`; `0`, `-1`, `abc` → `None`.
 pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
     let v = clean_value(raw);
-    let mut words = v.split(|c: char| c.is_whitespace() || matches!(c, '(' | ';')).filter(|w| !w.is_empty());
+    let mut words = v
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ';'))
+        .filter(|w| !w.is_empty());
     let first = words.next()?.trim_matches(['*', '_', '`']);
-    let digits_len = first.bytes().take_while(|b| b.is_ascii_digit() || *b == b',' || *b == b'_').count();
+    let digits_len = first
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b',' || *b == b'_')
+        .count();
     let (num, unit) = first.split_at(digits_len);
     let num = thousands(num)?;
     let unit = if unit.is_empty() {
@@ -353,7 +412,11 @@ fn thousands(s: &str) -> Option<u64> {
 }
 
 fn multiplier(unit: &str) -> Option<u64> {
-    match unit.trim_end_matches(['.', ',']).to_ascii_lowercase().as_str() {
+    match unit
+        .trim_end_matches(['.', ','])
+        .to_ascii_lowercase()
+        .as_str()
+    {
         "s" | "sec" | "secs" | "second" | "seconds" => Some(1),
         "m" | "min" | "mins" | "minute" | "minutes" => Some(60),
         "h" | "hr" | "hrs" | "hour" | "hours" => Some(3600),
@@ -367,9 +430,13 @@ pub(crate) fn parse_switch(raw: &str) -> Option<(bool, Option<String>)> {
     let first = s.chars().next()?;
     let end = if !first.is_ascii() && !first.is_alphanumeric() {
         // an emoji, maybe with a variation selector
-        s.char_indices().find(|&(i, c)| i > 0 && c != '\u{fe0f}').map(|(i, _)| i).unwrap_or(s.len())
+        s.char_indices()
+            .find(|&(i, c)| i > 0 && c != '\u{fe0f}')
+            .map(|(i, _)| i)
+            .unwrap_or(s.len())
     } else {
-        s.find(|c: char| c.is_whitespace() || matches!(c, '(' | ',' | ';' | '—' | '–' | '[')).unwrap_or(s.len())
+        s.find(|c: char| c.is_whitespace() || matches!(c, '(' | ',' | ';' | '—' | '–' | '['))
+            .unwrap_or(s.len())
     };
     let (tok, rest) = s.split_at(end);
     let tok: String = tok
@@ -379,10 +446,10 @@ pub(crate) fn parse_switch(raw: &str) -> Option<(bool, Option<String>)> {
         .trim_matches(|c| matches!(c, '*' | '_' | '`' | '.' | ':' | '!'))
         .to_lowercase();
     let on = match tok.as_str() {
-        "on" | "yes" | "y" | "true" | "enabled" | "enable" | "1" | "✅" | "✔" | "✓" | "☑" | "🟢" | "🔔" | "x" => true,
-        "off" | "no" | "n" | "false" | "disabled" | "disable" | "0" | "❌" | "✖" | "✗" | "✘" | "🚫" | "🔕" | "⛔" | "🔴" => {
-            false
-        }
+        "on" | "yes" | "y" | "true" | "enabled" | "enable" | "1" | "✅" | "✔" | "✓" | "☑"
+        | "🟢" | "🔔" | "x" => true,
+        "off" | "no" | "n" | "false" | "disabled" | "disable" | "0" | "❌" | "✖" | "✗" | "✘"
+        | "🚫" | "🔕" | "⛔" | "🔴" => false,
         _ => return None,
     };
     Some((on, find_mention(rest)))
@@ -436,14 +503,27 @@ fn parse_notifications(doc: &Doc, file: &Path, diags: &mut Vec<Diagnostic>) -> N
     };
     let body = doc.section_body(h);
     let mut lines: HashMap<NotificationEvent, usize> = HashMap::new();
-    if let Some(t) = doc.tables(body.clone()).into_iter().find(|t| t.header.cells.len() >= 2) {
+    if let Some(t) = doc
+        .tables(body.clone())
+        .into_iter()
+        .find(|t| t.header.cells.len() >= 2)
+    {
         read_table(doc, &t, file, diags, &mut n, &mut lines);
     } else {
         // a list instead of a table: `- bead-start: off`
         for i in body {
             if doc.has(i, FIELD) {
                 if let Some(f) = fields::line_field(doc, i) {
-                    add_event(&f.raw_key, &f.field.value, None, f.field.line, file, diags, &mut n, &mut lines);
+                    add_event(
+                        &f.raw_key,
+                        &f.field.value,
+                        None,
+                        f.field.line,
+                        file,
+                        diags,
+                        &mut n,
+                        &mut lines,
+                    );
                 }
             }
         }
@@ -459,12 +539,29 @@ fn read_table(
     n: &mut Notifications,
     lines: &mut HashMap<NotificationEvent, usize>,
 ) {
-    let names: Vec<String> = t.header.cells.iter().map(|c| normalize_key(clean_value(doc.cell(c)))).collect();
+    let names: Vec<String> = t
+        .header
+        .cells
+        .iter()
+        .map(|c| normalize_key(clean_value(doc.cell(c))))
+        .collect();
     let find = |set: &[&str]| names.iter().position(|h| set.contains(&h.as_str()));
-    let event_col = find(&["event", "events", "notification", "notifications", "type", "name", "trigger"]).unwrap_or(0);
-    let mention_col = names.iter().position(|h| h.contains("mention") || h == "ping");
+    let event_col = find(&[
+        "event",
+        "events",
+        "notification",
+        "notifications",
+        "type",
+        "name",
+        "trigger",
+    ])
+    .unwrap_or(0);
+    let mention_col = names
+        .iter()
+        .position(|h| h.contains("mention") || h == "ping");
     let value_col = find(&[
-        "enabled", "enable", "status", "on", "onoff", "state", "value", "active", "send", "notify", "setting",
+        "enabled", "enable", "status", "on", "onoff", "state", "value", "active", "send", "notify",
+        "setting",
     ])
     .filter(|&c| c != event_col)
     .or_else(|| (0..names.len()).find(|&c| c != event_col && Some(c) != mention_col));
@@ -485,7 +582,16 @@ fn read_table(
             continue;
         }
         let mention = mention_col.map(cell);
-        add_event(event, cell(value_col), mention, row.line + 1, file, diags, n, lines);
+        add_event(
+            event,
+            cell(value_col),
+            mention,
+            row.line + 1,
+            file,
+            diags,
+            n,
+            lines,
+        );
     }
 }
 
@@ -508,7 +614,10 @@ fn add_event(
                 file,
                 Some(line),
                 SECTION,
-                format!("notification event `{}` is unknown, so this row is ignored", clean_value(event_raw)),
+                format!(
+                    "notification event `{}` is unknown, so this row is ignored",
+                    clean_value(event_raw)
+                ),
                 format!("use one of {known}"),
             ));
             return;
@@ -536,7 +645,10 @@ fn add_event(
                 format!("notification event {event} has no value, so it stays on"),
                 "write on or off",
             ));
-            NotificationSetting { on: true, mention: None }
+            NotificationSetting {
+                on: true,
+                mention: None,
+            }
         }
         None => {
             diags.push(Diagnostic::error(
@@ -546,7 +658,10 @@ fn add_event(
                 format!("notification event {event} has value `{value}`, which is not on or off, so it stays on"),
                 "write on or off (yes/no, true/false and ✅/❌ also work)",
             ));
-            NotificationSetting { on: true, mention: None }
+            NotificationSetting {
+                on: true,
+                mention: None,
+            }
         }
     };
     if let Some(m) = mention_cell.map(clean_value) {
@@ -585,8 +700,14 @@ mod tests {
         assert_eq!(c.guardrails.as_deref(), Some("- Never push to main."));
         assert!(!c.notifications.is_on(NotificationEvent::BeadStart));
         assert!(c.notifications.is_on(NotificationEvent::Question));
-        assert!(c.notifications.is_on(NotificationEvent::Blocker), "not listed means on");
-        assert_eq!(c.notifications.mention(NotificationEvent::Question), Some("<@123>"));
+        assert!(
+            c.notifications.is_on(NotificationEvent::Blocker),
+            "not listed means on"
+        );
+        assert_eq!(
+            c.notifications.mention(NotificationEvent::Question),
+            Some("<@123>")
+        );
         assert_eq!(c.field("owner").map(|f| f.value.as_str()), Some("Ana"));
         assert_eq!(c.field("Max Workers").map(|f| f.line), Some(6));
     }
@@ -606,7 +727,15 @@ mod tests {
                 ..ProjectConfig::default()
             }
         );
-        assert_eq!((c.max_workers, c.worker_timeout, c.checkin, c.channel.clone()), (1, 3600, Checkin::OnDemand, None));
+        assert_eq!(
+            (
+                c.max_workers,
+                c.worker_timeout,
+                c.checkin,
+                c.channel.clone()
+            ),
+            (1, 3600, Checkin::OnDemand, None)
+        );
         for e in NotificationEvent::ALL {
             assert!(c.notifications.is_on(*e));
         }
@@ -616,11 +745,21 @@ mod tests {
     fn c1_2_required_fields_missing() {
         let p = parse("# P\n\nChannel: #x\n");
         let c = &p.value;
-        assert_eq!((c.status, c.priority, c.autonomy), (None, Priority::Normal, Autonomy::Full));
+        assert_eq!(
+            (c.status, c.priority, c.autonomy),
+            (None, Priority::Normal, Autonomy::Full)
+        );
         let msgs: Vec<&str> = p.diagnostics.iter().map(|d| d.message.as_str()).collect();
         assert_eq!(p.diagnostics.len(), 3, "{msgs:?}");
-        assert!(p.diagnostics.iter().all(|d| d.severity == Severity::Error && d.section == "1.2" && d.line.is_none()));
-        assert!(msgs[0].contains("Status") && msgs[1].contains("Priority") && msgs[2].contains("Autonomy"));
+        assert!(p
+            .diagnostics
+            .iter()
+            .all(|d| d.severity == Severity::Error && d.section == "1.2" && d.line.is_none()));
+        assert!(
+            msgs[0].contains("Status")
+                && msgs[1].contains("Priority")
+                && msgs[2].contains("Autonomy")
+        );
         assert!(p.diagnostics[1].message.contains("default normal"));
     }
 
@@ -630,15 +769,27 @@ mod tests {
         let p = parse(t);
         let c = &p.value;
         assert_eq!(c.status, None);
-        assert_eq!((c.priority, c.autonomy, c.max_workers, c.worker_timeout), (Priority::Normal, Autonomy::Full, 1, 3600));
+        assert_eq!(
+            (c.priority, c.autonomy, c.max_workers, c.worker_timeout),
+            (Priority::Normal, Autonomy::Full, 1, 3600)
+        );
         assert_eq!(c.checkin, Checkin::OnDemand);
         let lines: Vec<Option<usize>> = p.diagnostics.iter().map(|d| d.line).collect();
-        assert_eq!(lines, [Some(1), Some(2), Some(3), Some(4), Some(5), Some(6)]);
+        assert_eq!(
+            lines,
+            [Some(1), Some(2), Some(3), Some(4), Some(5), Some(6)]
+        );
         assert!(p.diagnostics[0].message.contains("never complete"));
-        assert!(p.diagnostics[1].message.contains("high normal low") && p.diagnostics[1].message.contains("default normal"));
+        assert!(
+            p.diagnostics[1].message.contains("high normal low")
+                && p.diagnostics[1].message.contains("default normal")
+        );
         assert!(p.diagnostics[3].message.contains("default 1"));
         assert!(p.diagnostics[4].message.contains("default 3600"));
-        assert!(parse("MaxWorkers: abc\n").diagnostics.iter().any(|d| d.message.contains("`abc`")));
+        assert!(parse("MaxWorkers: abc\n")
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("`abc`")));
     }
 
     #[test]
@@ -650,7 +801,15 @@ mod tests {
         assert_eq!(parse_positive("1h", true), Some(3600));
         assert_eq!(parse_positive("2 (keep it low)", false), Some(2));
         assert_eq!(parse_positive("2s", false), None);
-        for bad in ["0", "-1", "abc", "", "1,00", "99999999999999999999999", "3.5"] {
+        for bad in [
+            "0",
+            "-1",
+            "abc",
+            "",
+            "1,00",
+            "99999999999999999999999",
+            "3.5",
+        ] {
             assert_eq!(parse_positive(bad, true), None, "{bad}");
         }
     }
@@ -660,7 +819,13 @@ mod tests {
         for v in ["none", "", "-", "None (skip)", "`none`", "n/a"] {
             assert_eq!(parse(&format!("Channel: {v}\n")).value.channel, None, "{v}");
         }
-        assert_eq!(parse("Channel: discord:#braids (main)\n").value.channel.as_deref(), Some("discord:#braids"));
+        assert_eq!(
+            parse("Channel: discord:#braids (main)\n")
+                .value
+                .channel
+                .as_deref(),
+            Some("discord:#braids")
+        );
     }
 
     #[test]
@@ -672,9 +837,24 @@ mod tests {
         assert!(!n.is_on(NotificationEvent::BeadComplete));
         assert!(n.is_on(NotificationEvent::NoReadyBeads));
         assert_eq!(n.mention(NotificationEvent::Blocker), Some("<@&42>"));
-        assert!(n.is_on(NotificationEvent::Question), "invalid value keeps the default");
-        let notif: Vec<_> = p.diagnostics.iter().filter(|d| d.line.is_some()).map(|d| (d.line.unwrap(), d.severity)).collect();
-        assert_eq!(notif, [(9, Severity::Warning), (10, Severity::Error), (11, Severity::Warning)]);
+        assert!(
+            n.is_on(NotificationEvent::Question),
+            "invalid value keeps the default"
+        );
+        let notif: Vec<_> = p
+            .diagnostics
+            .iter()
+            .filter(|d| d.line.is_some())
+            .map(|d| (d.line.unwrap(), d.severity))
+            .collect();
+        assert_eq!(
+            notif,
+            [
+                (9, Severity::Warning),
+                (10, Severity::Error),
+                (11, Severity::Warning)
+            ]
+        );
 
         let m = parse("## Notifications\n| Enabled | Event | Mention |\n|-|-|-|\n| false | question | @ana |\n| true | blocker | - |\n");
         let n = &m.value.notifications;
@@ -684,15 +864,24 @@ mod tests {
 
         let l = parse("## Notifications\n- bead-start: off\n- question: on (ping @bo)\n");
         assert!(!l.value.notifications.is_on(NotificationEvent::BeadStart));
-        assert_eq!(l.value.notifications.mention(NotificationEvent::Question), Some("@bo"));
+        assert_eq!(
+            l.value.notifications.mention(NotificationEvent::Question),
+            Some("@bo")
+        );
     }
 
     #[test]
     fn switches() {
         assert_eq!(parse_switch("✅️"), Some((true, None)));
         assert_eq!(parse_switch("**Off**"), Some((false, None)));
-        assert_eq!(parse_switch("on (mention <@123>)"), Some((true, Some("<@123>".into()))));
-        assert_eq!(parse_switch("yes, cc: @team"), Some((true, Some("@team".into()))));
+        assert_eq!(
+            parse_switch("on (mention <@123>)"),
+            Some((true, Some("<@123>".into())))
+        );
+        assert_eq!(
+            parse_switch("yes, cc: @team"),
+            Some((true, Some("@team".into())))
+        );
         assert_eq!(parse_switch("sometimes"), None);
         assert_eq!(parse_switch(""), None);
     }

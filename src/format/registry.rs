@@ -88,16 +88,33 @@ fn clean_cell(raw: &str) -> String {
 fn locate(doc: &Doc) -> Result<(Table, Columns), Missing> {
     let mut best: Option<(usize, usize, Vec<&'static str>)> = None;
     for t in doc.tables(0..doc.lines.len()) {
-        let names: Vec<String> =
-            t.header.cells.iter().map(|c| normalize_key(&clean_cell(doc.cell(c)))).collect();
+        let names: Vec<String> = t
+            .header
+            .cells
+            .iter()
+            .map(|c| normalize_key(&clean_cell(doc.cell(c))))
+            .collect();
         let pos = |n: &str| names.iter().position(|h| *h == n.to_ascii_lowercase());
         let found: Vec<Option<usize>> = REQUIRED.iter().map(|n| pos(n)).collect();
         if let [Some(slug), Some(status), Some(priority), Some(path)] = found[..] {
-            return Ok((t, Columns { slug, status, priority, path }));
+            return Ok((
+                t,
+                Columns {
+                    slug,
+                    status,
+                    priority,
+                    path,
+                },
+            ));
         }
         let hits = found.iter().filter(|f| f.is_some()).count();
         if hits > 0 && best.as_ref().is_none_or(|b| hits > b.0) {
-            let missing = REQUIRED.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|(n, _)| *n).collect();
+            let missing = REQUIRED
+                .iter()
+                .zip(&found)
+                .filter(|(_, f)| f.is_none())
+                .map(|(n, _)| *n)
+                .collect();
             best = Some((hits, t.header.line + 1, missing));
         }
     }
@@ -108,7 +125,10 @@ fn locate(doc: &Doc) -> Result<(Table, Columns), Missing> {
 }
 
 fn cell_of(doc: &Doc, row: &Row, i: usize) -> String {
-    row.cells.get(i).map(|c| clean_cell(doc.cell(c))).unwrap_or_default()
+    row.cells
+        .get(i)
+        .map(|c| clean_cell(doc.cell(c)))
+        .unwrap_or_default()
 }
 
 /// A slug someone probably meant, for the fix of an invalid one.
@@ -152,7 +172,11 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
             return Parsed::new(reg, vec![d]);
         }
         Err(Missing::Columns(line, missing)) => {
-            let names = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
+            let names = missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
             return Parsed::new(
                 reg,
                 vec![Diagnostic::error(
@@ -188,7 +212,8 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
         if validate_slug(&slug).is_err() {
             let hint = suggest_slug(&slug);
             let fix = if hint.is_empty() || validate_slug(&hint).is_err() {
-                "use only lowercase letters, digits and `-`, starting with a letter or digit".to_string()
+                "use only lowercase letters, digits and `-`, starting with a letter or digit"
+                    .to_string()
             } else {
                 format!("rename it to `{hint}` (lowercase letters, digits and `-`)")
             };
@@ -196,7 +221,10 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
                 file,
                 Some(line),
                 SECTION,
-                format!("slug `{}` is not valid, so this row is ignored", slug.escape_debug()),
+                format!(
+                    "slug `{}` is not valid, so this row is ignored",
+                    slug.escape_debug()
+                ),
                 fix,
             ));
             continue;
@@ -290,12 +318,21 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
                 Some(line),
                 SECTION,
                 format!("project `{slug}` has an empty Path, so its row is ignored"),
-                format!("write the project directory in the Path cell, such as `$BRAIDS_HOME/{slug}`"),
+                format!(
+                    "write the project directory in the Path cell, such as `$BRAIDS_HOME/{slug}`"
+                ),
             ));
             continue;
         }
         let path = paths.expand(&raw_path);
-        reg.entries.push(RegistryEntry { slug, status, priority, path, raw_path, line });
+        reg.entries.push(RegistryEntry {
+            slug,
+            status,
+            priority,
+            path,
+            raw_path,
+            line,
+        });
     }
     Parsed::new(reg, diags)
 }
@@ -348,7 +385,10 @@ pub fn check_paths(registry: &Registry, file: &Path, paths: &Paths) -> Vec<Diagn
                 file,
                 Some(e.line),
                 SECTION,
-                format!("the Path of project `{}` ({shown}) is not an existing directory", e.slug),
+                format!(
+                    "the Path of project `{}` ({shown}) is not an existing directory",
+                    e.slug
+                ),
                 "fix the Path cell or create the project with `braids new`",
             ));
         } else if !e.path.join(".braids/PROJECT.md").is_file() {
@@ -380,7 +420,10 @@ pub fn upsert_row(
         return Err(format!("the path for `{slug}` is empty"));
     }
     if path.contains(['|', '\n', '\r']) {
-        return Err(format!("the path `{}` contains `|` or a line break, which a table cannot hold", path.escape_debug()));
+        return Err(format!(
+            "the path `{}` contains `|` or a line break, which a table cannot hold",
+            path.escape_debug()
+        ));
     }
     if text.trim().is_empty() {
         return upsert_row(REGISTRY_TEMPLATE, slug, status, priority, path);
@@ -405,13 +448,24 @@ pub fn upsert_row(
         }
     };
 
-    if let Some(row) = table.rows.iter().find(|r| cell_of(&doc, r, cols.slug) == slug) {
-        if [cols.status, cols.priority, cols.path].iter().any(|&c| c >= row.cells.len()) {
+    if let Some(row) = table
+        .rows
+        .iter()
+        .find(|r| cell_of(&doc, r, cols.slug) == slug)
+    {
+        if [cols.status, cols.priority, cols.path]
+            .iter()
+            .any(|&c| c >= row.cells.len())
+        {
             // a short row: rewrite it whole, keeping the cells it has
             let values: Vec<String> = (0..ncols.max(row.cells.len()))
                 .map(|i| match value_for(i) {
                     Some(v) => v.to_string(),
-                    None => row.cells.get(i).map(|c| doc.cell(c).to_string()).unwrap_or_default(),
+                    None => row
+                        .cells
+                        .get(i)
+                        .map(|c| doc.cell(c).to_string())
+                        .unwrap_or_default(),
                 })
                 .collect();
             let l = &doc.lines[row.line];
@@ -425,7 +479,11 @@ pub fn upsert_row(
         let aligned = is_aligned(&doc, &table);
         let mut edit = |i: usize, v: &str| {
             let inner = row.cells[i].inner.clone();
-            let width = if aligned { doc.text[inner.clone()].chars().count() } else { 0 };
+            let width = if aligned {
+                doc.text[inner.clone()].chars().count()
+            } else {
+                0
+            };
             edits.push((inner, pad_cell(v, width)));
         };
         if ProjectStatus::parse(&cell_of(&doc, row, cols.status)).ok() != Some(status) {
@@ -445,7 +503,9 @@ pub fn upsert_row(
         return Ok(out);
     }
 
-    let values: Vec<String> = (0..ncols).map(|i| value_for(i).unwrap_or("").to_string()).collect();
+    let values: Vec<String> = (0..ncols)
+        .map(|i| value_for(i).unwrap_or("").to_string())
+        .collect();
     let row = format_row(&doc, &table, &values);
     let eol = doc.eol();
     let last = &doc.lines[table.last_line()];
@@ -466,7 +526,11 @@ pub fn upsert_row(
 
 /// ` value ` padded with spaces to `width` characters when it is shorter.
 fn pad_cell(value: &str, width: usize) -> String {
-    let mut s = if value.is_empty() { " ".to_string() } else { format!(" {value} ") };
+    let mut s = if value.is_empty() {
+        " ".to_string()
+    } else {
+        format!(" {value} ")
+    };
     let n = s.chars().count();
     if n < width {
         s.extend(std::iter::repeat_n(' ', width - n));
@@ -478,7 +542,10 @@ fn pad_cell(value: &str, width: usize) -> String {
 /// row, has the header's cell widths); if so, written cells are padded too.
 fn is_aligned(doc: &Doc, table: &Table) -> bool {
     let widths = |cells: Vec<std::ops::Range<usize>>| -> Vec<usize> {
-        cells.into_iter().map(|r| doc.text[r].chars().count()).collect()
+        cells
+            .into_iter()
+            .map(|r| doc.text[r].chars().count())
+            .collect()
     };
     let header = widths(table.header.cells.iter().map(|c| c.inner.clone()).collect());
     let other = match (table.delim, table.rows.first()) {
@@ -512,8 +579,16 @@ fn format_row(doc: &Doc, table: &Table, values: &[String]) -> String {
         };
         let cell = pad_cell(v, width);
         // without outer pipes, no space before the first cell or after the last
-        let cell = if !lead && i == 0 { cell.strip_prefix(' ').unwrap_or(&cell) } else { &cell };
-        let cell = if !trail && i == last { cell.trim_end() } else { cell };
+        let cell = if !lead && i == 0 {
+            cell.strip_prefix(' ').unwrap_or(&cell)
+        } else {
+            &cell
+        };
+        let cell = if !trail && i == last {
+            cell.trim_end()
+        } else {
+            cell
+        };
         s.push_str(cell);
     }
     if trail {
@@ -532,7 +607,11 @@ mod tests {
     }
 
     fn parse(text: &str) -> Parsed<Registry> {
-        parse_registry(text, Path::new("/home/u/.openclaw/braids/registry.md"), &paths())
+        parse_registry(
+            text,
+            Path::new("/home/u/.openclaw/braids/registry.md"),
+            &paths(),
+        )
     }
 
     #[test]
@@ -558,7 +637,10 @@ mod tests {
         let p = parse(t);
         assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
         let e = &p.value.entries[0];
-        assert_eq!((e.slug.as_str(), e.status, e.priority), ("app", Some(ProjectStatus::Active), Some(Priority::High)));
+        assert_eq!(
+            (e.slug.as_str(), e.status, e.priority),
+            ("app", Some(ProjectStatus::Active), Some(Priority::High))
+        );
         assert_eq!(e.path, PathBuf::from("/home/u/p/app"));
     }
 
@@ -575,7 +657,10 @@ mod tests {
         let p = parse("| Slug | Status | Notes |\n|---|---|---|\n| a | active | x |\n");
         assert!(p.value.entries.is_empty());
         let d = &p.diagnostics[0];
-        assert_eq!((d.severity, d.line, d.section), (Severity::Error, Some(1), "1.1"));
+        assert_eq!(
+            (d.severity, d.line, d.section),
+            (Severity::Error, Some(1), "1.1")
+        );
         assert!(d.message.contains("`Priority`, `Path`"), "{}", d.message);
         let none = parse("just text\n");
         assert!(none.has_errors());
@@ -592,15 +677,31 @@ mod tests {
         assert_eq!(slugs, ["a", "b", "f"]);
         assert_eq!(e[0].status, None);
         assert_eq!((e[1].status, e[1].priority), (None, None));
-        let by_line = |l: usize| p.diagnostics.iter().filter(|d| d.line == Some(l)).collect::<Vec<_>>();
-        assert!(by_line(3)[0].message.contains("never complete"), "{:?}", by_line(3));
+        let by_line = |l: usize| {
+            p.diagnostics
+                .iter()
+                .filter(|d| d.line == Some(l))
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            by_line(3)[0].message.contains("never complete"),
+            "{:?}",
+            by_line(3)
+        );
         assert!(by_line(3)[0].message.contains("active paused blocked"));
         assert_eq!(by_line(4).len(), 2);
         assert!(by_line(5)[0].fix.contains("bad-slug"), "{:?}", by_line(5));
-        assert!(by_line(6)[0].message.contains("lines 3 and 6"), "{:?}", by_line(6));
+        assert!(
+            by_line(6)[0].message.contains("lines 3 and 6"),
+            "{:?}",
+            by_line(6)
+        );
         assert!(by_line(7)[0].message.contains("empty Path"));
         assert_eq!(by_line(8)[0].severity, Severity::Warning);
-        assert!(p.diagnostics.iter().all(|d| d.section == "1.1" && !d.fix.is_empty()));
+        assert!(p
+            .diagnostics
+            .iter()
+            .all(|d| d.section == "1.1" && !d.fix.is_empty()));
     }
 
     #[test]
@@ -630,7 +731,10 @@ mod tests {
             "| Path | Slug | Status | Priority | Owner |\n|---|---|---|---|---|\n| ~/a | **a** | paused | high | me |\n| ~/b | b | active | low | you |\n"
         );
         // nothing to change: not a byte changes
-        assert_eq!(upsert_row(t, "a", ProjectStatus::Active, Priority::High, "~/a").unwrap(), t);
+        assert_eq!(
+            upsert_row(t, "a", ProjectStatus::Active, Priority::High, "~/a").unwrap(),
+            t
+        );
     }
 
     #[test]
@@ -639,28 +743,72 @@ mod tests {
         let out = upsert_row(t, "b", ProjectStatus::Active, Priority::Normal, "/b").unwrap();
         assert_eq!(out, format!("{t}\r\n| b | active | normal | /b |"));
         let empty_table = "| Slug | Status | Priority | Path |\r\n|---|---|---|---|\r\n\r\nend\r\n";
-        let out = upsert_row(empty_table, "c", ProjectStatus::Blocked, Priority::High, "/c").unwrap();
+        let out = upsert_row(
+            empty_table,
+            "c",
+            ProjectStatus::Blocked,
+            Priority::High,
+            "/c",
+        )
+        .unwrap();
         assert_eq!(out, "| Slug | Status | Priority | Path |\r\n|---|---|---|---|\r\n| c | blocked | high | /c |\r\n\r\nend\r\n");
     }
 
     #[test]
     fn upsert_into_template_and_errors() {
-        let out = upsert_row("", "app", ProjectStatus::Active, Priority::Normal, "$BRAIDS_HOME/app").unwrap();
+        let out = upsert_row(
+            "",
+            "app",
+            ProjectStatus::Active,
+            Priority::Normal,
+            "$BRAIDS_HOME/app",
+        )
+        .unwrap();
         assert!(out.starts_with(REGISTRY_TEMPLATE));
-        assert!(out.ends_with("| app  | active | normal   | $BRAIDS_HOME/app |\n"), "{out}");
+        assert!(
+            out.ends_with("| app  | active | normal   | $BRAIDS_HOME/app |\n"),
+            "{out}"
+        );
         let p = parse(&out);
         assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
-        assert_eq!(p.value.entries[0].path, PathBuf::from("/home/u/Projects/app"));
-        assert!(upsert_row("no table", "a", ProjectStatus::Active, Priority::Normal, "/a").is_err());
-        assert!(upsert_row(REGISTRY_TEMPLATE, "A b", ProjectStatus::Active, Priority::Normal, "/a").is_err());
-        assert!(upsert_row(REGISTRY_TEMPLATE, "a", ProjectStatus::Active, Priority::Normal, "/a|b").is_err());
+        assert_eq!(
+            p.value.entries[0].path,
+            PathBuf::from("/home/u/Projects/app")
+        );
+        assert!(upsert_row(
+            "no table",
+            "a",
+            ProjectStatus::Active,
+            Priority::Normal,
+            "/a"
+        )
+        .is_err());
+        assert!(upsert_row(
+            REGISTRY_TEMPLATE,
+            "A b",
+            ProjectStatus::Active,
+            Priority::Normal,
+            "/a"
+        )
+        .is_err());
+        assert!(upsert_row(
+            REGISTRY_TEMPLATE,
+            "a",
+            ProjectStatus::Active,
+            Priority::Normal,
+            "/a|b"
+        )
+        .is_err());
     }
 
     #[test]
     fn upsert_short_row_is_completed() {
         let t = "| Slug | Status | Priority | Path |\n|---|---|---|---|\n| a | active |\n";
         let out = upsert_row(t, "a", ProjectStatus::Active, Priority::Low, "/a").unwrap();
-        assert_eq!(out, "| Slug | Status | Priority | Path |\n|---|---|---|---|\n| a | active | low | /a |\n");
+        assert_eq!(
+            out,
+            "| Slug | Status | Priority | Path |\n|---|---|---|---|\n| a | active | low | /a |\n"
+        );
     }
 
     #[test]
