@@ -458,7 +458,7 @@ pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String>
             let old = &text[f.span.clone()];
             let wrap = ["**", "__", "`", "*", "_"]
                 .into_iter()
-                .find(|w| old.len() >= 2 * w.len() + 1 && old.starts_with(w) && old.ends_with(w))
+                .find(|w| old.len() > 2 * w.len() && old.starts_with(w) && old.ends_with(w))
                 .unwrap_or("");
             let mut new = format!("{wrap}{status}{wrap}");
             if cell.is_some() {

@@ -222,10 +222,8 @@ impl<'a> Doc<'a> {
                         mark(&mut lines, &r, FIELD);
                     }
                 }
-                Event::InlineHtml(ref h) | Event::Html(ref h) => {
-                    if h.starts_with("<!--") {
-                        masks.push(r);
-                    }
+                Event::InlineHtml(ref h) | Event::Html(ref h) if h.starts_with("<!--") => {
+                    masks.push(r);
                 }
                 _ => {}
             }
@@ -394,7 +392,8 @@ impl<'a> Doc<'a> {
             };
             let has_delim = !next_cells.is_empty() && self.is_delim(&next_cells);
             let piped = |k: usize| self.line(k).trim_start().starts_with('|');
-            if !has_delim && !(next_ok && piped(i) && piped(next) && !next_cells.is_empty()) {
+            let both_piped = next_ok && piped(i) && piped(next) && !next_cells.is_empty();
+            if !(has_delim || both_piped) {
                 i += 1;
                 continue;
             }
