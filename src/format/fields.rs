@@ -170,12 +170,17 @@ pub(crate) struct RawField {
 
 /// Every field candidate in document order, duplicates included.
 pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
-    let skipped: Vec<Range<usize>> = skip
-        .iter()
-        .flat_map(|name| doc.matching_headings(name))
-        .map(|h| doc.headings[h].first..doc.section_body(h).end)
-        .collect();
-    let is_skipped = |i: usize| skipped.iter().any(|r| r.contains(&i));
+    let mut skipped = vec![false; doc.lines.len()];
+    for h in skip.iter().flat_map(|name| doc.matching_headings(name)) {
+        let end = doc.section_body(h).end.min(skipped.len());
+        for s in skipped
+            .get_mut(doc.headings[h].first..end)
+            .unwrap_or_default()
+        {
+            *s = true;
+        }
+    }
+    let is_skipped = |i: usize| skipped.get(i).copied().unwrap_or(false);
     let mut out = Vec::new();
     for i in 0..doc.lines.len() {
         if doc.has(i, FIELD) && !is_skipped(i) {
@@ -226,10 +231,23 @@ pub(crate) fn first_only(
     section: &'static str,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<RawField> {
+    // a linear scan is faster for the usual handful of fields; a map keeps huge inputs linear
     let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut out: Vec<RawField> = Vec::new();
+    let mut out: Vec<RawField> = Vec::with_capacity(raw.len());
     for f in raw {
-        if let Some(&i) = seen.get(&f.field.key) {
+        let prior = if out.len() < 32 {
+            out.iter().position(|o| o.field.key == f.field.key)
+        } else {
+            if seen.is_empty() {
+                seen.extend(
+                    out.iter()
+                        .enumerate()
+                        .map(|(i, o)| (o.field.key.clone(), i)),
+                );
+            }
+            seen.get(&f.field.key).copied()
+        };
+        if let Some(i) = prior {
             let first = &out[i];
             diags.push(Diagnostic::warning(
                 file,
@@ -242,7 +260,9 @@ pub(crate) fn first_only(
                 format!("delete line {} or line {} so the field is set once", f.field.line, first.field.line),
             ));
         } else {
-            seen.insert(f.field.key.clone(), out.len());
+            if !seen.is_empty() {
+                seen.insert(f.field.key.clone(), out.len());
+            }
             out.push(f);
         }
     }
@@ -546,6 +566,17 @@ mod tests {
         let d = &p.diagnostics[0];
         assert_eq!((d.line, d.section), (Some(3), "1.2"));
         assert!(d.message.contains("line 1"), "{}", d.message);
+    }
+
+    #[test]
+    fn repeats_among_many_fields() {
+        let mut t: String = (0..40).map(|i| format!("Key{i}: v{i}\n")).collect();
+        t.push_str("Key0: again\nKey39: again\nkey_20: again\n");
+        let p = extract(&t, Path::new("P.md"), "1.2");
+        assert_eq!(p.value.len(), 40);
+        assert_eq!(get(&p.value, "key 39").unwrap().value, "v39");
+        let lines: Vec<Option<usize>> = p.diagnostics.iter().map(|d| d.line).collect();
+        assert_eq!(lines, [Some(41), Some(42), Some(43)]);
     }
 
     #[test]

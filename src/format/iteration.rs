@@ -299,6 +299,11 @@ fn parse_story(s: &str) -> StoryLine {
     };
     if sep > 0 && id_end > id_start {
         let id_text = &s[id_start..id_end];
+        if !id_text.bytes().any(|b| b.is_ascii_digit() || b == b'-') && BeadId::new(id_text).is_ok()
+        {
+            // a plain word (`TBD:`, `Note:`) is prose, not an id: ids carry a digit or a dash
+            return StoryLine::NotStory;
+        }
         return match BeadId::new(id_text) {
             Ok(id) => {
                 let mut title = rest[sep..].trim();
@@ -453,7 +458,7 @@ pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String>
             let old = &text[f.span.clone()];
             let wrap = ["**", "__", "`", "*", "_"]
                 .into_iter()
-                .find(|w| old.len() >= 2 * w.len() + 1 && old.starts_with(w) && old.ends_with(w))
+                .find(|w| old.len() > 2 * w.len() && old.starts_with(w) && old.ends_with(w))
                 .unwrap_or("");
             let mut new = format!("{wrap}{status}{wrap}");
             if cell.is_some() {
@@ -684,6 +689,15 @@ mod tests {
         ));
         assert_eq!(parse_story("(none yet)"), StoryLine::NotStory);
         assert_eq!(parse_story(""), StoryLine::NotStory);
+        assert_eq!(parse_story("TBD: later"), StoryLine::NotStory);
+        assert_eq!(
+            parse_story("Note: ordered by priority"),
+            StoryLine::NotStory
+        );
+        assert_eq!(
+            parse_story("123: numeric ids are ids"),
+            StoryLine::Story(id("123"), "numeric ids are ids".into())
+        );
     }
 
     #[test]
@@ -749,6 +763,11 @@ mod tests {
             "Iteration 2\n===\n\nStatus: planning\n"
         );
         assert_eq!(set_status("", s).unwrap(), "Status: planning\n");
+        assert_eq!(
+            set_status("# T\rx\r", s).unwrap(),
+            "# T\r\rStatus: planning\r\rx\r",
+            "old Mac endings stay"
+        );
         assert_eq!(
             set_status("Some text\n", s).unwrap(),
             "Status: planning\n\nSome text\n"

@@ -11,6 +11,7 @@
 //! beyond the line table, and nothing can panic on any input.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::ops::Range;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
@@ -84,6 +85,8 @@ pub(crate) struct Doc<'a> {
     pub masked: Cow<'a, str>,
     pub lines: Vec<Line>,
     pub headings: Vec<Heading>,
+    /// Cache for [`Doc::heading_words`].
+    words: OnceCell<Vec<Vec<String>>>,
 }
 
 /// Nesting counters while walking the event stream.
@@ -219,10 +222,8 @@ impl<'a> Doc<'a> {
                         mark(&mut lines, &r, FIELD);
                     }
                 }
-                Event::InlineHtml(ref h) | Event::Html(ref h) => {
-                    if h.starts_with("<!--") {
-                        masks.push(r);
-                    }
+                Event::InlineHtml(ref h) | Event::Html(ref h) if h.starts_with("<!--") => {
+                    masks.push(r);
                 }
                 _ => {}
             }
@@ -233,6 +234,7 @@ impl<'a> Doc<'a> {
             masked,
             lines,
             headings,
+            words: OnceCell::new(),
         }
     }
 
@@ -258,6 +260,7 @@ impl<'a> Doc<'a> {
             match self.text.get(l.end..l.next) {
                 Some("\r\n") => return "\r\n",
                 Some("\n") => return "\n",
+                Some("\r") => return "\r",
                 _ => {}
             }
         }
@@ -269,6 +272,16 @@ impl<'a> Doc<'a> {
         self.masked.get(h.title.clone()).unwrap_or("").trim()
     }
 
+    /// The normalised words of every heading, computed once.
+    fn heading_words(&self) -> &[Vec<String>] {
+        self.words.get_or_init(|| {
+            self.headings
+                .iter()
+                .map(|h| heading_words(self.heading_title(h)))
+                .collect()
+        })
+    }
+
     /// Index in `headings` of the first heading called `name`: an exact match on words
     /// (case, emphasis, emoji and plurals ignored) wins over a heading that merely starts with
     /// those words (`## Goals and non-goals` is a Goal section).
@@ -277,11 +290,7 @@ impl<'a> Doc<'a> {
         if want.is_empty() {
             return None;
         }
-        let words: Vec<Vec<String>> = self
-            .headings
-            .iter()
-            .map(|h| heading_words(self.heading_title(h)))
-            .collect();
+        let words = self.heading_words();
         words
             .iter()
             .position(|w| *w == want)
@@ -294,8 +303,9 @@ impl<'a> Doc<'a> {
         if want.is_empty() {
             return Vec::new();
         }
+        let words = self.heading_words();
         (0..self.headings.len())
-            .filter(|&i| heading_words(self.heading_title(&self.headings[i])).starts_with(&want))
+            .filter(|&i| words[i].starts_with(&want))
             .collect()
     }
 
@@ -382,7 +392,8 @@ impl<'a> Doc<'a> {
             };
             let has_delim = !next_cells.is_empty() && self.is_delim(&next_cells);
             let piped = |k: usize| self.line(k).trim_start().starts_with('|');
-            if !has_delim && !(next_ok && piped(i) && piped(next) && !next_cells.is_empty()) {
+            let both_piped = next_ok && piped(i) && piped(next) && !next_cells.is_empty();
+            if !(has_delim || both_piped) {
                 i += 1;
                 continue;
             }
@@ -487,8 +498,9 @@ pub(crate) fn heading_words(title: &str) -> Vec<String> {
 fn split_lines(text: &str) -> Vec<Line> {
     let b = text.as_bytes();
     let mut lines = Vec::with_capacity(b.len() / 40 + 1);
-    let mut start = 0;
-    let mut i = 0;
+    // a BOM belongs to no line
+    let mut start = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let mut i = start;
     while i < b.len() {
         match b[i] {
             b'\n' => {
@@ -716,6 +728,10 @@ mod tests {
         let l: Vec<&str> = (0..d.lines.len()).map(|i| d.line(i)).collect();
         assert_eq!(l, ["a", "b", "c", "", "d"]);
         assert_eq!(d.eol(), "\r\n");
+        assert_eq!(Doc::new("a\rb").eol(), "\r");
+        let bom = Doc::new("\u{feff}# T\nx");
+        assert_eq!((bom.line(0), bom.lines[0].start), ("# T", 3));
+        assert_eq!(bom.heading_title(&bom.headings[0]), "T");
         assert_eq!(Doc::new("").lines.len(), 1);
         assert_eq!(Doc::new("x\n").lines.len(), 1);
     }

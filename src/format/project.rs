@@ -139,16 +139,14 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         &mut diags,
     );
     let find = |key: &str| raw.iter().find(|f| f.field.key == key);
-    let mut cfg = ProjectConfig::default();
-
-    cfg.name = doc
+    let name = doc
         .headings
         .iter()
         .find(|h| h.level == 1)
         .map(|h| clean_value(doc.heading_title(h)).to_string())
         .filter(|n| !n.is_empty());
 
-    cfg.status = read_enum(
+    let status = read_enum(
         find("status"),
         "Status",
         "active",
@@ -158,7 +156,7 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         file,
         &mut diags,
     );
-    cfg.priority = read_enum(
+    let priority = read_enum(
         find("priority"),
         "Priority",
         "normal",
@@ -169,7 +167,7 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         &mut diags,
     )
     .unwrap_or_default();
-    cfg.autonomy = read_enum(
+    let autonomy = read_enum(
         find("autonomy"),
         "Autonomy",
         "full",
@@ -180,7 +178,7 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         &mut diags,
     )
     .unwrap_or_default();
-    cfg.checkin = match find("checkin") {
+    let checkin = match find("checkin") {
         None => Checkin::OnDemand,
         f => read_enum(
             f,
@@ -194,7 +192,7 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         )
         .unwrap_or_default(),
     };
-    cfg.max_workers = read_number(
+    let max_workers = read_number(
         find("maxworkers"),
         "MaxWorkers",
         DEFAULT_MAX_WORKERS as u64,
@@ -203,7 +201,7 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         file,
         &mut diags,
     ) as u32;
-    cfg.worker_timeout = read_number(
+    let worker_timeout = read_number(
         find("workertimeout"),
         "WorkerTimeout",
         DEFAULT_WORKER_TIMEOUT,
@@ -212,12 +210,25 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         file,
         &mut diags,
     );
-    cfg.channel = find("channel").and_then(|f| channel(&f.field.value));
+    let channel = find("channel").and_then(|f| parse_channel(&f.field.value));
 
-    cfg.notifications = parse_notifications(&doc, file, &mut diags);
-    cfg.goal = section(&doc, "goal");
-    cfg.guardrails = section(&doc, "guardrails");
-    cfg.fields = raw.into_iter().map(|f| f.field).collect();
+    let notifications = parse_notifications(&doc, file, &mut diags);
+    let goal = section(&doc, "goal");
+    let guardrails = section(&doc, "guardrails");
+    let cfg = ProjectConfig {
+        name,
+        status,
+        priority,
+        autonomy,
+        max_workers,
+        worker_timeout,
+        checkin,
+        channel,
+        notifications,
+        guardrails,
+        goal,
+        fields: raw.into_iter().map(|f| f.field).collect(),
+    };
     diags.sort_by_key(|d| d.line);
     Parsed::new(cfg, diags)
 }
@@ -227,9 +238,13 @@ fn section(doc: &Doc, name: &str) -> Option<String> {
     Some(doc.raw_lines(doc.section_body(h))).filter(|s| !s.is_empty())
 }
 
-/// `none`, `-`, empty and the like mean no channel.
-fn channel(raw: &str) -> Option<String> {
+/// `none`, `-`, empty and the like mean no channel; a trailing `(comment)` is not part of it.
+fn parse_channel(raw: &str) -> Option<String> {
     let v = clean_value(raw);
+    let v = match v.find(" (") {
+        Some(i) if i > 0 => clean_value(&v[..i]),
+        _ => v,
+    };
     let first = v
         .split(|c: char| c.is_whitespace() || c == '(')
         .next()
@@ -820,7 +835,7 @@ mod tests {
                 .value
                 .channel
                 .as_deref(),
-            Some("discord:#braids (main)")
+            Some("discord:#braids")
         );
     }
 

@@ -568,15 +568,28 @@ fn format_row(doc: &Doc, table: &Table, values: &[String]) -> String {
     if lead {
         s.push('|');
     }
+    let last = values.len().saturating_sub(1);
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
             s.push('|');
         }
         let width = match table.header.cells.get(i) {
-            Some(c) if aligned => doc.text[c.inner.clone()].chars().count(),
+            Some(c) if aligned && (trail || i < last) => doc.text[c.inner.clone()].chars().count(),
             _ => 0,
         };
-        s.push_str(&pad_cell(v, width));
+        let cell = pad_cell(v, width);
+        // without outer pipes, no space before the first cell or after the last
+        let cell = if !lead && i == 0 {
+            cell.strip_prefix(' ').unwrap_or(&cell)
+        } else {
+            &cell
+        };
+        let cell = if !trail && i == last {
+            cell.trim_end()
+        } else {
+            cell
+        };
+        s.push_str(cell);
     }
     if trail {
         s.push('|');
