@@ -86,7 +86,13 @@ pub fn status(paths: &Paths, json: bool) -> Result<i32> {
         config: &inst.config,
         config_warnings: &inst.config_warnings,
     };
-    let observed = observe::observe(&ctx, sessions.clone(), state.claims.clone(), now);
+    let observed = observe::observe(
+        &ctx,
+        sessions.clone(),
+        Vec::new(),
+        state.claims.clone(),
+        now,
+    );
     let summary = match (state.last_run_at, state.idle_reason) {
         (None, _) => "never".to_string(),
         (Some(t), Some(r)) => format!(

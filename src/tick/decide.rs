@@ -84,6 +84,9 @@ pub struct Snapshot {
     /// In registry order.
     pub projects: Vec<ProjectView>,
     pub sessions: Vec<Session>,
+    /// Labels whose session records exist but cannot be read: maybe running. They hold their
+    /// project's capacity and their bead is never spawned again until a person looks.
+    pub unreadable: Vec<SessionLabel>,
     pub claims: Vec<Claim>,
     /// 0 means no global cap.
     pub global_max_workers: u32,
@@ -251,6 +254,13 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                 reason,
             }),
             SessionVerdict::Healthy => *healthy.entry(slug.to_string()).or_default() += 1,
+        }
+    }
+
+    for l in &snap.unreadable {
+        if by_slug.contains_key(l.slug()) {
+            live.insert((l.slug().to_string(), l.bead().clone()));
+            *healthy.entry(l.slug().to_string()).or_default() += 1;
         }
     }
 

@@ -81,6 +81,7 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
     Snapshot {
         projects: projects.into_iter().map(|p| p.0).collect(),
         sessions,
+        unreadable: vec![],
         claims: vec![],
         global_max_workers: 0,
         claim_grace: Duration::seconds(120),
@@ -491,4 +492,19 @@ fn decide_is_deterministic() {
         vec![session("a", "a-0", false, 1)],
     );
     assert_eq!(decide(&s, now()), decide(&s, now()));
+}
+
+#[test]
+fn c2_2_an_unreadable_session_record_holds_its_slot_and_its_bead() {
+    let mut s = snap(
+        vec![project("a").max(2).ready(&["a-1", "a-2", "a-3"])],
+        vec![],
+    );
+    s.unreadable = vec![SessionLabel::new("a", id("a-1")).unwrap()];
+    let plan = decide(&s, now());
+    assert_eq!(
+        spawned(&plan),
+        ["project:a:a-2"],
+        "a-1 may still run; one slot is taken"
+    );
 }

@@ -163,16 +163,31 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
 
     // observe
-    let sessions = inst
+    let survey = inst
         .backend
-        .list()
+        .survey()
         .context("cannot list worker sessions, so cannot tell who is running")?;
+    let mut problems = Vec::new();
+    let unreadable: Vec<_> = survey
+        .problems
+        .iter()
+        .filter_map(|p| {
+            problems.push(format!(
+                "unreadable session record {}: {}",
+                p.location, p.detail
+            ));
+            p.label
+                .as_deref()
+                .and_then(|l| crate::model::SessionLabel::parse(l).ok())
+        })
+        .collect();
+    let sessions = survey.sessions;
     let ctx = observe::Context {
         paths: &inst.paths,
         config: &inst.config,
         config_warnings: &inst.config_warnings,
     };
-    let observed = observe::observe(&ctx, sessions, state.claims.clone(), now);
+    let observed = observe::observe(&ctx, sessions, unreadable, state.claims.clone(), now);
 
     // decide
     let plan = decide(&observed.snapshot, now);
@@ -190,7 +205,8 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let outcome = act::act(&plan, &fx, now, opts.dry_run);
 
     let spawned = !outcome.spawned.is_empty();
-    let mut errors = plan.errors.clone();
+    let mut errors = problems;
+    errors.extend(plan.errors.iter().cloned());
     errors.extend(outcome.errors.iter().cloned());
     errors.extend(
         observed

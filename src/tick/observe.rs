@@ -76,6 +76,7 @@ struct ProjectObservation {
 pub fn observe(
     ctx: &Context<'_>,
     sessions: Vec<Session>,
+    unreadable: Vec<crate::model::SessionLabel>,
     claims: Vec<Claim>,
     now: DateTime<Utc>,
 ) -> Observed {
@@ -158,6 +159,7 @@ pub fn observe(
     let snapshot = Snapshot {
         projects,
         sessions: (*sessions).clone(),
+        unreadable,
         claims: (*claims).clone(),
         global_max_workers: ctx.config.tick.max_workers,
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
