@@ -6,7 +6,7 @@
 //! destroys a newer one's data. Loading never fails: a missing or corrupt file means a full run.
 //! The transitions are pure functions of the previous state and the clock.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
@@ -68,6 +68,9 @@ pub struct OrchestratorState {
     /// Per project slug, when its last check-in was sent.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub checkins: BTreeMap<String, DateTime<Utc>>,
+    /// Projects already told `no-ready-beads` in their current dry spell.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub dry: BTreeSet<String>,
     /// Fields written by another version, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -81,6 +84,7 @@ impl Default for OrchestratorState {
             last_run_at: None,
             claims: Vec::new(),
             checkins: BTreeMap::new(),
+            dry: BTreeSet::new(),
             extra: serde_json::Map::new(),
         }
     }

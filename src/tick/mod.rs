@@ -7,6 +7,7 @@
 
 pub mod act;
 pub mod decide;
+mod notices;
 pub mod observe;
 pub mod status_md;
 
@@ -230,8 +231,12 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         return Ok(report);
     }
 
+    let notifier = crate::notify::from_config(&inst.config.notify);
+    let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
+
     // persist
     let mut next = state.after_run(now, spawned, plan.idle_reason);
+    next.dry = dry;
     let settled = |slug: &str, bead: &crate::model::BeadId| {
         plan.settled_claims
             .iter()

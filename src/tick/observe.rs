@@ -46,6 +46,9 @@ pub struct ProjectReport {
     /// Why the project is not eligible, or what failed.
     pub note: Option<String>,
     pub error: Option<String>,
+    /// PROJECT.md as read this run, for notifications.
+    #[serde(skip)]
+    pub config: Option<ProjectConfig>,
 }
 
 /// The observed world: the snapshot `decide` reads, and what `act` and STATUS.md need besides.
@@ -205,6 +208,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         ready: 0,
         note: None,
         error: None,
+        config: None,
     }
 }
 
@@ -294,6 +298,7 @@ fn observe_project(
     report.priority = config.priority;
     report.autonomy = config.autonomy;
     report.max_workers = config.max_workers;
+    report.config = Some(config.clone());
 
     let shown = match &eligibility {
         Eligibility::Eligible { iteration } => iterations.iter().find(|i| i.number == *iteration),

@@ -221,12 +221,26 @@ impl Sandbox {
         dir
     }
 
-    /// Appends to config.toml.
+    /// Merges `toml` into config.toml, table by table (later keys win).
     pub fn config(&self, toml: &str) {
+        fn merge(into: &mut toml::Table, from: toml::Table) {
+            for (k, v) in from {
+                match (into.get_mut(&k), v) {
+                    (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+                    (_, v) => {
+                        into.insert(k, v);
+                    }
+                }
+            }
+        }
         let p = self.braids_dir().join("config.toml");
-        let mut text = std::fs::read_to_string(&p).unwrap_or_default();
-        text.push_str(toml);
-        std::fs::write(p, text).unwrap();
+        let mut table: toml::Table = std::fs::read_to_string(&p)
+            .unwrap_or_default()
+            .parse()
+            .unwrap();
+        merge(&mut table, toml.parse().expect("test config is TOML"));
+        std::fs::create_dir_all(self.braids_dir()).unwrap();
+        std::fs::write(p, toml::to_string(&table).unwrap()).unwrap();
     }
 
     pub fn state(&self) -> serde_json::Value {
