@@ -144,7 +144,7 @@ fn flip(paths: &Paths, a: &IterationArgs, to: IterationStatus) -> Result<Iterati
     };
     crate::git::commit_paths(
         &entry.path,
-        &[it.dir.clone()],
+        std::slice::from_ref(&it.dir),
         &format!("{verb} iteration {number}"),
     )?;
     notify_flip(paths, &entry, number, to);

@@ -157,16 +157,22 @@ closed_enum! {
     }
 }
 
+// The enums come from a macro that cannot mark a `#[default]` variant.
+#[allow(clippy::derivable_impls)]
 impl Default for Priority {
     fn default() -> Self {
         Priority::Normal
     }
 }
+// The enums come from a macro that cannot mark a `#[default]` variant.
+#[allow(clippy::derivable_impls)]
 impl Default for Autonomy {
     fn default() -> Self {
         Autonomy::Full
     }
 }
+// The enums come from a macro that cannot mark a `#[default]` variant.
+#[allow(clippy::derivable_impls)]
 impl Default for Checkin {
     fn default() -> Self {
         Checkin::OnDemand

@@ -106,16 +106,17 @@ pub trait SessionBackend: Send + Sync {
 
     /// Every braids session this backend knows, running or ended, in a stable order. Records
     /// that cannot be read are left out here (and logged); [`SessionBackend::survey`] reports them.
-    fn list(&self) -> Result<Vec<Session>, SessionError>;
+    fn list(&self) -> Result<Vec<Session>, SessionError> {
+        let survey = self.survey()?;
+        for p in &survey.problems {
+            tracing::warn!(backend = self.name(), location = %p.location, label = ?p.label, "unreadable session record: {}", p.detail);
+        }
+        Ok(survey.sessions)
+    }
 
     /// Like [`SessionBackend::list`], plus the records that could not be read. A caller that must
     /// not double-spawn should treat a problem carrying a label as "maybe running".
-    fn survey(&self) -> Result<Survey, SessionError> {
-        Ok(Survey {
-            sessions: self.list()?,
-            problems: Vec::new(),
-        })
-    }
+    fn survey(&self) -> Result<Survey, SessionError>;
 
     /// Starts a worker in its own session and process group, detached from the caller.
     fn spawn(&self, spec: &SpawnSpec) -> Result<Session, SessionError>;

@@ -463,14 +463,6 @@ impl SessionBackend for ProcessBackend {
         "process"
     }
 
-    fn list(&self) -> Result<Vec<Session>, SessionError> {
-        let survey = self.survey()?;
-        for p in &survey.problems {
-            tracing::warn!(location = %p.location, label = ?p.label, "unreadable session record: {}", p.detail);
-        }
-        Ok(survey.sessions)
-    }
-
     fn survey(&self) -> Result<Survey, SessionError> {
         reap_children();
         let mut out = Survey::default();

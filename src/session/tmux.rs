@@ -359,14 +359,6 @@ impl SessionBackend for TmuxBackend {
         "tmux"
     }
 
-    fn list(&self) -> Result<Vec<Session>, SessionError> {
-        let survey = self.survey()?;
-        for p in &survey.problems {
-            tracing::warn!(location = %p.location, label = ?p.label, "unreadable tmux session: {}", p.detail);
-        }
-        Ok(survey.sessions)
-    }
-
     fn survey(&self) -> Result<Survey, SessionError> {
         let (rows, problems) = self.rows()?;
         let mut out = Survey {

@@ -64,6 +64,30 @@ impl BeadsCli {
         }
     }
 
+    /// `ready`, shared by br and bd: every ready bead (no page limit), open ones only (older bd
+    /// also lists in_progress beads), most urgent first.
+    pub(crate) fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
+        let args: Vec<String> = ["ready", "--json", "--sort=priority", "--limit=0"]
+            .map(String::from)
+            .into();
+        let mut beads: Vec<_> = self
+            .issues(&args)?
+            .into_iter()
+            .map(|i| i.bead)
+            .filter(|b| b.status == BeadStatus::Open)
+            .collect();
+        sort_by_urgency(&mut beads);
+        Ok(beads)
+    }
+
+    /// `list`, shared by br and bd: every bead, closed ones included, no page limit.
+    pub(crate) fn list_all(&self) -> Result<Vec<Bead>, TrackerError> {
+        let args: Vec<String> = ["list", "--json", "--all", "--limit=0"]
+            .map(String::from)
+            .into();
+        Ok(self.issues(&args)?.into_iter().map(|i| i.bead).collect())
+    }
+
     /// Adds an environment variable for every call.
     pub(crate) fn with_env(mut self, key: &str, value: &str) -> Self {
         self.env.retain(|(k, _)| k != key);

@@ -31,8 +31,7 @@
 //!   taken for a flag.
 
 use super::beads_cli::{
-    find_exact, json_documents, one_line, parse_issues, sort_by_urgency, BeadsCli, ErrorInfo,
-    RawIssue,
+    find_exact, json_documents, one_line, parse_issues, BeadsCli, ErrorInfo, RawIssue,
 };
 use super::rules::{check_actor, claim_verdict, closed_is_final};
 use super::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
@@ -160,30 +159,11 @@ impl Tracker for Br {
     }
 
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
-        let args: Vec<String> = ["ready", "--json", "--sort=priority", "--limit=0"]
-            .map(String::from)
-            .into();
-        let mut beads: Vec<_> = self
-            .cli
-            .issues(&args)?
-            .into_iter()
-            .map(|i| i.bead)
-            .filter(|b| b.status == BeadStatus::Open)
-            .collect();
-        sort_by_urgency(&mut beads);
-        Ok(beads)
+        self.cli.ready()
     }
 
     fn list(&self) -> Result<Vec<Bead>, TrackerError> {
-        let args: Vec<String> = ["list", "--json", "--all", "--limit=0"]
-            .map(String::from)
-            .into();
-        Ok(self
-            .cli
-            .issues(&args)?
-            .into_iter()
-            .map(|i| i.bead)
-            .collect())
+        self.cli.list_all()
     }
 
     fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError> {
