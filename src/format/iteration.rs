@@ -477,17 +477,33 @@ pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String>
     Ok(out)
 }
 
-/// Inserts `Status: <s>` as its own paragraph after the H1, after front matter, or at the top.
+/// Inserts `Status: <s>` as its own paragraph after the H1, after front matter, or at the top:
+/// the first of those places where it is read back as the Status. (An H1 can open a section
+/// whose lines are content, not fields, as `# Stories` does; a Status put there would not be
+/// read, and the iteration would silently keep its old status.)
 fn insert_status(doc: &Doc, status: IterationStatus) -> String {
+    let h1 = doc.headings.iter().find(|h| h.level == 1).map(|h| h.last);
+    let places = [h1, front_matter_end(doc), None];
+    let mut out = String::new();
+    for (k, after) in places.iter().enumerate() {
+        if k < 2 && after.is_none() {
+            continue;
+        }
+        out = insert_status_after(doc, status, *after);
+        let reads = fields::scan(&Doc::new(&out), CONTENT_SECTIONS)
+            .iter()
+            .any(|f| f.field.key == "status");
+        if reads {
+            break;
+        }
+    }
+    out
+}
+
+fn insert_status_after(doc: &Doc, status: IterationStatus, after: Option<usize>) -> String {
     let text = doc.text;
     let eol = doc.eol();
     let line = format!("Status: {status}");
-    let after = doc
-        .headings
-        .iter()
-        .find(|h| h.level == 1)
-        .map(|h| h.last)
-        .or_else(|| front_matter_end(doc));
     let mut out = String::with_capacity(text.len() + line.len() + 4);
     match after {
         Some(i) => {
