@@ -218,6 +218,9 @@ struct Stats {
     garbage_edits: usize,
     clock_back: usize,
     completed_iterations: usize,
+    /// Idle reasons the oracle checked: no-active-iterations, no-ready-beads, all-at-capacity.
+    idle_checked: [usize; 3],
+    global_capped: usize,
 }
 
 impl std::ops::AddAssign for Stats {
@@ -233,6 +236,10 @@ impl std::ops::AddAssign for Stats {
         self.garbage_edits += o.garbage_edits;
         self.clock_back += o.clock_back;
         self.completed_iterations += o.completed_iterations;
+        for i in 0..3 {
+            self.idle_checked[i] += o.idle_checked[i];
+        }
+        self.global_capped += o.global_capped;
     }
 }
 
@@ -1114,11 +1121,17 @@ impl World {
             28..=35 => {
                 // iterations
                 let k = self.rng.below(self.projects[p].iters.len() + 1);
+                let any_active = self.projects[p]
+                    .iters
+                    .iter()
+                    .any(|i| i.status == Some(IterationStatus::Active));
                 if k == self.projects[p].iters.len() {
-                    let status = if self.rng.pct(50) {
-                        "planning"
-                    } else {
+                    // `braids iteration new` plans; a hand-written one may start active, even
+                    // next to another active one now and then
+                    let status = if self.rng.pct(50) && (!any_active || self.rng.pct(10)) {
                         "active"
+                    } else {
+                        "planning"
                     };
                     self.new_iteration(p, status)?;
                     self.log(format!("{slug}: person plans a new iteration ({status})"));
@@ -1126,12 +1139,8 @@ impl World {
                 }
                 let st = self.projects[p].iters[k].status;
                 let number = self.projects[p].iters[k].number;
-                let any_active = self.projects[p]
-                    .iters
-                    .iter()
-                    .any(|i| i.status == Some(IterationStatus::Active));
                 match st {
-                    Some(IterationStatus::Planning) | None if !any_active || self.rng.pct(25) => {
+                    Some(IterationStatus::Planning) | None if !any_active || self.rng.pct(10) => {
                         self.set_iteration_status(p, k, IterationStatus::Active)?;
                         self.log(format!("{slug}: iteration {number} activated"));
                     }
@@ -1541,6 +1550,15 @@ impl World {
         }
 
         let spawned = self.act(&snap, &plan)?;
+        if plan.global_slots.is_some_and(|g| {
+            g < plan
+                .spawns
+                .iter()
+                .map(|p| p.slots.min(p.candidates.len()))
+                .sum()
+        }) {
+            self.stats.global_capped += 1;
+        }
 
         // 2.2 after acting: a project that got workers is within MaxWorkers, and the global cap
         let mut per: BTreeMap<&str, usize> = BTreeMap::new();
@@ -1599,6 +1617,11 @@ impl World {
                 plan.idle_reason
             );
             if plan.intended().is_empty() {
+                self.stats.idle_checked[match expected.idle_reason {
+                    IdleReason::NoActiveIterations => 0,
+                    IdleReason::NoReadyBeads => 1,
+                    IdleReason::AllAtCapacity => 2,
+                }] += 1;
                 ensure!(
                     plan.idle_reason == expected.idle_reason,
                     "2.7",
