@@ -377,7 +377,7 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
     }
     for (n, dir) in dirs {
         let file = dir.join("ITERATION.md");
-        match std::fs::read(&file) {
+        match crate::atomic::read(&file) {
             Ok(bytes) => {
                 let p = parse_iteration(&super::decode(&bytes), &file, n, dir);
                 diags.extend(p.diagnostics);

@@ -340,7 +340,7 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
 /// Reads `~/.openclaw/braids/registry.md`. A missing file is an empty registry and a warning.
 pub fn read_registry(paths: &Paths) -> Parsed<Registry> {
     let file = paths.registry();
-    match std::fs::read(&file) {
+    match crate::atomic::read(&file) {
         Ok(bytes) => parse_registry(&super::decode(&bytes), &file, paths),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Parsed::new(
             Registry::default(),
