@@ -427,7 +427,31 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
 /// kept; without a Status field, `Status: <s>` is inserted after the H1 (or at the top).
 /// Setting the status it already has returns the text unchanged; changing a complete
 /// iteration is refused, since complete iterations are immutable (4.5).
+///
+/// The result is read back before it is returned: a text where the new Status would not read
+/// as written (a Status value whose replacement changes the markdown structure around it, such
+/// as one inside a broken code span) is an error to fix by hand, never a silent no-op.
 pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String> {
+    let new = set_status_in_place(text, status)?;
+    if new == text {
+        return Ok(new);
+    }
+    let read = |t: &str| {
+        let it = parse_iteration(t, Path::new("ITERATION.md"), 0, PathBuf::new()).value;
+        let stories: Vec<(BeadId, String)> =
+            it.stories.into_iter().map(|s| (s.id, s.title)).collect();
+        (it.status, stories)
+    };
+    let ((_, before), (after, stories)) = (read(text), read(&new));
+    if after != Some(status) || stories != before {
+        return Err(format!(
+            "the Status field cannot be changed to {status} without changing how the rest of the file reads; set it by hand (a line `Status: {status}` below the title)"
+        ));
+    }
+    Ok(new)
+}
+
+fn set_status_in_place(text: &str, status: IterationStatus) -> Result<String, String> {
     let doc = Doc::new(text);
     let raw = fields::scan(&doc, CONTENT_SECTIONS);
     let Some(f) = raw.iter().find(|f| f.field.key == "status") else {
