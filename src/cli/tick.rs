@@ -82,6 +82,7 @@ pub fn status(paths: &Paths, json: bool) -> Result<i32> {
         .unwrap_or_default();
     let sessions = inst.backend.list()?;
     let ctx = observe::Context {
+        read_only: true,
         paths,
         config: &inst.config,
         config_warnings: &inst.config_warnings,

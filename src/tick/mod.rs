@@ -187,6 +187,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         paths: &inst.paths,
         config: &inst.config,
         config_warnings: &inst.config_warnings,
+        read_only: opts.dry_run,
     };
     let observed = observe::observe(&ctx, sessions, unreadable, state.claims.clone(), now);
 

@@ -65,6 +65,8 @@ pub struct Context<'a> {
     pub config: &'a Config,
     /// Unknown keys found in config.toml, shown on STATUS.md.
     pub config_warnings: &'a [String],
+    /// Observe without writing anything at all (dry runs, `braids status`).
+    pub read_only: bool,
 }
 
 /// One project's observation, made on a blocking thread.
@@ -90,9 +92,15 @@ pub fn observe(
     let tracker_timeout = Duration::from_secs(ctx.config.tracker.timeout_secs.max(1));
     // A project's whole observation: a few tracker calls, each bounded by the tracker timeout.
     let project_budget = tracker_timeout * 3 + Duration::from_secs(2);
-    let sessions = Arc::new(sessions);
-    let claims = Arc::new(claims);
-    let default_kind = ctx.config.tracker.kind;
+    let shared = Arc::new(Shared {
+        paths: ctx.paths.clone(),
+        default_kind: ctx.config.tracker.kind,
+        timeout: tracker_timeout,
+        read_only: ctx.read_only,
+        now,
+        sessions,
+        claims,
+    });
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(ctx.config.tick.concurrency.max(1))
@@ -102,22 +110,10 @@ pub fn observe(
     let observations: Vec<ProjectObservation> = rt.block_on(async {
         let mut handles = Vec::with_capacity(entries.len());
         for entry in entries.iter().cloned() {
-            let sessions = Arc::clone(&sessions);
-            let claims = Arc::clone(&claims);
-            let paths = ctx.paths.clone();
+            let shared = Arc::clone(&shared);
             let slug = entry.slug.clone();
             let fallback = entry.clone();
-            let task = tokio::task::spawn_blocking(move || {
-                observe_project(
-                    &entry,
-                    &paths,
-                    default_kind,
-                    tracker_timeout,
-                    &sessions,
-                    &claims,
-                    now,
-                )
-            });
+            let task = tokio::task::spawn_blocking(move || observe_project(&entry, &shared));
             handles.push((slug, fallback, tokio::time::timeout(project_budget, task)));
         }
         let mut out = Vec::with_capacity(handles.len());
@@ -161,9 +157,9 @@ pub fn observe(
     }
     let snapshot = Snapshot {
         projects,
-        sessions: (*sessions).clone(),
+        sessions: shared.sessions.clone(),
         unreadable,
-        claims: (*claims).clone(),
+        claims: shared.claims.clone(),
         global_max_workers: ctx.config.tick.max_workers,
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
     };
@@ -258,15 +254,28 @@ pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind) -> TrackerKind
         .unwrap_or(default)
 }
 
-fn observe_project(
-    entry: &RegistryEntry,
-    paths: &Paths,
+/// What every project's observation shares.
+struct Shared {
+    paths: Paths,
     default_kind: TrackerKind,
     timeout: Duration,
-    sessions: &[Session],
-    claims: &[Claim],
+    read_only: bool,
     now: DateTime<Utc>,
-) -> ProjectObservation {
+    sessions: Vec<Session>,
+    claims: Vec<Claim>,
+}
+
+fn observe_project(entry: &RegistryEntry, shared: &Shared) -> ProjectObservation {
+    let Shared {
+        paths,
+        default_kind,
+        timeout,
+        read_only,
+        now,
+        ..
+    } = shared;
+    let (default_kind, timeout, read_only, now) = (*default_kind, *timeout, *read_only, *now);
+    let (sessions, claims) = (&shared.sessions, &shared.claims);
     let root = &entry.path;
     if paths.in_workspace(root) {
         return broken(
@@ -333,7 +342,12 @@ fn observe_project(
         .collect();
     let eligible = matches!(eligibility, Eligibility::Eligible { .. });
     let kind = tracker_kind(&config, default_kind);
-    let tracker: Arc<dyn Tracker> = match tracker::open(
+    let open = if read_only {
+        tracker::open_for_reading
+    } else {
+        tracker::open
+    };
+    let tracker: Arc<dyn Tracker> = match open(
         kind,
         TrackerOptions {
             project: root.clone(),

@@ -150,6 +150,24 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
     })
 }
 
+/// Like [`open`], for observers that promise to change nothing: reading never writes (the
+/// native tracker assigns missing ids in memory instead of in the file).
+pub fn open_for_reading(
+    kind: TrackerKind,
+    opts: TrackerOptions,
+) -> Result<Box<dyn Tracker>, TrackerError> {
+    let resolved = match kind {
+        TrackerKind::Auto => detect(&opts.project),
+        k => k,
+    };
+    match resolved {
+        TrackerKind::Workplan | TrackerKind::Auto => Ok(Box::new(
+            workplan::Workplan::with_options(&opts).without_writes(),
+        )),
+        _ => open(resolved, opts),
+    }
+}
+
 /// The auto-detection rule, without building anything.
 pub fn detect(project: &Path) -> TrackerKind {
     if project.join(".beads").is_dir() {

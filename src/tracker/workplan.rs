@@ -47,6 +47,9 @@ const DEFAULT_PRIORITY: u8 = 2;
 pub struct Workplan {
     file: PathBuf,
     timeout: Duration,
+    /// Whether reading may write missing ids into the file. Off for observers that promise to
+    /// change nothing (`tick --dry-run`, `status`): they assign the same ids in memory.
+    write_ids: bool,
 }
 
 impl Workplan {
@@ -55,7 +58,14 @@ impl Workplan {
         Workplan {
             file: project.join(".braids/WORKPLAN.md"),
             timeout: Duration::from_secs(30),
+            write_ids: true,
         }
+    }
+
+    /// A workplan that never writes when read: missing ids are assigned in memory only.
+    pub fn without_writes(mut self) -> Self {
+        self.write_ids = false;
+        self
     }
 
     /// As [`Workplan::new`], waiting at most `opts.timeout` for the file lock.
@@ -136,6 +146,9 @@ impl Workplan {
         let plan = Plan::parse(&text);
         if !plan.needs_ids() {
             return Ok(plan);
+        }
+        if !self.write_ids {
+            return Ok(Plan::parse(&assign_ids(&text)));
         }
         self.transact(|_| Ok(()))?;
         Ok(Plan::parse(&self.read_text()?))
