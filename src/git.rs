@@ -123,6 +123,31 @@ pub fn push(root: &Path, timeout: Duration) -> Result<()> {
     }
 }
 
+/// Where a failed push is remembered, inside `.git/` so it is never committed.
+fn push_marker(root: &Path) -> PathBuf {
+    root.join(".git/braids-push-pending")
+}
+
+/// Pushes and remembers the outcome: a failure leaves a marker the next tick finds with one
+/// `stat` and retries (4.4); a success clears it.
+pub fn push_recorded(root: &Path, timeout: Duration) -> Result<()> {
+    let result = push(root, timeout);
+    match &result {
+        Ok(()) => {
+            let _ = std::fs::remove_file(push_marker(root));
+        }
+        Err(e) => {
+            let _ = std::fs::write(push_marker(root), format!("{e:#}\n"));
+        }
+    }
+    result
+}
+
+/// Whether an earlier push of this repository failed and has not been retried successfully.
+pub fn push_pending(root: &Path) -> bool {
+    push_marker(root).exists()
+}
+
 /// How many local commits the upstream lacks; `None` without an upstream.
 pub fn unpushed(root: &Path) -> Option<usize> {
     let repo = Repository::open(root).ok()?;

@@ -36,6 +36,9 @@ impl Output for TickReport {
                 r.project, r.bead
             ));
         }
+        for p in &self.pushed {
+            o.push_str(&format!("  push   {p} (an earlier push had failed)\n"));
+        }
         for e in &self.errors {
             o.push_str(&format!("  error  {e}\n"));
         }

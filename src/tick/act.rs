@@ -235,3 +235,30 @@ pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> 
     }
     out
 }
+
+/// Retries the pushes that failed earlier (4.4), in projects with no worker running (a running
+/// worker pushes its own commits). Returns the projects pushed and the errors.
+pub fn retry_pushes(
+    reports: &[super::observe::ProjectReport],
+    plan: &Plan,
+    timeout: Duration,
+) -> (Vec<String>, Vec<String>) {
+    let mut pushed = Vec::new();
+    let mut errors = Vec::new();
+    for r in reports.iter().filter(|r| r.push_pending) {
+        if plan.healthy.get(&r.slug).copied().unwrap_or(0) > 0 {
+            continue;
+        }
+        match crate::git::push_recorded(&r.path, timeout) {
+            Ok(()) => {
+                tracing::info!(project = %r.slug, "pending push retried: pushed");
+                pushed.push(r.slug.clone());
+            }
+            Err(e) => errors.push(format!(
+                "{}: push still failing (retried next run): {e:#}",
+                r.slug
+            )),
+        }
+    }
+    (pushed, errors)
+}

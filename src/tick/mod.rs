@@ -63,6 +63,8 @@ pub struct TickReport {
     pub spawns: Vec<Spawned>,
     pub zombies: Vec<Killed>,
     pub released: Vec<Released>,
+    /// Projects whose earlier failed push succeeded on retry this run (4.4).
+    pub pushed: Vec<String>,
     pub errors: Vec<String>,
     pub dry_run: bool,
     /// Why a skipped run was skipped: `backoff` or `locked`.
@@ -86,6 +88,7 @@ impl TickReport {
             spawns: vec![],
             zombies: vec![],
             released: vec![],
+            pushed: vec![],
             errors: vec![],
             dry_run,
             skip: Some(skip),
@@ -110,6 +113,9 @@ impl TickReport {
                     self.spawns.len(),
                     self.zombies.len()
                 );
+                if !self.pushed.is_empty() {
+                    s.push_str(&format!(", pushed {}", self.pushed.len()));
+                }
                 if !self.released.is_empty() {
                     s.push_str(&format!(", released {}", self.released.len()));
                 }
@@ -206,8 +212,18 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     };
     let outcome = act::act(&plan, &fx, now, opts.dry_run);
 
+    let (pushed, push_errors) = if opts.dry_run {
+        (Vec::new(), Vec::new())
+    } else {
+        act::retry_pushes(
+            &observed.reports,
+            &plan,
+            std::time::Duration::from_secs(120),
+        )
+    };
     let spawned = !outcome.spawned.is_empty();
     let mut errors = problems;
+    errors.extend(push_errors);
     errors.extend(plan.errors.iter().cloned());
     errors.extend(outcome.errors.iter().cloned());
     errors.extend(
@@ -223,6 +239,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         spawns: outcome.spawned.clone(),
         zombies: outcome.killed.clone(),
         released: outcome.released.clone(),
+        pushed,
         errors,
         dry_run: opts.dry_run,
         skip: None,

@@ -46,6 +46,8 @@ pub struct ProjectReport {
     /// Why the project is not eligible, or what failed.
     pub note: Option<String>,
     pub error: Option<String>,
+    /// A push of this project failed earlier and waits for a retry (4.4).
+    pub push_pending: bool,
     /// PROJECT.md as read this run, for notifications.
     #[serde(skip)]
     pub config: Option<ProjectConfig>,
@@ -204,6 +206,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         ready: 0,
         note: None,
         error: None,
+        push_pending: false,
         config: None,
     }
 }
@@ -308,6 +311,7 @@ fn observe_project(entry: &RegistryEntry, shared: &Shared) -> ProjectObservation
     report.autonomy = config.autonomy;
     report.max_workers = config.max_workers;
     report.config = Some(config.clone());
+    report.push_pending = crate::git::push_pending(root);
 
     let shown = match &eligibility {
         Eligibility::Eligible { iteration } => iterations.iter().find(|i| i.number == *iteration),

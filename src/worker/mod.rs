@@ -582,7 +582,7 @@ impl Worker<'_> {
             run.step("push", "no upstream; nothing to push");
             return None;
         }
-        match crate::git::push(root, Duration::from_secs(120)) {
+        match crate::git::push_recorded(root, Duration::from_secs(120)) {
             Ok(()) => {
                 run.step("push", "pushed");
                 Some(true)
