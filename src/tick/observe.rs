@@ -16,7 +16,9 @@ use chrono::{DateTime, Utc};
 use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::format::{self, iteration::Iteration, project::ProjectConfig, registry::RegistryEntry};
-use crate::model::{Autonomy, BeadId, BeadStatus, IterationStatus, Priority, ProjectStatus};
+use crate::model::{
+    Autonomy, BeadId, BeadStatus, Checkin, IterationStatus, Priority, ProjectStatus,
+};
 use crate::paths::Paths;
 use crate::session::Session;
 use crate::state::Claim;
@@ -46,6 +48,10 @@ pub struct ProjectReport {
     /// Why the project is not eligible, or what failed.
     pub note: Option<String>,
     pub error: Option<String>,
+    /// PROJECT.md `Checkin` (1.2): whether the tick sends this project progress summaries.
+    pub checkin: Checkin,
+    /// PROJECT.md `Channel`: where check-ins go; none means none are sent.
+    pub channel: Option<String>,
 }
 
 /// The observed world: the snapshot `decide` reads, and what `act` and STATUS.md need besides.
@@ -203,6 +209,8 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         ready: 0,
         note: None,
         error: None,
+        checkin: Checkin::default(),
+        channel: None,
     }
 }
 
@@ -292,6 +300,8 @@ fn observe_project(
     report.priority = config.priority;
     report.autonomy = config.autonomy;
     report.max_workers = config.max_workers;
+    report.checkin = config.checkin;
+    report.channel = config.channel.clone();
 
     let shown = match &eligibility {
         Eligibility::Eligible { iteration } => iterations.iter().find(|i| i.number == *iteration),
