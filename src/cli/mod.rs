@@ -232,10 +232,10 @@ pub struct ScheduleInstallArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// With --systemd: also run `systemctl --user daemon-reload` and `enable --now` the timer.
-    #[arg(long, requires = "systemd")]
+    #[arg(long)]
     pub enable: bool,
     /// With --systemd: log to the journal instead of ~/.openclaw/braids/logs/tick.log.
-    #[arg(long, requires = "systemd")]
+    #[arg(long)]
     pub journal: bool,
     #[arg(long)]
     pub json: bool,

@@ -122,6 +122,9 @@ fn described(s: &Schedule) -> String {
 }
 
 fn install(paths: &Paths, a: ScheduleInstallArgs, log_format: LogFormat) -> Result<i32> {
+    if (a.enable || a.journal) && !a.systemd {
+        anyhow::bail!("--enable and --journal go with --systemd");
+    }
     let schedule = match (a.at, a.every) {
         (Some(s), _) => s,
         (None, Some(i)) => Schedule::Every(i),
@@ -186,7 +189,7 @@ fn install_cron(
         if changed {
             crontab::write(&new)?;
         }
-        tracing::info!(schedule = %expr, "crontab line installed");
+        tracing::debug!(schedule = %expr, "crontab line installed");
     }
     Ok(Installed {
         backend: "cron",
@@ -243,7 +246,7 @@ fn install_systemd(
             systemd::run_all(&cmds)?;
             ran = true;
         }
-        tracing::info!(on_calendar = %on_calendar.join(" | "), "systemd units written");
+        tracing::debug!(on_calendar = %on_calendar.join(" | "), "systemd units written");
     }
     Ok(Installed {
         backend: "systemd",
