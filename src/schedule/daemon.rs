@@ -73,10 +73,10 @@ fn next_wall(e: &super::CronExpr, after: DateTime<Local>) -> Due {
 
 fn describe(d: &Due) -> String {
     match d {
-        Due::At(i) => {
-            let secs = i.saturating_duration_since(Instant::now()).as_secs_f64();
-            format!("in {secs:.0}s")
-        }
+        Due::At(i) => match i.saturating_duration_since(Instant::now()).as_secs() {
+            0 => "now".into(),
+            s => format!("in {s}s"),
+        },
         Due::Wall(t) => t.format("at %Y-%m-%d %H:%M:%S %Z").to_string(),
     }
 }
@@ -104,7 +104,10 @@ async fn run_loop(paths: Paths, schedule: Schedule) -> Result<i32> {
         int: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
     };
     let mut due = first_due(&schedule);
-    tracing::info!(schedule = %schedule, "daemon started ({schedule}); first run {}; stop with SIGTERM or Ctrl-C", describe(&due));
+    tracing::info!(
+        "daemon started ({schedule}); first run {}; stop with SIGTERM or Ctrl-C",
+        describe(&due)
+    );
     let stopped_by = 'outer: loop {
         if let Some(s) = wait(&due, &mut signals).await {
             break s;

@@ -98,8 +98,13 @@ impl TickReport {
     }
 
     /// Logs [`summary`](Self::summary) as the run's one INFO line, with the numbers as fields
-    /// for JSON logs. `braids tick` and `braids daemon` both log each run through here.
+    /// in JSON logs. `braids tick` and `braids daemon` both log each run through here.
     pub fn log(&self) {
+        let summary = self.summary();
+        if !crate::logging::is_json() {
+            tracing::info!("{summary}");
+            return;
+        }
         tracing::info!(
             run = match self.run {
                 RunType::Full => "full",
@@ -113,8 +118,7 @@ impl TickReport {
             idle_reason = self.idle_reason.map(|r| r.as_str()),
             errors = self.errors.len(),
             checkins = self.checkins.len(),
-            "{}",
-            self.summary()
+            "{summary}"
         );
     }
 
