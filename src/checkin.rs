@@ -14,8 +14,8 @@
 //! asked for check-ins wants them), and never anywhere without a Channel.
 
 use chrono::{
-    DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone,
-    Utc, Weekday,
+    DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc,
+    Weekday,
 };
 
 use crate::config::CheckinConfig;
@@ -177,7 +177,14 @@ mod tests {
         let z = FixedOffset::east_opt(0).unwrap();
         use Checkin::*;
         // (kind, last sent, now, config, due)
-        let table: &[(Checkin, Option<DateTime<Utc>>, DateTime<Utc>, CheckinTime, bool)] = &[
+        type Row = (
+            Checkin,
+            Option<DateTime<Utc>>,
+            DateTime<Utc>,
+            CheckinTime,
+            bool,
+        );
+        let table: &[Row] = &[
             (Daily, None, utc(3, 8, 59), nine, false),
             (Daily, None, utc(3, 9, 0), nine, true),
             (Daily, None, utc(3, 23, 59), nine, true),
@@ -232,8 +239,14 @@ mod tests {
 
     impl Cet {
         fn offset_at_utc(utc: &NaiveDateTime) -> FixedOffset {
-            let start = NaiveDate::from_ymd_opt(2026, 3, 29).unwrap().and_hms_opt(1, 0, 0).unwrap();
-            let end = NaiveDate::from_ymd_opt(2026, 10, 25).unwrap().and_hms_opt(1, 0, 0).unwrap();
+            let start = NaiveDate::from_ymd_opt(2026, 3, 29)
+                .unwrap()
+                .and_hms_opt(1, 0, 0)
+                .unwrap();
+            let end = NaiveDate::from_ymd_opt(2026, 10, 25)
+                .unwrap()
+                .and_hms_opt(1, 0, 0)
+                .unwrap();
             let h = if *utc >= start && *utc < end { 2 } else { 1 };
             FixedOffset::east_opt(h * 3600).unwrap()
         }
@@ -250,7 +263,9 @@ mod tests {
         fn offset_from_local_datetime(&self, local: &NaiveDateTime) -> LocalResult<FixedOffset> {
             let one = FixedOffset::east_opt(3600).unwrap();
             let two = FixedOffset::east_opt(7200).unwrap();
-            let fits = |o: FixedOffset| Self::offset_at_utc(&(*local - Duration::seconds(o.local_minus_utc() as i64))) == o;
+            let fits = |o: FixedOffset| {
+                Self::offset_at_utc(&(*local - Duration::seconds(o.local_minus_utc() as i64))) == o
+            };
             match (fits(one), fits(two)) {
                 (true, true) => LocalResult::Ambiguous(two, one),
                 (true, false) => LocalResult::Single(one),
@@ -267,37 +282,91 @@ mod tests {
     }
 
     fn cet(mo: u32, d: u32, h: u32, m: u32) -> DateTime<Utc> {
-        resolve_local(&Cet, NaiveDate::from_ymd_opt(2026, mo, d).unwrap().and_hms_opt(h, m, 0).unwrap())
+        resolve_local(
+            &Cet,
+            NaiveDate::from_ymd_opt(2026, mo, d)
+                .unwrap()
+                .and_hms_opt(h, m, 0)
+                .unwrap(),
+        )
     }
 
     #[test]
     fn dst_days_fire_once_at_local_time() {
         let nine = at(9, 0, Weekday::Mon);
         // The day the clocks go forward: 09:00 local is 07:00 UTC (it was 08:00 UTC the day before).
-        assert_eq!(cet(3, 29, 9, 0), Utc.with_ymd_and_hms(2026, 3, 29, 7, 0, 0).unwrap());
-        assert_eq!(cet(3, 28, 9, 0), Utc.with_ymd_and_hms(2026, 3, 28, 8, 0, 0).unwrap());
+        assert_eq!(
+            cet(3, 29, 9, 0),
+            Utc.with_ymd_and_hms(2026, 3, 29, 7, 0, 0).unwrap()
+        );
+        assert_eq!(
+            cet(3, 28, 9, 0),
+            Utc.with_ymd_and_hms(2026, 3, 28, 8, 0, 0).unwrap()
+        );
         let sent_28 = cet(3, 28, 9, 0);
-        assert!(!is_due(Checkin::Daily, Some(sent_28), cet(3, 29, 8, 59), &nine, &Cet));
-        assert!(is_due(Checkin::Daily, Some(sent_28), cet(3, 29, 9, 0), &nine, &Cet));
+        assert!(!is_due(
+            Checkin::Daily,
+            Some(sent_28),
+            cet(3, 29, 8, 59),
+            &nine,
+            &Cet
+        ));
+        assert!(is_due(
+            Checkin::Daily,
+            Some(sent_28),
+            cet(3, 29, 9, 0),
+            &nine,
+            &Cet
+        ));
         // The day the clocks go back, 09:00 is after the fold: once.
         let sent = cet(10, 25, 9, 0);
-        assert!(!is_due(Checkin::Daily, Some(sent), cet(10, 25, 20, 0), &nine, &Cet));
-        assert!(is_due(Checkin::Daily, Some(sent), cet(10, 26, 9, 0), &nine, &Cet));
+        assert!(!is_due(
+            Checkin::Daily,
+            Some(sent),
+            cet(10, 25, 20, 0),
+            &nine,
+            &Cet
+        ));
+        assert!(is_due(
+            Checkin::Daily,
+            Some(sent),
+            cet(10, 26, 9, 0),
+            &nine,
+            &Cet
+        ));
     }
 
     #[test]
     fn a_time_inside_the_gap_or_the_fold() {
         // 02:30 does not exist on 29 March: the first instant after the gap (03:00 CEST).
-        assert_eq!(cet(3, 29, 2, 30), Utc.with_ymd_and_hms(2026, 3, 29, 1, 0, 0).unwrap());
+        assert_eq!(
+            cet(3, 29, 2, 30),
+            Utc.with_ymd_and_hms(2026, 3, 29, 1, 0, 0).unwrap()
+        );
         // 02:30 happens twice on 25 October: the first time (CEST, 00:30 UTC).
-        assert_eq!(cet(10, 25, 2, 30), Utc.with_ymd_and_hms(2026, 10, 25, 0, 30, 0).unwrap());
+        assert_eq!(
+            cet(10, 25, 2, 30),
+            Utc.with_ymd_and_hms(2026, 10, 25, 0, 30, 0).unwrap()
+        );
         let two_thirty = at(2, 30, Weekday::Sun);
         let first = cet(10, 25, 2, 30);
         assert!(is_due(Checkin::Daily, None, first, &two_thirty, &Cet));
         // Sent at the first 02:30; the repeated 02:30 an hour later is not a new period.
         let second = first + Duration::hours(1);
-        assert!(!is_due(Checkin::Daily, Some(first), second, &two_thirty, &Cet));
-        assert!(!is_due(Checkin::Weekly, Some(first), second, &two_thirty, &Cet));
+        assert!(!is_due(
+            Checkin::Daily,
+            Some(first),
+            second,
+            &two_thirty,
+            &Cet
+        ));
+        assert!(!is_due(
+            Checkin::Weekly,
+            Some(first),
+            second,
+            &two_thirty,
+            &Cet
+        ));
     }
 
     #[test]

@@ -45,7 +45,12 @@ fn setup(sb: &Sandbox, weekday: &str) {
         "Projects/daily/.braids/WORKPLAN.md",
         "# WORKPLAN\n\n- [ ] One <!-- id:wp-one -->\n- [x] Two <!-- id:wp-two -->\n",
     );
-    sb.iteration("daily", 2, "active", &[("wp-one", "One"), ("wp-two", "Two")]);
+    sb.iteration(
+        "daily",
+        2,
+        "active",
+        &[("wp-one", "One"), ("wp-two", "Two")],
+    );
     let notify = sb.script(
         "bin/notify",
         r#"printf '%s|%s|%s|%s\n' "$1" "$2" "$3" "$4" >> "$HOME/notified""#,
@@ -72,7 +77,8 @@ fn sent(sb: &Sandbox) -> Vec<String> {
 }
 
 fn today() -> &'static str {
-    ["mon", "tue", "wed", "thu", "fri", "sat", "sun"][Utc::now().weekday().num_days_from_monday() as usize]
+    ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+        [Utc::now().weekday().num_days_from_monday() as usize]
 }
 
 #[test]
@@ -91,7 +97,10 @@ fn c1_2_checkins_go_once_per_period_to_the_channel() {
         s[0],
         "#daily|checkin|daily|Check-in — daily: iteration 2 (active); beads: 1 open, 1 closed; 1 ready; 1 live worker."
     );
-    assert!(s[1].starts_with("#weekly|checkin|weekly|Check-in — weekly: "), "{s:?}");
+    assert!(
+        s[1].starts_with("#weekly|checkin|weekly|Check-in — weekly: "),
+        "{s:?}"
+    );
     let state = sb.state();
     let at = state["checkins"]["daily"].as_str().expect("recorded");
     assert_eq!(state["checkins"]["weekly"], at);

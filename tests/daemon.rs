@@ -140,11 +140,16 @@ fn a_locked_run_is_skipped_and_sigint_stops_an_idle_daemon() {
         .expect("free");
     let mut d = Daemon::start(&sb, &["--every", "1s"]);
     wait_for("two skipped runs", Duration::from_secs(20), || {
-        d.log().matches("skipped: another tick holds the lock").count() >= 2
+        d.log()
+            .matches("skipped: another tick holds the lock")
+            .count()
+            >= 2
     });
     assert!(!sb.braids_dir().join(".orchestrator-state.json").exists());
     drop(lock);
-    wait_for("a full run", Duration::from_secs(20), || d.log().contains("full run"));
+    wait_for("a full run", Duration::from_secs(20), || {
+        d.log().contains("full run")
+    });
 
     // Between runs: SIGINT stops it at once.
     let start = Instant::now();

@@ -9,13 +9,27 @@ use common::Sandbox;
 /// native tracker, MaxWorkers 2, a worker that just sleeps, a daily check-in due at midnight.
 fn busy(sb: &Sandbox) {
     sb.ok(&["init"]);
-    sb.ok(&["new", "app", "--tracker", "workplan", "--max-workers", "2", "--channel", "#app"]);
+    sb.ok(&[
+        "new",
+        "app",
+        "--tracker",
+        "workplan",
+        "--max-workers",
+        "2",
+        "--channel",
+        "#app",
+    ]);
     sb.set_field("app", "Checkin", "daily");
     sb.write(
         "Projects/app/.braids/WORKPLAN.md",
         "# WORKPLAN\n\n- [ ] First <!-- id:wp-aaa -->\n- [ ] Second <!-- id:wp-bbb -->\n",
     );
-    sb.iteration("app", 1, "active", &[("wp-aaa", "First"), ("wp-bbb", "Second")]);
+    sb.iteration(
+        "app",
+        1,
+        "active",
+        &[("wp-aaa", "First"), ("wp-bbb", "Second")],
+    );
     let notify = sb.script("bin/notify", r#"printf '%s\n' "$*" >> "$HOME/notified""#);
     // A stray key too, so the run also logs a warning.
     sb.write(
@@ -59,7 +73,10 @@ fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
         info[0].ends_with("full run: spawned 2, killed 0, checked in: app"),
         "{err}"
     );
-    assert!(err.contains(" WARN ") && err.contains("max_wrokers"), "{err}");
+    assert!(
+        err.contains(" WARN ") && err.contains("max_wrokers"),
+        "{err}"
+    );
     assert_eq!(sb.read("notified"), "checkin\n");
 
     // Nothing more to start: idle, with its reason; the check-in is not repeated.
@@ -86,7 +103,10 @@ fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
     let (_, err) = tick(&sb, &["tick", "--force"]);
     let info = info_lines(&err);
     assert_eq!(info.len(), 1, "{err}");
-    assert!(info[0].ends_with("skipped: another tick holds the lock"), "{err}");
+    assert!(
+        info[0].ends_with("skipped: another tick holds the lock"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -108,7 +128,10 @@ fn json_logs_are_one_object_per_line() {
     let info: Vec<&serde_json::Value> = events.iter().filter(|e| e["level"] == "INFO").collect();
     assert_eq!(info.len(), 1, "{err}");
     let run = info[0];
-    assert_eq!(run["message"], "full run: spawned 2, killed 0, checked in: app");
+    assert_eq!(
+        run["message"],
+        "full run: spawned 2, killed 0, checked in: app"
+    );
     assert_eq!(run["run"], "full");
     assert_eq!(run["spawned"], 2);
     assert_eq!(run["killed"], 0);
@@ -117,7 +140,10 @@ fn json_logs_are_one_object_per_line() {
 
     tick(&sb, &["tick"]);
     let (_, err) = tick(&sb, &["--log-format", "json", "tick"]);
-    let events: Vec<serde_json::Value> = err.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let info: Vec<&serde_json::Value> = events.iter().filter(|e| e["level"] == "INFO").collect();
     assert_eq!(info.len(), 1, "{err}");
     assert_eq!(info[0]["run"], "skipped");

@@ -74,7 +74,11 @@ fn cron_install_replaces_only_its_own_line_and_is_idempotent() {
             assert!(y.starts_with("*/5 * * * * "), "{y}");
             assert!(y.ends_with(&format!("{}\n", tag(&sb))), "{y}");
         } else if i == b.len() - 1 {
-            assert_eq!(*y, format!("{x}\n"), "only the missing final newline is added");
+            assert_eq!(
+                *y,
+                format!("{x}\n"),
+                "only the missing final newline is added"
+            );
         } else {
             assert_eq!(x, y, "line {i} must be untouched");
         }
@@ -88,7 +92,13 @@ fn cron_install_replaces_only_its_own_line_and_is_idempotent() {
     assert_eq!(writes(&sb), 1);
 
     // Another schedule replaces the line in place.
-    sb.ok(&["schedule", "install", "--cron", "--at", "0 9-17 * * mon-fri"]);
+    sb.ok(&[
+        "schedule",
+        "install",
+        "--cron",
+        "--at",
+        "0 9-17 * * mon-fri",
+    ]);
     let again = crontab(&sb);
     assert_eq!(lines(&again).len(), a.len());
     assert!(lines(&again)[ours].starts_with("0 9-17 * * 1-5 "));
@@ -124,7 +134,10 @@ fn cron_line_runs_tick_as_cron_would() {
         line.contains(&format!("HOME={} ", sb.home().display())),
         "{line}"
     );
-    assert!(line.contains(&format!(" {} tick ", exe.display())), "{line}");
+    assert!(
+        line.contains(&format!(" {} tick ", exe.display())),
+        "{line}"
+    );
     let path = line
         .split_whitespace()
         .find_map(|w| w.strip_prefix("PATH="))
@@ -156,7 +169,10 @@ fn cron_line_runs_tick_as_cron_would() {
     let text = std::fs::read_to_string(&log).unwrap();
     let runs: Vec<&str> = text.lines().collect();
     assert_eq!(runs.len(), 2, "one line per run:\n{text}");
-    assert!(runs[0].contains("INFO") && runs[0].contains("full run"), "{text}");
+    assert!(
+        runs[0].contains("INFO") && runs[0].contains("full run"),
+        "{text}"
+    );
     assert!(runs[1].contains("skipped"), "{text}");
     assert!(sb.state()["lastRunAt"].is_string());
 }
@@ -166,8 +182,18 @@ fn dry_runs_write_nothing() {
     let sb = Sandbox::new();
     stub_crontab(&sb);
     sb.write("crontab.txt", "0 1 * * * job\n");
-    let out = sb.ok(&["schedule", "install", "--cron", "--dry-run", "--at", "@hourly"]);
-    assert!(out.starts_with("dry run: would install this crontab:\n0 1 * * * job\n0 * * * * "), "{out}");
+    let out = sb.ok(&[
+        "schedule",
+        "install",
+        "--cron",
+        "--dry-run",
+        "--at",
+        "@hourly",
+    ]);
+    assert!(
+        out.starts_with("dry run: would install this crontab:\n0 1 * * * job\n0 * * * * "),
+        "{out}"
+    );
     assert_eq!(writes(&sb), 0);
     assert!(!sb.braids_dir().join("logs").exists());
 
@@ -189,12 +215,30 @@ fn usage_errors_say_what_to_do() {
     stub_crontab(&sb);
     for (args, want) in [
         (vec!["schedule", "install"], "--cron|--systemd"),
-        (vec!["schedule", "install", "--cron", "--systemd"], "cannot be used with"),
-        (vec!["schedule", "install", "--cron", "--every", "30s"], "at most once a minute"),
-        (vec!["schedule", "install", "--cron", "--every", "7m"], "even intervals"),
-        (vec!["schedule", "install", "--cron", "--at", "* * * *"], "five"),
-        (vec!["schedule", "install", "--cron", "--at", "0 0 30 2 *"], "no selected month"),
-        (vec!["schedule", "install", "--cron", "--enable"], "--systemd"),
+        (
+            vec!["schedule", "install", "--cron", "--systemd"],
+            "cannot be used with",
+        ),
+        (
+            vec!["schedule", "install", "--cron", "--every", "30s"],
+            "at most once a minute",
+        ),
+        (
+            vec!["schedule", "install", "--cron", "--every", "7m"],
+            "even intervals",
+        ),
+        (
+            vec!["schedule", "install", "--cron", "--at", "* * * *"],
+            "five",
+        ),
+        (
+            vec!["schedule", "install", "--cron", "--at", "0 0 30 2 *"],
+            "no selected month",
+        ),
+        (
+            vec!["schedule", "install", "--cron", "--enable"],
+            "--systemd",
+        ),
         (vec!["daemon", "--every", "5"], "unit"),
         (vec!["daemon", "--cron", "5m"], "five"),
     ] {
@@ -213,7 +257,10 @@ fn untagged_braids_lines_are_left_and_pointed_out() {
     let hand = "*/5 * * * * /usr/local/bin/braids tick\n";
     sb.write("crontab.txt", hand);
     let out = sb.ok(&["schedule", "install", "--cron"]);
-    assert!(out.contains("warning: another crontab line also runs braids tick"), "{out}");
+    assert!(
+        out.contains("warning: another crontab line also runs braids tick"),
+        "{out}"
+    );
     assert!(crontab(&sb).starts_with(hand));
     let out = sb.ok(&["schedule", "show", "--cron"]);
     assert!(out.contains("cron: installed"), "{out}");
@@ -229,13 +276,17 @@ fn show_and_remove_cover_both_kinds_by_default() {
     assert!(out.contains("systemd: not installed"), "{out}");
     sb.ok(&["schedule", "install", "--cron"]);
     sb.ok(&["schedule", "install", "--systemd", "--at", "@hourly"]);
-    let v: serde_json::Value = serde_json::from_str(&sb.ok(&["schedule", "show", "--json"])).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["schedule", "show", "--json"])).unwrap();
     assert!(v["cron"]["line"].as_str().unwrap().ends_with(&tag(&sb)));
     assert_eq!(v["systemd"]["files"].as_array().unwrap().len(), 2);
     let out = sb.ok(&["schedule", "remove"]);
     assert!(out.contains("cron: removed"), "{out}");
     assert!(out.contains("systemd: removed"), "{out}");
-    assert!(out.contains("systemctl --user stop braids-tick.timer"), "{out}");
+    assert!(
+        out.contains("systemctl --user stop braids-tick.timer"),
+        "{out}"
+    );
     let unit_dir = sb.home().join(".config/systemd/user");
     assert!(!unit_dir.join("braids-tick.service").exists());
     assert!(!unit_dir.join("braids-tick.timer").exists());
@@ -264,11 +315,17 @@ fn systemd_enable_and_disable_run_systemctl_in_order() {
     assert!(wants.join("braids-tick.timer").symlink_metadata().is_err());
 
     // A failing systemctl fails `--enable` with its message, after writing the files.
-    sb.script("bin/systemctl", "echo 'Failed to connect to bus: No medium found' >&2; exit 1");
+    sb.script(
+        "bin/systemctl",
+        "echo 'Failed to connect to bus: No medium found' >&2; exit 1",
+    );
     let o = sb.run(&["schedule", "install", "--systemd", "--enable"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("No medium found"));
-    assert!(sb.home().join(".config/systemd/user/braids-tick.timer").is_file());
+    assert!(sb
+        .home()
+        .join(".config/systemd/user/braids-tick.timer")
+        .is_file());
 }
 
 fn systemd_analyze() -> &'static str {
@@ -284,7 +341,10 @@ fn systemd_analyze() -> &'static str {
 /// succeed and say nothing about our units.
 fn verify(sb: &Sandbox) {
     let dir = sb.home().join(".config/systemd/user");
-    let units = [dir.join("braids-tick.service"), dir.join("braids-tick.timer")];
+    let units = [
+        dir.join("braids-tick.service"),
+        dir.join("braids-tick.timer"),
+    ];
     let runtime = sb.home().join("run");
     std::fs::create_dir_all(&runtime).unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -337,13 +397,19 @@ fn systemd_units_pass_systemd_analyze_verify() {
     // `--log-format json` before `schedule` carries into the scheduled command.
     sb.ok(&["--log-format", "json", "schedule", "install", "--systemd"]);
     let service = sb.read(".config/systemd/user/braids-tick.service");
-    assert!(service.contains(&format!("ExecStart={} --log-format json tick\n", exe.display())));
+    assert!(service.contains(&format!(
+        "ExecStart={} --log-format json tick\n",
+        exe.display()
+    )));
     assert!(service.contains(&format!(
         "StandardError=append:{}\n",
         sb.braids_dir().join("logs/tick.log").display()
     )));
     let timer = sb.read(".config/systemd/user/braids-tick.timer");
-    assert!(timer.contains("OnCalendar=*-*-* *:00/5:00\nPersistent=true\n"), "{timer}");
+    assert!(
+        timer.contains("OnCalendar=*-*-* *:00/5:00\nPersistent=true\n"),
+        "{timer}"
+    );
     verify(&sb);
 }
 
@@ -356,12 +422,19 @@ fn systemd_elapses(exprs: &[String], base: DateTime<Utc>, n: usize) -> Vec<Strin
             .env("TZ", "UTC")
             .arg("calendar")
             .arg(format!("--iterations={n}"))
-            .arg(format!("--base-time={}", base.format("%Y-%m-%d %H:%M:%S UTC")))
+            .arg(format!(
+                "--base-time={}",
+                base.format("%Y-%m-%d %H:%M:%S UTC")
+            ))
             .arg(e)
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success(), "{e}: {}{out}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{e}: {}{out}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         for l in out.lines() {
             let l = l.trim();
             if l.starts_with("Next elapse:") || l.starts_with("Iter. #") {
@@ -438,7 +511,11 @@ fn on_calendar_fires_when_cron_would_per_systemd_analyze_calendar() {
         // Intervals that cron can run agree with their crontab form too.
         if let (Schedule::Every(_), Ok(expr)) = (&s, s.crontab_expr()) {
             let as_cron = Schedule::parse(&expr).unwrap();
-            assert_eq!(croner_elapses(&as_cron, base, n), croner_elapses(&s, base, n), "{text}");
+            assert_eq!(
+                croner_elapses(&as_cron, base, n),
+                croner_elapses(&s, base, n),
+                "{text}"
+            );
         }
     }
 }

@@ -16,7 +16,9 @@ use common::Sandbox;
 
 fn crontab_l() -> Option<String> {
     let o = Command::new("crontab").arg("-l").output().expect("crontab");
-    o.status.success().then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 fn ensure_cron() {
@@ -32,7 +34,10 @@ fn ensure_cron() {
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .expect("apt-get");
-        assert!(st.success(), "apt-get {args:?} failed; this test needs root");
+        assert!(
+            st.success(),
+            "apt-get {args:?} failed; this test needs root"
+        );
     }
 }
 
@@ -135,7 +140,10 @@ fn real_cron_runs_the_installed_line_every_minute() {
         .unwrap_or_else(|| panic!("our line in\n{table}"));
     assert!(line.starts_with("* * * * * "), "{line}");
     if let Some(b) = &restore.backup {
-        assert!(table.starts_with(b.as_str()), "the rest of root's crontab is kept");
+        assert!(
+            table.starts_with(b.as_str()),
+            "the rest of root's crontab is kept"
+        );
     }
 
     let log = sb.braids_dir().join("logs/tick.log");
@@ -143,7 +151,10 @@ fn real_cron_runs_the_installed_line_every_minute() {
     let second = wait_for_ticks(&log, 2, Duration::from_secs(70));
     let t = ticks(&log);
     assert!(t[0].contains("full run"), "{t:?}");
-    assert!(t[1].contains("skipped") || t[1].contains("full run"), "{t:?}");
+    assert!(
+        t[1].contains("skipped") || t[1].contains("full run"),
+        "{t:?}"
+    );
     // The run used the throwaway HOME, not root's.
     assert!(sb.state()["lastRunAt"].is_string());
     eprintln!(

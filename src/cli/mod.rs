@@ -198,8 +198,8 @@ fn schedule_arg(s: &str) -> Result<Schedule, String> {
     Schedule::parse(s)
 }
 
-fn cron_arg(s: &str) -> Result<CronExpr, String> {
-    CronExpr::parse(s).map_err(|e| e.to_string())
+fn cron_arg(s: &str) -> Result<Box<CronExpr>, String> {
+    CronExpr::parse(s).map(Box::new).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Subcommand)]
@@ -275,7 +275,7 @@ pub struct DaemonArgs {
     pub every: Option<Interval>,
     /// Run at the times of a crontab expression ("*/5 * * * *", @hourly), local time.
     #[arg(long, value_name = "CRONTAB_EXPR", value_parser = cron_arg)]
-    pub cron: Option<CronExpr>,
+    pub cron: Option<Box<CronExpr>>,
 }
 
 #[derive(Debug, Args)]

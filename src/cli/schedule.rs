@@ -12,8 +12,8 @@ use crate::schedule::systemd::{self, LogTarget};
 use crate::schedule::{self, crontab, Schedule, TickCommand};
 
 use super::{
-    LogFormat, Output, ScheduleCommand, ScheduleInstallArgs, ScheduleRemoveArgs,
-    ScheduleShowArgs, EXIT_OK,
+    LogFormat, Output, ScheduleCommand, ScheduleInstallArgs, ScheduleRemoveArgs, ScheduleShowArgs,
+    EXIT_OK,
 };
 
 pub fn run(paths: &Paths, c: ScheduleCommand, log_format: LogFormat) -> Result<i32> {
@@ -308,12 +308,17 @@ impl Output for Shown {
                 (None, None) => o.push_str("cron: not installed\n"),
             }
             for l in &c.untagged {
-                o.push_str(&format!("  also runs braids tick (not managed by braids): {l}\n"));
+                o.push_str(&format!(
+                    "  also runs braids tick (not managed by braids): {l}\n"
+                ));
             }
         }
         if let Some(s) = &self.systemd {
             if s.files.is_empty() {
-                o.push_str(&format!("systemd: not installed (no units in {})\n", s.dir.display()));
+                o.push_str(&format!(
+                    "systemd: not installed (no units in {})\n",
+                    s.dir.display()
+                ));
             } else {
                 o.push_str("systemd: installed\n");
                 for f in &s.files {
@@ -390,7 +395,11 @@ pub struct Removed {
 impl Output for Removed {
     fn text(&self) -> String {
         let mut o = String::new();
-        let verb = if self.dry_run { "would remove" } else { "removed" };
+        let verb = if self.dry_run {
+            "would remove"
+        } else {
+            "removed"
+        };
         if let Some(lines) = &self.cron_lines {
             if lines.is_empty() {
                 o.push_str("cron: nothing to remove\n");

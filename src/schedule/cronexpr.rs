@@ -119,7 +119,12 @@ impl fmt::Debug for CronExpr {
 /// Equal when they fire at the same times (`0 9 * * 0` and `0 9 * * 7` are equal).
 impl PartialEq for CronExpr {
     fn eq(&self, other: &Self) -> bool {
-        let key = |e: &CronExpr| e.fields.iter().map(|f| (f.bits, f.star)).collect::<Vec<_>>();
+        let key = |e: &CronExpr| {
+            e.fields
+                .iter()
+                .map(|f| (f.bits, f.star))
+                .collect::<Vec<_>>()
+        };
         key(self) == key(other)
     }
 }
@@ -179,7 +184,8 @@ impl CronExpr {
         }
         let mut fields = Vec::with_capacity(5);
         for (kind, part) in Kind::ALL.iter().zip(&parts) {
-            fields.push(parse_field(*kind, part).map_err(|r| err(format!("{}: {r}", kind.name())))?);
+            fields
+                .push(parse_field(*kind, part).map_err(|r| err(format!("{}: {r}", kind.name())))?);
         }
         let fields: [Field; 5] = fields.try_into().expect("five fields");
         if let Some(why) = never_fires(&fields) {
@@ -254,10 +260,7 @@ impl CronExpr {
             None => format!("*-{month}-{d} {time}"),
         };
         if self.days_ored() {
-            vec![
-                with_weekdays(&weekdays, "*"),
-                with_weekdays(&None, &days),
-            ]
+            vec![with_weekdays(&weekdays, "*"), with_weekdays(&None, &days)]
         } else {
             vec![with_weekdays(&weekdays, &days)]
         }
@@ -552,10 +555,7 @@ mod tests {
             next_n("0 0 13 * *", base(), 2),
             ["Tue 2026-01-13 00:00", "Fri 2026-02-13 00:00"]
         );
-        assert_eq!(
-            next_n("0 0 * * 5", base(), 1),
-            ["Fri 2026-01-02 00:00"]
-        );
+        assert_eq!(next_n("0 0 * * 5", base(), 1), ["Fri 2026-01-02 00:00"]);
         // cron treats `*/2` as unrestricted for the day rule, so this is odd days AND Fridays.
         let e = CronExpr::parse("0 0 */2 * 5").unwrap();
         assert!(!e.days_ored());
@@ -599,10 +599,7 @@ mod tests {
         assert_eq!(m("@annually"), "0 0 1 1 *");
         assert_eq!(m("0 9 * JAN-mar Mon,Wed-fri"), "0 9 * 1-3 1,3-5");
         assert_eq!(m("*/15   9-17  *  *  sun-sat"), "*/15 9-17 * * 0-6");
-        assert_eq!(
-            next_n("@weekly", base(), 1),
-            ["Sun 2026-01-04 00:00"]
-        );
+        assert_eq!(next_n("@weekly", base(), 1), ["Sun 2026-01-04 00:00"]);
     }
 
     #[test]
@@ -660,7 +657,9 @@ mod tests {
         ] {
             let e = CronExpr::parse(bad).unwrap_err().to_string();
             assert!(
-                e.contains(why) || (why == "four fields" && e.contains("4 fields")) || (why == "six fields" && e.contains("6 fields")),
+                e.contains(why)
+                    || (why == "four fields" && e.contains("4 fields"))
+                    || (why == "six fields" && e.contains("6 fields")),
                 "{bad}: {e}"
             );
         }
@@ -677,7 +676,10 @@ mod tests {
         assert_eq!(c("0 12 * * 0,6"), ["Sat,Sun *-*-* 12:00:00"]);
         assert_eq!(c("0 12 * * 0,1,2,6"), ["Mon,Tue,Sat,Sun *-*-* 12:00:00"]);
         assert_eq!(c("15,45 8-18 1 1,4,7,10 *"), ["*-01/3-01 08..18:15/30:00"]);
-        assert_eq!(c("5,6,7,20 1,2 * 2,3,5 *"), ["*-02,03,05-* 01,02:05..07,20:00"]);
+        assert_eq!(
+            c("5,6,7,20 1,2 * 2,3,5 *"),
+            ["*-02,03,05-* 01,02:05..07,20:00"]
+        );
         assert_eq!(c("@monthly"), ["*-*-01 00:00:00"]);
         assert_eq!(c("0 */6 * * *"), ["*-*-* 00/6:00:00"]);
         assert_eq!(c("0 1-23/2 * * *"), ["*-*-* 01/2:00:00"]);
@@ -704,7 +706,10 @@ mod tests {
             while let Some(n) = e.next_after(&t).filter(|n| *n < end) {
                 assert!(e.matches(n.naive_utc()), "{expr}: croner fired at {n}");
                 // Spot-check a minute just before and after each fire.
-                for probe in [n - chrono::Duration::minutes(1), n + chrono::Duration::minutes(1)] {
+                for probe in [
+                    n - chrono::Duration::minutes(1),
+                    n + chrono::Duration::minutes(1),
+                ] {
                     if probe > prev && probe < n {
                         assert!(!e.matches(probe.naive_utc()), "{expr}: skipped {probe}");
                     }
@@ -716,9 +721,8 @@ mod tests {
             let mut day = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
             while day.year() == 2026 {
                 let first = day.and_hms_opt(0, 0, 0).unwrap();
-                let day_matches = (0..24 * 60).any(|m| {
-                    e.matches(first + chrono::Duration::minutes(m))
-                });
+                let day_matches =
+                    (0..24 * 60).any(|m| e.matches(first + chrono::Duration::minutes(m)));
                 let found = e
                     .next_after(&Utc.from_utc_datetime(&(first - chrono::Duration::minutes(1))))
                     .is_some_and(|n| n.date_naive() == day);

@@ -82,7 +82,7 @@ pub fn find<'a>(crontab: &'a str, tag: &str) -> Vec<&'a str> {
 
 /// Jobs that run `braids … tick` without a tag: set up by hand or by something else. braids
 /// leaves them alone and points them out, since they would tick a second time.
-pub fn untagged_ticks<'a>(crontab: &'a str) -> Vec<&'a str> {
+pub fn untagged_ticks(crontab: &str) -> Vec<&str> {
     crontab
         .split_inclusive('\n')
         .map(|l| l.trim_end_matches(['\n', '\r']))
@@ -228,7 +228,9 @@ mod tests {
         // Idempotent.
         assert_eq!(upsert(&out, &new, TAG_A), out);
         // The commented-out line and the other installation's line are not ours.
-        assert!(out.contains("# */5 * * * * /old/braids tick # braids:tick /home/u/.openclaw/braids\n"));
+        assert!(
+            out.contains("# */5 * * * * /old/braids tick # braids:tick /home/u/.openclaw/braids\n")
+        );
         assert!(out.contains("# braids:tick /srv/other/.openclaw/braids\n"));
     }
 
@@ -241,10 +243,7 @@ mod tests {
             format!("MAILTO=x\n0 1 * * * job\n{new}\n")
         );
         let dup = format!("a\n1 * * * * old {TAG_A}\nb\n2 * * * * older {TAG_A}\nc\n");
-        assert_eq!(
-            upsert(&dup, &new, TAG_A),
-            format!("a\n{new}\nb\nc\n")
-        );
+        assert_eq!(upsert(&dup, &new, TAG_A), format!("a\n{new}\nb\nc\n"));
         let once = upsert("x\n", &new, TAG_A);
         assert_eq!(upsert(&once, &new, TAG_A), once);
     }
@@ -272,7 +271,10 @@ mod tests {
         assert_eq!(remove(&out, TAG_A), (out.clone(), 0));
         // Nothing of ours: the text is returned exactly, final newline or not.
         assert_eq!(remove("0 1 * * * job", TAG_A), ("0 1 * * * job".into(), 0));
-        assert_eq!(remove(&format!("1 * * * * b {TAG_A}"), TAG_A), (String::new(), 1));
+        assert_eq!(
+            remove(&format!("1 * * * * b {TAG_A}"), TAG_A),
+            (String::new(), 1)
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub use cronexpr::{CronError, CronExpr};
 /// When to run: a crontab expression or a fixed interval.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Schedule {
-    Cron(CronExpr),
+    Cron(Box<CronExpr>),
     Every(Interval),
 }
 
@@ -55,7 +55,9 @@ impl Interval {
     pub fn parse(text: &str) -> Result<Interval, String> {
         let s: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         let bad = || {
-            format!("`{text}` is not an interval; write a number and a unit, like 30s, 5m, 2h or 1d")
+            format!(
+                "`{text}` is not an interval; write a number and a unit, like 30s, 5m, 2h or 1d"
+            )
         };
         if s.is_empty() {
             return Err(bad());
@@ -63,7 +65,9 @@ impl Interval {
         let mut total: u64 = 0;
         let mut rest = s.as_str();
         while !rest.is_empty() {
-            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
             if digits == 0 {
                 return Err(bad());
             }
@@ -86,7 +90,8 @@ impl Interval {
                 .and_then(|v| total.checked_add(v))
                 .ok_or_else(bad)?;
         }
-        Interval::from_secs(total).ok_or_else(|| format!("`{text}` is zero; an interval must be positive"))
+        Interval::from_secs(total)
+            .ok_or_else(|| format!("`{text}` is zero; an interval must be positive"))
     }
 }
 
@@ -129,7 +134,7 @@ impl Schedule {
             return Interval::parse(t).map(Schedule::Every);
         }
         CronExpr::parse(t)
-            .map(Schedule::Cron)
+            .map(|e| Schedule::Cron(Box::new(e)))
             .map_err(|e| e.to_string())
     }
 
@@ -332,10 +337,16 @@ impl TickCommand {
 /// A path as UTF-8 text without newlines: what crontab lines and unit files can hold.
 pub fn path_str(p: &Path, what: &str) -> Result<String> {
     let Some(s) = p.to_str() else {
-        bail!("{what} `{}` is not valid UTF-8, so it cannot go into a schedule", p.display());
+        bail!(
+            "{what} `{}` is not valid UTF-8, so it cannot go into a schedule",
+            p.display()
+        );
     };
     if s.contains(['\n', '\r', '\0']) {
-        bail!("{what} `{}` contains a line break, so it cannot go into a schedule", p.display());
+        bail!(
+            "{what} `{}` contains a line break, so it cannot go into a schedule",
+            p.display()
+        );
     }
     Ok(s.to_string())
 }
@@ -354,7 +365,16 @@ mod tests {
         assert_eq!(p("1h30m"), Ok(5400));
         assert_eq!(p("1d"), Ok(86_400));
         assert_eq!(p("10Minutes"), Ok(600));
-        for bad in ["", "5", "m", "5x", "-5m", "5m3", "0s", "99999999999999999999d"] {
+        for bad in [
+            "",
+            "5",
+            "m",
+            "5x",
+            "-5m",
+            "5m3",
+            "0s",
+            "99999999999999999999d",
+        ] {
             assert!(p(bad).is_err(), "{bad}");
         }
         assert_eq!(Interval(5400).to_string(), "90m");

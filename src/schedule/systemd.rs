@@ -40,8 +40,7 @@ fn specifiers(s: &str) -> String {
 /// doubled so systemd expands neither.
 pub fn exec_word(s: &str) -> String {
     let plain = !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-+:,=@".contains(c));
     let s = specifiers(s).replace('$', "$$");
     if plain {
@@ -74,13 +73,17 @@ pub fn environment_line(key: &str, value: &str) -> String {
 /// The service unit's text.
 pub fn service_unit(cmd: &TickCommand, log: LogTarget) -> String {
     let mut s = String::new();
-    s.push_str("# Written by `braids schedule install --systemd`; `braids schedule remove` deletes it.\n");
+    s.push_str(
+        "# Written by `braids schedule install --systemd`; `braids schedule remove` deletes it.\n",
+    );
     s.push_str("[Unit]\n");
     s.push_str("Description=braids tick: one orchestrator run over every registered project\n");
     s.push('\n');
     s.push_str("[Service]\n");
     s.push_str("Type=oneshot\n");
-    s.push_str("# Workers are detached sessions that outlive the run: stop only the tick itself.\n");
+    s.push_str(
+        "# Workers are detached sessions that outlive the run: stop only the tick itself.\n",
+    );
     s.push_str("KillMode=process\n");
     for (k, v) in &cmd.env {
         s.push_str(&environment_line(k, v));
@@ -106,7 +109,9 @@ pub fn service_unit(cmd: &TickCommand, log: LogTarget) -> String {
 /// The timer unit's text: one `OnCalendar=` per expression (they are ORed).
 pub fn timer_unit(on_calendar: &[String], shown: &str) -> String {
     let mut s = String::new();
-    s.push_str("# Written by `braids schedule install --systemd`; `braids schedule remove` deletes it.\n");
+    s.push_str(
+        "# Written by `braids schedule install --systemd`; `braids schedule remove` deletes it.\n",
+    );
     s.push_str("[Unit]\n");
     s.push_str(&format!(
         "Description=Run braids tick ({})\n\n",
