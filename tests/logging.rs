@@ -150,3 +150,24 @@ fn json_logs_are_one_object_per_line() {
     assert_eq!(info[0]["skip"], "backoff");
     assert!(info[0]["idle_reason"].is_string(), "{err}");
 }
+
+#[test]
+fn errors_are_counted_in_the_info_line_and_spelled_out_at_warn() {
+    let sb = Sandbox::new();
+    sb.ok(&["init"]);
+    sb.ok(&["new", "app", "--tracker", "workplan"]);
+    sb.set_field("app", "Tracker", "br");
+    std::fs::create_dir_all(sb.project("app").join(".beads")).unwrap();
+    sb.iteration("app", 1, "active", &[]);
+    sb.script("bin/br", "echo 'database is locked' >&2; exit 1");
+    let (_, err) = tick(&sb, &["tick"]);
+    let info = info_lines(&err);
+    assert_eq!(info.len(), 1, "{err}");
+    assert!(info[0].ends_with("1 error(s)"), "{err}");
+    let warn: Vec<&str> = err.lines().filter(|l| l.contains(" WARN ")).collect();
+    assert!(
+        warn.iter()
+            .any(|l| l.contains("app: ") && l.contains("database is locked")),
+        "{err}"
+    );
+}

@@ -98,13 +98,22 @@ impl TickReport {
     }
 
     /// Logs [`summary`](Self::summary) as the run's one INFO line, with the numbers as fields
-    /// in JSON logs. `braids tick` and `braids daemon` both log each run through here.
+    /// in JSON logs, and each error as a WARN line. `braids tick` and `braids daemon` both log each run through here.
     pub fn log(&self) {
         let summary = self.summary();
-        if !crate::logging::is_json() {
+        if crate::logging::is_json() {
+            self.log_fields(&summary);
+        } else {
             tracing::info!("{summary}");
-            return;
         }
+        // The summary counts errors; their text goes to the log too (at WARN, so the run
+        // still has one INFO line), since a scheduled run's stdout is not kept.
+        for e in &self.errors {
+            tracing::warn!("{e}");
+        }
+    }
+
+    fn log_fields(&self, summary: &str) {
         tracing::info!(
             run = match self.run {
                 RunType::Full => "full",
