@@ -70,7 +70,9 @@ fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
     let info = info_lines(&err);
     assert_eq!(info.len(), 1, "{err}");
     assert!(
-        info[0].ends_with("full run: spawned 2, killed 0, checked in: app"),
+        info[0].ends_with(
+            "full run: spawned 2, killed 0, checked in: app [spawned: project:app:wp-aaa project:app:wp-bbb]"
+        ),
         "{err}"
     );
     assert!(
@@ -136,6 +138,11 @@ fn json_logs_are_one_object_per_line() {
     assert_eq!(run["spawned"], 2);
     assert_eq!(run["killed"], 0);
     assert_eq!(run["checkins"], 1);
+    assert_eq!(
+        run["spawned_labels"],
+        "project:app:wp-aaa project:app:wp-bbb"
+    );
+    assert_eq!(run["killed_labels"], "");
     assert!(events.iter().any(|e| e["level"] == "WARN"), "{err}");
 
     tick(&sb, &["tick"]);

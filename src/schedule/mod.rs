@@ -322,10 +322,11 @@ impl TickCommand {
                 scheduled_path(std::env::var_os("PATH").as_ref(), &tools(config)),
             ),
         ];
-        if let Some(bh) = std::env::var_os("BRAIDS_HOME").filter(|v| !v.is_empty()) {
+        // Only when set: the resolved value, so a schedule means what this shell meant.
+        if std::env::var_os("BRAIDS_HOME").is_some_and(|v| !v.is_empty()) {
             env.push((
                 "BRAIDS_HOME".to_string(),
-                path_str(Path::new(&bh), "BRAIDS_HOME")?,
+                path_str(&paths.braids_home, "BRAIDS_HOME")?,
             ));
         }
         let log = paths.logs_dir().join("tick.log");

@@ -104,7 +104,7 @@ impl TickReport {
         if crate::logging::is_json() {
             self.log_fields(&summary);
         } else {
-            tracing::info!("{summary}");
+            tracing::info!("{summary}{}", self.details());
         }
         // The summary counts errors; their text goes to the log too (at WARN, so the run
         // still has one INFO line), since a scheduled run's stdout is not kept.
@@ -113,7 +113,29 @@ impl TickReport {
         }
     }
 
+    /// Which workers were started and killed, for the log line: ` [spawned: a b; killed: c]`.
+    fn details(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.spawns.is_empty() {
+            let labels: Vec<&str> = self.spawns.iter().map(|s| s.label.as_str()).collect();
+            parts.push(format!("spawned: {}", labels.join(" ")));
+        }
+        if !self.zombies.is_empty() {
+            let labels: Vec<&str> = self.zombies.iter().map(|z| z.label.as_str()).collect();
+            parts.push(format!("killed: {}", labels.join(" ")));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", parts.join("; "))
+        }
+    }
+
     fn log_fields(&self, summary: &str) {
+        // Space-separated: labels never contain spaces.
+        let spawned_labels: Vec<&str> = self.spawns.iter().map(|s| s.label.as_str()).collect();
+        let killed_labels: Vec<&str> = self.zombies.iter().map(|z| z.label.as_str()).collect();
+        let (spawned_labels, killed_labels) = (spawned_labels.join(" "), killed_labels.join(" "));
         tracing::info!(
             run = match self.run {
                 RunType::Full => "full",
@@ -127,6 +149,8 @@ impl TickReport {
             idle_reason = self.idle_reason.map(|r| r.as_str()),
             errors = self.errors.len(),
             checkins = self.checkins.len(),
+            spawned_labels = %spawned_labels,
+            killed_labels = %killed_labels,
             "{summary}"
         );
     }
