@@ -151,6 +151,13 @@ fn a_locked_run_is_skipped_and_sigint_stops_an_idle_daemon() {
         d.log().contains("full run")
     });
 
+    // SIGHUP does not stop it.
+    d.signal(Signal::SIGHUP);
+    wait_for("the SIGHUP note", Duration::from_secs(10), || {
+        d.log().contains("SIGHUP ignored")
+    });
+    assert_eq!(d.wait(Duration::from_millis(300)), None, "still running");
+
     // Between runs: SIGINT stops it at once.
     let start = Instant::now();
     d.signal(Signal::SIGINT);

@@ -4,7 +4,7 @@
 //! Each run is exactly `braids tick`: the installation is opened afresh (so config edits apply
 //! at the next run) and [`crate::tick::run`] does the work on a blocking thread while the loop
 //! listens for SIGTERM and SIGINT. A signal that arrives during a run is noted, the run finishes
-//! — a tick is never interrupted half-way — and the daemon exits 0. A tick started by cron at
+//! — a tick is never interrupted half-way — and the daemon exits 0. SIGHUP is ignored. A tick started by cron at
 //! the same time cannot overlap: the tick's own lock makes one of them a skipped run. A run that
 //! fails is logged and the daemon carries on.
 
@@ -26,14 +26,22 @@ const RECHECK: Duration = Duration::from_secs(30);
 struct Signals {
     term: Signal,
     int: Signal,
+    hup: Signal,
 }
 
 impl Signals {
-    /// Resolves with the name of the first signal received.
+    /// Resolves with the name of the first stop signal received. SIGHUP (a closed terminal,
+    /// or a habit of asking daemons to reload) is logged and otherwise ignored: it must not
+    /// kill a run half-way, and the config is read afresh at every run anyway.
     async fn recv(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.term.recv() => "SIGTERM",
-            _ = self.int.recv() => "SIGINT",
+        loop {
+            tokio::select! {
+                _ = self.term.recv() => return "SIGTERM",
+                _ = self.int.recv() => return "SIGINT",
+                _ = self.hup.recv() => {
+                    tracing::info!("SIGHUP ignored: the config is read at every run; stop with SIGTERM");
+                }
+            }
         }
     }
 }
@@ -102,6 +110,7 @@ async fn run_loop(paths: Paths, schedule: Schedule) -> Result<i32> {
     let mut signals = Signals {
         term: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
         int: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+        hup: signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?,
     };
     let mut due = first_due(&schedule);
     tracing::info!(
