@@ -131,7 +131,7 @@ fn sigterm_during_a_run_lets_the_run_finish_then_exits_0() {
 }
 
 #[test]
-fn a_locked_run_is_skipped_and_sigint_stops_an_idle_daemon() {
+fn c2_8_a_locked_run_is_skipped_and_writes_nothing_sighup_is_ignored_sigint_stops() {
     let sb = Sandbox::new();
     sb.ok(&["init"]);
     // A cron-started tick holding the lock.
