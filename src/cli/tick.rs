@@ -56,7 +56,7 @@ pub fn run(paths: &Paths, args: TickArgs) -> Result<i32> {
         },
         Utc::now(),
     )?;
-    tracing::info!("{}", report.summary());
+    report.log();
     report.print(args.json);
     Ok(EXIT_OK)
 }

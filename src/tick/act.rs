@@ -117,7 +117,7 @@ pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> 
                 }
             }
         };
-        tracing::info!(label = %z.session.label, reason = ?z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
+        tracing::debug!(label = %z.session.label, reason = ?z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
         out.killed.push(Killed {
             label: z.session.label.to_string(),
             bead: z.session.label.bead().clone(),
@@ -179,7 +179,7 @@ pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> 
             match tracker.claim(&c.bead, fx.actor) {
                 Ok(ClaimOutcome::Claimed) => {}
                 Ok(ClaimOutcome::Refused { status, holder }) => {
-                    tracing::info!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
+                    tracing::debug!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
                     continue;
                 }
                 Err(e) => {
@@ -198,7 +198,7 @@ pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> 
             };
             match fx.backend.spawn(&spec) {
                 Ok(_) => {
-                    tracing::info!(label = %c.label, "worker spawned");
+                    tracing::debug!(label = %c.label, "worker spawned");
                     out.new_claims.push(Claim {
                         project: c.slug.clone(),
                         bead: c.bead.clone(),

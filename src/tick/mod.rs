@@ -3,7 +3,8 @@
 //! [`run`] is that line and nothing else. `observe` and `act` are the only places with I/O
 //! (through the tracker and session-backend traits); [`decide()`] is pure. A run that finds the
 //! lock held, or that idle backoff says to skip (2.7), returns at once and writes nothing —
-//! STATUS.md is rewritten on full runs only (2.8).
+//! STATUS.md is rewritten on full runs only (2.8). Check-ins ([`crate::checkin`]) are sent
+//! after act and recorded with the state, on full runs that are not dry runs.
 
 pub mod act;
 pub mod decide;
@@ -72,6 +73,9 @@ pub struct TickReport {
     pub skip: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_full_run: Option<DateTime<Utc>>,
+    /// Projects whose check-in went out this run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checkins: Vec<String>,
 }
 
 impl TickReport {
@@ -93,7 +97,66 @@ impl TickReport {
             dry_run,
             skip: Some(skip),
             next_full_run: next,
+            checkins: vec![],
         }
+    }
+
+    /// Logs [`summary`](Self::summary) as the run's one INFO line, with the numbers as fields
+    /// in JSON logs, and each error as a WARN line. `braids tick` and `braids daemon` both log each run through here.
+    pub fn log(&self) {
+        let summary = self.summary();
+        if crate::logging::is_json() {
+            self.log_fields(&summary);
+        } else {
+            tracing::info!("{summary}{}", self.details());
+        }
+        // The summary counts errors; their text goes to the log too (at WARN, so the run
+        // still has one INFO line), since a scheduled run's stdout is not kept.
+        for e in &self.errors {
+            tracing::warn!("{e}");
+        }
+    }
+
+    /// Which workers were started and killed, for the log line: ` [spawned: a b; killed: c]`.
+    fn details(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.spawns.is_empty() {
+            let labels: Vec<&str> = self.spawns.iter().map(|s| s.label.as_str()).collect();
+            parts.push(format!("spawned: {}", labels.join(" ")));
+        }
+        if !self.zombies.is_empty() {
+            let labels: Vec<&str> = self.zombies.iter().map(|z| z.label.as_str()).collect();
+            parts.push(format!("killed: {}", labels.join(" ")));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", parts.join("; "))
+        }
+    }
+
+    fn log_fields(&self, summary: &str) {
+        // Space-separated: labels never contain spaces.
+        let spawned_labels: Vec<&str> = self.spawns.iter().map(|s| s.label.as_str()).collect();
+        let killed_labels: Vec<&str> = self.zombies.iter().map(|z| z.label.as_str()).collect();
+        let (spawned_labels, killed_labels) = (spawned_labels.join(" "), killed_labels.join(" "));
+        tracing::info!(
+            run = match self.run {
+                RunType::Full => "full",
+                RunType::Skipped => "skipped",
+            },
+            skip = self.skip,
+            dry_run = self.dry_run,
+            spawned = self.spawns.len(),
+            killed = self.zombies.len(),
+            released = self.released.len(),
+            idle_reason = self.idle_reason.map(|r| r.as_str()),
+            errors = self.errors.len(),
+            checkins = self.checkins.len(),
+            spawned_labels = %spawned_labels,
+            killed_labels = %killed_labels,
+            "{summary}"
+        );
     }
 
     /// The one log line that says what the run did.
@@ -121,6 +184,9 @@ impl TickReport {
                 }
                 if let Some(r) = self.idle_reason {
                     s.push_str(&format!(", idle: {r}"));
+                }
+                if !self.checkins.is_empty() {
+                    s.push_str(&format!(", checked in: {}", self.checkins.join(" ")));
                 }
                 if !self.errors.is_empty() {
                     s.push_str(&format!(", {} error(s)", self.errors.len()));
@@ -232,7 +298,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
             .iter()
             .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))),
     );
-    let report = TickReport {
+    let mut report = TickReport {
         run: RunType::Full,
         action: if spawned { Action::Spawn } else { Action::Idle },
         idle_reason: (!spawned).then_some(plan.idle_reason),
@@ -244,6 +310,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         dry_run: opts.dry_run,
         skip: None,
         next_full_run: None,
+        checkins: vec![],
     };
     if opts.dry_run {
         return Ok(report);
@@ -252,9 +319,18 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let notifier = crate::notify::from_config(&inst.config.notify);
     let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
 
+    // check-ins
+    let sessions_now = inst
+        .backend
+        .list()
+        .unwrap_or_else(|_| observed.snapshot.sessions.clone());
+    let sent = send_checkins(inst, &observed.reports, &sessions_now, &state, now);
+    report.checkins = sent.iter().map(|(slug, _)| slug.clone()).collect();
+
     // persist
     let mut next = state.after_run(now, spawned, plan.idle_reason);
     next.dry = dry;
+    next.checkins.extend(sent);
     let settled = |slug: &str, bead: &crate::model::BeadId| {
         plan.settled_claims
             .iter()
@@ -265,10 +341,6 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.claims.extend(outcome.new_claims.iter().cloned());
     crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes())?;
 
-    let sessions_now = inst
-        .backend
-        .list()
-        .unwrap_or_else(|_| observed.snapshot.sessions.clone());
     let text = status_md::render(&status_md::Dashboard {
         now,
         reports: &observed.reports,
@@ -279,4 +351,50 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     });
     crate::atomic::write(&inst.paths.status(), text.as_bytes())?;
     Ok(report)
+}
+
+/// Sends the check-ins that are due (see [`crate::checkin`]) and returns, per project sent, the
+/// time to record. A check-in that could not be delivered is not recorded, so the next full
+/// run tries again.
+fn send_checkins(
+    inst: &Installation,
+    reports: &[observe::ProjectReport],
+    sessions: &[crate::session::Session],
+    state: &OrchestratorState,
+    now: DateTime<Utc>,
+) -> Vec<(String, DateTime<Utc>)> {
+    use crate::checkin::{self, CheckinTime};
+    use crate::model::Checkin;
+    let wanted: Vec<&observe::ProjectReport> = reports
+        .iter()
+        .filter(|r| r.checkin != Checkin::OnDemand)
+        .collect();
+    if wanted.is_empty() {
+        return vec![];
+    }
+    let (at, warnings) = CheckinTime::from_config(&inst.config.checkin);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    let notifier = crate::notify::from_config(&inst.config.notify);
+    let mut sent = Vec::new();
+    for r in wanted {
+        let last = state.checkins.get(&r.slug).copied();
+        if !checkin::is_due(r.checkin, last, now, &at, &chrono::Local) {
+            continue;
+        }
+        if r.channel.as_deref().is_none_or(|c| c.trim().is_empty()) {
+            tracing::debug!(slug = %r.slug, "check-in due but the project has no Channel");
+            continue;
+        }
+        let live = sessions
+            .iter()
+            .filter(|s| s.running && s.label.slug() == r.slug)
+            .count();
+        let text = checkin::message(r, live);
+        if crate::notify::send_checkin(&notifier, r.channel.as_deref(), &r.slug, &text) {
+            sent.push((r.slug.clone(), now));
+        }
+    }
+    sent
 }

@@ -16,7 +16,9 @@ use chrono::{DateTime, Utc};
 use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::format::{self, iteration::Iteration, project::ProjectConfig, registry::RegistryEntry};
-use crate::model::{Autonomy, BeadId, BeadStatus, IterationStatus, Priority, ProjectStatus};
+use crate::model::{
+    Autonomy, BeadId, BeadStatus, Checkin, IterationStatus, Priority, ProjectStatus,
+};
 use crate::paths::Paths;
 use crate::session::Session;
 use crate::state::Claim;
@@ -51,6 +53,10 @@ pub struct ProjectReport {
     /// PROJECT.md as read this run, for notifications.
     #[serde(skip)]
     pub config: Option<ProjectConfig>,
+    /// PROJECT.md `Checkin` (1.2): whether the tick sends this project progress summaries.
+    pub checkin: Checkin,
+    /// PROJECT.md `Channel`: where check-ins go; none means none are sent.
+    pub channel: Option<String>,
 }
 
 /// The observed world: the snapshot `decide` reads, and what `act` and STATUS.md need besides.
@@ -208,6 +214,8 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         error: None,
         push_pending: false,
         config: None,
+        checkin: Checkin::default(),
+        channel: None,
     }
 }
 
@@ -312,6 +320,8 @@ fn observe_project(entry: &RegistryEntry, shared: &Shared) -> ProjectObservation
     report.max_workers = config.max_workers;
     report.config = Some(config.clone());
     report.push_pending = crate::git::push_pending(root);
+    report.checkin = config.checkin;
+    report.channel = config.channel.clone();
 
     let shown = match &eligibility {
         Eligibility::Eligible { iteration } => iterations.iter().find(|i| i.number == *iteration),
