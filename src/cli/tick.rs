@@ -85,8 +85,9 @@ pub fn status(paths: &Paths, json: bool) -> Result<i32> {
         paths,
         config: &inst.config,
         config_warnings: &inst.config_warnings,
+        read_only: true,
     };
-    let observed = observe::observe(&ctx, sessions.clone(), state.claims.clone(), now);
+    let observed = observe::observe(&ctx, sessions.clone(), state.claims.clone());
     let summary = match (state.last_run_at, state.idle_reason) {
         (None, _) => "never".to_string(),
         (Some(t), Some(r)) => format!(

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::lock::TickLock;
+use crate::model::BeadStatus;
 use crate::paths::Paths;
 use crate::session::SessionBackend;
 use crate::state::{IdleReason, OrchestratorState, RunKind};
@@ -171,8 +172,9 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         paths: &inst.paths,
         config: &inst.config,
         config_warnings: &inst.config_warnings,
+        read_only: opts.dry_run,
     };
-    let observed = observe::observe(&ctx, sessions, state.claims.clone(), now);
+    let observed = observe::observe(&ctx, sessions, state.claims.clone());
 
     // decide
     let plan = decide(&observed.snapshot, now);
@@ -230,9 +232,32 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         .backend
         .list()
         .unwrap_or_else(|_| observed.snapshot.sessions.clone());
+    // The beads as this run leaves them: claimed ones are in_progress, released ones open.
+    let mut reports = observed.reports;
+    let mut mark = |slug: &str, bead, from, to| {
+        if let Some(r) = reports.iter_mut().find(|r| r.slug == slug) {
+            r.record_transition(bead, from, to);
+        }
+    };
+    for c in &outcome.new_claims {
+        mark(
+            &c.project,
+            &c.bead,
+            BeadStatus::Open,
+            BeadStatus::InProgress,
+        );
+    }
+    for r in &outcome.released {
+        mark(
+            &r.project,
+            &r.bead,
+            BeadStatus::InProgress,
+            BeadStatus::Open,
+        );
+    }
     let text = status_md::render(&status_md::Dashboard {
         now,
-        reports: &observed.reports,
+        reports: &reports,
         sessions: &sessions_now,
         summary: &report.summary(),
         diagnostics: &observed.diagnostics,

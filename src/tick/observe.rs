@@ -3,15 +3,16 @@
 //!
 //! Projects are observed concurrently (tokio, bounded by `[tick] concurrency`), each with its
 //! own time limit, so one hung tracker or vanished directory costs its own project a run and
-//! nothing else. Tracker calls are spent only where they can matter: `list` where sessions or
-//! claims need a bead status or a spawn is possible, `ready` only where a slot is free.
+//! nothing else. Tracker calls are spent only where they can matter: `list` for every project
+//! that can be read (bead statuses for sessions and claims, and the bead counts STATUS.md shows
+//! for every project, 1.5), `ready` only for an eligible project whose list has an open bead.
+//! `ready` is asked even when the project is at capacity: whether ready work is waiting decides
+//! between `all-at-capacity` and `no-ready-beads` (2.7).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-use chrono::{DateTime, Utc};
 
 use crate::config::Config;
 use crate::diag::Diagnostic;
@@ -22,7 +23,7 @@ use crate::session::Session;
 use crate::state::Claim;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 
-use super::decide::{self, BeadLookup, Eligibility, ProjectView, SessionVerdict, Snapshot};
+use super::decide::{BeadLookup, Eligibility, ProjectView, Snapshot};
 
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -48,6 +49,26 @@ pub struct ProjectReport {
     pub error: Option<String>,
 }
 
+impl ProjectReport {
+    /// Records a change this run made to a bead after observing it (a claim, a release), so
+    /// STATUS.md shows the beads as the run leaves them rather than as it found them.
+    pub fn record_transition(&mut self, bead: &BeadId, from: BeadStatus, to: BeadStatus) {
+        if let Some(counts) = &mut self.counts {
+            match counts.get_mut(from.as_str()) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => return,
+            }
+            counts.retain(|_, n| *n > 0);
+            *counts.entry(to.as_str().to_string()).or_insert(0) += 1;
+        }
+        for (id, _, status) in &mut self.stories {
+            if id == bead && *status == Some(from) {
+                *status = Some(to);
+            }
+        }
+    }
+}
+
 /// The observed world: the snapshot `decide` reads, and what `act` and STATUS.md need besides.
 pub struct Observed {
     pub snapshot: Snapshot,
@@ -62,6 +83,9 @@ pub struct Context<'a> {
     pub config: &'a Config,
     /// Unknown keys found in config.toml, shown on STATUS.md.
     pub config_warnings: &'a [String],
+    /// Observe without writing anything (a dry run, `braids status`): the native tracker then
+    /// assigns missing ids in memory instead of writing them into WORKPLAN.md.
+    pub read_only: bool,
 }
 
 /// One project's observation, made on a blocking thread.
@@ -73,12 +97,7 @@ struct ProjectObservation {
 
 /// Reads every project. The sessions are listed by the caller first: without them braids
 /// cannot know who is running, so a backend failure stops the run before this point.
-pub fn observe(
-    ctx: &Context<'_>,
-    sessions: Vec<Session>,
-    claims: Vec<Claim>,
-    now: DateTime<Utc>,
-) -> Observed {
+pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) -> Observed {
     let registry = format::registry::read_registry(ctx.paths);
     let mut diagnostics = registry.diagnostics;
     let entries = registry.value.entries;
@@ -89,6 +108,7 @@ pub fn observe(
     let sessions = Arc::new(sessions);
     let claims = Arc::new(claims);
     let default_kind = ctx.config.tracker.kind;
+    let read_only = ctx.read_only;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(ctx.config.tick.concurrency.max(1))
@@ -108,10 +128,10 @@ pub fn observe(
                     &entry,
                     &paths,
                     default_kind,
+                    read_only,
                     tracker_timeout,
                     &sessions,
                     &claims,
-                    now,
                 )
             });
             handles.push((slug, fallback, tokio::time::timeout(project_budget, task)));
@@ -256,10 +276,10 @@ fn observe_project(
     entry: &RegistryEntry,
     paths: &Paths,
     default_kind: TrackerKind,
+    read_only: bool,
     timeout: Duration,
     sessions: &[Session],
     claims: &[Claim],
-    now: DateTime<Utc>,
 ) -> ProjectObservation {
     let root = &entry.path;
     if paths.in_workspace(root) {
@@ -325,23 +345,19 @@ fn observe_project(
         .map(|c| &c.bead)
         .collect();
     let eligible = matches!(eligibility, Eligibility::Eligible { .. });
-    if mine.is_empty() && claimed.is_empty() && !eligible {
-        return ProjectObservation {
-            view,
-            report,
-            tracker: None,
-        };
-    }
 
     let kind = tracker_kind(&config, default_kind);
-    let tracker: Arc<dyn Tracker> = match tracker::open(
-        kind,
-        TrackerOptions {
-            project: root.clone(),
-            timeout,
-            program: None,
-        },
-    ) {
+    let options = TrackerOptions {
+        project: root.clone(),
+        timeout,
+        program: None,
+    };
+    let opened = if read_only {
+        tracker::open_read_only(kind, options)
+    } else {
+        tracker::open(kind, options)
+    };
+    let tracker: Arc<dyn Tracker> = match opened {
         Ok(t) => Arc::from(t),
         Err(e) => {
             view.tracker_error = Some(e.to_string());
@@ -361,7 +377,7 @@ fn observe_project(
         .map(|s| s.label.bead())
         .chain(claimed.iter().copied())
         .collect();
-    match tracker.list() {
+    let any_open = match tracker.list() {
         Ok(all) => {
             let status: BTreeMap<&BeadId, BeadStatus> =
                 all.iter().map(|b| (&b.id, b.status)).collect();
@@ -383,6 +399,7 @@ fn observe_project(
                     .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
                     .collect();
             }
+            all.iter().any(|b| b.status == BeadStatus::Open)
         }
         Err(e) => {
             for id in &wanted {
@@ -396,21 +413,11 @@ fn observe_project(
                 tracker: Some(tracker),
             };
         }
-    }
+    };
 
-    // `ready` only where a slot can be free once zombies are excluded.
-    let healthy = mine
-        .iter()
-        .filter(|s| {
-            let l = view
-                .beads
-                .get(s.label.bead())
-                .copied()
-                .unwrap_or(BeadLookup::Unknown);
-            decide::classify(s, l, view.worker_timeout, now) == SessionVerdict::Healthy
-        })
-        .count();
-    if eligible && healthy < view.max_workers as usize {
+    // `ready` wherever an open bead could be: with a free slot it is what to spawn, at
+    // capacity it is what makes the idle reason `all-at-capacity` rather than `no-ready-beads`.
+    if eligible && any_open {
         match tracker.ready() {
             Ok(ready) => {
                 report.ready = ready.len();

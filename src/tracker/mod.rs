@@ -144,6 +144,24 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
     })
 }
 
+/// As [`open`], for a caller that only reads: the native tracker then never writes its file
+/// (it assigns missing ids in memory). `br` and `bd` reads change nothing of braids' anyway.
+pub fn open_read_only(
+    kind: TrackerKind,
+    opts: TrackerOptions,
+) -> Result<Box<dyn Tracker>, TrackerError> {
+    let resolved = match kind {
+        TrackerKind::Auto => detect(&opts.project),
+        k => k,
+    };
+    match resolved {
+        TrackerKind::Workplan | TrackerKind::Auto => Ok(Box::new(
+            workplan::Workplan::with_options(&opts).read_only(),
+        )),
+        k => open(k, opts),
+    }
+}
+
 /// The auto-detection rule, without building anything.
 pub fn detect(project: &Path) -> TrackerKind {
     if project.join(".beads").is_dir() {

@@ -47,6 +47,9 @@ const DEFAULT_PRIORITY: u8 = 2;
 pub struct Workplan {
     file: PathBuf,
     timeout: Duration,
+    /// Reads assign missing ids in memory only and never write the file (`tick --dry-run`,
+    /// `braids status`). Writes (claim, close, …) are unaffected.
+    read_only: bool,
 }
 
 impl Workplan {
@@ -55,7 +58,15 @@ impl Workplan {
         Workplan {
             file: project.join(".braids/WORKPLAN.md"),
             timeout: Duration::from_secs(30),
+            read_only: false,
         }
+    }
+
+    /// Reads never write: ids missing from the file are assigned in memory, exactly as a
+    /// writing read would assign them, so the ids reported are the ones a real run writes.
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
     }
 
     /// As [`Workplan::new`], waiting at most `opts.timeout` for the file lock.
@@ -136,6 +147,9 @@ impl Workplan {
         let plan = Plan::parse(&text);
         if !plan.needs_ids() {
             return Ok(plan);
+        }
+        if self.read_only {
+            return Ok(Plan::parse(&assign_ids(&text)));
         }
         self.transact(|_| Ok(()))?;
         Ok(Plan::parse(&self.read_text()?))
@@ -946,6 +960,27 @@ mod tests {
             proptest::prop_assert!(!plan.needs_ids());
             proptest::prop_assert_eq!(plan.ids().len(), plan.items.len());
         }
+    }
+
+    #[test]
+    fn read_only_reads_report_the_ids_a_writing_read_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".braids/WORKPLAN.md");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let text = "# Plan\n\n- [ ] one\n- [x] two\n- [ ] three <!-- id:wp-333 -->\n";
+        std::fs::write(&file, text).unwrap();
+        let ro = Workplan::new(dir.path()).read_only();
+        let seen: Vec<Bead> = ro.list().unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(ro.ready().unwrap().len(), 2);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "not written");
+        assert!(
+            !file.with_file_name(".workplan.lock").exists(),
+            "not even locked"
+        );
+        let written = Workplan::new(dir.path()).list().unwrap();
+        assert_eq!(written, seen, "the same ids");
+        assert_ne!(std::fs::read_to_string(&file).unwrap(), text);
     }
 
     #[test]
