@@ -16,7 +16,13 @@ pub struct Sandbox {
 /// Where `br` is: PATH, or cargo's bin directory. Tests that need it fail loudly without it.
 pub fn br_path() -> PathBuf {
     let home = std::env::var("HOME").unwrap_or_default();
-    let candidates = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).map(|d| d.join("br")).collect::<Vec<_>>()).unwrap_or_default();
+    let candidates = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("br"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
     candidates
         .into_iter()
         .chain([PathBuf::from(home).join(".cargo/bin/br")])
@@ -26,7 +32,10 @@ pub fn br_path() -> PathBuf {
 
 impl Sandbox {
     pub fn new() -> Sandbox {
-        let dir = tempfile::Builder::new().prefix("braids-test-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("braids-test-")
+            .tempdir()
+            .unwrap();
         let s = Sandbox { dir };
         std::fs::create_dir_all(s.bin()).unwrap();
         s
@@ -57,7 +66,10 @@ impl Sandbox {
         if let Some(p) = std::env::var_os("PATH") {
             dirs.extend(std::env::split_paths(&p));
         }
-        std::env::join_paths(dirs).unwrap().to_string_lossy().into_owned()
+        std::env::join_paths(dirs)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// `braids <args>` in this sandbox.
@@ -79,7 +91,13 @@ impl Sandbox {
     /// Runs and asserts success, returning stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let o = self.run(args);
-        assert!(o.status.success(), "braids {args:?} failed ({:?}):\nstdout: {}\nstderr: {}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "braids {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
@@ -111,15 +129,32 @@ impl Sandbox {
             .env("BEADS_DIR", self.project(slug).join(".beads"))
             .output()
             .unwrap();
-        assert!(o.status.success(), "br {args:?}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "br {args:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
     /// Creates a bead with br and returns its id.
     pub fn br_create(&self, slug: &str, title: &str) -> String {
-        let out = self.br(slug, &["create", &format!("--title={title}"), "--json", "--actor=test"]);
+        let out = self.br(
+            slug,
+            &[
+                "create",
+                &format!("--title={title}"),
+                "--json",
+                "--actor=test",
+            ],
+        );
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        v["id"].as_str().or(v[0]["id"].as_str()).unwrap().to_string()
+        v["id"]
+            .as_str()
+            .or(v[0]["id"].as_str())
+            .unwrap()
+            .to_string()
     }
 
     /// `git <args>` in a directory.
@@ -131,7 +166,11 @@ impl Sandbox {
             .env("GIT_CONFIG_GLOBAL", self.home().join(".gitconfig"))
             .output()
             .unwrap();
-        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
@@ -153,7 +192,11 @@ impl Sandbox {
             })
             .collect();
         if !found {
-            let at = out.iter().position(|l| l.starts_with("- **Status:**")).unwrap() + 1;
+            let at = out
+                .iter()
+                .position(|l| l.starts_with("- **Status:**"))
+                .unwrap()
+                + 1;
             out.insert(at, format!("{prefix} {value}"));
         }
         std::fs::write(&p, out.join("\n") + "\n").unwrap();
@@ -161,23 +204,39 @@ impl Sandbox {
 
     /// Writes iteration `n` of a project with the given status and stories.
     pub fn iteration(&self, slug: &str, n: u32, status: &str, stories: &[(&str, &str)]) -> PathBuf {
-        let list: String = stories.iter().map(|(id, t)| format!("- {id}: {t}\n")).collect();
-        let dir = self.project(slug).join(format!(".braids/iterations/{n:03}"));
+        let list: String = stories
+            .iter()
+            .map(|(id, t)| format!("- {id}: {t}\n"))
+            .collect();
+        let dir = self
+            .project(slug)
+            .join(format!(".braids/iterations/{n:03}"));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("ITERATION.md"), format!("# Iteration {n}\n\n- **Status:** {status}\n\n## Stories\n\n{list}")).unwrap();
+        std::fs::write(
+            dir.join("ITERATION.md"),
+            format!("# Iteration {n}\n\n- **Status:** {status}\n\n## Stories\n\n{list}"),
+        )
+        .unwrap();
         dir
     }
 
-    /// Appends to config.toml.
+    /// Appends to config.toml, creating it when missing. The file `braids init` writes already
+    /// has every table (so appending `[worker]` to it would be a duplicate table): that template
+    /// is replaced rather than appended to. Its values are the defaults anyway.
     pub fn config(&self, toml: &str) {
         let p = self.braids_dir().join("config.toml");
+        std::fs::create_dir_all(self.braids_dir()).unwrap();
         let mut text = std::fs::read_to_string(&p).unwrap_or_default();
+        if text == braids::config::TEMPLATE {
+            text.clear();
+        }
         text.push_str(toml);
         std::fs::write(p, text).unwrap();
     }
 
     pub fn state(&self) -> serde_json::Value {
-        serde_json::from_str(&self.read(".openclaw/braids/.orchestrator-state.json")).unwrap_or(serde_json::Value::Null)
+        serde_json::from_str(&self.read(".openclaw/braids/.orchestrator-state.json"))
+            .unwrap_or(serde_json::Value::Null)
     }
 
     /// `braids tick --json [extra]`, parsed.
@@ -189,19 +248,40 @@ impl Sandbox {
 }
 
 impl Drop for Sandbox {
-    /// Kills any worker a test left behind, by the process groups the session records name.
+    /// Kills any worker a test left behind, by the process groups the session records name
+    /// (`pid`, which leads the worker's group). Only when `/proc/<pid>/stat` still shows the
+    /// record's `starttime`: a pid the kernel has since given to another process (or a record a
+    /// test crafted around somebody else's pid) is never signalled.
     fn drop(&mut self) {
         let dir = self.braids_dir().join("sessions");
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for e in entries.flatten() {
-                if let Ok(text) = std::fs::read_to_string(e.path()) {
-                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-                        if let Some(pid) = v["pid"].as_i64() {
-                            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
-                        }
-                    }
-                }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let Ok(text) = std::fs::read_to_string(e.path()) else {
+                continue;
+            };
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let (Some(pid), Some(start)) = (v["pid"].as_u64(), v["starttime"].as_u64()) else {
+                continue;
+            };
+            if pid <= 1 || pid > i32::MAX as u64 || proc_starttime(pid as u32) != Some(start) {
+                continue;
             }
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
+}
+
+/// Field 22 of `/proc/<pid>/stat` (clock ticks after boot at which the process started), the
+/// identity the process backend records next to a pid; `None` when there is no such process.
+pub fn proc_starttime(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
