@@ -127,6 +127,30 @@ fn c2_2_spawns_up_to_max_workers_and_no_further() {
 }
 
 #[test]
+fn c2_2_candidates_are_the_slots_plus_a_few_stand_ins_in_order() {
+    let ids: Vec<String> = (0..20).map(|i| format!("a-{i:02}")).collect();
+    let ready: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let plan = decide(
+        &snap(vec![project("a").max(2).ready(&ready)], vec![]),
+        now(),
+    );
+    let c: Vec<&str> = plan.spawns[0]
+        .candidates
+        .iter()
+        .map(|c| c.bead.as_str())
+        .collect();
+    assert_eq!(c, ready[..2 + STAND_INS], "in order, bounded");
+    assert_eq!(spawned(&plan), ["project:a:a-00", "project:a:a-01"]);
+
+    // At capacity, ready work still makes the reason all-at-capacity (2.7).
+    let mut p = project("a").max(1).ready(&ready);
+    p = p.bead("a-x", BeadLookup::Known(BeadStatus::InProgress));
+    let plan = decide(&snap(vec![p], vec![session("a", "a-x", true, 5)]), now());
+    assert!(plan.spawns.is_empty());
+    assert_eq!(plan.idle_reason, IdleReason::AllAtCapacity);
+}
+
+#[test]
 fn c2_2_zombies_do_not_count_against_capacity() {
     let p = project("a")
         .max(1)

@@ -377,7 +377,7 @@ fn observe_project(
         .map(|s| s.label.bead())
         .chain(claimed.iter().copied())
         .collect();
-    let any_open = match tracker.list() {
+    let all = match tracker.list() {
         Ok(all) => {
             let status: BTreeMap<&BeadId, BeadStatus> =
                 all.iter().map(|b| (&b.id, b.status)).collect();
@@ -399,7 +399,7 @@ fn observe_project(
                     .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
                     .collect();
             }
-            all.iter().any(|b| b.status == BeadStatus::Open)
+            all
         }
         Err(e) => {
             for id in &wanted {
@@ -417,8 +417,8 @@ fn observe_project(
 
     // `ready` wherever an open bead could be: with a free slot it is what to spawn, at
     // capacity it is what makes the idle reason `all-at-capacity` rather than `no-ready-beads`.
-    if eligible && any_open {
-        match tracker.ready() {
+    if eligible && all.iter().any(|b| b.status == BeadStatus::Open) {
+        match tracker.ready_among(&all) {
             Ok(ready) => {
                 report.ready = ready.len();
                 view.ready = ready;

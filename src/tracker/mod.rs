@@ -96,6 +96,14 @@ pub trait Tracker: Send + Sync {
     /// Every bead that is not deleted, for counts.
     fn list(&self) -> Result<Vec<Bead>, TrackerError>;
 
+    /// [`Tracker::ready`], for a caller that has just read `listed` from [`Tracker::list`]. A
+    /// tracker that can tell readiness from the listed beads alone answers from them (one read
+    /// instead of two, and a consistent snapshot); the others ask again.
+    fn ready_among(&self, listed: &[Bead]) -> Result<Vec<Bead>, TrackerError> {
+        let _ = listed;
+        self.ready()
+    }
+
     /// One bead, with its direct dependencies; `Ok(None)` when it does not exist.
     fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError>;
 

@@ -200,21 +200,13 @@ impl Tracker for Workplan {
     }
 
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
-        let plan = self.load()?;
-        let beads: Vec<Bead> = plan.items.iter().map(|i| plan.bead(i)).collect();
-        let closed = |id: &BeadId| {
-            beads
-                .iter()
-                .any(|b| &b.id == id && b.status == BeadStatus::Closed)
-        };
-        let mut ready: Vec<Bead> = beads
-            .iter()
-            .filter(|b| b.status == BeadStatus::Open && b.dependencies.iter().all(closed))
-            .cloned()
-            .collect();
-        // File order is the plan's order; an explicit priority moves an item ahead of it.
-        ready.sort_by_key(|b| b.priority);
-        Ok(ready)
+        Ok(ready_of(&self.list()?))
+    }
+
+    /// Readiness is a function of the items alone, so the list just read answers it: one read
+    /// and parse of the file per tick instead of two, and list and ready agree.
+    fn ready_among(&self, listed: &[Bead]) -> Result<Vec<Bead>, TrackerError> {
+        Ok(ready_of(listed))
     }
 
     fn list(&self) -> Result<Vec<Bead>, TrackerError> {
@@ -367,6 +359,25 @@ impl Tracker for Workplan {
             Ok(())
         })
     }
+}
+
+/// The open items whose dependencies are all closed, most urgent first: file order is the
+/// plan's order, and an explicit priority moves an item ahead of it.
+fn ready_of(beads: &[Bead]) -> Vec<Bead> {
+    let closed: std::collections::HashSet<&BeadId> = beads
+        .iter()
+        .filter(|b| b.status == BeadStatus::Closed)
+        .map(|b| &b.id)
+        .collect();
+    let mut ready: Vec<Bead> = beads
+        .iter()
+        .filter(|b| {
+            b.status == BeadStatus::Open && b.dependencies.iter().all(|d| closed.contains(d))
+        })
+        .cloned()
+        .collect();
+    ready.sort_by_key(|b| b.priority);
+    ready
 }
 
 /// The trailing `<!-- key:value, … -->` comment, in its original key order.
@@ -973,6 +984,7 @@ mod tests {
         let seen: Vec<Bead> = ro.list().unwrap();
         assert_eq!(seen.len(), 3);
         assert_eq!(ro.ready().unwrap().len(), 2);
+        assert_eq!(ro.ready_among(&seen).unwrap(), ro.ready().unwrap());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "not written");
         assert!(
             !file.with_file_name(".workplan.lock").exists(),
