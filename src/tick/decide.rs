@@ -235,7 +235,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let mut healthy: BTreeMap<String, usize> =
         snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect();
     // Beads with a running session, healthy or about to be killed: never spawned again this run.
-    let mut live: BTreeSet<(String, BeadId)> = BTreeSet::new();
+    let mut live: BTreeSet<(&str, &BeadId)> = BTreeSet::new();
     for s in &snap.sessions {
         let slug = s.label.slug();
         let Some(p) = by_slug.get(slug) else {
@@ -247,7 +247,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             continue;
         };
         if s.running {
-            live.insert((slug.to_string(), s.label.bead().clone()));
+            live.insert((slug, s.label.bead()));
         }
         match classify(s, lookup(p, s.label.bead()), p.worker_timeout, now) {
             SessionVerdict::Ended => ended.push(s.clone()),
@@ -267,7 +267,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             slug: c.project.clone(),
             bead: c.bead.clone(),
         };
-        if live.contains(&(c.project.clone(), c.bead.clone())) {
+        if live.contains(&(c.project.as_str(), &c.bead)) {
             continue;
         }
         let Some(p) = by_slug.get(c.project.as_str()) else {
@@ -310,25 +310,21 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .filter(|r| r.slug == p.slug)
             .map(|r| &r.bead)
             .collect();
+        // The first place each bead has in the Stories list.
+        let mut story_at: BTreeMap<&BeadId, usize> = BTreeMap::new();
+        for (i, s) in p.stories.iter().enumerate() {
+            story_at.entry(s).or_insert(i);
+        }
         let mut ready: Vec<(usize, usize, &Bead)> = p
             .ready
             .iter()
             .enumerate()
             .filter(|(_, b)| {
                 b.status == BeadStatus::Open
-                    && !live.contains(&(p.slug.clone(), b.id.clone()))
+                    && !live.contains(&(p.slug.as_str(), &b.id))
                     && !released.contains(&b.id)
             })
-            .map(|(i, b)| {
-                (
-                    p.stories
-                        .iter()
-                        .position(|s| *s == b.id)
-                        .unwrap_or(usize::MAX),
-                    i,
-                    b,
-                )
-            })
+            .map(|(i, b)| (story_at.get(&b.id).copied().unwrap_or(usize::MAX), i, b))
             .collect();
         ready.sort_by_key(|(story, i, _)| (*story, *i));
         let slots =
