@@ -345,6 +345,7 @@ fn run(bin: &Path, home: &Path, path_var: &str, args: &[&str]) -> Run {
 /// `/proc/<pid>/status` every millisecond: `wait4` folds the peak of the processes braids
 /// waited for (br) into its answer, the samples do not. The sampler costs CPU, so timed runs
 /// do not sample.
+#[allow(clippy::zombie_processes)] // reaped by wait4(2) below, which also reports its rusage
 fn run_sampled(
     bin: &Path,
     home: &Path,

@@ -532,6 +532,61 @@ fn c2_2_concurrent_ticks_spawn_each_bead_once() {
     assert!(full >= 1, "at least one of the ten ran");
 }
 
+#[test]
+fn c2_2_an_unreadable_session_record_still_holds_its_slot() {
+    let sb = install(SLEEPER, "");
+    let ids = br_project(&sb, "app", 1, 2, &[]);
+    let r1 = sb.tick(&[]);
+    assert_eq!(spawned_beads(&r1), ids[..1]);
+    let l0 = label("app", &ids[0]);
+    let pid = pid_of(&sb, &l0);
+    // Sandbox's Drop cannot read the record once it is garbage: kill the worker here.
+    struct Group(u32);
+    impl Drop for Group {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(self.0 as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    let _group = Group(pid);
+
+    // The record of a live worker becomes unreadable (a disk error, a person's edit).
+    let record = sb
+        .braids_dir()
+        .join(format!("sessions/app_{}.json", ids[0]));
+    std::fs::write(&record, "{ this is not a session record").unwrap();
+
+    // braids cannot tell whether that worker runs, so it assumes it does: the slot stays
+    // taken, its bead is not handed out again, nothing is killed, and a person is told.
+    let r2 = sb.tick(&[]);
+    assert!(
+        spawned(&r2).is_empty(),
+        "MaxWorkers 1 is not exceeded: {r2:#}"
+    );
+    assert!(zombies(&r2).is_empty());
+    assert!(
+        errors(&r2).iter().any(|e| e.contains(&l0)),
+        "the unreadable record is reported: {r2:#}"
+    );
+    assert_eq!(r2["idle_reason"], "all-at-capacity");
+    assert!(group_alive(pid), "not killed");
+    assert_eq!(br_status(&sb, "app", &ids[1]), "open");
+    let status = std::fs::read_to_string(status_path(&sb)).unwrap();
+    assert!(status.contains(&l0), "{status}");
+
+    // Once the record is gone (a person removed it after checking), the slot is free.
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    std::fs::remove_file(&record).unwrap();
+    let r3 = sb.tick(&["--force"]);
+    assert_eq!(spawned_beads(&r3), ids[1..2], "{r3:#}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2.4 Spawn message, 2.5 session label
 

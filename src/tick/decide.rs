@@ -5,7 +5,8 @@
 //! The rules, in the order they apply:
 //! - 2.6 zombie order, per session: not running → excluded from the count (and forgotten);
 //!   bead closed or deleted → kill; runtime over WorkerTimeout → kill; otherwise healthy.
-//!   Bead status is always consulted before runtime.
+//!   Bead status is always consulted before runtime. A session record that cannot be read
+//!   counts as running (never killed, its bead never respawned): braids does not guess.
 //! - 2.2 capacity: a project gets `MaxWorkers − healthy` slots, and the optional global cap
 //!   bounds the total.
 //! - 2.3 only projects with exactly one active iteration (and active in both the registry and
@@ -25,7 +26,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessage};
-use crate::session::Session;
+use crate::session::{Session, SessionProblem};
 use crate::state::{Claim, IdleReason};
 
 /// Whether a project may receive workers this run, and if not, why.
@@ -88,6 +89,10 @@ pub struct Snapshot {
     /// 0 means no global cap.
     pub global_max_workers: u32,
     pub claim_grace: Duration,
+    /// Session records the backend found but could not read. Whether their worker runs is
+    /// unknown, so one that names its label counts as running: it holds its slot, its bead is
+    /// not handed out again, and it is never killed (there is nothing verified to signal).
+    pub unreadable: Vec<SessionProblem>,
 }
 
 /// Why a session is a zombie (2.6).
@@ -236,6 +241,15 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect();
     // Beads with a running session, healthy or about to be killed: never spawned again this run.
     let mut live: BTreeSet<(&str, &BeadId)> = BTreeSet::new();
+    let mut errors = Vec::new();
+    let unreadable: Vec<(Option<SessionLabel>, &SessionProblem)> = snap
+        .unreadable
+        .iter()
+        .map(|p| {
+            let label = p.label.as_deref().and_then(|l| SessionLabel::parse(l).ok());
+            (label, p)
+        })
+        .collect();
     for s in &snap.sessions {
         let slug = s.label.slug();
         let Some(p) = by_slug.get(slug) else {
@@ -257,6 +271,26 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             }),
             SessionVerdict::Healthy => *healthy.entry(slug.to_string()).or_default() += 1,
         }
+    }
+    for (label, problem) in &unreadable {
+        let held = label
+            .as_ref()
+            .filter(|l| by_slug.contains_key(l.slug()))
+            .filter(|l| live.insert((l.slug(), l.bead())));
+        if let Some(l) = held {
+            *healthy.entry(l.slug().to_string()).or_default() += 1;
+        }
+        errors.push(match label {
+            Some(l) => format!(
+                "{l}: session record {} cannot be read ({}); counted as running until a \
+                 person checks the worker and fixes or removes the record",
+                problem.location, problem.detail
+            ),
+            None => format!(
+                "session record {} cannot be read ({}) and names no session; fix or remove it",
+                problem.location, problem.detail
+            ),
+        });
     }
 
     // Claims whose worker is gone.
@@ -293,7 +327,6 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     order.sort_by_key(|(i, p)| (p.priority, *i));
 
     let mut spawns = Vec::new();
-    let mut errors = Vec::new();
     let mut any_eligible = false;
     let mut any_ready = false;
     let mut starved = false;

@@ -84,6 +84,7 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
         claims: vec![],
         global_max_workers: 0,
         claim_grace: Duration::seconds(120),
+        unreadable: vec![],
     }
 }
 
@@ -148,6 +149,46 @@ fn c2_2_candidates_are_the_slots_plus_a_few_stand_ins_in_order() {
     let plan = decide(&snap(vec![p], vec![session("a", "a-x", true, 5)]), now());
     assert!(plan.spawns.is_empty());
     assert_eq!(plan.idle_reason, IdleReason::AllAtCapacity);
+}
+
+#[test]
+fn c2_2_an_unreadable_session_record_counts_as_running() {
+    let problem = |label: Option<&str>| SessionProblem {
+        label: label.map(str::to_string),
+        location: "/s/a_a-1.json".into(),
+        detail: "not a session record".into(),
+    };
+    let mut s = snap(
+        vec![project("a").max(2).ready(&["a-1", "a-2", "a-3"])],
+        vec![],
+    );
+    s.unreadable = vec![problem(Some("project:a:a-1"))];
+    let plan = decide(&s, now());
+    assert_eq!(
+        spawned(&plan),
+        ["project:a:a-2"],
+        "a-1 not respawned, one slot held"
+    );
+    assert!(plan.zombies.is_empty());
+    assert_eq!(plan.healthy["a"], 1);
+    assert!(plan.errors[0].starts_with("project:a:a-1: session record /s/a_a-1.json"));
+
+    // Its claim is not released either: the worker may still hold it.
+    s.claims = vec![Claim {
+        project: "a".into(),
+        bead: id("a-1"),
+        claimed_at: now() - Duration::hours(1),
+    }];
+    s.projects[0]
+        .beads
+        .insert(id("a-1"), BeadLookup::Known(BeadStatus::InProgress));
+    assert!(decide(&s, now()).releases.is_empty());
+
+    // Nothing to attribute it to: reported, and the slots stay free.
+    s.unreadable = vec![problem(None)];
+    let plan = decide(&s, now());
+    assert_eq!(plan.intended().len(), 2);
+    assert_eq!(plan.errors.len(), 1);
 }
 
 #[test]

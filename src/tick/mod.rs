@@ -164,17 +164,19 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
 
     // observe
-    let sessions = inst
+    let survey = inst
         .backend
-        .list()
+        .survey()
         .context("cannot list worker sessions, so cannot tell who is running")?;
+    let sessions = survey.sessions;
     let ctx = observe::Context {
         paths: &inst.paths,
         config: &inst.config,
         config_warnings: &inst.config_warnings,
         read_only: opts.dry_run,
     };
-    let observed = observe::observe(&ctx, sessions, state.claims.clone());
+    let mut observed = observe::observe(&ctx, sessions, state.claims.clone());
+    observed.snapshot.unreadable = survey.problems;
 
     // decide
     let plan = decide(&observed.snapshot, now);

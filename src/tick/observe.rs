@@ -181,6 +181,7 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
         claims: (*claims).clone(),
         global_max_workers: ctx.config.tick.max_workers,
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
+        unreadable: Vec::new(),
     };
     Observed {
         snapshot,
