@@ -289,6 +289,19 @@ impl Drop for Owned {
     }
 }
 
+/// Kills a process group when dropped: for workers a test makes the Sandbox unable to find
+/// (an unreadable record, an exited leader).
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
 /// `braids <args>` in the sandbox as a plain std command, for running several at once.
 fn braids_std(sb: &Sandbox, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_braids"));
@@ -541,15 +554,6 @@ fn c2_2_an_unreadable_session_record_still_holds_its_slot() {
     let l0 = label("app", &ids[0]);
     let pid = pid_of(&sb, &l0);
     // Sandbox's Drop cannot read the record once it is garbage: kill the worker here.
-    struct Group(u32);
-    impl Drop for Group {
-        fn drop(&mut self) {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(self.0 as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
     let _group = Group(pid);
 
     // The record of a live worker becomes unreadable (a disk error, a person's edit).
@@ -585,6 +589,64 @@ fn c2_2_an_unreadable_session_record_still_holds_its_slot() {
     std::fs::remove_file(&record).unwrap();
     let r3 = sb.tick(&["--force"]);
     assert_eq!(spawned_beads(&r3), ids[1..2], "{r3:#}");
+}
+
+#[test]
+fn c2_2_a_worker_whose_leader_exited_runs_while_its_process_group_does() {
+    // The agent outlives the process braids started (a worker that crashed, or backgrounded
+    // its agent): the session's process group still works on the bead.
+    let orphaning = r#"cat > "$HOME/got-$BRAIDS_LABEL"
+sleep 300 &
+echo $! > "$HOME/child-$BRAIDS_LABEL"
+exit 0"#;
+    let sb = install(
+        orphaning,
+        "[sessions]\nclaim_grace_secs = 1\nkill_grace_secs = 2\n",
+    );
+    let ids = br_project(&sb, "app", 1, 2, &[]);
+    let r1 = sb.tick(&[]);
+    assert_eq!(spawned_beads(&r1), ids[..1]);
+    let l0 = label("app", &ids[0]);
+    let record = sb
+        .braids_dir()
+        .join(format!("sessions/app_{}.json", ids[0]));
+    let leader: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let leader = leader["pid"].as_u64().unwrap() as u32;
+    let child: u32 = wait_for("the agent to start", Duration::from_secs(20), || {
+        std::fs::read_to_string(sb.home().join(format!("child-{l0}")))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    });
+    let _group = Group(leader);
+    wait_for("the leader to exit", Duration::from_secs(20), || {
+        stat(leader)
+            .is_none_or(|(s, _, _)| matches!(s, 'Z' | 'X'))
+            .then_some(())
+    });
+    assert!(stat(child).is_some_and(|(s, pgrp, _)| s != 'Z' && pgrp == leader));
+    std::thread::sleep(Duration::from_millis(1100)); // past the claim grace
+
+    // Still running: it holds its slot and its claim, and is listed.
+    let r2 = sb.tick(&[]);
+    no_errors(&r2);
+    assert!(
+        spawned(&r2).is_empty(),
+        "MaxWorkers 1 is not exceeded: {r2:#}"
+    );
+    assert!(
+        released(&r2).is_empty(),
+        "its bead is still being worked on: {r2:#}"
+    );
+    assert_eq!(r2["idle_reason"], "all-at-capacity");
+    assert_eq!(labels(&sb), [l0.clone()].into());
+    assert_eq!(br_status(&sb, "app", &ids[0]), "in_progress");
+
+    // And a kill reaches the agent: the bead is closed, the whole group goes.
+    sb.br("app", &["close", &ids[0], "--json"]);
+    let r3 = sb.tick(&["--force"]);
+    assert_eq!(zombies(&r3), [(ids[0].clone(), "bead-closed".to_string())]);
+    assert!(!group_alive(leader), "the agent was killed with its group");
+    assert_eq!(spawned_beads(&r3), ids[1..2]);
 }
 
 // ---------------------------------------------------------------------------------------------
