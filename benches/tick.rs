@@ -89,6 +89,24 @@ fn main() {
         );
     }
     println!();
+    for r in rows.iter().filter(|r| r.tracker == Tracker::Br) {
+        let calls = r.calls_per_project.unwrap_or(0.0) * r.projects as f64;
+        let native = rows
+            .iter()
+            .find(|n| n.tracker == Tracker::Workplan && n.projects == r.projects);
+        let share = native.map_or(String::new(), |n| {
+            format!(
+                "; the same run on the native tracker takes {}, so br accounts for {:.1}% of it",
+                ms(n.full.0),
+                100.0 * (1.0 - n.full.0.as_secs_f64() / r.full.0.as_secs_f64())
+            )
+        });
+        println!(
+            "br × {}: {calls:.0} br calls in a dry run, {:.1} ms of wall time each{share}",
+            r.projects,
+            r.full.0.as_secs_f64() * 1000.0 / calls.max(1.0)
+        );
+    }
     let mut missed = Vec::new();
     for r in &rows {
         if r.skipped.0 >= Duration::from_millis(5) {

@@ -236,9 +236,14 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         .unwrap_or_else(|_| observed.snapshot.sessions.clone());
     // The beads as this run leaves them: claimed ones are in_progress, released ones open.
     let mut reports = observed.reports;
+    let at: std::collections::HashMap<String, usize> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.slug.clone(), i))
+        .collect();
     let mut mark = |slug: &str, bead, from, to| {
-        if let Some(r) = reports.iter_mut().find(|r| r.slug == slug) {
-            r.record_transition(bead, from, to);
+        if let Some(&i) = at.get(slug) {
+            reports[i].record_transition(bead, from, to);
         }
     };
     for c in &outcome.new_claims {
