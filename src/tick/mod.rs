@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::lock::TickLock;
+use crate::model::BeadStatus;
 use crate::paths::Paths;
 use crate::session::SessionBackend;
 use crate::state::{IdleReason, OrchestratorState, RunKind};
@@ -240,20 +241,6 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         .backend
         .survey()
         .context("cannot list worker sessions, so cannot tell who is running")?;
-    let mut problems = Vec::new();
-    let unreadable: Vec<_> = survey
-        .problems
-        .iter()
-        .filter_map(|p| {
-            problems.push(format!(
-                "unreadable session record {}: {}",
-                p.location, p.detail
-            ));
-            p.label
-                .as_deref()
-                .and_then(|l| crate::model::SessionLabel::parse(l).ok())
-        })
-        .collect();
     let sessions = survey.sessions;
     let ctx = observe::Context {
         paths: &inst.paths,
@@ -261,7 +248,8 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         config_warnings: &inst.config_warnings,
         read_only: opts.dry_run,
     };
-    let observed = observe::observe(&ctx, sessions, unreadable, state.claims.clone(), now);
+    let mut observed = observe::observe(&ctx, sessions, state.claims.clone());
+    observed.snapshot.unreadable = survey.problems;
 
     // decide
     let plan = decide(&observed.snapshot, now);
@@ -288,7 +276,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         )
     };
     let spawned = !outcome.spawned.is_empty();
-    let mut errors = problems;
+    let mut errors = Vec::new();
     errors.extend(push_errors);
     errors.extend(plan.errors.iter().cloned());
     errors.extend(outcome.errors.iter().cloned());
@@ -341,9 +329,37 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.claims.extend(outcome.new_claims.iter().cloned());
     crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes())?;
 
+    // The beads as this run leaves them: claimed ones are in_progress, released ones open.
+    let mut reports = observed.reports;
+    let at: std::collections::HashMap<String, usize> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.slug.clone(), i))
+        .collect();
+    let mut mark = |slug: &str, bead, from, to| {
+        if let Some(&i) = at.get(slug) {
+            reports[i].record_transition(bead, from, to);
+        }
+    };
+    for c in &outcome.new_claims {
+        mark(
+            &c.project,
+            &c.bead,
+            BeadStatus::Open,
+            BeadStatus::InProgress,
+        );
+    }
+    for r in &outcome.released {
+        mark(
+            &r.project,
+            &r.bead,
+            BeadStatus::InProgress,
+            BeadStatus::Open,
+        );
+    }
     let text = status_md::render(&status_md::Dashboard {
         now,
-        reports: &observed.reports,
+        reports: &reports,
         sessions: &sessions_now,
         summary: &report.summary(),
         diagnostics: &observed.diagnostics,

@@ -96,6 +96,14 @@ pub trait Tracker: Send + Sync {
     /// Every bead that is not deleted, for counts.
     fn list(&self) -> Result<Vec<Bead>, TrackerError>;
 
+    /// [`Tracker::ready`], for a caller that has just read `listed` from [`Tracker::list`]. A
+    /// tracker that can tell readiness from the listed beads alone answers from them (one read
+    /// instead of two, and a consistent snapshot); the others ask again.
+    fn ready_among(&self, listed: &[Bead]) -> Result<Vec<Bead>, TrackerError> {
+        let _ = listed;
+        self.ready()
+    }
+
     /// One bead, with its direct dependencies; `Ok(None)` when it does not exist.
     fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError>;
 
@@ -150,9 +158,9 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
     })
 }
 
-/// Like [`open`], for observers that promise to change nothing: reading never writes (the
-/// native tracker assigns missing ids in memory instead of in the file).
-pub fn open_for_reading(
+/// As [`open`], for a caller that only reads: the native tracker then never writes its file
+/// (it assigns missing ids in memory). `br` and `bd` reads change nothing of braids' anyway.
+pub fn open_read_only(
     kind: TrackerKind,
     opts: TrackerOptions,
 ) -> Result<Box<dyn Tracker>, TrackerError> {
@@ -162,9 +170,9 @@ pub fn open_for_reading(
     };
     match resolved {
         TrackerKind::Workplan | TrackerKind::Auto => Ok(Box::new(
-            workplan::Workplan::with_options(&opts).without_writes(),
+            workplan::Workplan::with_options(&opts).read_only(),
         )),
-        _ => open(resolved, opts),
+        k => open(k, opts),
     }
 }
 
