@@ -41,6 +41,14 @@ fn signature(repo: &Repository) -> Result<Signature<'static>> {
 pub fn commit_paths(root: &Path, paths: &[PathBuf], message: &str) -> Result<Option<git2::Oid>> {
     let repo = open(root)?;
     let mut index = repo.index()?;
+    stage(root, &mut index, paths)?;
+    index.write()?;
+    commit_index(&repo, &mut index, message)
+}
+
+/// Adds `paths` to the index: a directory with everything in it that is not ignored, a file,
+/// or the removal of a path that no longer exists.
+fn stage(root: &Path, index: &mut git2::Index, paths: &[PathBuf]) -> Result<()> {
     for p in paths {
         let rel = p.strip_prefix(root).unwrap_or(p);
         if root.join(rel).is_dir() {
@@ -52,18 +60,41 @@ pub fn commit_paths(root: &Path, paths: &[PathBuf], message: &str) -> Result<Opt
             let _ = index.remove_path(rel);
         }
     }
-    index.write()?;
-    commit_index(&repo, &mut index, message)
+    Ok(())
 }
 
 /// Stages everything (like `git add -A`) and commits.
 pub fn commit_all(root: &Path, message: &str) -> Result<Option<git2::Oid>> {
+    commit_all_except(root, &[], &[], message)
+}
+
+/// Stages everything (like `git add -A`) but what lies under `skip`, then `also` (which may lie
+/// under `skip`), and commits. Paths are relative to the work tree or inside it.
+pub fn commit_all_except(
+    root: &Path,
+    skip: &[PathBuf],
+    also: &[PathBuf],
+    message: &str,
+) -> Result<Option<git2::Oid>> {
     let repo = open(root)?;
     let mut index = repo.index()?;
-    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"], None)?;
+    let skip: Vec<&Path> = skip
+        .iter()
+        .map(|p| p.strip_prefix(root).unwrap_or(p))
+        .collect();
+    // 0 stages the path, 1 leaves it alone.
+    let mut filter = |path: &Path, _: &[u8]| i32::from(skip.iter().any(|s| path.starts_with(s)));
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut filter))?;
+    index.update_all(["*"], Some(&mut filter))?;
+    stage(root, &mut index, also)?;
     index.write()?;
     commit_index(&repo, &mut index, message)
+}
+
+/// The file workers lock to commit and push one at a time: in the repository's common git
+/// directory, so linked work trees of one repository share it.
+pub fn lock_path(root: &Path) -> Result<PathBuf> {
+    Ok(open(root)?.commondir().join("braids-commit.lock"))
 }
 
 fn commit_index(

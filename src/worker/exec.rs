@@ -5,10 +5,12 @@
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{mpsc, Once};
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
+use nix::libc;
+use nix::sys::signal::{killpg, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::unistd::Pid;
 
 use crate::model::BeadId;
@@ -81,6 +83,8 @@ impl Executor for ArgvExecutor {
             .spawn()
             .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
         let pgid = Pid::from_raw(child.id() as i32);
+        install_stop_handler();
+        RUNNING_GROUP.store(pgid.as_raw(), Ordering::SeqCst);
         let (tx, rx) = mpsc::channel();
         let waiter = std::thread::spawn(move || {
             let s = child.wait();
@@ -101,11 +105,48 @@ impl Executor for ArgvExecutor {
             .map_err(|_| anyhow::anyhow!("executor waiter panicked"))??;
         // Whatever the agent left running in its group goes with it.
         let _ = killpg(pgid, Signal::SIGKILL);
+        RUNNING_GROUP.store(0, Ordering::SeqCst);
         Ok(ExecResult {
             code: status.code(),
             timed_out,
         })
     }
+}
+
+/// The process group of the executor running now; 0 when none.
+static RUNNING_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// The agent runs in a process group of its own, so that a timeout can kill it and everything
+/// it started without killing the worker; but then a signal to the worker's group — the tick
+/// stopping a zombie session (2.6), Ctrl-C — does not reach it. This handler takes the agent's
+/// group along, then lets the signal do what it would have done.
+extern "C" fn stop_with_agent(sig: libc::c_int) {
+    let group = RUNNING_GROUP.load(Ordering::SeqCst);
+    // SAFETY: kill, signal and raise are async-signal-safe.
+    unsafe {
+        if group > 0 {
+            libc::kill(-group, libc::SIGKILL);
+        }
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+fn install_stop_handler() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let action = SigAction::new(
+            SigHandler::Handler(stop_with_agent),
+            SaFlags::empty(),
+            SigSet::empty(),
+        );
+        for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+            // SAFETY: the handler only makes async-signal-safe calls.
+            if let Err(e) = unsafe { sigaction(sig, &action) } {
+                tracing::warn!("cannot forward {sig} to the executor: {e}");
+            }
+        }
+    });
 }
 
 /// Where the worker keeps a bead's prompt: outside the project, so it is never committed.
