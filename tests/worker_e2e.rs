@@ -258,7 +258,7 @@ impl Project {
     fn configure_with_webhook(&self, url: &str, extra: &str) {
         let text = format!(
             "[worker]\nexecutor = [{:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 1\n\
-             [sessions]\nkill_grace_secs = 1\n[notify]\nwebhook = {url:?}\ntimeout_secs = 5\n{extra}",
+             [notify]\nwebhook = {url:?}\ntimeout_secs = 5\n{extra}",
             self.agent.to_str().unwrap()
         );
         self.sb.write(".openclaw/braids/config.toml", &text);
@@ -418,8 +418,9 @@ fn rel(root: &Path, p: &Path) -> String {
 }
 
 /// An agent that does the job: changes `src/main.txt`, writes a deliverable whose Summary is
-/// `Did <bead>.`, reports `pass`.
-const GOOD_AGENT: &str = r#"mkdir -p .ai
+/// `Did <bead>.`, reports `pass` in the bead's own report file. It talks on stdout, as agents
+/// do: that must not spoil `braids worker --json`.
+const GOOD_AGENT: &str = r#"echo "agent: working on $BRAIDS_BEAD"
 echo "// work for $BRAIDS_BEAD" >> src/main.txt
 cat > "$1" <<EOF
 # Work on $BRAIDS_BEAD
@@ -432,7 +433,8 @@ Did $BRAIDS_BEAD.
 
 Changed src/main.txt.
 EOF
-printf 'status: pass\nreason: null\nsummary: did the work\n' > .ai/executor-result
+printf 'status: pass\nreason: null\nsummary: did the work\n' > "$BRAIDS_RESULT_FILE"
+echo "agent: done"
 "#;
 
 fn success_subject(id: &str) -> String {
@@ -759,6 +761,90 @@ fn c3_10_an_error_after_the_claim_blocks_or_escalates() {
     assert_eq!(out.ending(), "failed", "{out:?}");
     assert_eq!(p.status(&ids[1]), "blocked");
     assert_eq!(p.hook.messages("blocker").len(), 2);
+}
+
+#[test]
+fn c3_10_status_reports_of_other_runs_are_never_trusted() {
+    let p = Project::new();
+    let ids = p.plan(
+        "active",
+        &["Stale handoff", "Someone else's handoff", "Shared file"],
+    );
+    // A HANDOFF.md from an earlier session says pass; it is part of the project.
+    p.sb.write(
+        p.root.join(".ai/HANDOFF.md"),
+        "---\nstatus: pass\nreason: null\n---\n\n# HANDOFF\n",
+    );
+    p.commit_setup("Handoff from an earlier session");
+    // Every run writes a good deliverable and exits 0, but reports only as the case says.
+    p.agent(&format!(
+        r#"cat > "$1" <<EOF
+# Work
+
+## Summary
+
+Did it.
+EOF
+case "$BRAIDS_BEAD" in
+  {0}) ;;
+  {1}) printf -- '---\nstory: {2}\nstatus: pass\n---\n' > .ai/HANDOFF.md ;;
+  *) printf 'status: pass\n' > .ai/executor-result ;;
+esac
+"#,
+        ids[0], ids[1], ids[2]
+    ));
+    let out = p.worker(&ids[0]);
+    assert_eq!(out.ending(), "blocked", "unchanged HANDOFF.md: {out:?}");
+    let out = p.worker(&ids[1]);
+    assert_eq!(
+        out.ending(),
+        "blocked",
+        "HANDOFF.md about another story: {out:?}"
+    );
+    // With MaxWorkers 2, `.ai/executor-result` may be another worker's.
+    p.set_field("MaxWorkers", "2");
+    p.commit_setup("Two workers");
+    let out = p.worker(&ids[2]);
+    assert_eq!(out.ending(), "blocked", "shared executor-result: {out:?}");
+    for id in &ids {
+        assert_eq!(p.status(id), "blocked");
+        assert_no_success_commit(&p, id);
+    }
+    assert_eq!(p.calls(), 6);
+}
+
+#[test]
+fn c3_6_handoff_front_matter_reports_and_lists_the_files_to_commit() {
+    let p = Project::new();
+    let ids = p.plan("active", &["Report by handoff", "Next"]);
+    p.agent(
+        r#"echo changed >> src/main.txt
+echo stray > src/scratch.txt
+cat > "$1" <<EOF
+# Work
+
+## Summary
+
+Handed off.
+EOF
+printf -- "---\nstory: $BRAIDS_BEAD\nstatus: pass\nreason: null\nfiles_changed:\n  - src/main.txt\n---\n\n# HANDOFF\n" > .ai/HANDOFF.md
+"#,
+    );
+    let out = p.worker(&ids[0]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(p.log()[0], format!("Handed off. ({})", ids[0]));
+    let mut files = p.files_of("HEAD");
+    files.sort();
+    let mut want = vec![
+        p.deliverables(&ids[0])[0].clone(),
+        ".beads/issues.jsonl".to_string(),
+        "src/main.txt".to_string(),
+    ];
+    want.sort();
+    assert_eq!(
+        files, want,
+        "the listed files, the deliverable, the tracker's record"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1116,6 +1202,55 @@ fn c2_6_a_killed_worker_takes_its_agent_along() {
     }
 }
 
+#[test]
+fn c2_6_a_zombie_kill_waits_for_the_fixed_steps_after_the_close() {
+    // The worker closes the bead before committing (3.5); a tick that sees the bead closed stops
+    // the session as a zombie (2.6). The fixed steps must still all happen.
+    let p = Project::new();
+    let ids = p.plan("active", &["Slow push"]);
+    p.agent(GOOD_AGENT);
+    let pushing = p.sb.home().join("pushing");
+    p.sb.script(
+        p.root.join(".git/hooks/pre-push"),
+        &format!("touch {pushing:?}\nsleep 3\n"),
+    );
+
+    let report = p.sb.tick(&["--force"]);
+    assert_eq!(
+        report["spawns"].as_array().map_or(0, Vec::len),
+        1,
+        "{report:#}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(30), || pushing.exists()),
+        "the worker never pushed"
+    );
+    assert_eq!(p.status(&ids[0]), "closed");
+    let report = p.sb.tick(&["--force"]);
+    assert_eq!(
+        report["zombies"].as_array().map_or(0, Vec::len),
+        1,
+        "{report:#}"
+    );
+
+    // The tick waited for the worker, which finished its steps first.
+    assert_eq!(
+        p.hook.messages("bead-complete").len(),
+        1,
+        "{:?}",
+        p.hook.events()
+    );
+    assert_eq!(
+        p.hook.messages("iteration-complete").len(),
+        1,
+        "{:?}",
+        p.hook.events()
+    );
+    assert!(iteration_complete(&p));
+    assert_eq!(p.log()[0], "Complete iteration 1");
+    assert_eq!(p.log()[1], success_subject(&ids[0]));
+}
+
 // ---------------------------------------------------------------------------------------------
 // 11. Completed iterations are frozen (4.5)
 // ---------------------------------------------------------------------------------------------
@@ -1267,7 +1402,8 @@ impl Executor for RecordingExecutor<'_> {
 fn c3_5_close_after_deliverable_and_commit_after_close() {
     let p = Project::new();
     let ids = p.plan("active", &["Order matters", "Another"]);
-    p.agent(GOOD_AGENT);
+    // Quiet: in this process, the agent's output would land in the test harness's stderr.
+    p.agent(&format!("exec >/dev/null\n{GOOD_AGENT}"));
     let paths = Paths::new(p.sb.home().to_path_buf(), None);
     let config = Config::load(&paths.config()).unwrap().config;
     let journal = Mutex::new(Journal::default());
@@ -1357,11 +1493,12 @@ fn iteration_complete(p: &Project) -> bool {
 fn c3_7_two_workers_finishing_together_complete_the_iteration_once() {
     let p = Project::new();
     let ids = p.plan("active", &["Left half", "Right half"]);
-    // Both agents wait for each other, so both workers reach close/commit/complete together.
+    // Both agents do their work, then wait for each other: both finish together, and both
+    // workers reach close/commit/complete together.
     let rv = p.sb.home().join("rendezvous");
     std::fs::create_dir_all(&rv).unwrap();
     p.agent(&format!(
-        "touch {rv:?}/\"$BRAIDS_BEAD\"\nn=0\nwhile [ \"$(ls {rv:?} | wc -l)\" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done\n{}",
+        "{}\ntouch {rv:?}/\"$BRAIDS_BEAD\"\nn=0\nwhile [ \"$(ls {rv:?} | wc -l)\" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done\n",
         GOOD_AGENT.replace("src/main.txt", "src/$BRAIDS_BEAD.txt")
     ));
 
@@ -1372,6 +1509,7 @@ fn c3_7_two_workers_finishing_together_complete_the_iteration_once() {
     for o in &outs {
         assert_eq!(o.code, 0, "{o:?}");
     }
+    assert_eq!(p.calls(), 2, "each agent ran once: {outs:?}");
     let completed = outs
         .iter()
         .filter(|o| o.run["ending"]["iteration_completed"] == true)
@@ -1434,12 +1572,26 @@ fn c3_7_full_loop_tick_then_workers_until_the_iteration_is_complete() {
                     std::fs::read_to_string(&e).unwrap_or_default()
                 ));
             }
+            let statuses: Vec<String> = ids.iter().map(|id| p.status(id)).collect();
             panic!(
-                "not done after 60s and {ticks} ticks; git log {:?}\n{dump}",
-                p.log()
+                "not done after 60s and {ticks} ticks; beads {statuses:?}; git log {:?}\n{}\n{dump}",
+                p.log(),
+                std::fs::read_to_string(p.iteration_dir().join("ITERATION.md")).unwrap(),
             );
         }
-        let report = p.sb.tick(&["--force"]);
+        // Workers inherit the tick's environment: their steps go to the session logs.
+        let out =
+            p.sb.braids()
+                .env("BRAIDS_LOG", "info")
+                .args(["tick", "--json", "--force"])
+                .output()
+                .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         ticks += 1;
         let n = report["spawns"].as_array().map_or(0, Vec::len);
         max_spawned = max_spawned.max(n);

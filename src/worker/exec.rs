@@ -1,16 +1,15 @@
 //! Running the agent. The executor is an argv template from config.toml (or a project's
-//! `Executor` field), never a shell string; its output goes to the worker's own stdout, which
-//! the session backend writes to the session log.
+//! `Executor` field), never a shell string; its output, stdout included, goes to the worker's
+//! stderr, which the session backend writes to the session log — the worker's stdout is kept for
+//! `braids worker --json`.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{mpsc, Once};
+use std::sync::mpsc;
 use std::time::Duration;
 
-use nix::libc;
-use nix::sys::signal::{killpg, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::model::BeadId;
@@ -24,6 +23,8 @@ pub struct ExecRequest {
     pub prompt_file: PathBuf,
     /// Where the deliverable must be written.
     pub deliverable: PathBuf,
+    /// Where the status report must be written (the bead's own `executor-result`).
+    pub result_file: PathBuf,
     pub timeout: Duration,
 }
 
@@ -38,8 +39,8 @@ pub trait Executor {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult>;
 }
 
-/// An argv template with `{prompt_file}`, `{project}`, `{bead}`, `{deliverable}`, `{timeout}`
-/// placeholders.
+/// An argv template with `{prompt_file}`, `{project}`, `{bead}`, `{deliverable}`,
+/// `{result_file}`, `{timeout}` placeholders.
 pub struct ArgvExecutor {
     pub template: Vec<String>,
     /// Between SIGTERM and SIGKILL on timeout.
@@ -52,11 +53,13 @@ impl ArgvExecutor {
         let project = req.project.to_string_lossy();
         let timeout = req.timeout.as_secs().to_string();
         let deliverable = req.deliverable.to_string_lossy();
+        let result_file = req.result_file.to_string_lossy();
         let vars = [
             ("prompt_file", &*prompt),
             ("project", &*project),
             ("bead", req.bead.as_str()),
             ("deliverable", &*deliverable),
+            ("result_file", &*result_file),
             ("timeout", timeout.as_str()),
         ];
         self.template.iter().map(|a| expand(a, &vars)).collect()
@@ -77,14 +80,15 @@ impl Executor for ArgvExecutor {
             .args(args)
             .current_dir(&req.project)
             .stdin(stdin)
+            .stdout(Stdio::from(std::io::stderr()))
             .env("BRAIDS_BEAD", req.bead.as_str())
             .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
+            .env("BRAIDS_RESULT_FILE", &req.result_file)
             .process_group(0)
             .spawn()
             .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
         let pgid = Pid::from_raw(child.id() as i32);
-        install_stop_handler();
-        RUNNING_GROUP.store(pgid.as_raw(), Ordering::SeqCst);
+        super::stop::agent_started(pgid.as_raw());
         let (tx, rx) = mpsc::channel();
         let waiter = std::thread::spawn(move || {
             let s = child.wait();
@@ -105,48 +109,12 @@ impl Executor for ArgvExecutor {
             .map_err(|_| anyhow::anyhow!("executor waiter panicked"))??;
         // Whatever the agent left running in its group goes with it.
         let _ = killpg(pgid, Signal::SIGKILL);
-        RUNNING_GROUP.store(0, Ordering::SeqCst);
+        super::stop::agent_gone();
         Ok(ExecResult {
             code: status.code(),
             timed_out,
         })
     }
-}
-
-/// The process group of the executor running now; 0 when none.
-static RUNNING_GROUP: AtomicI32 = AtomicI32::new(0);
-
-/// The agent runs in a process group of its own, so that a timeout can kill it and everything
-/// it started without killing the worker; but then a signal to the worker's group — the tick
-/// stopping a zombie session (2.6), Ctrl-C — does not reach it. This handler takes the agent's
-/// group along, then lets the signal do what it would have done.
-extern "C" fn stop_with_agent(sig: libc::c_int) {
-    let group = RUNNING_GROUP.load(Ordering::SeqCst);
-    // SAFETY: kill, signal and raise are async-signal-safe.
-    unsafe {
-        if group > 0 {
-            libc::kill(-group, libc::SIGKILL);
-        }
-        libc::signal(sig, libc::SIG_DFL);
-        libc::raise(sig);
-    }
-}
-
-fn install_stop_handler() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let action = SigAction::new(
-            SigHandler::Handler(stop_with_agent),
-            SaFlags::empty(),
-            SigSet::empty(),
-        );
-        for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-            // SAFETY: the handler only makes async-signal-safe calls.
-            if let Err(e) = unsafe { sigaction(sig, &action) } {
-                tracing::warn!("cannot forward {sig} to the executor: {e}");
-            }
-        }
-    });
 }
 
 /// Where the worker keeps a bead's prompt: outside the project, so it is never committed.

@@ -9,6 +9,7 @@
 
 mod exec;
 pub mod report;
+mod stop;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -99,6 +100,8 @@ struct Run<'w, 'a> {
     w: &'w Worker<'a>,
     msg: &'w SpawnMessage,
     steps: Vec<Step>,
+    /// Set once the agent is done: termination waits until the fixed steps are (see [`stop`]).
+    hold: Option<stop::Hold>,
 }
 
 impl Run<'_, '_> {
@@ -216,6 +219,7 @@ fn prompt(l: &Loaded, bead: &Bead, msg: &SpawnMessage, deliverable: &Path) -> St
             ("context", &context),
             ("project_path", &path),
             ("deliverable", &dl),
+            ("result_file", &report::own_file(&bead.id).to_string_lossy()),
         ],
     )
 }
@@ -253,6 +257,7 @@ impl Worker<'_> {
             w: self,
             msg,
             steps: Vec::new(),
+            hold: None,
         };
         let l = load(self.paths, msg, &mut run)?;
         let ending = match self.claim(&mut run, &l)? {
@@ -385,12 +390,12 @@ impl Worker<'_> {
         let timeout = Duration::from_secs(l.project.worker_timeout);
         let deadline = started + agent_budget(timeout);
         let attempts = 1 + self.config.worker.retries;
-        let result_file = msg.project.join(".ai/executor-result");
+        let mut inbox = report::Inbox::new(&msg.project, bead_id, l.project.max_workers <= 1);
         let mut tried = Vec::new();
         let mut fresh = None;
         let mut success: Option<(StatusReport, PathBuf)> = None;
         for attempt in 1..=attempts {
-            let _ = std::fs::remove_file(&result_file);
+            inbox.clear();
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 tried.push(format!(
@@ -404,12 +409,11 @@ impl Worker<'_> {
                 bead: bead_id.clone(),
                 prompt_file: prompt_file.clone(),
                 deliverable: expected.clone(),
+                result_file: msg.project.join(report::own_file(bead_id)),
                 timeout: left,
             };
             let res = self.executor.run(&req);
-            let report = report::read(&msg.project);
-            // A status report is for braids, not for the project's history.
-            let _ = std::fs::remove_file(&result_file);
+            let report = inbox.take();
             fresh = find_deliverable(&l.iteration.dir, bead_id, &before);
             let verdict = judge(&res, report.as_ref(), fresh.as_ref());
             run.step(
@@ -439,6 +443,7 @@ impl Worker<'_> {
                 break;
             }
         }
+        run.hold = Some(stop::Hold::new());
         let Some((report, deliverable)) = success else {
             let why = "the executor did not succeed";
             return self.give_up(run, l, &bead, &expected, fresh.as_deref(), why, &tried);
@@ -644,7 +649,8 @@ impl Worker<'_> {
     /// only the deliverable; otherwise the files the agent reported changing plus the
     /// deliverable, or every change when it reported none. Other files in the iterations
     /// directory are never part of it: they are other beads' deliverables (committed with their
-    /// own bead) or frozen iterations (4.5). The caller holds the repository lock.
+    /// own bead) or frozen iterations (4.5); nor are status reports, which may be another
+    /// worker's, not yet read. The caller holds the repository lock.
     fn commit(
         &self,
         root: &Path,
@@ -672,7 +678,12 @@ impl Worker<'_> {
             paths.extend(ours);
             crate::git::commit_paths(root, &paths, message)?
         } else {
-            crate::git::commit_all_except(root, &[iterations], &ours, message)?
+            let skip = [
+                iterations,
+                root.join(report::SHARED),
+                root.join(report::OWN_DIR),
+            ];
+            crate::git::commit_all_except(root, &skip, &ours, message)?
         };
         Ok(oid.map(|o| o.to_string()))
     }
@@ -881,5 +892,29 @@ fn judge(
             "reported pass but wrote no deliverable with a Summary".into()
         }
         (code, status, _) => format!("exit {code:?}, status {status:?}{invalid}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_budget_keeps_a_tenth_for_the_fixed_steps() {
+        let s = Duration::from_secs;
+        assert_eq!(agent_budget(s(3)), Duration::from_millis(2700));
+        assert_eq!(agent_budget(s(1000)), s(900));
+        assert_eq!(agent_budget(s(3600)), s(3300), "at most five minutes");
+        assert_eq!(agent_budget(s(36_000)), s(35_700));
+    }
+
+    #[test]
+    fn first_line_and_clip() {
+        assert_eq!(first_line("\n\n  Did  it.\nmore"), "Did it.");
+        assert_eq!(first_line(&"x".repeat(80)), format!("{}…", "x".repeat(72)));
+        assert_eq!(
+            clip("git push failed:\n  remote: no", 200),
+            "git push failed: remote: no"
+        );
     }
 }
