@@ -1326,6 +1326,33 @@ struct Recording<'a> {
     root: PathBuf,
     iteration_dir: PathBuf,
     journal: &'a Mutex<Journal>,
+    /// Runs right after the bead is closed.
+    after_close: Option<Box<dyn Fn() + Send + Sync + 'a>>,
+}
+
+impl<'a> Recording<'a> {
+    fn new(p: &Project, journal: &'a Mutex<Journal>) -> Recording<'a> {
+        Recording {
+            inner: br_tracker(p),
+            root: p.root.clone(),
+            iteration_dir: p.iteration_dir(),
+            journal,
+            after_close: None,
+        }
+    }
+}
+
+/// The real br adapter for the project.
+fn br_tracker(p: &Project) -> Box<dyn Tracker> {
+    tracker::open(
+        TrackerKind::Br,
+        TrackerOptions {
+            project: p.root.clone(),
+            timeout: Duration::from_secs(30),
+            program: Some(br_path()),
+        },
+    )
+    .unwrap()
 }
 
 fn head_of(root: &Path) -> String {
@@ -1367,7 +1394,11 @@ impl Tracker for Recording<'_> {
         j.calls.push("close".into());
         j.at_close = Some((written, head_of(&self.root)));
         drop(j);
-        self.inner.close(id, reason)
+        self.inner.close(id, reason)?;
+        if let Some(f) = &self.after_close {
+            f();
+        }
+        Ok(())
     }
     fn block(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError> {
         self.journal.lock().unwrap().calls.push("block".into());
@@ -1394,7 +1425,9 @@ struct RecordingExecutor<'a> {
 impl Executor for RecordingExecutor<'_> {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult> {
         self.journal.lock().unwrap().calls.push("execute".into());
-        self.inner.run(req)
+        let r = self.inner.run(req);
+        self.journal.lock().unwrap().calls.push("executed".into());
+        r
     }
 }
 
@@ -1407,20 +1440,7 @@ fn c3_5_close_after_deliverable_and_commit_after_close() {
     let paths = Paths::new(p.sb.home().to_path_buf(), None);
     let config = Config::load(&paths.config()).unwrap().config;
     let journal = Mutex::new(Journal::default());
-    let tracker = Recording {
-        inner: tracker::open(
-            TrackerKind::Br,
-            TrackerOptions {
-                project: p.root.clone(),
-                timeout: Duration::from_secs(30),
-                program: Some(br_path()),
-            },
-        )
-        .unwrap(),
-        root: p.root.clone(),
-        iteration_dir: p.iteration_dir(),
-        journal: &journal,
-    };
+    let tracker = Recording::new(&p, &journal);
     let executor = RecordingExecutor {
         inner: ArgvExecutor {
             template: config.worker.executor.clone(),
@@ -1481,6 +1501,112 @@ fn c3_5_close_after_deliverable_and_commit_after_close() {
 
 // ---------------------------------------------------------------------------------------------
 // 14–15. Iteration completion (3.7)
+
+#[test]
+fn c3_7_the_iteration_completes_only_after_the_last_closed_bead_is_committed() {
+    // Worker A has closed its bead but not committed it yet when worker B finishes the other
+    // bead. B must not complete the iteration then: its commit would sweep in A's deliverable,
+    // leave A without a commit of its own (3.6), and A's work would land in a frozen
+    // iteration (4.5).
+    let p = &Project::new();
+    let ids = &p.plan("active", &["Closes first", "Finishes meanwhile"]);
+    p.agent(&format!(
+        "exec >/dev/null\n{}",
+        GOOD_AGENT.replace("src/main.txt", "src/$BRAIDS_BEAD.txt")
+    ));
+    let paths = Paths::new(p.sb.home().to_path_buf(), None);
+    let config = Config::load(&paths.config()).unwrap().config;
+    let notifier = braids::notify::from_config(&config.notify);
+    let argv = || ArgvExecutor {
+        template: config.worker.executor.clone(),
+        grace: Duration::from_secs(1),
+    };
+    let msg = |id: &str| SpawnMessage::parse(&p.spawn_message(id)).unwrap();
+    let (journal_a, journal_b) = (
+        Mutex::new(Journal::default()),
+        Mutex::new(Journal::default()),
+    );
+    let b_done = std::sync::atomic::AtomicBool::new(false);
+    let (go, wait_go) = std::sync::mpsc::channel::<()>();
+
+    let (run_a, run_b) = std::thread::scope(|s| {
+        let b_env = (&journal_b, &b_done, &paths, &config, &notifier, &argv, &msg);
+        let b = s.spawn(move || {
+            let (journal_b, b_done, paths, config, notifier, argv, msg) = b_env;
+            wait_go.recv().unwrap();
+            let tracker = Recording::new(p, journal_b);
+            let executor = RecordingExecutor {
+                inner: argv(),
+                journal: journal_b,
+            };
+            let worker = Worker {
+                paths,
+                config,
+                tracker: &tracker,
+                notifier,
+                executor: &executor,
+            };
+            let run = worker.run(&msg(&ids[1])).unwrap();
+            b_done.store(true, Ordering::SeqCst);
+            run
+        });
+        let mut tracker = Recording::new(p, &journal_a);
+        // Right after A's close: B runs, and gets as far as it can.
+        tracker.after_close = Some(Box::new(|| {
+            go.send(()).unwrap();
+            let executed = || {
+                journal_b
+                    .lock()
+                    .unwrap()
+                    .calls
+                    .iter()
+                    .any(|c| c == "executed")
+            };
+            assert!(
+                wait_until(Duration::from_secs(30), executed),
+                "B's agent never ran"
+            );
+            wait_until(Duration::from_secs(2), || b_done.load(Ordering::SeqCst));
+        }));
+        let executor = argv();
+        let worker = Worker {
+            paths: &paths,
+            config: &config,
+            tracker: &tracker,
+            notifier: &notifier,
+            executor: &executor,
+        };
+        let run_a = worker.run(&msg(&ids[0])).unwrap();
+        (run_a, b.join().unwrap())
+    });
+
+    for (run, id) in [(&run_a, &ids[0]), (&run_b, &ids[1])] {
+        let Ending::Completed { commit, .. } = &run.ending else {
+            panic!("{run:#?}");
+        };
+        let commit = commit
+            .as_deref()
+            .unwrap_or_else(|| panic!("no commit of its own: {run:#?}"));
+        let files = p.files_of(commit);
+        assert!(files.contains(&p.deliverables(id)[0]), "{id}: {files:?}");
+        assert_eq!(
+            p.sb.git(&p.root, &["log", "-1", "--format=%s", commit])
+                .trim(),
+            success_subject(id)
+        );
+    }
+    let log = p.log();
+    assert_eq!(log[0], "Complete iteration 1", "completed last: {log:?}");
+    assert_eq!(
+        log.iter().filter(|s| *s == "Complete iteration 1").count(),
+        1
+    );
+    assert!(matches!(
+        braids::git::check_frozen(&p.root, &p.iteration_dir()).unwrap(),
+        braids::git::Frozen::Intact { .. }
+    ));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 fn iteration_complete(p: &Project) -> bool {

@@ -450,7 +450,12 @@ impl Worker<'_> {
         };
         run.step("deliverable", format!("verified {}", deliverable.display()));
 
-        // 3.5: close only after the deliverable; 3.6: then commit; 4.4: then push.
+        // 3.5: close only after the deliverable; 3.6: then commit; 3.7: then the iteration;
+        // 4.4: then push. All of it under the repository lock: a bead a worker closed is then
+        // committed by the time any other worker looks at the iteration, so the iteration is
+        // completed (and frozen, 4.5) only after the last bead's own commit.
+        let root = &msg.project;
+        let lock = repo_lock(root)?;
         self.tracker
             .close(bead_id, report.summary.as_deref().unwrap_or("done"))?;
         run.step("close", "bead closed");
@@ -459,19 +464,18 @@ impl Worker<'_> {
                 .or(report.summary.clone())
                 .unwrap_or_else(|| bead.title.clone());
         let message = format!("{} ({bead_id})", first_line(&summary));
-        let root = &msg.project;
-        let (commit, pushed) = {
-            let _lock = repo_lock(root)?;
-            let commit = self.commit(root, l, &report, &deliverable, &message)?;
-            run.step(
-                "commit",
-                format!(
-                    "{} {message}",
-                    commit.as_deref().unwrap_or("(nothing to commit)")
-                ),
-            );
-            (commit, push(run, root))
-        };
+        let commit = self.commit(root, l, &report, &deliverable, &message)?;
+        run.step(
+            "commit",
+            format!(
+                "{} {message}",
+                commit.as_deref().unwrap_or("(nothing to commit)")
+            ),
+        );
+        let iteration_completed = self.complete_iteration_if_done(run, l)?;
+        let pushed = push(run, root);
+        drop(lock);
+
         let unpushed = match &pushed {
             Push::Failed(e) => format!(" Committed, but not pushed: {}", clip(e, 200)),
             _ => String::new(),
@@ -485,9 +489,13 @@ impl Worker<'_> {
                 first_line(&summary)
             ),
         );
-
-        // 3.7
-        let iteration_completed = self.complete_iteration_if_done(run, l)?;
+        if iteration_completed {
+            run.notify(
+                l,
+                NotificationEvent::IterationComplete,
+                &format!("[{}] Iteration {} is complete.", l.slug, l.iteration.number),
+            );
+        }
         Ok(Ending::Completed {
             commit,
             pushed: pushed.as_option(),
@@ -688,8 +696,9 @@ impl Worker<'_> {
         Ok(oid.map(|o| o.to_string()))
     }
 
-    /// 3.7: when no story is left open, mark the iteration complete, commit, push, notify —
-    /// exactly once even when two workers finish together (the lock, then a re-read).
+    /// 3.7: when no story is left open, mark the iteration complete and commit it — exactly once
+    /// even when two workers finish together (the lock, then a re-read). The caller holds the
+    /// repository lock, pushes and notifies.
     fn complete_iteration_if_done(&self, run: &mut Run<'_, '_>, l: &Loaded) -> Result<bool> {
         if l.iteration.stories.is_empty() {
             run.step(
@@ -715,32 +724,23 @@ impl Worker<'_> {
         }
         let root = &run.msg.project;
         let n = l.iteration.number;
-        {
-            let _lock = repo_lock(root)?;
-            let file = l.iteration.dir.join("ITERATION.md");
-            let now = format::iteration::parse_iteration(
-                &format::decode(&std::fs::read(&file)?),
-                &file,
-                n,
-                l.iteration.dir.clone(),
-            )
-            .value;
-            if now.status == Some(IterationStatus::Complete) {
-                run.step("iteration", "already completed by another worker");
-                return Ok(false);
-            }
-            format::iteration::write_status(&file, IterationStatus::Complete)?;
-            let mut paths = vec![l.iteration.dir.clone()];
-            paths.extend(tracker_files(root));
-            crate::git::commit_paths(root, &paths, &format!("Complete iteration {n}"))?;
-            run.step("iteration", format!("iteration {n} complete; committed"));
-            push(run, root);
+        let file = l.iteration.dir.join("ITERATION.md");
+        let now = format::iteration::parse_iteration(
+            &format::decode(&std::fs::read(&file)?),
+            &file,
+            n,
+            l.iteration.dir.clone(),
+        )
+        .value;
+        if now.status == Some(IterationStatus::Complete) {
+            run.step("iteration", "already completed by another worker");
+            return Ok(false);
         }
-        run.notify(
-            l,
-            NotificationEvent::IterationComplete,
-            &format!("[{}] Iteration {n} is complete.", l.slug),
-        );
+        format::iteration::write_status(&file, IterationStatus::Complete)?;
+        let mut paths = vec![l.iteration.dir.clone()];
+        paths.extend(tracker_files(root));
+        crate::git::commit_paths(root, &paths, &format!("Complete iteration {n}"))?;
+        run.step("iteration", format!("iteration {n} complete; committed"));
         Ok(true)
     }
 }
