@@ -4,8 +4,10 @@
 //! completes the iteration and notifies — and logs each step with the bead id, so the session
 //! log says exactly what happened and why it stopped.
 //!
-//! The order of the success path is fixed: work → deliverable verified → close → commit →
-//! push (3.4–3.6, 4.4) → iteration check (3.7).
+//! The order of the success path is fixed: work → deliverable verified → close → commit
+//! (3.4–3.6) → iteration check (3.7) → push (4.4) → notifications. From the close to the push
+//! the worker holds the repository's commit lock, which every worker of the repository takes
+//! to commit or push, and a termination signal waits until the fixed steps are done.
 
 mod exec;
 pub mod report;
@@ -529,11 +531,12 @@ impl Worker<'_> {
             bead.title,
             deliverable.strip_prefix(root).unwrap_or(deliverable).display()
         );
-        crate::atomic::write(&marker, plan.as_bytes())?;
+        // Blocked first: the marker must never exist for a bead nobody was asked about.
         self.tracker.block(
             &bead.id,
             "ask-first: waiting for a person to approve the plan",
         )?;
+        crate::atomic::write(&marker, plan.as_bytes())?;
         run.step(
             "autonomy",
             "ask-first: plan posted, bead blocked until a person unblocks it",

@@ -13,21 +13,22 @@
 //!
 //! Then the signal does what it would have done: the worker dies of it.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::Once;
 
 use nix::libc;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
-/// The process group of the agent running now; 0 when none.
+/// The process group of the agent running now; 0 when none. One agent at a time: a worker
+/// process runs one bead.
 static AGENT_GROUP: AtomicI32 = AtomicI32::new(0);
-/// Whether the fixed steps are running.
-static HOLDING: AtomicBool = AtomicBool::new(false);
+/// How many [`Hold`]s are alive.
+static HOLDING: AtomicUsize = AtomicUsize::new(0);
 /// A signal that arrived while holding; 0 when none.
 static PENDING: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_stop(sig: libc::c_int) {
-    if HOLDING.load(Ordering::SeqCst) {
+    if HOLDING.load(Ordering::SeqCst) > 0 {
         PENDING.store(sig, Ordering::SeqCst);
         return;
     }
@@ -81,14 +82,16 @@ pub(crate) struct Hold(());
 impl Hold {
     pub(crate) fn new() -> Hold {
         install();
-        HOLDING.store(true, Ordering::SeqCst);
+        HOLDING.fetch_add(1, Ordering::SeqCst);
         Hold(())
     }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        HOLDING.store(false, Ordering::SeqCst);
+        if HOLDING.fetch_sub(1, Ordering::SeqCst) > 1 {
+            return;
+        }
         let sig = PENDING.swap(0, Ordering::SeqCst);
         if sig != 0 {
             tracing::warn!("stopping now: signal {sig} arrived during the fixed steps");
