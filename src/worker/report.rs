@@ -102,15 +102,14 @@ fn from_pairs<'a>(
                     }
                 })
             }
-            "reason" => {
-                if !(v.is_empty() || v == "null" || v == "~") {
-                    reason = Reason::parse(&v);
-                    if reason.is_none() {
-                        invalid.push(format!(
-                            "reason `{}`",
-                            v.chars().take(80).collect::<String>()
-                        ));
-                    }
+            // `null` (and its YAML spellings) means no reason.
+            "reason" if !(v.is_empty() || v == "null" || v == "~") => {
+                reason = Reason::parse(&v);
+                if reason.is_none() {
+                    invalid.push(format!(
+                        "reason `{}`",
+                        v.chars().take(80).collect::<String>()
+                    ));
                 }
             }
             "summary" => summary = Some(v).filter(|s| !s.is_empty()),
