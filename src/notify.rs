@@ -106,7 +106,52 @@ pub fn compose(
     })
 }
 
-/// Composes and sends; logs instead of failing. Returns whether a message went out.
+/// What became of one notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    Sent,
+    /// The event is off, or there is no Channel (3.8).
+    Skipped,
+    /// The notifier failed; logged, never fatal.
+    Failed(String),
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Delivery::Sent => f.write_str("sent"),
+            Delivery::Skipped => f.write_str("skipped (event off or no Channel)"),
+            Delivery::Failed(e) => write!(f, "not delivered: {e}"),
+        }
+    }
+}
+
+/// Composes and sends; logs instead of failing.
+pub fn deliver(
+    notifier: &dyn Notifier,
+    project: &ProjectConfig,
+    slug: &str,
+    event: NotificationEvent,
+    bead: Option<&BeadId>,
+    text: &str,
+) -> Delivery {
+    let Some(n) = compose(project, slug, event, bead, text) else {
+        tracing::debug!(%slug, event = %event, "notification skipped (event off or no channel)");
+        return Delivery::Skipped;
+    };
+    match notifier.send(&n) {
+        Ok(()) => {
+            tracing::info!(%slug, event = %event, channel = %n.channel, "notification sent");
+            Delivery::Sent
+        }
+        Err(e) => {
+            tracing::warn!(%slug, event = %event, "notification not delivered: {e}");
+            Delivery::Failed(e.to_string())
+        }
+    }
+}
+
+/// [`deliver`], answering whether a message went out.
 pub fn send(
     notifier: &dyn Notifier,
     project: &ProjectConfig,
@@ -115,20 +160,7 @@ pub fn send(
     bead: Option<&BeadId>,
     text: &str,
 ) -> bool {
-    let Some(n) = compose(project, slug, event, bead, text) else {
-        tracing::debug!(%slug, event = %event, "notification skipped (event off or no channel)");
-        return false;
-    };
-    match notifier.send(&n) {
-        Ok(()) => {
-            tracing::info!(%slug, event = %event, channel = %n.channel, "notification sent");
-            true
-        }
-        Err(e) => {
-            tracing::warn!(%slug, event = %event, "notification not delivered: {e}");
-            false
-        }
-    }
+    deliver(notifier, project, slug, event, bead, text) == Delivery::Sent
 }
 
 /// Sends a check-in to the project's Channel, whatever its Notifications table says; nothing

@@ -249,6 +249,13 @@ pub fn retry_pushes(
         if plan.healthy.get(&r.slug).copied().unwrap_or(0) > 0 {
             continue;
         }
+        // The workers' repository lock, without waiting: a worker committing now pushes itself.
+        let lock = crate::git::lock_path(&r.path)
+            .ok()
+            .and_then(|p| crate::lock::TickLock::try_acquire(&p).ok().flatten());
+        if lock.is_none() {
+            continue;
+        }
         match crate::git::push_recorded(&r.path, timeout) {
             Ok(()) => {
                 tracing::info!(project = %r.slug, "pending push retried: pushed");
