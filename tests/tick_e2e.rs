@@ -45,6 +45,8 @@ const REPORT_KEYS: &[&str] = &[
     "errors",
     // documented additions
     "released",
+    "pushed",
+    "checkins",
     "dry_run",
 ];
 /// A skipped run adds these two.

@@ -75,7 +75,6 @@ pub struct TickReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_full_run: Option<DateTime<Utc>>,
     /// Projects whose check-in went out this run.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checkins: Vec<String>,
 }
 
