@@ -1,9 +1,10 @@
-//! Crash-safe file writes: a temp file in the same directory, fsync, rename.
+//! Crash-safe file writes: a temp file in the same directory, fsync, rename — and the matching
+//! read, which never blocks.
 //!
 //! Every state file, dashboard and markdown edit goes through here, so a crash or a full disk
 //! leaves either the old file or the new one, never half of each.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -38,6 +39,62 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Reads a regular file whole. Anything else in its place (a directory, a FIFO, a socket, a
+/// device) is an `InvalidInput` error at once, never a wait: opening a FIFO for reading blocks
+/// until a writer comes, and a tick blocked there would hold the tick lock for good.
+pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        let t = meta.file_type();
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "a device"
+        };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file but {what}"),
+        ));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    f.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Removes the temp files of writes that never finished (the writer was killed between creating
+/// and renaming one) from `dir`, when older than `age`; returns how many went.
+pub fn sweep(dir: &Path, age: std::time::Duration) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in rd.flatten() {
+        let old = e
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|a| a > age);
+        if old
+            && e.file_name().to_string_lossy().starts_with(".braids-tmp-")
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Writes `bytes` to `path` only when the file does not exist yet; returns whether it wrote.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
     if path.exists() {
@@ -65,6 +122,24 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
         assert!(!write_new(&p, b"three").unwrap());
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
+    }
+
+    #[test]
+    fn reading_a_fifo_or_a_directory_is_an_error_not_a_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let e = read(&fifo).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        assert!(read(dir.path())
+            .unwrap_err()
+            .to_string()
+            .contains("directory"));
+        let missing = read(&dir.path().join("none")).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        assert_eq!(read(&dir.path().join("f")).unwrap(), b"x");
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
 pub fn check_project(slug: &str, root: &Path) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let project_md = root.join(".braids/PROJECT.md");
-    match std::fs::read(&project_md) {
+    match crate::atomic::read(&project_md) {
         Ok(bytes) => out.extend(
             format::project::parse_project(&format::decode(&bytes), &project_md).diagnostics,
         ),

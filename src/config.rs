@@ -150,7 +150,7 @@ pub struct ConfigError {
 impl Config {
     /// Reads the file; missing means defaults.
     pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
-        match std::fs::read(path) {
+        match crate::atomic::read(path) {
             Ok(bytes) => Config::parse(&String::from_utf8_lossy(&bytes), path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::default()),
             Err(e) => Err(ConfigError {

@@ -106,7 +106,7 @@ impl OrchestratorState {
     /// Reads the state file. `Ok(None)` when it does not exist; `Err` with a one-line reason
     /// when it exists but cannot be used, which the caller logs before doing a full run.
     pub fn load(path: &Path) -> Result<Option<OrchestratorState>, String> {
-        let bytes = match std::fs::read(path) {
+        let bytes = match crate::atomic::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {

@@ -377,7 +377,7 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
     }
     for (n, dir) in dirs {
         let file = dir.join("ITERATION.md");
-        match std::fs::read(&file) {
+        match crate::atomic::read(&file) {
             Ok(bytes) => {
                 let p = parse_iteration(&super::decode(&bytes), &file, n, dir);
                 diags.extend(p.diagnostics);
@@ -427,7 +427,31 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
 /// kept; without a Status field, `Status: <s>` is inserted after the H1 (or at the top).
 /// Setting the status it already has returns the text unchanged; changing a complete
 /// iteration is refused, since complete iterations are immutable (4.5).
+///
+/// The result is read back before it is returned: a text where the new Status would not read
+/// as written (a Status value whose replacement changes the markdown structure around it, such
+/// as one inside a broken code span) is an error to fix by hand, never a silent no-op.
 pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String> {
+    let new = set_status_in_place(text, status)?;
+    if new == text {
+        return Ok(new);
+    }
+    let read = |t: &str| {
+        let it = parse_iteration(t, Path::new("ITERATION.md"), 0, PathBuf::new()).value;
+        let stories: Vec<(BeadId, String)> =
+            it.stories.into_iter().map(|s| (s.id, s.title)).collect();
+        (it.status, stories)
+    };
+    let ((_, before), (after, stories)) = (read(text), read(&new));
+    if after != Some(status) || stories != before {
+        return Err(format!(
+            "the Status field cannot be changed to {status} without changing how the rest of the file reads; set it by hand (a line `Status: {status}` below the title)"
+        ));
+    }
+    Ok(new)
+}
+
+fn set_status_in_place(text: &str, status: IterationStatus) -> Result<String, String> {
     let doc = Doc::new(text);
     let raw = fields::scan(&doc, CONTENT_SECTIONS);
     let Some(f) = raw.iter().find(|f| f.field.key == "status") else {
@@ -477,17 +501,33 @@ pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String>
     Ok(out)
 }
 
-/// Inserts `Status: <s>` as its own paragraph after the H1, after front matter, or at the top.
+/// Inserts `Status: <s>` as its own paragraph after the H1, after front matter, or at the top:
+/// the first of those places where it is read back as the Status. (An H1 can open a section
+/// whose lines are content, not fields, as `# Stories` does; a Status put there would not be
+/// read, and the iteration would silently keep its old status.)
 fn insert_status(doc: &Doc, status: IterationStatus) -> String {
+    let h1 = doc.headings.iter().find(|h| h.level == 1).map(|h| h.last);
+    let places = [h1, front_matter_end(doc), None];
+    let mut out = String::new();
+    for (k, after) in places.iter().enumerate() {
+        if k < 2 && after.is_none() {
+            continue;
+        }
+        out = insert_status_after(doc, status, *after);
+        let reads = fields::scan(&Doc::new(&out), CONTENT_SECTIONS)
+            .iter()
+            .any(|f| f.field.key == "status");
+        if reads {
+            break;
+        }
+    }
+    out
+}
+
+fn insert_status_after(doc: &Doc, status: IterationStatus, after: Option<usize>) -> String {
     let text = doc.text;
     let eol = doc.eol();
     let line = format!("Status: {status}");
-    let after = doc
-        .headings
-        .iter()
-        .find(|h| h.level == 1)
-        .map(|h| h.last)
-        .or_else(|| front_matter_end(doc));
     let mut out = String::with_capacity(text.len() + line.len() + 4);
     match after {
         Some(i) => {

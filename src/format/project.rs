@@ -104,7 +104,7 @@ impl Notifications {
 /// defaults.
 pub fn read_project(project_root: &Path) -> Parsed<ProjectConfig> {
     let file = project_root.join(".braids/PROJECT.md");
-    match std::fs::read(&file) {
+    match crate::atomic::read(&file) {
         Ok(bytes) => parse_project(&super::decode(&bytes), &file),
         Err(e) => {
             let msg = if e.kind() == std::io::ErrorKind::NotFound {

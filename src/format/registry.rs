@@ -193,6 +193,7 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
         }
     };
     let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen_paths: HashMap<PathBuf, (String, usize)> = HashMap::new();
     for row in &table.rows {
         let line = row.line + 1;
         if row.cells.iter().all(|c| doc.cell(c).is_empty()) {
@@ -325,6 +326,21 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
             continue;
         }
         let path = paths.expand(&raw_path);
+        // Two slugs for one directory would schedule its beads twice, once per label.
+        if let Some((first_slug, first)) = seen_paths.get(&path) {
+            diags.push(Diagnostic::error(
+                file,
+                Some(line),
+                SECTION,
+                format!(
+                    "project `{slug}` has the same Path as `{first_slug}` on line {first} ({}), so its row is ignored: one directory is one project",
+                    path.display()
+                ),
+                format!("give `{slug}` its own directory, or delete one of the rows on lines {first} and {line}"),
+            ));
+            continue;
+        }
+        seen_paths.insert(path.clone(), (slug.clone(), line));
         reg.entries.push(RegistryEntry {
             slug,
             status,
@@ -340,7 +356,7 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
 /// Reads `~/.openclaw/braids/registry.md`. A missing file is an empty registry and a warning.
 pub fn read_registry(paths: &Paths) -> Parsed<Registry> {
     let file = paths.registry();
-    match std::fs::read(&file) {
+    match crate::atomic::read(&file) {
         Ok(bytes) => parse_registry(&super::decode(&bytes), &file, paths),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Parsed::new(
             Registry::default(),

@@ -19,8 +19,12 @@ pub enum SpawnMessageError {
     Repeated(&'static str),
     #[error("spawn message lacks field `{0}`")]
     Missing(&'static str),
-    #[error("spawn message field {0} contains a line break or control character")]
+    #[error(
+        "spawn message field {0} contains a line break, a line separator or a control character"
+    )]
     ControlChar(&'static str),
+    #[error("spawn message Project `{0}` starts or ends with whitespace, which a message line cannot carry")]
+    Whitespace(String),
     #[error("spawn message Iteration `{0}` is not a number")]
     Iteration(String),
     #[error("spawn message Project `{0}` is not an absolute path")]
@@ -39,8 +43,13 @@ pub struct SpawnMessage {
     pub channel: String,
 }
 
+/// Refuses anything some reader takes for a line break: control characters (`\n`, `\r`, VT,
+/// FF, NEL …) and the Unicode line and paragraph separators, which Python's `splitlines` and
+/// JavaScript split on.
 fn clean(field: &'static str, v: &str) -> Result<(), SpawnMessageError> {
-    if v.chars().any(|c| c.is_control()) {
+    if v.chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+    {
         Err(SpawnMessageError::ControlChar(field))
     } else {
         Ok(())
@@ -61,6 +70,9 @@ impl SpawnMessage {
         clean("Channel", &channel)?;
         if !project.is_absolute() {
             return Err(SpawnMessageError::RelativePath(shown));
+        }
+        if shown.trim() != shown {
+            return Err(SpawnMessageError::Whitespace(shown));
         }
         Ok(SpawnMessage {
             project,
@@ -155,6 +167,8 @@ mod tests {
         let bead = BeadId::new("a-1").unwrap();
         assert!(SpawnMessage::new("/p\nBead: evil".into(), bead.clone(), 1, "").is_err());
         assert!(SpawnMessage::new("/p".into(), bead.clone(), 1, "#c\nExtra: 1").is_err());
+        assert!(SpawnMessage::new("/p".into(), bead.clone(), 1, "#c\u{2028}Bead: x").is_err());
+        assert!(SpawnMessage::new("/p/x ".into(), bead.clone(), 1, "").is_err());
         assert!(SpawnMessage::new("relative".into(), bead, 1, "").is_err());
         assert!(SpawnMessage::parse("Project: /p\nBead: a-1\nIteration: 1\n").is_err());
     }

@@ -536,7 +536,10 @@ impl ProcessBackend {
 
     /// Reads one record: `Ok(None)` when there is none, `Err` with a reason when it is unusable.
     fn load(&self, path: &Path) -> Result<Option<Record>, String> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::atomic::read(path).and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+        }) {
             Ok(t) => t,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot read: {e}")),

@@ -92,8 +92,30 @@ fn log_path(paths: &Paths, c: &SpawnCandidate, now: DateTime<Utc>) -> std::path:
         .join(format!("{}-{}.log", c.bead, now.format("%Y%m%dT%H%M%SZ")))
 }
 
+/// A claim about to be made, or one that was refused, for the caller to record before the
+/// tracker is touched (see [`act_with`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Ahead<'a> {
+    Claiming(&'a Claim),
+    Refused(&'a Claim),
+}
+
 /// Acts on `plan`. A dry run reports what would happen and touches nothing.
 pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> Outcome {
+    act_with(plan, fx, now, dry_run, &mut |_| Ok(()))
+}
+
+/// [`act`], telling `ahead` of every claim before it is made (and of every refused one), so the
+/// caller can record it first. A claim braids does not remember is never released if the
+/// process dies between the claim and the end of the run, so when `ahead` fails nothing more
+/// is claimed this run.
+pub fn act_with(
+    plan: &Plan,
+    fx: &Effects<'_>,
+    now: DateTime<Utc>,
+    dry_run: bool,
+    ahead: &mut dyn FnMut(Ahead<'_>) -> anyhow::Result<()>,
+) -> Outcome {
     let mut out = Outcome::default();
 
     for z in &plan.zombies {
@@ -176,10 +198,24 @@ pub fn act(plan: &Plan, fx: &Effects<'_>, now: DateTime<Utc>, dry_run: bool) -> 
             if global == Some(0) {
                 break 'projects;
             }
+            let pending = Claim {
+                project: c.slug.clone(),
+                bead: c.bead.clone(),
+                claimed_at: now,
+            };
+            if let Err(e) = ahead(Ahead::Claiming(&pending)) {
+                out.errors.push(format!(
+                    "{}: not claiming {}: the claim cannot be recorded first ({e:#})",
+                    c.slug, c.bead
+                ));
+                break 'projects;
+            }
             match tracker.claim(&c.bead, fx.actor) {
                 Ok(ClaimOutcome::Claimed) => {}
                 Ok(ClaimOutcome::Refused { status, holder }) => {
                     tracing::debug!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
+                    // not ours: a later run must never release it
+                    let _ = ahead(Ahead::Refused(&pending));
                     continue;
                 }
                 Err(e) => {

@@ -304,8 +304,9 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         if live.contains(&(c.project.as_str(), &c.bead)) {
             continue;
         }
+        // A project missing from the registry (a row deleted or garbled for a while) keeps
+        // its claims: forgetting them would strand their beads in_progress for good.
         let Some(p) = by_slug.get(c.project.as_str()) else {
-            settled_claims.push(claim);
             continue;
         };
         match lookup(p, &c.bead) {

@@ -557,3 +557,25 @@ fn decide_is_deterministic() {
     );
     assert_eq!(decide(&s, now()), decide(&s, now()));
 }
+
+#[test]
+fn claims_survive_a_registry_that_lost_their_project_for_a_while() {
+    // found by tests/simulation.rs: the registry row vanished for one run, the claim was
+    // forgotten, the worker then crashed, and the bead stayed in_progress for good
+    let claim = Claim {
+        project: "a".into(),
+        bead: id("a-1"),
+        claimed_at: now() - Duration::minutes(30),
+    };
+    let mut s = snap(vec![project("b")], vec![]);
+    s.claims = vec![claim.clone()];
+    let plan = decide(&s, now());
+    assert!(plan.settled_claims.is_empty() && plan.releases.is_empty());
+    // the row is back and the worker is gone: the claim is released
+    let mut s = snap(
+        vec![project("a").bead("a-1", BeadLookup::Known(BeadStatus::InProgress))],
+        vec![],
+    );
+    s.claims = vec![claim];
+    assert_eq!(decide(&s, now()).releases.len(), 1);
+}

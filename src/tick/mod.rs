@@ -214,6 +214,13 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         }
     };
 
+    // Temp files of writes killed half-way (SIGKILL, power loss) would pile up run after run.
+    if !opts.dry_run {
+        for dir in [&inst.paths.braids_dir, &inst.paths.sessions_dir()] {
+            crate::atomic::sweep(dir, std::time::Duration::from_secs(3600));
+        }
+    }
+
     // load
     let state = match OrchestratorState::load(&inst.paths.state()) {
         Ok(s) => s.unwrap_or_default(),
@@ -263,7 +270,20 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         actor: &inst.config.tracker.actor,
         kill_grace: std::time::Duration::from_secs(inst.config.sessions.kill_grace_secs),
     };
-    let outcome = act::act(&plan, &fx, now, opts.dry_run);
+    // Every claim is recorded before it is made: a run killed between a claim and its end
+    // must not leave a bead in_progress that no later run knows to release (2.1).
+    let mut ahead_state = state.clone();
+    let state_file = inst.paths.state();
+    let mut write_ahead = |a: act::Ahead<'_>| -> Result<()> {
+        match a {
+            act::Ahead::Claiming(c) => ahead_state.claims.push(c.clone()),
+            act::Ahead::Refused(c) => ahead_state
+                .claims
+                .retain(|x| !(x.project == c.project && x.bead == c.bead)),
+        }
+        crate::atomic::write(&state_file, ahead_state.to_json().as_bytes())
+    };
+    let outcome = act::act_with(&plan, &fx, now, opts.dry_run, &mut write_ahead);
 
     let (pushed, push_errors) = if opts.dry_run {
         (Vec::new(), Vec::new())
@@ -326,7 +346,12 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     };
     next.claims.retain(|c| !settled(&c.project, &c.bead));
     next.claims.extend(outcome.new_claims.iter().cloned());
-    crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes())?;
+    // STATUS.md is written even when the state cannot be, and says why (1.5, 1.6).
+    let saved = crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes());
+    let mut shown_errors = report.errors.clone();
+    if let Err(e) = &saved {
+        shown_errors.push(format!("the run's state was not recorded: {e:#}"));
+    }
 
     // The beads as this run leaves them: claimed ones are in_progress, released ones open.
     let mut reports = observed.reports;
@@ -362,9 +387,11 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         sessions: &sessions_now,
         summary: &report.summary(),
         diagnostics: &observed.diagnostics,
-        errors: &report.errors,
+        errors: &shown_errors,
     });
-    crate::atomic::write(&inst.paths.status(), text.as_bytes())?;
+    let shown = crate::atomic::write(&inst.paths.status(), text.as_bytes());
+    saved?;
+    shown?;
     Ok(report)
 }
 

@@ -309,7 +309,7 @@ fn observe_project(
         );
     }
     let project_md = root.join(".braids/PROJECT.md");
-    let text = match std::fs::read(&project_md) {
+    let text = match crate::atomic::read(&project_md) {
         Ok(b) => b,
         Err(e) => return broken(entry, format!("cannot read {}: {e}", project_md.display())),
     };

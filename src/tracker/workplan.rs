@@ -91,7 +91,7 @@ impl Workplan {
 
     /// The file's text; a missing file is an empty plan.
     fn read_text(&self) -> Result<String, TrackerError> {
-        match std::fs::read(&self.file) {
+        match crate::atomic::read(&self.file) {
             Ok(bytes) => {
                 String::from_utf8(bytes).map_err(|_| self.io("cannot read", "not UTF-8 text"))
             }
