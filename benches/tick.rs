@@ -1,1 +1,561 @@
-fn main() {}
+//! `cargo bench --bench tick`: what one `braids tick` costs, on installations of N projects with
+//! 20 beads each, for the native WORKPLAN.md tracker and for `br`.
+//!
+//! The real `braids` binary runs as a child process, built by cargo with the bench profile
+//! (release settings) — `CARGO_BIN_EXE_braids`, or `BRAIDS_BENCH_BIN` to time another build.
+//! For each installation it reports:
+//!
+//! - **skipped run**: `braids tick` inside the idle backoff (2.7), the run cron makes most often;
+//! - **full dry run**: `braids tick --dry-run --force`, which observes every project (registry,
+//!   PROJECT.md, iterations, tracker `list` and `ready`) and decides, but acts on nothing;
+//! - **dry run CPU**: user + system time of that process, all threads (less sensitive than wall
+//!   time to other load on the machine);
+//! - **peak RSS** of the dry run: braids' own (`VmHWM` sampled from `/proc` every millisecond
+//!   in separate, untimed runs; for the native tracker the exact `ru_maxrss` from `wait4(2)` is
+//!   used when higher), and `ru_maxrss` from `wait4(2)`, which for br is the largest br process
+//!   braids ran;
+//! - **tracker calls per project** during a dry run (br: counted by a wrapper on PATH).
+//!
+//! Wall times are medians over several runs (the minimum is shown too). Targets: a skipped run
+//! under 5 ms; a full dry run over 1,000 native projects under 100 ms and 30 MB; with br, time
+//! dominated by the tracker calls.
+//!
+//! Environment:
+//! - `BRAIDS_BENCH_N` — project counts for the native tracker (default `10,100,1000`);
+//! - `BRAIDS_BENCH_BR_N` — project counts for br (default `10,100`; building 1,000 br
+//!   databases takes minutes); `0` or empty skips br;
+//! - `BRAIDS_BENCH_RUNS` — timed runs per measurement (default 15 skipped, 7 full);
+//! - `BRAIDS_BENCH_BIN` — the braids executable to measure;
+//! - `BRAIDS_BENCH_KEEP=1` — keep the installations built (their paths are printed), to
+//!   profile a run by hand.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::libc;
+
+const BEADS_PER_PROJECT: usize = 20;
+const MAX_WORKERS: usize = 2;
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument (anything else) is accepted and ignored.
+    let bin = std::env::var_os("BRAIDS_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_braids")));
+    assert!(bin.is_file(), "no braids binary at {}", bin.display());
+    let native = counts("BRAIDS_BENCH_N", &[10, 100, 1000]);
+    let br_counts = counts("BRAIDS_BENCH_BR_N", &[10, 100]);
+    let br_program = (!br_counts.is_empty()).then(find_br);
+    println!("braids: {}", bin.display());
+    if let Some(p) = &br_program {
+        println!("br:     {}", p.display());
+    }
+
+    let mut rows = Vec::new();
+    for &n in &native {
+        rows.push(measure(&bin, Tracker::Workplan, n, None));
+    }
+    if let Some(br) = &br_program {
+        let template = BrTemplate::new(br);
+        for &n in &br_counts {
+            rows.push(measure(&bin, Tracker::Br, n, Some((br, &template))));
+        }
+    }
+
+    println!();
+    println!(
+        "| tracker  | projects | skipped run (median / min) | full dry run (median / min) | dry run CPU | peak RSS braids | peak RSS incl. br | tracker calls / project | spawns |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        println!(
+            "| {:<8} | {:>8} | {:>9} / {:<9} | {:>10} / {:<10} | {:>10} | {:>6.1} MB | {:>6.1} MB | {:>7} | {:>6} |",
+            r.tracker.name(),
+            r.projects,
+            ms(r.skipped.0),
+            ms(r.skipped.1),
+            ms(r.full.0),
+            ms(r.full.1),
+            ms(r.full_cpu),
+            r.own_peak_kb.max(if r.tracker == Tracker::Workplan { r.peak_rss_kb } else { 0 })
+                as f64
+                / 1024.0,
+            r.peak_rss_kb as f64 / 1024.0,
+            r.calls_per_project
+                .map_or("in-proc".to_string(), |c| format!("{c:.2}")),
+            r.spawns,
+        );
+    }
+    println!();
+    for r in rows.iter().filter(|r| r.tracker == Tracker::Br) {
+        let calls = r.calls_per_project.unwrap_or(0.0) * r.projects as f64;
+        let native = rows
+            .iter()
+            .find(|n| n.tracker == Tracker::Workplan && n.projects == r.projects);
+        let share = native.map_or(String::new(), |n| {
+            format!(
+                "; the same run on the native tracker takes {}, so br accounts for {:.1}% of it",
+                ms(n.full.0),
+                100.0 * (1.0 - n.full.0.as_secs_f64() / r.full.0.as_secs_f64())
+            )
+        });
+        println!(
+            "br × {}: {calls:.0} br calls in a dry run, {:.1} ms of wall time each{share}",
+            r.projects,
+            r.full.0.as_secs_f64() * 1000.0 / calls.max(1.0)
+        );
+    }
+    let mut missed = Vec::new();
+    for r in &rows {
+        if r.skipped.0 >= Duration::from_millis(5) {
+            missed.push(format!(
+                "{} × {}: skipped run {} ≥ 5 ms",
+                r.tracker.name(),
+                r.projects,
+                ms(r.skipped.0)
+            ));
+        }
+        if r.tracker == Tracker::Workplan && r.projects == 1000 {
+            if r.full.0 >= Duration::from_millis(100) {
+                missed.push(format!(
+                    "native × 1000: full dry run {} ≥ 100 ms",
+                    ms(r.full.0)
+                ));
+            }
+            if r.peak_rss_kb.max(r.own_peak_kb) >= 30 * 1024 {
+                missed.push(format!(
+                    "native × 1000: peak RSS {:.1} MB ≥ 30 MB",
+                    r.peak_rss_kb.max(r.own_peak_kb) as f64 / 1024.0
+                ));
+            }
+        }
+    }
+    if missed.is_empty() {
+        println!("targets: all met (skipped < 5 ms; native × 1000 dry run < 100 ms, < 30 MB)");
+    } else {
+        println!("targets missed:");
+        for m in missed {
+            println!("  - {m}");
+        }
+    }
+}
+
+fn counts(var: &str, default: &[usize]) -> Vec<usize> {
+    match std::env::var(var) {
+        Ok(v) => v
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .filter(|n| *n > 0)
+            .collect(),
+        Err(_) => default.to_vec(),
+    }
+}
+
+fn runs(default: usize) -> usize {
+    std::env::var("BRAIDS_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(default)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn find_br() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("br"))
+                .find(|p| p.is_file())
+        })
+        .or_else(|| Some(PathBuf::from("/root/.cargo/bin/br")).filter(|p| p.is_file()))
+        .expect("br is not installed; set BRAIDS_BENCH_BR_N=0 to measure the native tracker only")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tracker {
+    Workplan,
+    Br,
+}
+
+impl Tracker {
+    fn name(self) -> &'static str {
+        match self {
+            Tracker::Workplan => "native",
+            Tracker::Br => "br",
+        }
+    }
+}
+
+struct Row {
+    tracker: Tracker,
+    projects: usize,
+    /// (median, min)
+    skipped: (Duration, Duration),
+    full: (Duration, Duration),
+    /// Median CPU time (user + system) of the full dry run.
+    full_cpu: Duration,
+    /// ru_maxrss from wait4: braids or any process it waited for (br), whichever peaked higher.
+    peak_rss_kb: i64,
+    /// braids alone (sampled VmHWM).
+    own_peak_kb: i64,
+    calls_per_project: Option<f64>,
+    spawns: usize,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building installations
+
+/// One br database with 20 beads, copied into every br project (building each with
+/// `br init` + 20 × `br create` would take seconds per project).
+struct BrTemplate {
+    _dir: tempfile::TempDir,
+    beads: PathBuf,
+    ids: Vec<String>,
+}
+
+impl BrTemplate {
+    fn new(br: &Path) -> BrTemplate {
+        let dir = tempfile::Builder::new()
+            .prefix("braids-bench-br-")
+            .tempdir()
+            .unwrap();
+        let run = |args: &[&str]| {
+            let o = Command::new(br)
+                .args(args)
+                .current_dir(dir.path())
+                .env("BEADS_DIR", dir.path().join(".beads"))
+                .env("HOME", dir.path())
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "br {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            String::from_utf8(o.stdout).unwrap()
+        };
+        run(&["init", "--prefix", "bench"]);
+        let ids = (1..=BEADS_PER_PROJECT)
+            .map(|i| {
+                let out = run(&["create", &format!("--title=bench bead {i}"), "--json"]);
+                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                v["id"]
+                    .as_str()
+                    .or(v[0]["id"].as_str())
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        BrTemplate {
+            beads: dir.path().join(".beads"),
+            _dir: dir,
+            ids,
+        }
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let name = e.file_name();
+        if name.to_string_lossy().ends_with(".lock") {
+            continue;
+        }
+        let target = to.join(&name);
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// A throwaway HOME with `n` registered projects, each with an active iteration listing its
+/// 20 beads, and a worker command that is never started (dry runs only).
+fn build(tracker: Tracker, n: usize, br: Option<&BrTemplate>) -> tempfile::TempDir {
+    let home = tempfile::Builder::new()
+        .prefix("braids-bench-")
+        .tempdir()
+        .unwrap();
+    let braids = home.path().join(".openclaw/braids");
+    std::fs::create_dir_all(&braids).unwrap();
+    std::fs::write(
+        braids.join("config.toml"),
+        "[worker]\ncommand = [\"/bin/false\"]\n\n[tracker]\ntimeout_secs = 60\n",
+    )
+    .unwrap();
+    let mut registry = String::from(
+        "# braids registry\n\n| Slug | Status | Priority | Path |\n|------|--------|----------|------|\n",
+    );
+    for p in 0..n {
+        let slug = format!("p{p:04}");
+        let root = home.path().join("Projects").join(&slug);
+        let dot = root.join(".braids");
+        std::fs::create_dir_all(dot.join("iterations/001")).unwrap();
+        let priority = ["high", "normal", "low"][p % 3];
+        registry.push_str(&format!(
+            "| {slug} | active | {priority} | ~/Projects/{slug} |\n"
+        ));
+        std::fs::write(
+            dot.join("PROJECT.md"),
+            format!(
+                "# {slug}\n\n- **Status:** active\n- **Priority:** {priority}\n- **Autonomy:** full\n- **MaxWorkers:** {MAX_WORKERS}\n- **WorkerTimeout:** 3600\n- **Checkin:** on-demand\n- **Tracker:** {}\n- **Channel:** none\n\n## Goal\n\nBenchmark project {p}.\n\n## Guardrails\n\n- Keep changes scoped.\n\n## Notifications\n\n| Event | Enabled |\n|---|---|\n| bead-start | on |\n| bead-complete | on |\n",
+                match tracker {
+                    Tracker::Workplan => "workplan",
+                    Tracker::Br => "br",
+                }
+            ),
+        )
+        .unwrap();
+        let ids: Vec<String> = match (tracker, br) {
+            (Tracker::Br, Some(t)) => {
+                copy_dir(&t.beads, &root.join(".beads"));
+                t.ids.clone()
+            }
+            _ => {
+                let ids: Vec<String> = (1..=BEADS_PER_PROJECT)
+                    .map(|i| format!("wp-{p:x}{i:02}"))
+                    .collect();
+                let mut wp = String::from("# Workplan\n\n## Backlog\n\n");
+                for (i, id) in ids.iter().enumerate() {
+                    wp.push_str(&format!(
+                        "- [ ] Item {i} of project {p} <!-- id:{id}, slice:bench -->\n  A line of description.\n"
+                    ));
+                }
+                std::fs::write(dot.join("WORKPLAN.md"), wp).unwrap();
+                ids
+            }
+        };
+        let mut it = String::from("# Iteration 1\n\n- **Status:** active\n\n## Stories\n\n");
+        for id in &ids {
+            it.push_str(&format!("- {id}: a story\n"));
+        }
+        it.push_str("\n## Notes\n\nNone.\n");
+        std::fs::write(dot.join("iterations/001/ITERATION.md"), it).unwrap();
+    }
+    std::fs::write(braids.join("registry.md"), registry).unwrap();
+    home
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running braids
+
+struct Run {
+    wall: Duration,
+    /// User + system CPU time, all threads.
+    cpu: Duration,
+    max_rss_kb: i64,
+    stdout: String,
+}
+
+/// Runs `braids <args>` in `home` and waits for it with `wait4(2)`, which reports that one
+/// child's resource usage (its peak RSS among them).
+fn run(bin: &Path, home: &Path, path_var: &str, args: &[&str]) -> Run {
+    run_sampled(bin, home, path_var, args, false).0
+}
+
+/// [`run`], optionally sampling the braids process's own `VmHWM` (peak RSS) from
+/// `/proc/<pid>/status` every millisecond: `wait4` folds the peak of the processes braids
+/// waited for (br) into its answer, the samples do not. The sampler costs CPU, so timed runs
+/// do not sample.
+#[allow(clippy::zombie_processes)] // reaped by wait4(2) below, which also reports its rusage
+fn run_sampled(
+    bin: &Path,
+    home: &Path,
+    path_var: &str,
+    args: &[&str],
+    sample: bool,
+) -> (Run, Option<i64>) {
+    let stderr_file = home.join("bench-stderr.log");
+    let start = Instant::now();
+    let mut child = Command::new(bin)
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", path_var)
+        .env("BRAIDS_LOG", "error")
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let sampler = sample.then(|| {
+        std::thread::spawn(move || {
+            let mut peak = None;
+            // Until the process has exited: a zombie's status has no Vm lines.
+            while let Some(kb) = vm_hwm_kb(pid) {
+                peak = Some(kb);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            peak
+        })
+    });
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let own_peak = sampler.and_then(|t| t.join().unwrap());
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child by pid, writing into the two locals.
+    let waited = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+    let wall = start.elapsed();
+    assert_eq!(waited, pid as libc::pid_t, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "braids {args:?} failed: {}",
+        std::fs::read_to_string(&stderr_file).unwrap_or_default()
+    );
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let run = Run {
+        wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        max_rss_kb: usage.ru_maxrss,
+        stdout,
+    };
+    (run, own_peak)
+}
+
+/// `VmHWM` of a live process, in kB.
+fn vm_hwm_kb(pid: u32) -> Option<i64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn median_min(mut v: Vec<Duration>) -> (Duration, Duration) {
+    v.sort();
+    (v[v.len() / 2], v[0])
+}
+
+fn measure(bin: &Path, tracker: Tracker, n: usize, br: Option<(&PathBuf, &BrTemplate)>) -> Row {
+    eprint!("{} × {n}: building… ", tracker.name());
+    let t = Instant::now();
+    let home = build(tracker, n, br.map(|(_, t)| t));
+    eprint!("{:.1}s; ", t.elapsed().as_secs_f64());
+    let h = home.path();
+
+    // PATH: a counting `br` wrapper first (used for one run only), then the real br's directory.
+    let wrap_dir = h.join("bin-counting");
+    let real_dir = h.join("bin");
+    std::fs::create_dir_all(&wrap_dir).unwrap();
+    std::fs::create_dir_all(&real_dir).unwrap();
+    let system = "/usr/local/bin:/usr/bin:/bin";
+    let (plain_path, counting_path, calls_file) = match br {
+        Some((program, _)) => {
+            std::os::unix::fs::symlink(program, real_dir.join("br")).unwrap();
+            let calls = h.join("br-calls");
+            let wrapper = wrap_dir.join("br");
+            std::fs::write(
+                &wrapper,
+                format!(
+                    "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+                    calls.display(),
+                    program.display()
+                ),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+            (
+                format!("{}:{system}", real_dir.display()),
+                format!("{}:{system}", wrap_dir.display()),
+                Some(calls),
+            )
+        }
+        None => (system.to_string(), system.to_string(), None),
+    };
+
+    // Warm-up: the first br call in a copied database may import or migrate; caches fill.
+    let warm = run(
+        bin,
+        h,
+        &plain_path,
+        &["tick", "--dry-run", "--force", "--json"],
+    );
+    let report: serde_json::Value = serde_json::from_str(&warm.stdout).unwrap();
+    let spawns = report["spawns"].as_array().map_or(0, Vec::len);
+    let errors = report["errors"].as_array().map_or(0, Vec::len);
+    assert_eq!(errors, 0, "the dry run reported errors: {report:#}");
+    assert_eq!(spawns, n * MAX_WORKERS, "every project fills its slots");
+
+    // Tracker calls per project, counted once.
+    let calls_per_project = calls_file.map(|f| {
+        let _ = std::fs::remove_file(&f);
+        run(bin, h, &counting_path, &["tick", "--dry-run", "--force"]);
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        text.lines().count() as f64 / n as f64
+    });
+
+    // Full dry runs.
+    let full_runs = runs(if tracker == Tracker::Br && n >= 100 {
+        3
+    } else {
+        7
+    });
+    let mut walls = Vec::new();
+    let mut cpus = Vec::new();
+    let mut peak = 0;
+    for _ in 0..full_runs {
+        let r = run(bin, h, &plain_path, &["tick", "--dry-run", "--force"]);
+        walls.push(r.wall);
+        cpus.push(r.cpu);
+        peak = peak.max(r.max_rss_kb);
+    }
+    let full = median_min(walls);
+    let full_cpu = median_min(cpus).0;
+    // braids' own peak, without the br processes it ran.
+    let own_peak = (0..3)
+        .filter_map(|_| run_sampled(bin, h, &plain_path, &["tick", "--dry-run", "--force"], true).1)
+        .max()
+        .unwrap_or(0);
+
+    // Skipped runs: an idle state whose backoff has not passed.
+    let now = chrono::Utc::now().to_rfc3339();
+    std::fs::write(
+        h.join(".openclaw/braids/.orchestrator-state.json"),
+        format!("{{\"idleSince\":\"{now}\",\"idleReason\":\"no-ready-beads\",\"lastRunAt\":\"{now}\"}}\n"),
+    )
+    .unwrap();
+    let check = run(bin, h, &plain_path, &["tick", "--json"]);
+    assert!(
+        check.stdout.contains("\"run\": \"skipped\""),
+        "not skipped: {}",
+        check.stdout
+    );
+    let walls = (0..runs(15))
+        .map(|_| run(bin, h, &plain_path, &["tick"]).wall)
+        .collect();
+    let skipped = median_min(walls);
+    eprintln!("skipped {}, full dry run {}", ms(skipped.0), ms(full.0));
+    if std::env::var_os("BRAIDS_BENCH_KEEP").is_some() {
+        eprintln!("  kept: HOME={}", home.keep().display());
+    }
+    Row {
+        tracker,
+        projects: n,
+        skipped,
+        full,
+        full_cpu,
+        peak_rss_kb: peak,
+        own_peak_kb: own_peak,
+        calls_per_project,
+        spawns,
+    }
+}

@@ -41,6 +41,14 @@ fn signature(repo: &Repository) -> Result<Signature<'static>> {
 pub fn commit_paths(root: &Path, paths: &[PathBuf], message: &str) -> Result<Option<git2::Oid>> {
     let repo = open(root)?;
     let mut index = repo.index()?;
+    stage(root, &mut index, paths)?;
+    index.write()?;
+    commit_index(&repo, &mut index, message)
+}
+
+/// Adds `paths` to the index: a directory with everything in it that is not ignored, a file,
+/// or the removal of a path that no longer exists.
+fn stage(root: &Path, index: &mut git2::Index, paths: &[PathBuf]) -> Result<()> {
     for p in paths {
         let rel = p.strip_prefix(root).unwrap_or(p);
         if root.join(rel).is_dir() {
@@ -52,18 +60,76 @@ pub fn commit_paths(root: &Path, paths: &[PathBuf], message: &str) -> Result<Opt
             let _ = index.remove_path(rel);
         }
     }
-    index.write()?;
-    commit_index(&repo, &mut index, message)
+    Ok(())
 }
 
 /// Stages everything (like `git add -A`) and commits.
 pub fn commit_all(root: &Path, message: &str) -> Result<Option<git2::Oid>> {
+    commit_all_except(root, &[], &[], message)
+}
+
+/// Stages everything (like `git add -A`) but what lies under `skip`, then `also` (which may lie
+/// under `skip`), and commits. Paths are relative to the work tree or inside it.
+///
+/// Other processes may be writing in the work tree meanwhile (a tracker replacing its file, an
+/// agent): files being written atomically (`.braids-tmp-*`) are left out, and a file that
+/// vanishes or changes between the scan and its staging makes the staging start over, a few
+/// times.
+pub fn commit_all_except(
+    root: &Path,
+    skip: &[PathBuf],
+    also: &[PathBuf],
+    message: &str,
+) -> Result<Option<git2::Oid>> {
     let repo = open(root)?;
     let mut index = repo.index()?;
-    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"], None)?;
+    let skip: Vec<&Path> = skip
+        .iter()
+        .map(|p| p.strip_prefix(root).unwrap_or(p))
+        .collect();
+    let skipped = |path: &Path| {
+        skip.iter().any(|s| path.starts_with(s))
+            || path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(".braids-tmp-"))
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        // 0 stages the path, 1 leaves it alone.
+        let staged = index
+            .add_all(
+                ["*"],
+                git2::IndexAddOption::DEFAULT,
+                Some(&mut |p: &Path, _: &[u8]| i32::from(skipped(p) || !root.join(p).exists())),
+            )
+            .and_then(|()| {
+                index.update_all(["*"], Some(&mut |p: &Path, _: &[u8]| i32::from(skipped(p))))
+            });
+        match staged {
+            Ok(()) => break,
+            Err(e)
+                if attempt < 5
+                    && matches!(
+                        e.class(),
+                        git2::ErrorClass::Os | git2::ErrorClass::Filesystem
+                    ) =>
+            {
+                tracing::debug!("staging raced with a writer, starting over: {e}");
+                index.read(true)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    stage(root, &mut index, also)?;
     index.write()?;
     commit_index(&repo, &mut index, message)
+}
+
+/// The file workers lock to commit and push one at a time: in the repository's common git
+/// directory, so linked work trees of one repository share it.
+pub fn lock_path(root: &Path) -> Result<PathBuf> {
+    Ok(open(root)?.commondir().join("braids-commit.lock"))
 }
 
 fn commit_index(
@@ -121,6 +187,31 @@ pub fn push(root: &Path, timeout: Duration) -> Result<()> {
     } else {
         Err(anyhow!("git push failed: {}", out.stderr.trim()))
     }
+}
+
+/// Where a failed push is remembered, inside `.git/` so it is never committed.
+fn push_marker(root: &Path) -> PathBuf {
+    root.join(".git/braids-push-pending")
+}
+
+/// Pushes and remembers the outcome: a failure leaves a marker the next tick finds with one
+/// `stat` and retries (4.4); a success clears it.
+pub fn push_recorded(root: &Path, timeout: Duration) -> Result<()> {
+    let result = push(root, timeout);
+    match &result {
+        Ok(()) => {
+            let _ = std::fs::remove_file(push_marker(root));
+        }
+        Err(e) => {
+            let _ = std::fs::write(push_marker(root), format!("{e:#}\n"));
+        }
+    }
+    result
+}
+
+/// Whether an earlier push of this repository failed and has not been retried successfully.
+pub fn push_pending(root: &Path) -> bool {
+    push_marker(root).exists()
 }
 
 /// How many local commits the upstream lacks; `None` without an upstream.
@@ -208,4 +299,48 @@ pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
     } else {
         Frozen::Modified { commit: id, paths }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn commit_all_except_while_another_process_rewrites_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        init(root).unwrap();
+        std::fs::write(root.join("WORKPLAN.md"), "0").unwrap();
+        commit_all(root, "first").unwrap();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            // A tracker rewriting its file the crash-safe way, as fast as it can.
+            s.spawn(|| {
+                let mut i = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    i += 1;
+                    crate::atomic::write(&root.join("WORKPLAN.md"), i.to_string().as_bytes())
+                        .unwrap();
+                }
+            });
+            for i in 0..40 {
+                std::fs::write(root.join("work.txt"), i.to_string()).unwrap();
+                let r = commit_all_except(root, &[root.join("skipped")], &[], "work");
+                if r.is_err() {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                r.unwrap();
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        let repo = open(root).unwrap();
+        let head = repo.head().unwrap().peel_to_tree().unwrap();
+        assert!(head.get_path(Path::new("work.txt")).is_ok());
+        assert!(
+            head.iter()
+                .all(|e| !e.name().unwrap_or("").starts_with(".braids-tmp-")),
+            "a temp file was committed"
+        );
+    }
 }

@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod check;
+pub mod checkin;
 pub mod cli;
 pub mod config;
 pub mod diag;
@@ -19,6 +20,7 @@ pub mod model;
 pub mod notify;
 pub mod paths;
 pub mod proc;
+pub mod schedule;
 pub mod session;
 pub mod state;
 pub mod templates;

@@ -1,11 +1,22 @@
 //! tracing setup: human-readable by default, JSON lines with `--log-format json`, level from
 //! `BRAIDS_LOG` or `-v`. Logs go to stderr so `--json` output on stdout stays clean.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::LogFormat;
 
+static JSON: AtomicBool = AtomicBool::new(false);
+
+/// Whether logs are JSON lines: events then carry their numbers as fields, where text logs
+/// keep to the sentence.
+pub fn is_json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
 pub fn init(verbose: u8, format: LogFormat) {
+    JSON.store(format == LogFormat::Json, Ordering::Relaxed);
     let default = match verbose {
         0 => "info",
         1 => "debug",

@@ -1,6 +1,9 @@
 //! Notifications (CONTRACTS 3.8): only events that are `on` in the project's Notifications
 //! table, none at all without a Channel, the event's mention appended.
 //!
+//! Check-ins ([`send_checkin`], [`crate::checkin`]) are their own kind of message: they go to
+//! the Channel whatever the Notifications table says, and likewise never without a Channel.
+//!
 //! Delivery is by a configured notifier — an argv template (`openclaw message send …`) or a
 //! webhook taking a Discord/Slack-style JSON POST. Delivery failures are logged and swallowed:
 //! a notification that could not be sent never fails the bead or the tick.
@@ -14,10 +17,51 @@ use crate::format::project::ProjectConfig;
 use crate::model::{BeadId, NotificationEvent};
 use crate::proc::Invocation;
 
+/// What a message is about: one of the 1.2 events, or a check-in. Shown to notifiers as the
+/// event's name (`{event}`, the webhook's `event`): `bead-complete`, …, `checkin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Table(NotificationEvent),
+    Checkin,
+}
+
+impl Event {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::Table(e) => e.as_str(),
+            Event::Checkin => "checkin",
+        }
+    }
+}
+
+impl From<NotificationEvent> for Event {
+    fn from(e: NotificationEvent) -> Self {
+        Event::Table(e)
+    }
+}
+
+impl PartialEq<NotificationEvent> for Event {
+    fn eq(&self, other: &NotificationEvent) -> bool {
+        *self == Event::Table(*other)
+    }
+}
+
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// One message to one channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Notification {
-    pub event: NotificationEvent,
+    pub event: Event,
     pub channel: String,
     pub project: String,
     pub bead: Option<BeadId>,
@@ -54,7 +98,7 @@ pub fn compose(
         _ => text.to_string(),
     };
     Some(Notification {
-        event,
+        event: event.into(),
         channel: channel.to_string(),
         project: slug.to_string(),
         bead: bead.cloned(),
@@ -62,7 +106,52 @@ pub fn compose(
     })
 }
 
-/// Composes and sends; logs instead of failing. Returns whether a message went out.
+/// What became of one notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    Sent,
+    /// The event is off, or there is no Channel (3.8).
+    Skipped,
+    /// The notifier failed; logged, never fatal.
+    Failed(String),
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Delivery::Sent => f.write_str("sent"),
+            Delivery::Skipped => f.write_str("skipped (event off or no Channel)"),
+            Delivery::Failed(e) => write!(f, "not delivered: {e}"),
+        }
+    }
+}
+
+/// Composes and sends; logs instead of failing.
+pub fn deliver(
+    notifier: &dyn Notifier,
+    project: &ProjectConfig,
+    slug: &str,
+    event: NotificationEvent,
+    bead: Option<&BeadId>,
+    text: &str,
+) -> Delivery {
+    let Some(n) = compose(project, slug, event, bead, text) else {
+        tracing::debug!(%slug, event = %event, "notification skipped (event off or no channel)");
+        return Delivery::Skipped;
+    };
+    match notifier.send(&n) {
+        Ok(()) => {
+            tracing::info!(%slug, event = %event, channel = %n.channel, "notification sent");
+            Delivery::Sent
+        }
+        Err(e) => {
+            tracing::warn!(%slug, event = %event, "notification not delivered: {e}");
+            Delivery::Failed(e.to_string())
+        }
+    }
+}
+
+/// [`deliver`], answering whether a message went out.
 pub fn send(
     notifier: &dyn Notifier,
     project: &ProjectConfig,
@@ -71,17 +160,35 @@ pub fn send(
     bead: Option<&BeadId>,
     text: &str,
 ) -> bool {
-    let Some(n) = compose(project, slug, event, bead, text) else {
-        tracing::debug!(%slug, event = %event, "notification skipped (event off or no channel)");
+    deliver(notifier, project, slug, event, bead, text) == Delivery::Sent
+}
+
+/// Sends a check-in to the project's Channel, whatever its Notifications table says; nothing
+/// without a Channel. Returns whether it was delivered (or there is no notifier to deliver to).
+/// Logs at debug level: the tick's one summary line reports check-ins.
+pub fn send_checkin(
+    notifier: &dyn Notifier,
+    channel: Option<&str>,
+    slug: &str,
+    text: &str,
+) -> bool {
+    let Some(channel) = channel.map(str::trim).filter(|c| !c.is_empty()) else {
         return false;
+    };
+    let n = Notification {
+        event: Event::Checkin,
+        channel: channel.to_string(),
+        project: slug.to_string(),
+        bead: None,
+        message: text.to_string(),
     };
     match notifier.send(&n) {
         Ok(()) => {
-            tracing::info!(%slug, event = %event, channel = %n.channel, "notification sent");
+            tracing::debug!(%slug, channel, "check-in sent");
             true
         }
         Err(e) => {
-            tracing::warn!(%slug, event = %event, "notification not delivered: {e}");
+            tracing::warn!(%slug, "check-in not delivered: {e}; trying again next run");
             false
         }
     }

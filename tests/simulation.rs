@@ -1413,7 +1413,11 @@ impl World {
                 .sessions
                 .iter()
                 .filter(|s| s.unreadable)
-                .map(|s| s.label.clone())
+                .map(|s| braids::session::SessionProblem {
+                    label: Some(s.label.to_string()),
+                    location: format!("sessions/{}", s.id),
+                    detail: "corrupt record".into(),
+                })
                 .collect(),
             claims: self.state.claims.clone(),
             global_max_workers: self.global_max,

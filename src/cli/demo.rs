@@ -195,10 +195,11 @@ pub fn stand_in(args: StandInArgs) -> Result<i32> {
     std::thread::sleep(Duration::from_secs(args.seconds));
     let text = format!("# {title}\n\n## Summary\n\n{title}: done by the stand-in agent.\n\n## Details\n\nNothing real was changed; this is a demo.\n");
     atomic::write(&args.deliverable, text.as_bytes()).context("cannot write the deliverable")?;
+    let report = std::env::var_os("BRAIDS_RESULT_FILE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| project.join(".ai/executor-result"));
     atomic::write(
-        &std::env::var_os("BRAIDS_RESULT_FILE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| project.join(".ai/executor-result")),
+        &report,
         format!("status: pass\nreason: null\nsummary: {title}\n").as_bytes(),
     )?;
     println!("stand-in agent: wrote {}", args.deliverable.display());

@@ -36,6 +36,9 @@ impl Output for TickReport {
                 r.project, r.bead
             ));
         }
+        for p in &self.pushed {
+            o.push_str(&format!("  push   {p} (an earlier push had failed)\n"));
+        }
         for e in &self.errors {
             o.push_str(&format!("  error  {e}\n"));
         }
@@ -53,7 +56,7 @@ pub fn run(paths: &Paths, args: TickArgs) -> Result<i32> {
         },
         Utc::now(),
     )?;
-    tracing::info!("{}", report.summary());
+    report.log();
     report.print(args.json);
     Ok(EXIT_OK)
 }
@@ -80,19 +83,15 @@ pub fn status(paths: &Paths, json: bool) -> Result<i32> {
     let state = OrchestratorState::load(&paths.state())
         .unwrap_or_default()
         .unwrap_or_default();
-    let sessions = inst.backend.list()?;
+    let survey = inst.backend.survey()?;
+    let sessions = survey.sessions;
     let ctx = observe::Context {
         paths,
         config: &inst.config,
         config_warnings: &inst.config_warnings,
+        read_only: true,
     };
-    let observed = observe::observe(
-        &ctx,
-        sessions.clone(),
-        Vec::new(),
-        state.claims.clone(),
-        now,
-    );
+    let observed = observe::observe(&ctx, sessions.clone(), state.claims.clone());
     let summary = match (state.last_run_at, state.idle_reason) {
         (None, _) => "never".to_string(),
         (Some(t), Some(r)) => format!(
@@ -104,7 +103,18 @@ pub fn status(paths: &Paths, json: bool) -> Result<i32> {
         ),
         (Some(t), None) => format!("{} (busy)", t.format("%Y-%m-%d %H:%M:%S UTC")),
     };
-    let errors: Vec<String> = vec![];
+    let errors: Vec<String> = survey
+        .problems
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: session record {} cannot be read ({}); a tick counts it as running",
+                p.label.as_deref().unwrap_or("?"),
+                p.location,
+                p.detail
+            )
+        })
+        .collect();
     let markdown = status_md::render(&status_md::Dashboard {
         now,
         reports: &observed.reports,

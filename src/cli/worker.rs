@@ -1,7 +1,7 @@
 //! `braids worker`: reads the four-line spawn message (stdin or `--message-file`) and runs the
 //! bead to completion. Exit 0 when the bead was completed, 3 when the worker stopped without
-//! completing it (claim refused, dependencies open, question, approval, blocked), 2 when the
-//! message or the project could not be used.
+//! completing it (claim refused, dependencies open, question, approval, blocked, an error after
+//! the claim), 2 when the message or the project could not be used.
 
 use std::io::Read;
 use std::sync::Arc;

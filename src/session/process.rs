@@ -14,6 +14,15 @@
 //! variables of the same name). A program that cannot be started fails the spawn itself, with
 //! nothing left behind.
 //!
+//! A session is its process group, not only its first process: an agent that outlives the
+//! worker braids started (the worker crashed, or backgrounded it) still works on the bead. Each
+//! session gets a token, recorded and passed to the worker as `BRAIDS_SESSION=<token>`; once
+//! the leader has exited, the session runs while a process of its group carries that token in
+//! its environment, and a kill reaches that group. (The kernel does not reuse the leader's pid
+//! while any process still has it as its group id; the token also rules out a group that
+//! merely has the same number, after a reboot say.) A descendant that leaves the group
+//! (`setsid`, `setpgid`) or drops its environment is out of braids' sight, as it was before.
+//!
 //! The process that spawns workers may live long (daemon mode, tests), so the children it
 //! spawned are kept in a process-wide table and reaped whenever any backend lists or kills;
 //! otherwise they would linger as defunct zombies until braids exits.
@@ -147,6 +156,84 @@ pub(crate) fn group_has_live_members(pgid: i32) -> bool {
     })
 }
 
+/// The environment variable that marks every process of a session (see the module docs).
+pub const SESSION_ENV: &str = "BRAIDS_SESSION";
+
+/// Whether a live process of group `pgid` carries `BRAIDS_SESSION=<token>` in its environment.
+fn group_has_marked_member(pgid: i32, token: &str) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    let marker = format!("{SESSION_ENV}={token}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|entry| {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            return false;
+        };
+        let member = read_stat(pid)
+            .ok()
+            .flatten()
+            .is_some_and(|s| s.pgrp == pgid && runs(pid, &s));
+        member
+            && std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == marker.as_bytes()))
+    })
+}
+
+/// Whether the session `pid`/`starttime`/`token` still runs: its leader does, or the leader
+/// has exited and its group still has a live member (a marked one, once the leader's pid no
+/// longer vouches for the group).
+fn session_runs(pid: u32, starttime: u64, token: Option<&str>) -> io::Result<bool> {
+    match read_stat(pid)? {
+        // Somebody else's process: the pid was free, so our group had emptied.
+        Some(s) if s.starttime != starttime => Ok(false),
+        // The leader, or its unreaped zombie holding the pid, vouches for group `pid`.
+        Some(s) => Ok(runs(pid, &s) || group_has_live_members(pid as i32)),
+        None => Ok(token.is_some_and(|t| group_has_marked_member(pid as i32, t))),
+    }
+}
+
+/// Stops a session: [`kill_group`] while its leader's pid still vouches for the group, and
+/// otherwise the group of the marked processes that outlived the leader.
+fn kill_session(
+    pid: u32,
+    starttime: u64,
+    token: Option<&str>,
+    grace: Duration,
+) -> io::Result<KillOutcome> {
+    if pid <= 1 || pid > i32::MAX as u32 || pid == std::process::id() {
+        return Ok(KillOutcome::AlreadyGone);
+    }
+    if read_stat(pid)?.is_some() {
+        return kill_group(pid, starttime, grace);
+    }
+    reap_children();
+    match token {
+        Some(t) if group_has_marked_member(pid as i32, t) => signal_group(pid as i32, grace),
+        _ => Ok(KillOutcome::AlreadyGone),
+    }
+}
+
+/// A token no other session of this machine has had.
+fn new_token() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{:x}-{nanos:x}-{:x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 /// Stops the process group led by `pid`, but only if `pid` is still the process that started
 /// at `starttime`: otherwise nothing is signalled and the answer is `AlreadyGone`. SIGTERM, up
 /// to `grace` for the whole group to exit, then SIGKILL.
@@ -172,6 +259,15 @@ pub(crate) fn kill_group(pid: u32, starttime: u64, grace: Duration) -> io::Resul
     }
     if !runs(pid, &stat) && !group_has_live_members(pgid) {
         reap_children();
+        return Ok(KillOutcome::AlreadyGone);
+    }
+    signal_group(pgid, grace)
+}
+
+/// SIGTERM to group `pgid`, up to `grace` for it to empty, then SIGKILL. The caller has
+/// established that the group is the session's.
+fn signal_group(pgid: i32, grace: Duration) -> io::Result<KillOutcome> {
+    if pgid <= 1 || nix::unistd::getpgrp().as_raw() == pgid {
         return Ok(KillOutcome::AlreadyGone);
     }
     match killpg(Pid::from_raw(pgid), Signal::SIGTERM) {
@@ -385,6 +481,9 @@ struct Record {
     starttime: u64,
     started_at: DateTime<Utc>,
     log: PathBuf,
+    /// `BRAIDS_SESSION` of the session's processes; absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
     /// For people reading the file; braids does not use them.
     #[serde(default)]
     argv: Vec<String>,
@@ -395,6 +494,10 @@ struct Record {
 impl Record {
     fn id(&self) -> String {
         format!("{}:{}", self.pid, self.starttime)
+    }
+
+    fn runs(&self) -> io::Result<bool> {
+        session_runs(self.pid, self.starttime, self.token.as_deref())
     }
 }
 
@@ -515,7 +618,7 @@ impl SessionBackend for ProcessBackend {
                     continue;
                 }
             };
-            let running = is_alive(rec.pid, rec.starttime)?;
+            let running = rec.runs()?;
             out.sessions.push(Self::session(label, &rec, running));
         }
         out.sessions
@@ -543,7 +646,7 @@ impl SessionBackend for ProcessBackend {
         match self.load(&record_path) {
             Ok(None) => {}
             Ok(Some(old)) => {
-                if is_alive(old.pid, old.starttime)? {
+                if old.runs()? {
                     return Err(fail(format!("already running as pid {}", old.pid)));
                 }
             }
@@ -564,10 +667,12 @@ impl SessionBackend for ProcessBackend {
                 .map_err(|e| fail(format!("cannot open log {}: {e}", log.display())))?;
             let err = out.try_clone()?;
 
+            let token = new_token();
             let mut cmd = Command::new(&spec.argv[0]);
             cmd.args(&spec.argv[1..])
                 .current_dir(&spec.cwd)
                 .envs(spec.env.iter().map(|(k, v)| (k, v)))
+                .env(SESSION_ENV, &token)
                 .stdin(stdin)
                 .stdout(out)
                 .stderr(err);
@@ -597,6 +702,7 @@ impl SessionBackend for ProcessBackend {
                 starttime,
                 started_at,
                 log,
+                token: Some(token),
                 argv: spec
                     .argv
                     .iter()
@@ -615,7 +721,7 @@ impl SessionBackend for ProcessBackend {
                 )));
             }
             // Recorded now, so any later list tells the truth even if this look fails.
-            let running = is_alive(pid, starttime).unwrap_or(true);
+            let running = rec.runs().unwrap_or(true);
             Ok(Self::session(spec.label.clone(), &rec, running))
         })();
         if started.is_err() {
@@ -636,7 +742,12 @@ impl SessionBackend for ProcessBackend {
         if session.pid.is_some_and(|p| p != pid) {
             return Err(bad());
         }
-        Ok(kill_group(pid, starttime, grace)?)
+        // The token, from the record of this very session (not a newer one of the label).
+        let token = match self.load(&self.record_path(&session.label)?) {
+            Ok(Some(rec)) if rec.id() == session.id => rec.token,
+            _ => None,
+        };
+        Ok(kill_session(pid, starttime, token.as_deref(), grace)?)
     }
 
     fn forget(&self, session: &Session) -> Result<(), SessionError> {
@@ -654,7 +765,7 @@ impl SessionBackend for ProcessBackend {
             // A newer session of the same label: not ours to drop.
             Ok(Some(rec)) if rec.id() != session.id => return Ok(()),
             Ok(Some(rec)) => {
-                if is_alive(rec.pid, rec.starttime)? {
+                if rec.runs()? {
                     return Err(SessionError::Backend {
                         backend: "process",
                         detail: format!(
@@ -681,6 +792,68 @@ pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_runs_while_its_marked_group_outlives_the_leader() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = ProcessBackend::new(dir.path().join("sessions"));
+        let label = SessionLabel::new("app", BeadId::new("app-1").unwrap()).unwrap();
+        let spec = SpawnSpec {
+            label: label.clone(),
+            message: crate::model::SpawnMessage::new(
+                dir.path().to_path_buf(),
+                BeadId::new("app-1").unwrap(),
+                1,
+                "",
+            )
+            .unwrap(),
+            // The leader backgrounds the "agent" and exits at once.
+            argv: ["/bin/sh", "-c", "sleep 30 & echo $! > child; exit 0"]
+                .map(std::ffi::OsString::from)
+                .into(),
+            cwd: dir.path().to_path_buf(),
+            env: vec![],
+            log: dir.path().join("log"),
+        };
+        let s = backend.spawn(&spec).unwrap();
+        let leader = s.pid.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let child: u32 = loop {
+            reap_children();
+            let child = std::fs::read_to_string(dir.path().join("child"))
+                .ok()
+                .and_then(|t| t.trim().parse().ok());
+            if let (Some(c), Ok(None)) = (child, read_stat(leader)) {
+                break c;
+            }
+            assert!(Instant::now() < deadline, "the leader did not exit");
+            std::thread::sleep(POLL);
+        };
+        assert!(read_stat(child)
+            .unwrap()
+            .is_some_and(|s| s.pgrp == leader as i32));
+
+        let listed = backend.list().unwrap();
+        assert!(listed[0].running, "the group still works on the bead");
+        // Without the token (a record of an older version), a group with the leader's number
+        // is not taken for the session: nothing vouches that it is the same one.
+        let start: u64 = s.id.split(':').nth(1).unwrap().parse().unwrap();
+        assert!(!session_runs(leader, start, None).unwrap());
+        assert!(
+            backend.forget(&listed[0]).is_err(),
+            "not forgotten while it runs"
+        );
+        assert_eq!(
+            backend.kill(&listed[0], Duration::from_secs(2)).unwrap(),
+            KillOutcome::Terminated
+        );
+        assert!(
+            !group_has_live_members(leader as i32),
+            "the agent is gone too"
+        );
+        assert!(!backend.list().unwrap()[0].running);
+        backend.forget(&listed[0]).unwrap();
+    }
 
     #[test]
     fn stat_fields_are_counted_from_the_last_paren() {

@@ -139,7 +139,7 @@ pub fn act_with(
                 }
             }
         };
-        tracing::info!(label = %z.session.label, reason = ?z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
+        tracing::debug!(label = %z.session.label, reason = ?z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
         out.killed.push(Killed {
             label: z.session.label.to_string(),
             bead: z.session.label.bead().clone(),
@@ -213,7 +213,7 @@ pub fn act_with(
             match tracker.claim(&c.bead, fx.actor) {
                 Ok(ClaimOutcome::Claimed) => {}
                 Ok(ClaimOutcome::Refused { status, holder }) => {
-                    tracing::info!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
+                    tracing::debug!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
                     // not ours: a later run must never release it
                     let _ = ahead(Ahead::Refused(&pending));
                     continue;
@@ -234,7 +234,7 @@ pub fn act_with(
             };
             match fx.backend.spawn(&spec) {
                 Ok(_) => {
-                    tracing::info!(label = %c.label, "worker spawned");
+                    tracing::debug!(label = %c.label, "worker spawned");
                     out.new_claims.push(Claim {
                         project: c.slug.clone(),
                         bead: c.bead.clone(),
@@ -270,4 +270,38 @@ pub fn act_with(
         }
     }
     out
+}
+
+/// Retries the pushes that failed earlier (4.4), in projects with no worker running (a running
+/// worker pushes its own commits). Returns the projects pushed and the errors.
+pub fn retry_pushes(
+    reports: &[super::observe::ProjectReport],
+    plan: &Plan,
+    timeout: Duration,
+) -> (Vec<String>, Vec<String>) {
+    let mut pushed = Vec::new();
+    let mut errors = Vec::new();
+    for r in reports.iter().filter(|r| r.push_pending) {
+        if plan.healthy.get(&r.slug).copied().unwrap_or(0) > 0 {
+            continue;
+        }
+        // The workers' repository lock, without waiting: a worker committing now pushes itself.
+        let lock = crate::git::lock_path(&r.path)
+            .ok()
+            .and_then(|p| crate::lock::TickLock::try_acquire(&p).ok().flatten());
+        if lock.is_none() {
+            continue;
+        }
+        match crate::git::push_recorded(&r.path, timeout) {
+            Ok(()) => {
+                tracing::info!(project = %r.slug, "pending push retried: pushed");
+                pushed.push(r.slug.clone());
+            }
+            Err(e) => errors.push(format!(
+                "{}: push still failing (retried next run): {e:#}",
+                r.slug
+            )),
+        }
+    }
+    (pushed, errors)
 }

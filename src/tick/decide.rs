@@ -5,7 +5,8 @@
 //! The rules, in the order they apply:
 //! - 2.6 zombie order, per session: not running → excluded from the count (and forgotten);
 //!   bead closed or deleted → kill; runtime over WorkerTimeout → kill; otherwise healthy.
-//!   Bead status is always consulted before runtime.
+//!   Bead status is always consulted before runtime. A session record that cannot be read
+//!   counts as running (never killed, its bead never respawned): braids does not guess.
 //! - 2.2 capacity: a project gets `MaxWorkers − healthy` slots, and the optional global cap
 //!   bounds the total.
 //! - 2.3 only projects with exactly one active iteration (and active in both the registry and
@@ -25,7 +26,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessage};
-use crate::session::Session;
+use crate::session::{Session, SessionProblem};
 use crate::state::{Claim, IdleReason};
 
 /// Whether a project may receive workers this run, and if not, why.
@@ -84,13 +85,14 @@ pub struct Snapshot {
     /// In registry order.
     pub projects: Vec<ProjectView>,
     pub sessions: Vec<Session>,
-    /// Labels whose session records exist but cannot be read: maybe running. They hold their
-    /// project's capacity and their bead is never spawned again until a person looks.
-    pub unreadable: Vec<SessionLabel>,
     pub claims: Vec<Claim>,
     /// 0 means no global cap.
     pub global_max_workers: u32,
     pub claim_grace: Duration,
+    /// Session records the backend found but could not read. Whether their worker runs is
+    /// unknown, so one that names its label counts as running: it holds its slot, its bead is
+    /// not handed out again, and it is never killed (there is nothing verified to signal).
+    pub unreadable: Vec<SessionProblem>,
 }
 
 /// Why a session is a zombie (2.6).
@@ -158,8 +160,13 @@ pub struct SpawnCandidate {
     pub message: SpawnMessage,
 }
 
+/// Candidates kept beyond a project's free slots, to stand in for claims refused because
+/// another worker or a person took the bead between `ready` and the claim. More refusals than
+/// this in one run leave the slot for the next run.
+pub const STAND_INS: usize = 4;
+
 /// A project's share of this run: up to `slots` workers, from `candidates` in order (later
-/// candidates stand in when a claim is refused).
+/// candidates stand in when a claim is refused; at most `slots + STAND_INS` of them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectSpawns {
     pub slug: String,
@@ -233,7 +240,16 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let mut healthy: BTreeMap<String, usize> =
         snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect();
     // Beads with a running session, healthy or about to be killed: never spawned again this run.
-    let mut live: BTreeSet<(String, BeadId)> = BTreeSet::new();
+    let mut live: BTreeSet<(&str, &BeadId)> = BTreeSet::new();
+    let mut errors = Vec::new();
+    let unreadable: Vec<(Option<SessionLabel>, &SessionProblem)> = snap
+        .unreadable
+        .iter()
+        .map(|p| {
+            let label = p.label.as_deref().and_then(|l| SessionLabel::parse(l).ok());
+            (label, p)
+        })
+        .collect();
     for s in &snap.sessions {
         let slug = s.label.slug();
         let Some(p) = by_slug.get(slug) else {
@@ -245,7 +261,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             continue;
         };
         if s.running {
-            live.insert((slug.to_string(), s.label.bead().clone()));
+            live.insert((slug, s.label.bead()));
         }
         match classify(s, lookup(p, s.label.bead()), p.worker_timeout, now) {
             SessionVerdict::Ended => ended.push(s.clone()),
@@ -256,12 +272,25 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             SessionVerdict::Healthy => *healthy.entry(slug.to_string()).or_default() += 1,
         }
     }
-
-    for l in &snap.unreadable {
-        if by_slug.contains_key(l.slug()) {
-            live.insert((l.slug().to_string(), l.bead().clone()));
+    for (label, problem) in &unreadable {
+        let held = label
+            .as_ref()
+            .filter(|l| by_slug.contains_key(l.slug()))
+            .filter(|l| live.insert((l.slug(), l.bead())));
+        if let Some(l) = held {
             *healthy.entry(l.slug().to_string()).or_default() += 1;
         }
+        errors.push(match label {
+            Some(l) => format!(
+                "{l}: session record {} cannot be read ({}); counted as running until a \
+                 person checks the worker and fixes or removes the record",
+                problem.location, problem.detail
+            ),
+            None => format!(
+                "session record {} cannot be read ({}) and names no session; fix or remove it",
+                problem.location, problem.detail
+            ),
+        });
     }
 
     // Claims whose worker is gone.
@@ -272,7 +301,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             slug: c.project.clone(),
             bead: c.bead.clone(),
         };
-        if live.contains(&(c.project.clone(), c.bead.clone())) {
+        if live.contains(&(c.project.as_str(), &c.bead)) {
             continue;
         }
         // A project missing from the registry (a row deleted or garbled for a while) keeps
@@ -299,7 +328,6 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     order.sort_by_key(|(i, p)| (p.priority, *i));
 
     let mut spawns = Vec::new();
-    let mut errors = Vec::new();
     let mut any_eligible = false;
     let mut any_ready = false;
     let mut starved = false;
@@ -316,31 +344,36 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .filter(|r| r.slug == p.slug)
             .map(|r| &r.bead)
             .collect();
+        // The first place each bead has in the Stories list.
+        let mut story_at: BTreeMap<&BeadId, usize> = BTreeMap::new();
+        for (i, s) in p.stories.iter().enumerate() {
+            story_at.entry(s).or_insert(i);
+        }
         let mut ready: Vec<(usize, usize, &Bead)> = p
             .ready
             .iter()
             .enumerate()
             .filter(|(_, b)| {
                 b.status == BeadStatus::Open
-                    && !live.contains(&(p.slug.clone(), b.id.clone()))
+                    && !live.contains(&(p.slug.as_str(), &b.id))
                     && !released.contains(&b.id)
             })
-            .map(|(i, b)| {
-                (
-                    p.stories
-                        .iter()
-                        .position(|s| *s == b.id)
-                        .unwrap_or(usize::MAX),
-                    i,
-                    b,
-                )
-            })
+            .map(|(i, b)| (story_at.get(&b.id).copied().unwrap_or(usize::MAX), i, b))
             .collect();
         ready.sort_by_key(|(story, i, _)| (*story, *i));
+        let slots =
+            (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0));
+        // A project at capacity needs one candidate to know that ready work is waiting; one
+        // with room needs its slots plus a few stand-ins for claims refused in a race. Building
+        // a candidate for every ready bead cost 14 MB over 1,000 projects of 20 beads.
+        let wanted = if slots == 0 { 1 } else { slots + STAND_INS };
         let mut seen = BTreeSet::new();
-        let mut candidates = Vec::new();
+        let mut candidates = Vec::with_capacity(wanted.min(ready.len()));
         for (_, _, b) in ready {
-            if !seen.insert(b.id.clone()) {
+            if candidates.len() == wanted {
+                break;
+            }
+            if !seen.insert(&b.id) {
                 continue;
             }
             let label = match SessionLabel::new(&p.slug, b.id.clone()) {
@@ -377,8 +410,6 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             continue;
         }
         any_ready = true;
-        let slots =
-            (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0));
         if slots == 0 {
             starved = true;
             continue;

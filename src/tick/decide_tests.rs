@@ -81,10 +81,10 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
     Snapshot {
         projects: projects.into_iter().map(|p| p.0).collect(),
         sessions,
-        unreadable: vec![],
         claims: vec![],
         global_max_workers: 0,
         claim_grace: Duration::seconds(120),
+        unreadable: vec![],
     }
 }
 
@@ -125,6 +125,70 @@ fn c2_2_spawns_up_to_max_workers_and_no_further() {
         assert!(plan.zombies.is_empty());
         assert_eq!(plan.healthy["a"], running);
     }
+}
+
+#[test]
+fn c2_2_candidates_are_the_slots_plus_a_few_stand_ins_in_order() {
+    let ids: Vec<String> = (0..20).map(|i| format!("a-{i:02}")).collect();
+    let ready: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let plan = decide(
+        &snap(vec![project("a").max(2).ready(&ready)], vec![]),
+        now(),
+    );
+    let c: Vec<&str> = plan.spawns[0]
+        .candidates
+        .iter()
+        .map(|c| c.bead.as_str())
+        .collect();
+    assert_eq!(c, ready[..2 + STAND_INS], "in order, bounded");
+    assert_eq!(spawned(&plan), ["project:a:a-00", "project:a:a-01"]);
+
+    // At capacity, ready work still makes the reason all-at-capacity (2.7).
+    let mut p = project("a").max(1).ready(&ready);
+    p = p.bead("a-x", BeadLookup::Known(BeadStatus::InProgress));
+    let plan = decide(&snap(vec![p], vec![session("a", "a-x", true, 5)]), now());
+    assert!(plan.spawns.is_empty());
+    assert_eq!(plan.idle_reason, IdleReason::AllAtCapacity);
+}
+
+#[test]
+fn c2_2_an_unreadable_session_record_counts_as_running() {
+    let problem = |label: Option<&str>| SessionProblem {
+        label: label.map(str::to_string),
+        location: "/s/a_a-1.json".into(),
+        detail: "not a session record".into(),
+    };
+    let mut s = snap(
+        vec![project("a").max(2).ready(&["a-1", "a-2", "a-3"])],
+        vec![],
+    );
+    s.unreadable = vec![problem(Some("project:a:a-1"))];
+    let plan = decide(&s, now());
+    assert_eq!(
+        spawned(&plan),
+        ["project:a:a-2"],
+        "a-1 not respawned, one slot held"
+    );
+    assert!(plan.zombies.is_empty());
+    assert_eq!(plan.healthy["a"], 1);
+    assert!(plan.errors[0].starts_with("project:a:a-1: session record /s/a_a-1.json"));
+
+    // Its claim is not released either: the worker may still hold it.
+    s.claims = vec![Claim {
+        project: "a".into(),
+        bead: id("a-1"),
+        claimed_at: now() - Duration::hours(1),
+    }];
+    s.projects[0]
+        .beads
+        .insert(id("a-1"), BeadLookup::Known(BeadStatus::InProgress));
+    assert!(decide(&s, now()).releases.is_empty());
+
+    // Nothing to attribute it to: reported, and the slots stay free.
+    s.unreadable = vec![problem(None)];
+    let plan = decide(&s, now());
+    assert_eq!(plan.intended().len(), 2);
+    assert_eq!(plan.errors.len(), 1);
 }
 
 #[test]
@@ -492,21 +556,6 @@ fn decide_is_deterministic() {
         vec![session("a", "a-0", false, 1)],
     );
     assert_eq!(decide(&s, now()), decide(&s, now()));
-}
-
-#[test]
-fn c2_2_an_unreadable_session_record_holds_its_slot_and_its_bead() {
-    let mut s = snap(
-        vec![project("a").max(2).ready(&["a-1", "a-2", "a-3"])],
-        vec![],
-    );
-    s.unreadable = vec![SessionLabel::new("a", id("a-1")).unwrap()];
-    let plan = decide(&s, now());
-    assert_eq!(
-        spawned(&plan),
-        ["project:a:a-2"],
-        "a-1 may still run; one slot is taken"
-    );
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! [`run`] is that line and nothing else. `observe` and `act` are the only places with I/O
 //! (through the tracker and session-backend traits); [`decide()`] is pure. A run that finds the
 //! lock held, or that idle backoff says to skip (2.7), returns at once and writes nothing —
-//! STATUS.md is rewritten on full runs only (2.8).
+//! STATUS.md is rewritten on full runs only (2.8). Check-ins ([`crate::checkin`]) are sent
+//! after act and recorded with the state, on full runs that are not dry runs.
 
 pub mod act;
 pub mod decide;
@@ -17,6 +18,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::lock::TickLock;
+use crate::model::BeadStatus;
 use crate::paths::Paths;
 use crate::session::SessionBackend;
 use crate::state::{IdleReason, OrchestratorState, RunKind};
@@ -63,6 +65,8 @@ pub struct TickReport {
     pub spawns: Vec<Spawned>,
     pub zombies: Vec<Killed>,
     pub released: Vec<Released>,
+    /// Projects whose earlier failed push succeeded on retry this run (4.4).
+    pub pushed: Vec<String>,
     pub errors: Vec<String>,
     pub dry_run: bool,
     /// Why a skipped run was skipped: `backoff` or `locked`.
@@ -70,6 +74,8 @@ pub struct TickReport {
     pub skip: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_full_run: Option<DateTime<Utc>>,
+    /// Projects whose check-in went out this run.
+    pub checkins: Vec<String>,
 }
 
 impl TickReport {
@@ -86,11 +92,71 @@ impl TickReport {
             spawns: vec![],
             zombies: vec![],
             released: vec![],
+            pushed: vec![],
             errors: vec![],
             dry_run,
             skip: Some(skip),
             next_full_run: next,
+            checkins: vec![],
         }
+    }
+
+    /// Logs [`summary`](Self::summary) as the run's one INFO line, with the numbers as fields
+    /// in JSON logs, and each error as a WARN line. `braids tick` and `braids daemon` both log each run through here.
+    pub fn log(&self) {
+        let summary = self.summary();
+        if crate::logging::is_json() {
+            self.log_fields(&summary);
+        } else {
+            tracing::info!("{summary}{}", self.details());
+        }
+        // The summary counts errors; their text goes to the log too (at WARN, so the run
+        // still has one INFO line), since a scheduled run's stdout is not kept.
+        for e in &self.errors {
+            tracing::warn!("{e}");
+        }
+    }
+
+    /// Which workers were started and killed, for the log line: ` [spawned: a b; killed: c]`.
+    fn details(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.spawns.is_empty() {
+            let labels: Vec<&str> = self.spawns.iter().map(|s| s.label.as_str()).collect();
+            parts.push(format!("spawned: {}", labels.join(" ")));
+        }
+        if !self.zombies.is_empty() {
+            let labels: Vec<&str> = self.zombies.iter().map(|z| z.label.as_str()).collect();
+            parts.push(format!("killed: {}", labels.join(" ")));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", parts.join("; "))
+        }
+    }
+
+    fn log_fields(&self, summary: &str) {
+        // Space-separated: labels never contain spaces.
+        let spawned_labels: Vec<&str> = self.spawns.iter().map(|s| s.label.as_str()).collect();
+        let killed_labels: Vec<&str> = self.zombies.iter().map(|z| z.label.as_str()).collect();
+        let (spawned_labels, killed_labels) = (spawned_labels.join(" "), killed_labels.join(" "));
+        tracing::info!(
+            run = match self.run {
+                RunType::Full => "full",
+                RunType::Skipped => "skipped",
+            },
+            skip = self.skip,
+            dry_run = self.dry_run,
+            spawned = self.spawns.len(),
+            killed = self.zombies.len(),
+            released = self.released.len(),
+            idle_reason = self.idle_reason.map(|r| r.as_str()),
+            errors = self.errors.len(),
+            checkins = self.checkins.len(),
+            spawned_labels = %spawned_labels,
+            killed_labels = %killed_labels,
+            "{summary}"
+        );
     }
 
     /// The one log line that says what the run did.
@@ -110,11 +176,17 @@ impl TickReport {
                     self.spawns.len(),
                     self.zombies.len()
                 );
+                if !self.pushed.is_empty() {
+                    s.push_str(&format!(", pushed {}", self.pushed.len()));
+                }
                 if !self.released.is_empty() {
                     s.push_str(&format!(", released {}", self.released.len()));
                 }
                 if let Some(r) = self.idle_reason {
                     s.push_str(&format!(", idle: {r}"));
+                }
+                if !self.checkins.is_empty() {
+                    s.push_str(&format!(", checked in: {}", self.checkins.join(" ")));
                 }
                 if !self.errors.is_empty() {
                     s.push_str(&format!(", {} error(s)", self.errors.len()));
@@ -175,27 +247,15 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         .backend
         .survey()
         .context("cannot list worker sessions, so cannot tell who is running")?;
-    let mut problems = Vec::new();
-    let unreadable: Vec<_> = survey
-        .problems
-        .iter()
-        .filter_map(|p| {
-            problems.push(format!(
-                "unreadable session record {}: {}",
-                p.location, p.detail
-            ));
-            p.label
-                .as_deref()
-                .and_then(|l| crate::model::SessionLabel::parse(l).ok())
-        })
-        .collect();
     let sessions = survey.sessions;
     let ctx = observe::Context {
         paths: &inst.paths,
         config: &inst.config,
         config_warnings: &inst.config_warnings,
+        read_only: opts.dry_run,
     };
-    let observed = observe::observe(&ctx, sessions, unreadable, state.claims.clone(), now);
+    let mut observed = observe::observe(&ctx, sessions, state.claims.clone());
+    observed.snapshot.unreadable = survey.problems;
 
     // decide
     let plan = decide(&observed.snapshot, now);
@@ -225,8 +285,18 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     };
     let outcome = act::act_with(&plan, &fx, now, opts.dry_run, &mut write_ahead);
 
+    let (pushed, push_errors) = if opts.dry_run {
+        (Vec::new(), Vec::new())
+    } else {
+        act::retry_pushes(
+            &observed.reports,
+            &plan,
+            std::time::Duration::from_secs(120),
+        )
+    };
     let spawned = !outcome.spawned.is_empty();
-    let mut errors = problems;
+    let mut errors = Vec::new();
+    errors.extend(push_errors);
     errors.extend(plan.errors.iter().cloned());
     errors.extend(outcome.errors.iter().cloned());
     errors.extend(
@@ -235,17 +305,19 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
             .iter()
             .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))),
     );
-    let report = TickReport {
+    let mut report = TickReport {
         run: RunType::Full,
         action: if spawned { Action::Spawn } else { Action::Idle },
         idle_reason: (!spawned).then_some(plan.idle_reason),
         spawns: outcome.spawned.clone(),
         zombies: outcome.killed.clone(),
         released: outcome.released.clone(),
+        pushed,
         errors,
         dry_run: opts.dry_run,
         skip: None,
         next_full_run: None,
+        checkins: vec![],
     };
     if opts.dry_run {
         return Ok(report);
@@ -254,9 +326,18 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let notifier = crate::notify::from_config(&inst.config.notify);
     let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
 
+    // check-ins
+    let sessions_now = inst
+        .backend
+        .list()
+        .unwrap_or_else(|_| observed.snapshot.sessions.clone());
+    let sent = send_checkins(inst, &observed.reports, &sessions_now, &state, now);
+    report.checkins = sent.iter().map(|(slug, _)| slug.clone()).collect();
+
     // persist
     let mut next = state.after_run(now, spawned, plan.idle_reason);
     next.dry = dry;
+    next.checkins.extend(sent);
     let settled = |slug: &str, bead: &crate::model::BeadId| {
         plan.settled_claims
             .iter()
@@ -272,13 +353,37 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         shown_errors.push(format!("the run's state was not recorded: {e:#}"));
     }
 
-    let sessions_now = inst
-        .backend
-        .list()
-        .unwrap_or_else(|_| observed.snapshot.sessions.clone());
+    // The beads as this run leaves them: claimed ones are in_progress, released ones open.
+    let mut reports = observed.reports;
+    let at: std::collections::HashMap<String, usize> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.slug.clone(), i))
+        .collect();
+    let mut mark = |slug: &str, bead, from, to| {
+        if let Some(&i) = at.get(slug) {
+            reports[i].record_transition(bead, from, to);
+        }
+    };
+    for c in &outcome.new_claims {
+        mark(
+            &c.project,
+            &c.bead,
+            BeadStatus::Open,
+            BeadStatus::InProgress,
+        );
+    }
+    for r in &outcome.released {
+        mark(
+            &r.project,
+            &r.bead,
+            BeadStatus::InProgress,
+            BeadStatus::Open,
+        );
+    }
     let text = status_md::render(&status_md::Dashboard {
         now,
-        reports: &observed.reports,
+        reports: &reports,
         sessions: &sessions_now,
         summary: &report.summary(),
         diagnostics: &observed.diagnostics,
@@ -288,4 +393,50 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     saved?;
     shown?;
     Ok(report)
+}
+
+/// Sends the check-ins that are due (see [`crate::checkin`]) and returns, per project sent, the
+/// time to record. A check-in that could not be delivered is not recorded, so the next full
+/// run tries again.
+fn send_checkins(
+    inst: &Installation,
+    reports: &[observe::ProjectReport],
+    sessions: &[crate::session::Session],
+    state: &OrchestratorState,
+    now: DateTime<Utc>,
+) -> Vec<(String, DateTime<Utc>)> {
+    use crate::checkin::{self, CheckinTime};
+    use crate::model::Checkin;
+    let wanted: Vec<&observe::ProjectReport> = reports
+        .iter()
+        .filter(|r| r.checkin != Checkin::OnDemand)
+        .collect();
+    if wanted.is_empty() {
+        return vec![];
+    }
+    let (at, warnings) = CheckinTime::from_config(&inst.config.checkin);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    let notifier = crate::notify::from_config(&inst.config.notify);
+    let mut sent = Vec::new();
+    for r in wanted {
+        let last = state.checkins.get(&r.slug).copied();
+        if !checkin::is_due(r.checkin, last, now, &at, &chrono::Local) {
+            continue;
+        }
+        if r.channel.as_deref().is_none_or(|c| c.trim().is_empty()) {
+            tracing::debug!(slug = %r.slug, "check-in due but the project has no Channel");
+            continue;
+        }
+        let live = sessions
+            .iter()
+            .filter(|s| s.running && s.label.slug() == r.slug)
+            .count();
+        let text = checkin::message(r, live);
+        if crate::notify::send_checkin(&notifier, r.channel.as_deref(), &r.slug, &text) {
+            sent.push((r.slug.clone(), now));
+        }
+    }
+    sent
 }

@@ -3,26 +3,29 @@
 //!
 //! Projects are observed concurrently (tokio, bounded by `[tick] concurrency`), each with its
 //! own time limit, so one hung tracker or vanished directory costs its own project a run and
-//! nothing else. Tracker calls are spent only where they can matter: `list` where sessions or
-//! claims need a bead status or a spawn is possible, `ready` only where a slot is free.
+//! nothing else. Tracker calls are spent only where they can matter: `list` for every project
+//! that can be read (bead statuses for sessions and claims, and the bead counts STATUS.md shows
+//! for every project, 1.5), `ready` only for an eligible project whose list has an open bead.
+//! `ready` is asked even when the project is at capacity: whether ready work is waiting decides
+//! between `all-at-capacity` and `no-ready-beads` (2.7).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-
 use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::format::{self, iteration::Iteration, project::ProjectConfig, registry::RegistryEntry};
-use crate::model::{Autonomy, BeadId, BeadStatus, IterationStatus, Priority, ProjectStatus};
+use crate::model::{
+    Autonomy, BeadId, BeadStatus, Checkin, IterationStatus, Priority, ProjectStatus,
+};
 use crate::paths::Paths;
 use crate::session::Session;
 use crate::state::Claim;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 
-use super::decide::{self, BeadLookup, Eligibility, ProjectView, SessionVerdict, Snapshot};
+use super::decide::{BeadLookup, Eligibility, ProjectView, Snapshot};
 
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -46,9 +49,35 @@ pub struct ProjectReport {
     /// Why the project is not eligible, or what failed.
     pub note: Option<String>,
     pub error: Option<String>,
+    /// A push of this project failed earlier and waits for a retry (4.4).
+    pub push_pending: bool,
+    /// PROJECT.md `Checkin` (1.2): whether the tick sends this project progress summaries.
+    pub checkin: Checkin,
+    /// PROJECT.md `Channel`: where check-ins go; none means none are sent.
+    pub channel: Option<String>,
     /// PROJECT.md as read this run, for notifications.
     #[serde(skip)]
     pub config: Option<ProjectConfig>,
+}
+
+impl ProjectReport {
+    /// Records a change this run made to a bead after observing it (a claim, a release), so
+    /// STATUS.md shows the beads as the run leaves them rather than as it found them.
+    pub fn record_transition(&mut self, bead: &BeadId, from: BeadStatus, to: BeadStatus) {
+        if let Some(counts) = &mut self.counts {
+            match counts.get_mut(from.as_str()) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => return,
+            }
+            counts.retain(|_, n| *n > 0);
+            *counts.entry(to.as_str().to_string()).or_insert(0) += 1;
+        }
+        for (id, _, status) in &mut self.stories {
+            if id == bead && *status == Some(from) {
+                *status = Some(to);
+            }
+        }
+    }
 }
 
 /// The observed world: the snapshot `decide` reads, and what `act` and STATUS.md need besides.
@@ -65,6 +94,9 @@ pub struct Context<'a> {
     pub config: &'a Config,
     /// Unknown keys found in config.toml, shown on STATUS.md.
     pub config_warnings: &'a [String],
+    /// Observe without writing anything (a dry run, `braids status`): the native tracker then
+    /// assigns missing ids in memory instead of writing them into WORKPLAN.md.
+    pub read_only: bool,
 }
 
 /// One project's observation, made on a blocking thread.
@@ -76,13 +108,7 @@ struct ProjectObservation {
 
 /// Reads every project. The sessions are listed by the caller first: without them braids
 /// cannot know who is running, so a backend failure stops the run before this point.
-pub fn observe(
-    ctx: &Context<'_>,
-    sessions: Vec<Session>,
-    unreadable: Vec<crate::model::SessionLabel>,
-    claims: Vec<Claim>,
-    now: DateTime<Utc>,
-) -> Observed {
+pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) -> Observed {
     let registry = format::registry::read_registry(ctx.paths);
     let mut diagnostics = registry.diagnostics;
     let entries = registry.value.entries;
@@ -93,6 +119,7 @@ pub fn observe(
     let sessions = Arc::new(sessions);
     let claims = Arc::new(claims);
     let default_kind = ctx.config.tracker.kind;
+    let read_only = ctx.read_only;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(ctx.config.tick.concurrency.max(1))
@@ -112,10 +139,10 @@ pub fn observe(
                     &entry,
                     &paths,
                     default_kind,
+                    read_only,
                     tracker_timeout,
                     &sessions,
                     &claims,
-                    now,
                 )
             });
             handles.push((slug, fallback, tokio::time::timeout(project_budget, task)));
@@ -162,10 +189,10 @@ pub fn observe(
     let snapshot = Snapshot {
         projects,
         sessions: (*sessions).clone(),
-        unreadable,
         claims: (*claims).clone(),
         global_max_workers: ctx.config.tick.max_workers,
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
+        unreadable: Vec::new(),
     };
     Observed {
         snapshot,
@@ -208,6 +235,9 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         ready: 0,
         note: None,
         error: None,
+        push_pending: false,
+        checkin: Checkin::default(),
+        channel: None,
         config: None,
     }
 }
@@ -262,10 +292,10 @@ fn observe_project(
     entry: &RegistryEntry,
     paths: &Paths,
     default_kind: TrackerKind,
+    read_only: bool,
     timeout: Duration,
     sessions: &[Session],
     claims: &[Claim],
-    now: DateTime<Utc>,
 ) -> ProjectObservation {
     let root = &entry.path;
     if paths.in_workspace(root) {
@@ -298,6 +328,9 @@ fn observe_project(
     report.priority = config.priority;
     report.autonomy = config.autonomy;
     report.max_workers = config.max_workers;
+    report.push_pending = crate::git::push_pending(root);
+    report.checkin = config.checkin;
+    report.channel = config.channel.clone();
     report.config = Some(config.clone());
 
     let shown = match &eligibility {
@@ -332,15 +365,19 @@ fn observe_project(
         .map(|c| &c.bead)
         .collect();
     let eligible = matches!(eligibility, Eligibility::Eligible { .. });
+
     let kind = tracker_kind(&config, default_kind);
-    let tracker: Arc<dyn Tracker> = match tracker::open(
-        kind,
-        TrackerOptions {
-            project: root.clone(),
-            timeout,
-            program: None,
-        },
-    ) {
+    let options = TrackerOptions {
+        project: root.clone(),
+        timeout,
+        program: None,
+    };
+    let opened = if read_only {
+        tracker::open_read_only(kind, options)
+    } else {
+        tracker::open(kind, options)
+    };
+    let tracker: Arc<dyn Tracker> = match opened {
         Ok(t) => Arc::from(t),
         Err(e) => {
             view.tracker_error = Some(e.to_string());
@@ -352,14 +389,6 @@ fn observe_project(
             };
         }
     };
-    // Nothing can spawn or die here: ask an expensive tracker nothing at all.
-    if mine.is_empty() && claimed.is_empty() && !eligible && !tracker.is_cheap() {
-        return ProjectObservation {
-            view,
-            report,
-            tracker: None,
-        };
-    }
     report.tracker = Some(tracker.kind().as_str());
 
     // Bead statuses: for sessions, claims, counts and the Stories list.
@@ -368,7 +397,7 @@ fn observe_project(
         .map(|s| s.label.bead())
         .chain(claimed.iter().copied())
         .collect();
-    match tracker.list() {
+    let all = match tracker.list() {
         Ok(all) => {
             let status: BTreeMap<&BeadId, BeadStatus> =
                 all.iter().map(|b| (&b.id, b.status)).collect();
@@ -390,6 +419,7 @@ fn observe_project(
                     .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
                     .collect();
             }
+            all
         }
         Err(e) => {
             for id in &wanted {
@@ -403,22 +433,12 @@ fn observe_project(
                 tracker: Some(tracker),
             };
         }
-    }
+    };
 
-    // `ready` only where a slot can be free once zombies are excluded.
-    let healthy = mine
-        .iter()
-        .filter(|s| {
-            let l = view
-                .beads
-                .get(s.label.bead())
-                .copied()
-                .unwrap_or(BeadLookup::Unknown);
-            decide::classify(s, l, view.worker_timeout, now) == SessionVerdict::Healthy
-        })
-        .count();
-    if eligible && healthy < view.max_workers as usize {
-        match tracker.ready() {
+    // `ready` wherever an open bead could be: with a free slot it is what to spawn, at
+    // capacity it is what makes the idle reason `all-at-capacity` rather than `no-ready-beads`.
+    if eligible && all.iter().any(|b| b.status == BeadStatus::Open) {
+        match tracker.ready_among(&all) {
             Ok(ready) => {
                 report.ready = ready.len();
                 view.ready = ready;

@@ -88,6 +88,33 @@ impl BeadsCli {
         Ok(self.issues(&args)?.into_iter().map(|i| i.bead).collect())
     }
 
+    /// `create`, shared by br and bd: one open bead, its id read from the printed issue.
+    pub(crate) fn create(
+        &self,
+        title: &str,
+        description: &str,
+        priority: u8,
+    ) -> Result<BeadId, TrackerError> {
+        let mut args = vec![
+            "create".to_string(),
+            format!("--title={}", one_line(title)),
+            format!("--priority={}", priority.min(4)),
+        ];
+        if !description.trim().is_empty() {
+            args.push(format!("--description={description}"));
+        }
+        args.push("--json".to_string());
+        let out = self.run_ok(&args)?;
+        let issues = parse_issues(&out.stdout).map_err(|d| self.garbage(&args, d))?;
+        match issues.as_slice() {
+            [one] => Ok(one.bead.id.clone()),
+            _ => Err(self.garbage(
+                &args,
+                format!("expected one created issue, got {}", issues.len()),
+            )),
+        }
+    }
+
     /// Adds an environment variable for every call.
     pub(crate) fn with_env(mut self, key: &str, value: &str) -> Self {
         self.env.retain(|(k, _)| k != key);

@@ -271,24 +271,7 @@ impl Tracker for Br {
     }
 
     fn create(&self, title: &str, description: &str, priority: u8) -> Result<BeadId, TrackerError> {
-        let mut args = vec![
-            "create".to_string(),
-            format!("--title={}", one_line(title)),
-            format!("--priority={}", priority.min(4)),
-        ];
-        if !description.trim().is_empty() {
-            args.push(format!("--description={description}"));
-        }
-        args.push("--json".to_string());
-        let out = self.cli.run_ok(&args)?;
-        let issues = parse_issues(&out.stdout).map_err(|d| self.cli.garbage(&args, d))?;
-        match issues.as_slice() {
-            [one] => Ok(one.bead.id.clone()),
-            _ => Err(self.cli.garbage(
-                &args,
-                format!("expected one created issue, got {}", issues.len()),
-            )),
-        }
+        self.cli.create(title, description, priority)
     }
 
     fn add_dependency(&self, id: &BeadId, on: &BeadId) -> Result<(), TrackerError> {

@@ -96,6 +96,14 @@ pub trait Tracker: Send + Sync {
     /// Every bead that is not deleted, for counts.
     fn list(&self) -> Result<Vec<Bead>, TrackerError>;
 
+    /// [`Tracker::ready`], for a caller that has just read `listed` from [`Tracker::list`]. A
+    /// tracker that can tell readiness from the listed beads alone answers from them (one read
+    /// instead of two, and a consistent snapshot); the others ask again.
+    fn ready_among(&self, listed: &[Bead]) -> Result<Vec<Bead>, TrackerError> {
+        let _ = listed;
+        self.ready()
+    }
+
     /// One bead, with its direct dependencies; `Ok(None)` when it does not exist.
     fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError>;
 
@@ -148,6 +156,24 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
             Box::new(workplan::Workplan::with_options(&opts))
         }
     })
+}
+
+/// As [`open`], for a caller that only reads: the native tracker then never writes its file
+/// (it assigns missing ids in memory). `br` and `bd` reads change nothing of braids' anyway.
+pub fn open_read_only(
+    kind: TrackerKind,
+    opts: TrackerOptions,
+) -> Result<Box<dyn Tracker>, TrackerError> {
+    let resolved = match kind {
+        TrackerKind::Auto => detect(&opts.project),
+        k => k,
+    };
+    match resolved {
+        TrackerKind::Workplan | TrackerKind::Auto => Ok(Box::new(
+            workplan::Workplan::with_options(&opts).read_only(),
+        )),
+        k => open(k, opts),
+    }
 }
 
 /// The auto-detection rule, without building anything.

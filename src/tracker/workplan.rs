@@ -47,6 +47,9 @@ const DEFAULT_PRIORITY: u8 = 2;
 pub struct Workplan {
     file: PathBuf,
     timeout: Duration,
+    /// Reads assign missing ids in memory only and never write the file (`tick --dry-run`,
+    /// `braids status`). Writes (claim, close, …) are unaffected.
+    read_only: bool,
 }
 
 impl Workplan {
@@ -55,7 +58,15 @@ impl Workplan {
         Workplan {
             file: project.join(".braids/WORKPLAN.md"),
             timeout: Duration::from_secs(30),
+            read_only: false,
         }
+    }
+
+    /// Reads never write: ids missing from the file are assigned in memory, exactly as a
+    /// writing read would assign them, so the ids reported are the ones a real run writes.
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
     }
 
     /// As [`Workplan::new`], waiting at most `opts.timeout` for the file lock.
@@ -137,6 +148,9 @@ impl Workplan {
         if !plan.needs_ids() {
             return Ok(plan);
         }
+        if self.read_only {
+            return Ok(Plan::parse(&assign_ids(&text)));
+        }
         self.transact(|_| Ok(()))?;
         Ok(Plan::parse(&self.read_text()?))
     }
@@ -190,21 +204,13 @@ impl Tracker for Workplan {
     }
 
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
-        let plan = self.load()?;
-        let beads: Vec<Bead> = plan.items.iter().map(|i| plan.bead(i)).collect();
-        let closed = |id: &BeadId| {
-            beads
-                .iter()
-                .any(|b| &b.id == id && b.status == BeadStatus::Closed)
-        };
-        let mut ready: Vec<Bead> = beads
-            .iter()
-            .filter(|b| b.status == BeadStatus::Open && b.dependencies.iter().all(closed))
-            .cloned()
-            .collect();
-        // File order is the plan's order; an explicit priority moves an item ahead of it.
-        ready.sort_by_key(|b| b.priority);
-        Ok(ready)
+        Ok(ready_of(&self.list()?))
+    }
+
+    /// Readiness is a function of the items alone, so the list just read answers it: one read
+    /// and parse of the file per tick instead of two, and list and ready agree.
+    fn ready_among(&self, listed: &[Bead]) -> Result<Vec<Bead>, TrackerError> {
+        Ok(ready_of(listed))
     }
 
     fn list(&self) -> Result<Vec<Bead>, TrackerError> {
@@ -357,6 +363,25 @@ impl Tracker for Workplan {
             Ok(())
         })
     }
+}
+
+/// The open items whose dependencies are all closed, most urgent first: file order is the
+/// plan's order, and an explicit priority moves an item ahead of it.
+fn ready_of(beads: &[Bead]) -> Vec<Bead> {
+    let closed: std::collections::HashSet<&BeadId> = beads
+        .iter()
+        .filter(|b| b.status == BeadStatus::Closed)
+        .map(|b| &b.id)
+        .collect();
+    let mut ready: Vec<Bead> = beads
+        .iter()
+        .filter(|b| {
+            b.status == BeadStatus::Open && b.dependencies.iter().all(|d| closed.contains(d))
+        })
+        .cloned()
+        .collect();
+    ready.sort_by_key(|b| b.priority);
+    ready
 }
 
 /// The trailing `<!-- key:value, … -->` comment, in its original key order.
@@ -950,6 +975,28 @@ mod tests {
             proptest::prop_assert!(!plan.needs_ids());
             proptest::prop_assert_eq!(plan.ids().len(), plan.items.len());
         }
+    }
+
+    #[test]
+    fn read_only_reads_report_the_ids_a_writing_read_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".braids/WORKPLAN.md");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let text = "# Plan\n\n- [ ] one\n- [x] two\n- [ ] three <!-- id:wp-333 -->\n";
+        std::fs::write(&file, text).unwrap();
+        let ro = Workplan::new(dir.path()).read_only();
+        let seen: Vec<Bead> = ro.list().unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(ro.ready().unwrap().len(), 2);
+        assert_eq!(ro.ready_among(&seen).unwrap(), ro.ready().unwrap());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "not written");
+        assert!(
+            !file.with_file_name(".workplan.lock").exists(),
+            "not even locked"
+        );
+        let written = Workplan::new(dir.path()).list().unwrap();
+        assert_eq!(written, seen, "the same ids");
+        assert_ne!(std::fs::read_to_string(&file).unwrap(), text);
     }
 
     #[test]

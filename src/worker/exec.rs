@@ -1,6 +1,7 @@
 //! Running the agent. The executor is an argv template from config.toml (or a project's
-//! `Executor` field), never a shell string; its output goes to the worker's own stdout, which
-//! the session backend writes to the session log.
+//! `Executor` field), never a shell string; its output, stdout included, goes to the worker's
+//! stderr, which the session backend writes to the session log — the worker's stdout is kept for
+//! `braids worker --json`.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ pub struct ExecRequest {
     pub prompt_file: PathBuf,
     /// Where the deliverable must be written.
     pub deliverable: PathBuf,
-    /// Where the agent writes its status report (`status:`, `reason:`, `summary:`).
+    /// Where the status report must be written (the bead's own `executor-result`).
     pub result_file: PathBuf,
     pub timeout: Duration,
 }
@@ -52,13 +53,13 @@ impl ArgvExecutor {
         let project = req.project.to_string_lossy();
         let timeout = req.timeout.as_secs().to_string();
         let deliverable = req.deliverable.to_string_lossy();
-        let result = req.result_file.to_string_lossy();
+        let result_file = req.result_file.to_string_lossy();
         let vars = [
             ("prompt_file", &*prompt),
             ("project", &*project),
             ("bead", req.bead.as_str()),
             ("deliverable", &*deliverable),
-            ("result_file", &*result),
+            ("result_file", &*result_file),
             ("timeout", timeout.as_str()),
         ];
         self.template.iter().map(|a| expand(a, &vars)).collect()
@@ -79,14 +80,15 @@ impl Executor for ArgvExecutor {
             .args(args)
             .current_dir(&req.project)
             .stdin(stdin)
+            .stdout(Stdio::from(std::io::stderr()))
             .env("BRAIDS_BEAD", req.bead.as_str())
             .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
             .env("BRAIDS_RESULT_FILE", &req.result_file)
-            .env("BRAIDS_DELIVERABLE", &req.deliverable)
             .process_group(0)
             .spawn()
             .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
         let pgid = Pid::from_raw(child.id() as i32);
+        super::stop::agent_started(pgid.as_raw());
         let (tx, rx) = mpsc::channel();
         let waiter = std::thread::spawn(move || {
             let s = child.wait();
@@ -107,6 +109,7 @@ impl Executor for ArgvExecutor {
             .map_err(|_| anyhow::anyhow!("executor waiter panicked"))??;
         // Whatever the agent left running in its group goes with it.
         let _ = killpg(pgid, Signal::SIGKILL);
+        super::stop::agent_gone();
         Ok(ExecResult {
             code: status.code(),
             timed_out,

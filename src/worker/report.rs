@@ -1,13 +1,21 @@
 //! The executor's status report, in the Agentic Coding Protocol's formats: the flat
-//! `.ai/executor-result` file first, then the YAML front matter of `.ai/HANDOFF.md`.
+//! `executor-result` file first, then the YAML front matter of `.ai/HANDOFF.md`.
+//!
+//! The protocol's `.ai/executor-result` is one file per work tree, but workers of a project with
+//! MaxWorkers above 1 share the work tree: they would read, and delete, each other's reports.
+//! So each bead has its own report file, `.ai/executor-results/<bead-id>`, which the prompt
+//! names; the shared file is read only by a worker alone in its project, and HANDOFF.md only
+//! when the attempt changed it and it does not name another story.
 //!
 //! Agents write `passing` for `pass`, prose in `reason`, or nothing at all. Values outside the
 //! fixed lists are never trusted: an unknown status reads as `failing`, an unknown reason as
 //! none, and the original text is kept for the log.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use crate::model::BeadId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -46,6 +54,8 @@ pub struct StatusReport {
     pub status: ExecStatus,
     pub reason: Option<Reason>,
     pub summary: Option<String>,
+    /// The story (bead) it is about, when it says.
+    pub story: Option<String>,
     pub files_changed: Vec<String>,
     /// Which file it came from.
     pub source: &'static str,
@@ -76,6 +86,7 @@ fn from_pairs<'a>(
     let mut status = None;
     let mut reason = None;
     let mut summary = None;
+    let mut story = None;
     let mut invalid = Vec::new();
     for (k, v) in pairs {
         let v = clean(v);
@@ -91,18 +102,18 @@ fn from_pairs<'a>(
                     }
                 })
             }
-            "reason" => {
-                if !(v.is_empty() || v == "null" || v == "~") {
-                    reason = Reason::parse(&v);
-                    if reason.is_none() {
-                        invalid.push(format!(
-                            "reason `{}`",
-                            v.chars().take(80).collect::<String>()
-                        ));
-                    }
+            // `null` (and its YAML spellings) means no reason.
+            "reason" if !(v.is_empty() || v == "null" || v == "~") => {
+                reason = Reason::parse(&v);
+                if reason.is_none() {
+                    invalid.push(format!(
+                        "reason `{}`",
+                        v.chars().take(80).collect::<String>()
+                    ));
                 }
             }
             "summary" => summary = Some(v).filter(|s| !s.is_empty()),
+            "story" | "bead" => story = Some(v).filter(|s| !s.is_empty() && s != "null"),
             _ => {}
         }
     }
@@ -111,6 +122,7 @@ fn from_pairs<'a>(
         status,
         reason,
         summary,
+        story,
         files_changed: files,
         source,
         invalid,
@@ -163,51 +175,77 @@ pub fn parse_handoff(text: &str) -> Option<StatusReport> {
     from_pairs(pairs.into_iter(), files, ".ai/HANDOFF.md")
 }
 
-/// Where one bead's agent writes its report. Workers of one project share a work tree, so each
-/// bead has its own file; a shared `.ai/executor-result` would let one worker read (and remove)
-/// another's report.
-pub fn result_file(project: &Path, bead: &crate::model::BeadId) -> std::path::PathBuf {
-    project
-        .join(".ai/beads")
-        .join(bead.as_str())
-        .join("executor-result")
+/// The protocol's report file, shared by everything working in the project.
+pub const SHARED: &str = ".ai/executor-result";
+/// Where each bead's own report file is.
+pub const OWN_DIR: &str = ".ai/executor-results";
+const HANDOFF: &str = ".ai/HANDOFF.md";
+
+/// The bead's own report file, relative to the project.
+pub fn own_file(bead: &BeadId) -> PathBuf {
+    Path::new(OWN_DIR).join(bead.as_str())
 }
 
-/// Reads a bead's report: its own executor-result, then its own HANDOFF.md. The protocol's
-/// shared `.ai/executor-result` and `.ai/HANDOFF.md` are read too when `shared` says this
-/// worker is alone in the project (MaxWorkers 1), so agents that follow the protocol to the
-/// letter still work.
-pub fn read(project: &Path, bead: &crate::model::BeadId, shared: bool) -> Option<StatusReport> {
-    let read = |p: &Path| {
-        std::fs::read(p)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-    };
-    let own = result_file(project, bead);
-    let mut candidates = vec![
-        (own.clone(), false),
-        (own.with_file_name("HANDOFF.md"), true),
-    ];
-    if shared {
-        candidates.push((project.join(".ai/executor-result"), false));
-        candidates.push((project.join(".ai/HANDOFF.md"), true));
-    }
-    candidates.into_iter().find_map(|(p, handoff)| {
-        let text = read(&p)?;
-        if handoff {
-            parse_handoff(&text)
-        } else {
-            parse_executor_result(&text)
+/// Where one bead's attempts report, and what HANDOFF.md said before the current attempt.
+pub struct Inbox {
+    project: PathBuf,
+    bead: BeadId,
+    /// Whether this worker is the only one in the project (MaxWorkers 1), so that the shared
+    /// `.ai/executor-result` can only be its agent's.
+    alone: bool,
+    handoff_before: Option<Vec<u8>>,
+}
+
+impl Inbox {
+    pub fn new(project: &Path, bead: &BeadId, alone: bool) -> Inbox {
+        Inbox {
+            project: project.to_path_buf(),
+            bead: bead.clone(),
+            alone,
+            handoff_before: None,
         }
-    })
-}
+    }
 
-/// Removes the status files a run may leave, before and after each attempt, so a stale report
-/// is never mistaken for a new one. HANDOFF.md is the agent's notes and stays.
-pub fn clear(project: &Path, bead: &crate::model::BeadId, shared: bool) {
-    let _ = std::fs::remove_file(result_file(project, bead));
-    if shared {
-        let _ = std::fs::remove_file(project.join(".ai/executor-result"));
+    /// The files a report is taken from, in order of trust, that this worker may remove.
+    fn own_files(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.project.join(own_file(&self.bead))];
+        if self.alone {
+            v.push(self.project.join(SHARED));
+        }
+        v
+    }
+
+    /// Before an attempt: no report yet, the report directory ready, HANDOFF.md noted.
+    pub fn clear(&mut self) {
+        for f in self.own_files() {
+            let _ = std::fs::remove_file(f);
+        }
+        if let Some(dir) = self.project.join(own_file(&self.bead)).parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        self.handoff_before = std::fs::read(self.project.join(HANDOFF)).ok();
+    }
+
+    /// After an attempt: the report it left, if any; report files are removed (a status report
+    /// is for braids, not for the project's history).
+    pub fn take(&self) -> Option<StatusReport> {
+        let read = |p: &Path| std::fs::read(p).ok();
+        let mut report = None;
+        for f in self.own_files() {
+            let text = read(&f);
+            let _ = std::fs::remove_file(&f);
+            if report.is_none() {
+                report = text.and_then(|b| parse_executor_result(&String::from_utf8_lossy(&b)));
+            }
+        }
+        report.or_else(|| {
+            let now = read(&self.project.join(HANDOFF))?;
+            if self.handoff_before.as_ref() == Some(&now) {
+                return None; // left by an earlier session: says nothing about this one
+            }
+            parse_handoff(&String::from_utf8_lossy(&now))
+                .filter(|r| r.story.as_deref().is_none_or(|s| s == self.bead.as_str()))
+        })
     }
 }
 
@@ -240,6 +278,54 @@ mod tests {
         assert!(r.needs_human());
         assert!(parse_executor_result("garbage without status").is_none());
         assert!(parse_executor_result("").is_none());
+    }
+
+    #[test]
+    fn inbox_takes_only_this_attempts_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let bead = BeadId::new("p-1").unwrap();
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write(HANDOFF, "---\nstatus: pass\n---\n");
+        let mut shared = Inbox::new(root, &bead, false);
+        shared.clear();
+        assert!(root.join(OWN_DIR).is_dir(), "ready for the agent");
+        write(SHARED, "status: pass\n");
+        assert_eq!(
+            shared.take(),
+            None,
+            "not alone: the shared file and an unchanged handoff"
+        );
+        assert!(
+            root.join(SHARED).exists(),
+            "another worker's report is left alone"
+        );
+
+        let mut alone = Inbox::new(root, &bead, true);
+        alone.clear();
+        assert!(
+            !root.join(SHARED).exists(),
+            "alone: a stale shared report is cleared"
+        );
+        write(SHARED, "status: failing\n");
+        write("x/../.ai/executor-results/p-1", "status: needs_human\n");
+        assert_eq!(
+            alone.take().unwrap().status,
+            ExecStatus::NeedsHuman,
+            "own file first"
+        );
+        assert!(!root.join(own_file(&bead)).exists() && !root.join(SHARED).exists());
+
+        alone.clear();
+        write(HANDOFF, "---\nstory: p-2\nstatus: pass\n---\n");
+        assert_eq!(alone.take(), None, "a handoff about another story");
+        alone.clear();
+        write(HANDOFF, "---\nstory: p-1\nstatus: pass\n---\n");
+        assert_eq!(alone.take().unwrap().source, ".ai/HANDOFF.md");
     }
 
     #[test]

@@ -257,22 +257,72 @@ impl Sandbox {
 }
 
 impl Drop for Sandbox {
-    /// Kills any worker a test left behind, by the process groups the session records name.
+    /// Kills any worker a test left behind, by the process groups the session records name
+    /// (`pid`, which leads the worker's group): when `/proc/<pid>/stat` still shows the
+    /// record's `starttime`, or, once that leader has exited, when a process of its group
+    /// carries the record's `BRAIDS_SESSION` token. A pid the kernel has since given to another
+    /// process (or a record a test crafted around somebody else's pid) is never signalled.
     fn drop(&mut self) {
         let dir = self.braids_dir().join("sessions");
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for e in entries.flatten() {
-                if let Ok(text) = std::fs::read_to_string(e.path()) {
-                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-                        if let Some(pid) = v["pid"].as_i64() {
-                            let _ = nix::sys::signal::killpg(
-                                nix::unistd::Pid::from_raw(pid as i32),
-                                nix::sys::signal::Signal::SIGKILL,
-                            );
-                        }
-                    }
-                }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let Ok(text) = std::fs::read_to_string(e.path()) else {
+                continue;
+            };
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let (Some(pid), Some(start)) = (v["pid"].as_u64(), v["starttime"].as_u64()) else {
+                continue;
+            };
+            if pid <= 1 || pid > i32::MAX as u64 {
+                continue;
+            }
+            let ours = match proc_starttime(pid as u32) {
+                Some(s) => s == start,
+                None => v["token"]
+                    .as_str()
+                    .is_some_and(|t| group_has_marked_member(pid as u32, t)),
+            };
+            if ours {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
         }
     }
+}
+
+/// Whether a process of group `pgid` has `BRAIDS_SESSION=<token>` in its environment.
+fn group_has_marked_member(pgid: u32, token: &str) -> bool {
+    let marker = format!("BRAIDS_SESSION={token}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            return false;
+        };
+        let in_group = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| {
+                let rest = t[t.rfind(')')? + 1..].to_string();
+                rest.split_whitespace().nth(2)?.parse::<u32>().ok()
+            })
+            == Some(pgid);
+        in_group
+            && std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+    })
+}
+
+/// Field 22 of `/proc/<pid>/stat` (clock ticks after boot at which the process started), the
+/// identity the process backend records next to a pid; `None` when there is no such process.
+pub fn proc_starttime(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }

@@ -1,0 +1,101 @@
+//! What a termination signal (SIGTERM, SIGINT, SIGHUP) does to a worker: the tick stops a zombie
+//! session (2.6) by signalling the worker's process group, a person presses Ctrl-C.
+//!
+//! - While the agent runs, the agent goes too. It runs in a process group of its own, so that a
+//!   timeout can kill it and everything it started without killing the worker; a signal to the
+//!   worker's group does not reach it, so the handler kills the agent's group first.
+//! - While the fixed steps after the agent run (close, commit, push, iteration completion, or
+//!   blocking the bead), the signal waits until they are done. The bead is closed before the
+//!   commit (3.5), and a tick that sees the bead closed stops its session as a zombie (2.6):
+//!   without the wait, it would cut the worker off between the close and the commit or push.
+//!   The tick sends SIGKILL when the worker has not exited after its grace, which still bounds
+//!   the wait.
+//!
+//! Then the signal does what it would have done: the worker dies of it.
+
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::Once;
+
+use nix::libc;
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+
+/// The process group of the agent running now; 0 when none. One agent at a time: a worker
+/// process runs one bead.
+static AGENT_GROUP: AtomicI32 = AtomicI32::new(0);
+/// How many [`Hold`]s are alive.
+static HOLDING: AtomicUsize = AtomicUsize::new(0);
+/// A signal that arrived while holding; 0 when none.
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_stop(sig: libc::c_int) {
+    if HOLDING.load(Ordering::SeqCst) > 0 {
+        PENDING.store(sig, Ordering::SeqCst);
+        return;
+    }
+    let group = AGENT_GROUP.load(Ordering::SeqCst);
+    if group > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+    }
+    die_of(sig);
+}
+
+/// Restores the default action and raises `sig` again (async-signal-safe).
+fn die_of(sig: libc::c_int) {
+    // SAFETY: signal and raise are async-signal-safe.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let action = SigAction::new(
+            SigHandler::Handler(on_stop),
+            SaFlags::empty(),
+            SigSet::empty(),
+        );
+        for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+            // SAFETY: the handler only makes async-signal-safe calls.
+            if let Err(e) = unsafe { sigaction(sig, &action) } {
+                tracing::warn!("cannot handle {sig}: {e}");
+            }
+        }
+    });
+}
+
+/// The agent's process group, while it runs.
+pub(crate) fn agent_started(group: i32) {
+    install();
+    AGENT_GROUP.store(group, Ordering::SeqCst);
+}
+
+pub(crate) fn agent_gone() {
+    AGENT_GROUP.store(0, Ordering::SeqCst);
+}
+
+/// While alive, a termination signal waits; dropping it lets a pending one take effect.
+pub(crate) struct Hold(());
+
+impl Hold {
+    pub(crate) fn new() -> Hold {
+        install();
+        HOLDING.fetch_add(1, Ordering::SeqCst);
+        Hold(())
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if HOLDING.fetch_sub(1, Ordering::SeqCst) > 1 {
+            return;
+        }
+        let sig = PENDING.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            tracing::warn!("stopping now: signal {sig} arrived during the fixed steps");
+            die_of(sig);
+        }
+    }
+}
