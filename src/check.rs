@@ -58,7 +58,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
 
 /// Findings for one project's files. Its Path itself is checked with the registry
 /// ([`format::registry::check_paths`]); a project that is not there has nothing more to check.
-pub fn check_project(slug: &str, root: &Path) -> Vec<Diagnostic> {
+pub fn check_project(_slug: &str, root: &Path) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let project_md = root.join(".braids/PROJECT.md");
     match crate::atomic::read(&project_md) {
@@ -67,32 +67,9 @@ pub fn check_project(slug: &str, root: &Path) -> Vec<Diagnostic> {
         ),
         Err(_) => return out,
     }
+    // read_iterations reports every 1.3 problem, two active iterations included (once).
     let iterations = format::iteration::read_iterations(root);
     out.extend(iterations.diagnostics);
-    let active: Vec<_> = iterations
-        .value
-        .iter()
-        .filter(|i| i.status == Some(IterationStatus::Active))
-        .collect();
-    if active.len() > 1 {
-        for it in &active[1..] {
-            out.push(Diagnostic::error(
-                &it.dir.join("ITERATION.md"),
-                None,
-                "1.3",
-                format!(
-                    "{slug} has {} active iterations ({}); at most one may be active",
-                    active.len(),
-                    active
-                        .iter()
-                        .map(|i| i.number.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                "set all but one to planning or complete",
-            ));
-        }
-    }
     for it in &iterations.value {
         out.extend(check_deliverables(
             &it.dir,

@@ -103,7 +103,7 @@ impl Invocation {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        let mut child = spawn_retrying(&mut cmd).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => RunError::NotFound {
                 program: shown.clone(),
             },
@@ -163,6 +163,24 @@ impl Invocation {
             timed_out,
         })
     }
+}
+
+/// `Command::spawn`, retried briefly on `ETXTBSY`. A program that was just written (a tracker
+/// being updated, a script a test wrote) is "busy" while any process still holds a descriptor
+/// it was written through — including a child another thread forked before that descriptor
+/// closed, until the child's exec. That lasts microseconds; failing the call would not.
+pub fn spawn_retrying(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut pause = Duration::from_millis(1);
+    for _ in 0..10 {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+    cmd.spawn()
 }
 
 #[cfg(test)]

@@ -1081,7 +1081,7 @@ fn c4_6_fuzz_native_tracker_file() {
 }
 
 #[test]
-fn c3_8_notification_templates_expand_once() {
+fn hostile_notification_templates_expand_once() {
     // a Channel or a title that looks like a placeholder is data, never expanded again
     let vars = [
         ("channel", "{bead}"),

@@ -440,10 +440,8 @@ fn gen_project_md(rng: &mut Rng, name: &str) -> (String, Option<ProjectExpect>) 
     ]);
     let mut fields: Vec<(&str, String)> = Vec::new();
     let omit = |rng: &mut Rng| rng.pct(12);
-    if !omit(rng) || status.1.is_none() {
-        if !status.0.is_empty() || rng.pct(50) {
-            fields.push(("Status", status.0.to_string()));
-        }
+    if (!omit(rng) || status.1.is_none()) && (!status.0.is_empty() || rng.pct(50)) {
+        fields.push(("Status", status.0.to_string()));
     }
     let status_written = fields.iter().any(|f| f.0 == "Status" && !f.1.is_empty());
     let expect_status = if status_written { status.1 } else { None };
@@ -570,6 +568,7 @@ fn gen_iteration_md(rng: &mut Rng, n: u32, status: &str, stories: &[(BeadId, Str
 // The world
 
 impl World {
+    #[allow(clippy::result_large_err)]
     fn new(seed: u64, mutation: Mutation, keep_full_trace: bool) -> Result<World, (World, Fail)> {
         let mut rng = Rng::new(seed);
         let n = rng.range(1, 4) as usize;
@@ -747,7 +746,7 @@ impl World {
                 p.reg_priority = *rng.pick(&["high", "normal", "low", "", "urgent"]);
             }
         }
-        let mut cols = vec!["Slug", "Status", "Priority", "Path"];
+        let mut cols = ["Slug", "Status", "Priority", "Path"];
         if rng.pct(40) {
             for i in (1..cols.len()).rev() {
                 let j = rng.below(i + 1);
@@ -1215,17 +1214,15 @@ impl World {
                     self.claim_grace.num_seconds()
                 ));
             }
-            66..=69 => {
-                // a session record becomes unreadable (or readable again)
-                if !self.sessions.is_empty() {
-                    let i = self.rng.below(self.sessions.len());
-                    self.sessions[i].unreadable = !self.sessions[i].unreadable;
-                    let l = self.sessions[i].label.to_string();
-                    self.log(format!(
-                        "session record of {l} unreadable={}",
-                        self.sessions[i].unreadable
-                    ));
-                }
+            // a session record becomes unreadable (or readable again)
+            66..=69 if !self.sessions.is_empty() => {
+                let i = self.rng.below(self.sessions.len());
+                self.sessions[i].unreadable = !self.sessions[i].unreadable;
+                let l = self.sessions[i].label.to_string();
+                self.log(format!(
+                    "session record of {l} unreadable={}",
+                    self.sessions[i].unreadable
+                ));
             }
             _ => {}
         }
@@ -1402,7 +1399,7 @@ impl World {
             sessions: self
                 .sessions
                 .iter()
-                .filter(|s| !s.unreadable && !(hide && s.running))
+                .filter(|s| !s.unreadable && (!hide || !s.running))
                 .map(|s| Session {
                     label: s.label.clone(),
                     id: s.id.clone(),

@@ -414,7 +414,7 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
                 &it.file(),
                 None,
                 SECTION,
-                format!("iterations {numbers} are all active, but a project has at most one active iteration"),
+                format!("{} active iterations ({numbers}), but a project has at most one active iteration", active.len()),
                 "set every iteration but one to planning or complete",
             ));
         }

@@ -678,7 +678,7 @@ impl SessionBackend for ProcessBackend {
                 .stderr(err);
             // SAFETY: detach_child only makes async-signal-safe calls.
             unsafe { cmd.pre_exec(detach_child) };
-            let child = cmd.spawn().map_err(|e| {
+            let child = crate::proc::spawn_retrying(&mut cmd).map_err(|e| {
                 fail(format!(
                     "cannot start `{}`: {e}",
                     spec.argv[0].to_string_lossy()
