@@ -322,7 +322,9 @@ fn parse_story(s: &str) -> StoryLine {
     match s.find(':') {
         Some(k) if k > 0 && k <= 80 => {
             let cand =
-                clean_value(s[..k].trim_matches(|c: char| is_mark(c as u8) || c.is_whitespace()));
+                clean_value(s[..k].trim_matches(|c: char| {
+                    (c.is_ascii() && is_mark(c as u8)) || c.is_whitespace()
+                }));
             match BeadId::new(cand) {
                 Err(e) if !cand.is_empty() => StoryLine::BadId(cand.to_string(), e.to_string()),
                 _ => StoryLine::NotStory,
