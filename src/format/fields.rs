@@ -10,9 +10,10 @@
 //! commentary.
 //!
 //! Only top-level text counts: paragraphs and first-level list items. Fenced and indented code
-//! blocks, HTML blocks and comments, blockquotes and nested lists are never read as fields, so a
-//! code block showing `Status: complete` cannot complete anything. The first occurrence of a key
-//! wins; a repeated key is a warning.
+//! blocks, HTML blocks and comments, quoted lines (`>`) and nested lists are never read as
+//! fields, so a code block showing `Status: complete` cannot complete anything. (A line without
+//! `>` that CommonMark folds into a preceding quote as a lazy continuation was not quoted by its
+//! author and is read.) The first occurrence of a key wins; a repeated key is a warning.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -594,6 +595,11 @@ mod tests {
         ] {
             assert_eq!(status(t), None, "{t:?}");
         }
+        // an unquoted line right after a quote is the author's field, not part of the quote
+        assert_eq!(
+            status("> Note: agents, read the guardrails.\nStatus: active").as_deref(),
+            Some("active")
+        );
         // the trap does not hide the real field either
         assert_eq!(
             status("```\nStatus: complete\n```\n\n- **Status:** active").as_deref(),
