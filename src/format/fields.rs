@@ -118,6 +118,11 @@ pub fn clean_value(v: &str) -> &str {
     }
 }
 
+/// A value without leading emoji and symbols, for the enum parsers: `🟢 active` → `active`.
+pub(crate) fn strip_decor(v: &str) -> &str {
+    v.trim_start_matches(|c: char| is_decor(c) && c != '\u{fffd}')
+}
+
 /// Every top-level field of `text`, first occurrence of each key only; a repeated key is a
 /// warning (section `section`, such as `1.2`).
 pub fn extract(text: &str, file: &Path, section: &'static str) -> Parsed<Vec<Field>> {

@@ -90,7 +90,7 @@ pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Pa
             ));
             None
         }
-        Some(f) => match IterationStatus::parse(&f.field.value) {
+        Some(f) => match IterationStatus::parse(fields::strip_decor(&f.field.value)) {
             Ok(s) => Some(s),
             Err(e) => {
                 diags.push(Diagnostic::error(
@@ -444,7 +444,7 @@ pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String>
     let Some(f) = raw.iter().find(|f| f.field.key == "status") else {
         return Ok(insert_status(&doc, status));
     };
-    let current = IterationStatus::parse(&f.field.value).ok();
+    let current = IterationStatus::parse(fields::strip_decor(&f.field.value)).ok();
     if current == Some(status) {
         return Ok(text.to_string());
     }
@@ -596,6 +596,7 @@ mod tests {
             ),
             ("Status: planning\n", IterationStatus::Planning),
             ("**Status**: Complete ✅\n", IterationStatus::Complete),
+            ("Status: 🚧 active\n", IterationStatus::Active),
             (
                 "| Field | Value |\n|---|---|\n| Status | done |\n",
                 IterationStatus::Complete,

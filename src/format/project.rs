@@ -324,7 +324,7 @@ fn read_enum<T: Copy + fmt::Display>(
         ));
         return default;
     }
-    match parse(value) {
+    match parse(fields::strip_decor(value)) {
         Ok(v) => Some(v),
         Err(e) => {
             let (message, fix) = if default.is_none() && is_complete_word(value) {
@@ -630,7 +630,7 @@ fn add_event(
     lines: &mut HashMap<NotificationEvent, usize>,
 ) {
     let known = NotificationEvent::EXPECTED.trim_end();
-    let event = match NotificationEvent::parse(event_raw) {
+    let event = match NotificationEvent::parse(fields::strip_decor(event_raw)) {
         Ok(e) => e,
         Err(_) => {
             diags.push(Diagnostic::warning(
@@ -813,6 +813,17 @@ mod tests {
             .diagnostics
             .iter()
             .any(|d| d.message.contains("`abc`")));
+    }
+
+    #[test]
+    fn c1_2_emoji_before_values() {
+        let p =
+            parse("- **Status:** 🟢 Active\n- **Priority:** 🔥 high\n- **Autonomy:** ✅ full\n");
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+        assert_eq!(
+            (p.value.status, p.value.priority),
+            (Some(ProjectStatus::Active), Priority::High)
+        );
     }
 
     #[test]
