@@ -10,9 +10,10 @@
 //! commentary.
 //!
 //! Only top-level text counts: paragraphs and first-level list items. Fenced and indented code
-//! blocks, HTML blocks and comments, blockquotes and nested lists are never read as fields, so a
-//! code block showing `Status: complete` cannot complete anything. The first occurrence of a key
-//! wins; a repeated key is a warning.
+//! blocks, HTML blocks and comments, quoted lines (`>`) and nested lists are never read as
+//! fields, so a code block showing `Status: complete` cannot complete anything. (A line without
+//! `>` that CommonMark folds into a preceding quote as a lazy continuation was not quoted by its
+//! author and is read.) The first occurrence of a key wins; a repeated key is a warning.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -117,6 +118,11 @@ pub fn clean_value(v: &str) -> &str {
     }
 }
 
+/// A value without leading emoji and symbols, for the enum parsers: `🟢 active` → `active`.
+pub(crate) fn strip_decor(v: &str) -> &str {
+    v.trim_start_matches(|c: char| is_decor(c) && c != '\u{fffd}')
+}
+
 /// Every top-level field of `text`, first occurrence of each key only; a repeated key is a
 /// warning (section `section`, such as `1.2`).
 pub fn extract(text: &str, file: &Path, section: &'static str) -> Parsed<Vec<Field>> {
@@ -219,6 +225,54 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
                 out.push(f);
             }
         }
+    }
+    out.sort_by_key(|f| f.field.line);
+    out
+}
+
+/// The fields of a document whose `content` sections (Goal, Stories, Notes…) hold prose
+/// rather than fields: first occurrences outside those sections. A `wanted` key written only
+/// inside one is still used, with a warning, so a Status typed under `## Goal` does not leave a
+/// project without a status; prose there never overrides a field written elsewhere.
+pub(crate) fn collect(
+    doc: &Doc,
+    content: &[&str],
+    wanted: &[&str],
+    file: &Path,
+    section: &'static str,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<RawField> {
+    let mut out = first_only(scan(doc, content), file, section, diags);
+    let has = |out: &[RawField], k: &str| out.iter().any(|f| f.field.key == k);
+    if content.is_empty() || wanted.iter().all(|w| has(&out, w)) {
+        return out;
+    }
+    let everywhere = scan(doc, &[]);
+    for w in wanted {
+        if has(&out, w) {
+            continue;
+        }
+        let Some(f) = everywhere.iter().find(|f| f.field.key == *w) else {
+            continue;
+        };
+        let under = doc
+            .headings
+            .iter()
+            .take_while(|h| h.first < f.field.line - 1)
+            .last()
+            .map(|h| doc.heading_title(h))
+            .unwrap_or("");
+        diags.push(Diagnostic::warning(
+            file,
+            Some(f.field.line),
+            section,
+            format!(
+                "field `{}` is inside the `{under}` section, where fields are not expected, but it is used because it is set nowhere else",
+                f.raw_key
+            ),
+            format!("move the `{}` line above the first section heading", f.raw_key),
+        ));
+        out.push(f.clone());
     }
     out.sort_by_key(|f| f.field.line);
     out
@@ -546,6 +600,11 @@ mod tests {
         ] {
             assert_eq!(status(t), None, "{t:?}");
         }
+        // an unquoted line right after a quote is the author's field, not part of the quote
+        assert_eq!(
+            status("> Note: agents, read the guardrails.\nStatus: active").as_deref(),
+            Some("active")
+        );
         // the trap does not hide the real field either
         assert_eq!(
             status("```\nStatus: complete\n```\n\n- **Status:** active").as_deref(),

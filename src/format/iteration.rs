@@ -61,8 +61,10 @@ pub fn iterations_dir(project_root: &Path) -> PathBuf {
 pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Parsed<Iteration> {
     let doc = Doc::new(text);
     let mut diags = Vec::new();
-    let raw = fields::first_only(
-        fields::scan(&doc, CONTENT_SECTIONS),
+    let raw = fields::collect(
+        &doc,
+        CONTENT_SECTIONS,
+        &["status"],
         file,
         SECTION,
         &mut diags,
@@ -88,7 +90,7 @@ pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Pa
             ));
             None
         }
-        Some(f) => match IterationStatus::parse(&f.field.value) {
+        Some(f) => match IterationStatus::parse(fields::strip_decor(&f.field.value)) {
             Ok(s) => Some(s),
             Err(e) => {
                 diags.push(Diagnostic::error(
@@ -320,7 +322,9 @@ fn parse_story(s: &str) -> StoryLine {
     match s.find(':') {
         Some(k) if k > 0 && k <= 80 => {
             let cand =
-                clean_value(s[..k].trim_matches(|c: char| is_mark(c as u8) || c.is_whitespace()));
+                clean_value(s[..k].trim_matches(|c: char| {
+                    (c.is_ascii() && is_mark(c as u8)) || c.is_whitespace()
+                }));
             match BeadId::new(cand) {
                 Err(e) if !cand.is_empty() => StoryLine::BadId(cand.to_string(), e.to_string()),
                 _ => StoryLine::NotStory,
@@ -453,11 +457,18 @@ pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String>
 
 fn set_status_in_place(text: &str, status: IterationStatus) -> Result<String, String> {
     let doc = Doc::new(text);
-    let raw = fields::scan(&doc, CONTENT_SECTIONS);
+    let raw = fields::collect(
+        &doc,
+        CONTENT_SECTIONS,
+        &["status"],
+        Path::new(""),
+        SECTION,
+        &mut Vec::new(),
+    );
     let Some(f) = raw.iter().find(|f| f.field.key == "status") else {
         return Ok(insert_status(&doc, status));
     };
-    let current = IterationStatus::parse(&f.field.value).ok();
+    let current = IterationStatus::parse(fields::strip_decor(&f.field.value)).ok();
     if current == Some(status) {
         return Ok(text.to_string());
     }
@@ -625,6 +636,7 @@ mod tests {
             ),
             ("Status: planning\n", IterationStatus::Planning),
             ("**Status**: Complete ✅\n", IterationStatus::Complete),
+            ("Status: 🚧 active\n", IterationStatus::Active),
             (
                 "| Field | Value |\n|---|---|\n| Status | done |\n",
                 IterationStatus::Complete,
@@ -647,6 +659,31 @@ mod tests {
         assert!(bad.diagnostics[0]
             .message
             .contains("planning active complete"));
+    }
+
+    #[test]
+    fn c1_3_status_only_in_a_content_section_is_used_with_a_warning() {
+        let t = "# It\n\n## Notes\n\n- Status: active\n";
+        let p = parse(t);
+        assert_eq!(p.value.status, Some(IterationStatus::Active));
+        assert_eq!(p.diagnostics.len(), 1);
+        assert_eq!(
+            (p.diagnostics[0].line, p.diagnostics[0].severity),
+            (Some(5), Severity::Warning)
+        );
+        assert!(
+            p.diagnostics[0].message.contains("`Notes`"),
+            "{}",
+            p.diagnostics[0].message
+        );
+        assert_eq!(
+            set_status(t, IterationStatus::Complete).unwrap(),
+            "# It\n\n## Notes\n\n- Status: complete\n"
+        );
+        // but prose there never overrides the real field
+        let p = parse("Status: planning\n\n## Notes\nStatus: complete-ish, really\n");
+        assert_eq!(p.value.status, Some(IterationStatus::Planning));
+        assert!(p.diagnostics.is_empty());
     }
 
     #[test]

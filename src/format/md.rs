@@ -115,6 +115,27 @@ impl Depth {
     }
 }
 
+impl Depth {
+    /// Inside a quote but nothing else that hides fields.
+    fn lazy_quote_ok(&self) -> bool {
+        self.quote > 0
+            && self.code == 0
+            && self.html == 0
+            && self.meta == 0
+            && self.table == 0
+            && self.other == 0
+    }
+}
+
+/// Whether the line holding `offset` starts with a `>` quote marker.
+fn quoted_line(text: &str, lines: &[Line], offset: usize) -> bool {
+    let l = &lines[line_of(lines, offset).min(lines.len() - 1)];
+    text.get(l.start..l.end)
+        .unwrap_or("")
+        .trim_start()
+        .starts_with('>')
+}
+
 struct OpenHeading {
     level: u8,
     range: Range<usize>,
@@ -218,7 +239,10 @@ impl<'a> Doc<'a> {
                     } else if d.meta > 0 && d.quote == 0 && d.list == 0 {
                         // YAML front matter: `status: active` means what it says
                         mark(&mut lines, &r, FIELD);
-                    } else if d.top() {
+                    } else if d.top() || (d.lazy_quote_ok() && !quoted_line(text, &lines, r.start))
+                    {
+                        // a line without `>` that continues a quote lazily was not quoted by
+                        // its author: `> Note: …` then `Status: active` is a field
                         mark(&mut lines, &r, FIELD);
                     }
                 }
@@ -740,6 +764,12 @@ mod tests {
     fn field_lines_exclude_code_quotes_html_and_nested_lists() {
         let t = "# T\n\nStatus: a\n- b: 1\n  - c: 2\n\n```\nd: 3\n```\n\n> e: 4\n\n<!--\nf: 5\n-->\n\n    g: 6\n";
         assert_eq!(field_lines(t), vec![3, 4]);
+        // a lazy continuation of a quote has no `>`: its author did not quote it
+        assert_eq!(field_lines("> quoted: 1\n> quoted: 2\nlazy: 3\n"), vec![3]);
+        assert_eq!(
+            field_lines("> > quoted: 1\n> quoted: 2\n"),
+            Vec::<usize>::new()
+        );
     }
 
     #[test]

@@ -27,6 +27,16 @@ pub const DEFAULT_WORKER_TIMEOUT: u64 = 3600;
 
 /// Sections whose lines are content, not fields.
 const CONTENT_SECTIONS: &[&str] = &["notifications", "goal", "guardrails"];
+/// The fields of 1.2 (normalised), looked for inside content sections when set nowhere else.
+const CONFIG_KEYS: &[&str] = &[
+    "status",
+    "priority",
+    "autonomy",
+    "maxworkers",
+    "workertimeout",
+    "checkin",
+    "channel",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectConfig {
@@ -132,8 +142,10 @@ pub fn read_project(project_root: &Path) -> Parsed<ProjectConfig> {
 pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
     let doc = Doc::new(text);
     let mut diags = Vec::new();
-    let raw = fields::first_only(
-        fields::scan(&doc, CONTENT_SECTIONS),
+    let raw = fields::collect(
+        &doc,
+        CONTENT_SECTIONS,
+        CONFIG_KEYS,
         file,
         SECTION,
         &mut diags,
@@ -312,7 +324,7 @@ fn read_enum<T: Copy + fmt::Display>(
         ));
         return default;
     }
-    match parse(value) {
+    match parse(fields::strip_decor(value)) {
         Ok(v) => Some(v),
         Err(e) => {
             let (message, fix) = if default.is_none() && is_complete_word(value) {
@@ -618,7 +630,7 @@ fn add_event(
     lines: &mut HashMap<NotificationEvent, usize>,
 ) {
     let known = NotificationEvent::EXPECTED.trim_end();
-    let event = match NotificationEvent::parse(event_raw) {
+    let event = match NotificationEvent::parse(fields::strip_decor(event_raw)) {
         Ok(e) => e,
         Err(_) => {
             diags.push(Diagnostic::warning(
@@ -804,6 +816,17 @@ mod tests {
     }
 
     #[test]
+    fn c1_2_emoji_before_values() {
+        let p =
+            parse("- **Status:** 🟢 Active\n- **Priority:** 🔥 high\n- **Autonomy:** ✅ full\n");
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+        assert_eq!(
+            (p.value.status, p.value.priority),
+            (Some(ProjectStatus::Active), Priority::High)
+        );
+    }
+
+    #[test]
     fn numbers() {
         assert_eq!(parse_positive("3600", true), Some(3600));
         assert_eq!(parse_positive("3600s", true), Some(3600));
@@ -895,6 +918,23 @@ mod tests {
         );
         assert_eq!(parse_switch("sometimes"), None);
         assert_eq!(parse_switch(""), None);
+    }
+
+    #[test]
+    fn c1_2_fields_typed_under_goal_are_still_found() {
+        let p = parse("# App\n## Goal\nShip it.\n\n- **Status:** active\n- **Priority:** high\n- **Autonomy:** full\n- Deadline: May\n");
+        assert_eq!(p.value.status, Some(ProjectStatus::Active));
+        assert_eq!(p.value.priority, Priority::High);
+        assert_eq!(p.value.goal.as_deref(), Some("Ship it.\n\n- **Status:** active\n- **Priority:** high\n- **Autonomy:** full\n- Deadline: May"));
+        assert_eq!(p.diagnostics.len(), 3, "{:?}", p.diagnostics);
+        assert!(p
+            .diagnostics
+            .iter()
+            .all(|d| d.severity == Severity::Warning && d.message.contains("`Goal`")));
+        assert!(
+            p.value.field("deadline").is_none(),
+            "only the fields of 1.2 are rescued"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::diag::{Diagnostic, Parsed};
 use crate::model::{validate_slug, Priority, ProjectStatus};
 use crate::paths::Paths;
 
-use super::fields::{clean_value, normalize_key};
+use super::fields::{clean_value, normalize_key, strip_decor};
 use super::md::{Doc, Row, Table};
 
 const SECTION: &str = "1.1";
@@ -253,7 +253,7 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
             ));
             None
         } else {
-            match ProjectStatus::parse(&status_raw) {
+            match ProjectStatus::parse(strip_decor(&status_raw)) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     let complete = matches!(
@@ -294,7 +294,7 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
             ));
             None
         } else {
-            match Priority::parse(&priority_raw) {
+            match Priority::parse(strip_decor(&priority_raw)) {
                 Ok(p) => Some(p),
                 Err(e) => {
                     diags.push(Diagnostic::error(
@@ -502,10 +502,11 @@ pub fn upsert_row(
             };
             edits.push((inner, pad_cell(v, width)));
         };
-        if ProjectStatus::parse(&cell_of(&doc, row, cols.status)).ok() != Some(status) {
+        if ProjectStatus::parse(strip_decor(&cell_of(&doc, row, cols.status))).ok() != Some(status)
+        {
             edit(cols.status, status.as_str());
         }
-        if Priority::parse(&cell_of(&doc, row, cols.priority)).ok() != Some(priority) {
+        if Priority::parse(strip_decor(&cell_of(&doc, row, cols.priority))).ok() != Some(priority) {
             edit(cols.priority, priority.as_str());
         }
         if cell_of(&doc, row, cols.path) != path {
@@ -649,7 +650,7 @@ mod tests {
 
     #[test]
     fn c1_1_reordered_extra_columns_any_case_and_decoration() {
-        let t = "Intro.\n\n| Notes | PATH | priority | 🏷 **Slug** | status | Owner |\n|:--|--|--|--|--|--|\n| big one | `~/p/app` | **High** | `app` | Active ✅ | me |\n";
+        let t = "Intro.\n\n| Notes | PATH | priority | 🏷 **Slug** | status | Owner |\n|:--|--|--|--|--|--|\n| big one | `~/p/app` | 🔥 **High** | `app` | 🟢 Active | me |\n";
         let p = parse(t);
         assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
         let e = &p.value.entries[0];
