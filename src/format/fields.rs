@@ -230,54 +230,6 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
     out
 }
 
-/// The fields of a document whose `content` sections (Goal, Stories, Notes…) hold prose
-/// rather than fields: first occurrences outside those sections. A `wanted` key written only
-/// inside one is still used, with a warning, so a Status typed under `## Goal` does not leave a
-/// project without a status; prose there never overrides a field written elsewhere.
-pub(crate) fn collect(
-    doc: &Doc,
-    content: &[&str],
-    wanted: &[&str],
-    file: &Path,
-    section: &'static str,
-    diags: &mut Vec<Diagnostic>,
-) -> Vec<RawField> {
-    let mut out = first_only(scan(doc, content), file, section, diags);
-    let has = |out: &[RawField], k: &str| out.iter().any(|f| f.field.key == k);
-    if content.is_empty() || wanted.iter().all(|w| has(&out, w)) {
-        return out;
-    }
-    let everywhere = scan(doc, &[]);
-    for w in wanted {
-        if has(&out, w) {
-            continue;
-        }
-        let Some(f) = everywhere.iter().find(|f| f.field.key == *w) else {
-            continue;
-        };
-        let under = doc
-            .headings
-            .iter()
-            .take_while(|h| h.first < f.field.line - 1)
-            .last()
-            .map(|h| doc.heading_title(h))
-            .unwrap_or("");
-        diags.push(Diagnostic::warning(
-            file,
-            Some(f.field.line),
-            section,
-            format!(
-                "field `{}` is inside the `{under}` section, where fields are not expected, but it is used because it is set nowhere else",
-                f.raw_key
-            ),
-            format!("move the `{}` line above the first section heading", f.raw_key),
-        ));
-        out.push(f.clone());
-    }
-    out.sort_by_key(|f| f.field.line);
-    out
-}
-
 /// Keeps the first field of each key; each repeat is a warning.
 pub(crate) fn first_only(
     raw: Vec<RawField>,

@@ -61,10 +61,8 @@ pub fn iterations_dir(project_root: &Path) -> PathBuf {
 pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Parsed<Iteration> {
     let doc = Doc::new(text);
     let mut diags = Vec::new();
-    let raw = fields::collect(
-        &doc,
-        CONTENT_SECTIONS,
-        &["status"],
+    let raw = fields::first_only(
+        fields::scan(&doc, CONTENT_SECTIONS),
         file,
         SECTION,
         &mut diags,
@@ -457,14 +455,7 @@ pub fn set_status(text: &str, status: IterationStatus) -> Result<String, String>
 
 fn set_status_in_place(text: &str, status: IterationStatus) -> Result<String, String> {
     let doc = Doc::new(text);
-    let raw = fields::collect(
-        &doc,
-        CONTENT_SECTIONS,
-        &["status"],
-        Path::new(""),
-        SECTION,
-        &mut Vec::new(),
-    );
+    let raw = fields::scan(&doc, CONTENT_SECTIONS);
     let Some(f) = raw.iter().find(|f| f.field.key == "status") else {
         return Ok(insert_status(&doc, status));
     };
@@ -659,31 +650,6 @@ mod tests {
         assert!(bad.diagnostics[0]
             .message
             .contains("planning active complete"));
-    }
-
-    #[test]
-    fn c1_3_status_only_in_a_content_section_is_used_with_a_warning() {
-        let t = "# It\n\n## Notes\n\n- Status: active\n";
-        let p = parse(t);
-        assert_eq!(p.value.status, Some(IterationStatus::Active));
-        assert_eq!(p.diagnostics.len(), 1);
-        assert_eq!(
-            (p.diagnostics[0].line, p.diagnostics[0].severity),
-            (Some(5), Severity::Warning)
-        );
-        assert!(
-            p.diagnostics[0].message.contains("`Notes`"),
-            "{}",
-            p.diagnostics[0].message
-        );
-        assert_eq!(
-            set_status(t, IterationStatus::Complete).unwrap(),
-            "# It\n\n## Notes\n\n- Status: complete\n"
-        );
-        // but prose there never overrides the real field
-        let p = parse("Status: planning\n\n## Notes\nStatus: complete-ish, really\n");
-        assert_eq!(p.value.status, Some(IterationStatus::Planning));
-        assert!(p.diagnostics.is_empty());
     }
 
     #[test]

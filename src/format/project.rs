@@ -27,16 +27,6 @@ pub const DEFAULT_WORKER_TIMEOUT: u64 = 3600;
 
 /// Sections whose lines are content, not fields.
 const CONTENT_SECTIONS: &[&str] = &["notifications", "goal", "guardrails"];
-/// The fields of 1.2 (normalised), looked for inside content sections when set nowhere else.
-const CONFIG_KEYS: &[&str] = &[
-    "status",
-    "priority",
-    "autonomy",
-    "maxworkers",
-    "workertimeout",
-    "checkin",
-    "channel",
-];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectConfig {
@@ -142,10 +132,8 @@ pub fn read_project(project_root: &Path) -> Parsed<ProjectConfig> {
 pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
     let doc = Doc::new(text);
     let mut diags = Vec::new();
-    let raw = fields::collect(
-        &doc,
-        CONTENT_SECTIONS,
-        CONFIG_KEYS,
+    let raw = fields::first_only(
+        fields::scan(&doc, CONTENT_SECTIONS),
         file,
         SECTION,
         &mut diags,
@@ -918,23 +906,6 @@ mod tests {
         );
         assert_eq!(parse_switch("sometimes"), None);
         assert_eq!(parse_switch(""), None);
-    }
-
-    #[test]
-    fn c1_2_fields_typed_under_goal_are_still_found() {
-        let p = parse("# App\n## Goal\nShip it.\n\n- **Status:** active\n- **Priority:** high\n- **Autonomy:** full\n- Deadline: May\n");
-        assert_eq!(p.value.status, Some(ProjectStatus::Active));
-        assert_eq!(p.value.priority, Priority::High);
-        assert_eq!(p.value.goal.as_deref(), Some("Ship it.\n\n- **Status:** active\n- **Priority:** high\n- **Autonomy:** full\n- Deadline: May"));
-        assert_eq!(p.diagnostics.len(), 3, "{:?}", p.diagnostics);
-        assert!(p
-            .diagnostics
-            .iter()
-            .all(|d| d.severity == Severity::Warning && d.message.contains("`Goal`")));
-        assert!(
-            p.value.field("deadline").is_none(),
-            "only the fields of 1.2 are rescued"
-        );
     }
 
     #[test]
