@@ -31,7 +31,8 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn error(
+    pub fn new(
+        severity: Severity,
         path: &Path,
         line: Option<usize>,
         section: &'static str,
@@ -39,13 +40,23 @@ impl Diagnostic {
         fix: impl Into<String>,
     ) -> Self {
         Diagnostic {
-            severity: Severity::Error,
+            severity,
             path: path.to_path_buf(),
             line,
             section,
             message: message.into(),
             fix: fix.into(),
         }
+    }
+
+    pub fn error(
+        path: &Path,
+        line: Option<usize>,
+        section: &'static str,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Diagnostic::new(Severity::Error, path, line, section, message, fix)
     }
 
     pub fn warning(
@@ -55,14 +66,7 @@ impl Diagnostic {
         message: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
-        Diagnostic {
-            severity: Severity::Warning,
-            path: path.to_path_buf(),
-            line,
-            section,
-            message: message.into(),
-            fix: fix.into(),
-        }
+        Diagnostic::new(Severity::Warning, path, line, section, message, fix)
     }
 
     /// `path:line`, or just the path.

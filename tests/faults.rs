@@ -103,27 +103,44 @@ fn br_project(s: &Sandbox, slug: &str, beads: &[&str]) -> std::path::PathBuf {
 
 // ---- the tracker ----------------------------------------------------------------------------
 
-#[test]
-fn c2_2_fault_a_hung_tracker_costs_only_its_project() {
+/// A project whose `br` is the stub `script`: the tick still exits 0, the healthy projects
+/// still spawn, the error names the broken project and every `expect` fragment, and nothing
+/// of the others is touched. Returns the run for further checks.
+fn tracker_fault_costs_only_its_project(
+    slug: &str,
+    script: &str,
+    expect: &[&str],
+) -> (Sandbox, Run) {
     let s = base("");
-    let root = project(&s, "stuck", 1, &[], "- **Tracker:** br\n");
+    let root = project(&s, slug, 1, &[], "- **Tracker:** br\n");
     std::fs::create_dir_all(root.join(".beads")).unwrap();
-    s.script("bin/br", "echo $$ >> \"$HOME/br-pids\"\nexec sleep 60");
+    s.script("bin/br", script);
     let reg = registry_text(&s);
     let r = tick(&s, 40);
-    assert!(!r.timed_out, "the tick hung behind a hung tracker");
+    assert!(!r.timed_out, "the tick hung behind a broken tracker");
     assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v = r.json();
+    assert_healthy_spawned(&s, &v);
+    let text = errors(&v);
+    assert!(
+        text.contains(slug) && expect.iter().all(|e| text.contains(e)),
+        "{text}"
+    );
+    assert_intact(&s, &reg, &["ok-a", "ok-b", slug], &ITEMS);
+    (s, r)
+}
+
+#[test]
+fn c2_2_fault_a_hung_tracker_costs_only_its_project() {
+    let (s, r) = tracker_fault_costs_only_its_project(
+        "stuck",
+        "echo $$ >> \"$HOME/br-pids\"\nexec sleep 60",
+        &["timed out"],
+    );
     assert!(
         r.elapsed < Duration::from_secs(15),
         "[tracker] timeout_secs = 1, yet the tick took {:?}",
         r.elapsed
-    );
-    let v = r.json();
-    assert_healthy_spawned(&s, &v);
-    assert!(
-        errors(&v).contains("stuck") && errors(&v).contains("timed out"),
-        "{}",
-        errors(&v)
     );
     for pid in s.read("br-pids").lines() {
         assert!(
@@ -131,52 +148,24 @@ fn c2_2_fault_a_hung_tracker_costs_only_its_project() {
             "the hung tracker {pid} was left running"
         );
     }
-    assert_intact(&s, &reg, &["ok-a", "ok-b", "stuck"], &ITEMS);
 }
 
 #[test]
 fn c2_2_fault_a_tracker_talking_garbage_costs_only_its_project() {
-    let s = base("");
-    let root = project(&s, "babble", 1, &[], "- **Tracker:** br\n");
-    std::fs::create_dir_all(root.join(".beads")).unwrap();
-    s.script(
-        "bin/br",
-        r#"printf '{"issues": [{"id": "x-1", "status": \377\376 garbage'
-exit 0"#,
+    tracker_fault_costs_only_its_project(
+        "babble",
+        "printf '{\"issues\": [{\"id\": \"x-1\", \"status\": \\377\\376 garbage'\nexit 0",
+        &["cannot read"],
     );
-    let reg = registry_text(&s);
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    assert_healthy_spawned(&s, &v);
-    assert!(
-        errors(&v).contains("babble") && errors(&v).contains("cannot read"),
-        "{}",
-        errors(&v)
-    );
-    assert_intact(&s, &reg, &["ok-a", "ok-b", "babble"], &ITEMS);
 }
 
 #[test]
 fn c2_2_fault_a_failing_tracker_costs_only_its_project() {
-    let s = base("");
-    let root = project(&s, "broken", 1, &[], "- **Tracker:** br\n");
-    std::fs::create_dir_all(root.join(".beads")).unwrap();
-    s.script(
-        "bin/br",
+    tracker_fault_costs_only_its_project(
+        "broken",
         "echo 'database disk image is malformed' >&2\nexit 7",
+        &["malformed", "exit 7"],
     );
-    let reg = registry_text(&s);
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    assert_healthy_spawned(&s, &v);
-    assert!(
-        errors(&v).contains("malformed") && errors(&v).contains("exit 7"),
-        "{}",
-        errors(&v)
-    );
-    assert_intact(&s, &reg, &["ok-a", "ok-b", "broken"], &ITEMS);
 }
 
 #[test]
@@ -830,16 +819,7 @@ fn c2_6_fault_a_reused_pid_is_never_killed() {
         .spawn()
         .unwrap();
     let pid = bystander.id();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let start: u64 = stat
-        .rsplit(')')
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let start = common::proc_starttime(pid).expect("the bystander runs");
     // a record of a worker that ran as this pid long ago (another start time), for a bead that
     // is closed and a runtime far over WorkerTimeout: every rule says kill — if it were ours
     close_by_hand(&s, "ok-a", "oka-3");

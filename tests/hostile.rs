@@ -548,16 +548,7 @@ fn c2_5_forged_session_records_are_never_trusted() {
         .spawn()
         .unwrap();
     let pid = bystander.id();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let start: u64 = stat
-        .rsplit(')')
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let start = common::proc_starttime(pid).expect("the bystander runs");
     let dir = s.braids_dir().join("sessions");
     std::fs::create_dir_all(&dir).unwrap();
     let rec = |label: &str| {
