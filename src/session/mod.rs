@@ -58,7 +58,7 @@ fn ser_label<S: serde::Serializer>(l: &SessionLabel, s: S) -> Result<S::Ok, S::E
 }
 
 /// How a kill went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[must_use]
 pub enum KillOutcome {

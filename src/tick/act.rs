@@ -23,7 +23,7 @@ use crate::tracker::{ClaimOutcome, Tracker};
 use super::decide::{Plan, SpawnCandidate, ZombieReason};
 
 /// A worker started this run, as `--json` reports it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Spawned {
     pub project: String,
     pub bead: BeadId,
@@ -48,7 +48,7 @@ impl Spawned {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Killed {
     pub label: String,
     pub bead: BeadId,
@@ -57,7 +57,7 @@ pub struct Killed {
     pub outcome: Option<KillOutcome>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Released {
     pub project: String,
     pub bead: BeadId,

@@ -96,7 +96,7 @@ pub struct Snapshot {
 }
 
 /// Why a session is a zombie (2.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ZombieReason {
     SessionEnded,

@@ -14,7 +14,7 @@ pub mod status_md;
 
 use anyhow::{Context as _, Result};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::lock::TickLock;
@@ -42,22 +42,41 @@ pub struct TickOptions {
     pub force: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunType {
     Full,
     Skipped,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Spawn,
     Idle,
 }
 
-/// What a tick did; `--json` prints exactly this.
-#[derive(Debug, Clone, Serialize)]
+/// Why a run was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SkipReason {
+    /// Idle backoff (2.7) said to wait.
+    Backoff,
+    /// Another tick holds the lock.
+    Locked,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Backoff => "backoff",
+            SkipReason::Locked => "locked",
+        }
+    }
+}
+
+/// What a tick did; `--json` prints exactly this, and tests read it back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TickReport {
     pub run: RunType,
     pub action: Action,
@@ -71,7 +90,7 @@ pub struct TickReport {
     pub dry_run: bool,
     /// Why a skipped run was skipped: `backoff` or `locked`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub skip: Option<&'static str>,
+    pub skip: Option<SkipReason>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_full_run: Option<DateTime<Utc>>,
     /// Projects whose check-in went out this run.
@@ -80,7 +99,7 @@ pub struct TickReport {
 
 impl TickReport {
     fn skipped(
-        skip: &'static str,
+        skip: SkipReason,
         reason: Option<IdleReason>,
         next: Option<DateTime<Utc>>,
         dry_run: bool,
@@ -145,7 +164,7 @@ impl TickReport {
                 RunType::Full => "full",
                 RunType::Skipped => "skipped",
             },
-            skip = self.skip,
+            skip = self.skip.map(SkipReason::as_str),
             dry_run = self.dry_run,
             spawned = self.spawns.len(),
             killed = self.zombies.len(),
@@ -163,7 +182,9 @@ impl TickReport {
     pub fn summary(&self) -> String {
         let dry = if self.dry_run { " (dry run)" } else { "" };
         match (self.run, self.skip) {
-            (RunType::Skipped, Some("locked")) => "skipped: another tick holds the lock".into(),
+            (RunType::Skipped, Some(SkipReason::Locked)) => {
+                "skipped: another tick holds the lock".into()
+            }
             (RunType::Skipped, _) => format!(
                 "skipped{dry}: idle ({}) until {}",
                 self.idle_reason.map_or("-", |r| r.as_str()),
@@ -210,7 +231,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
             .with_context(|| format!("cannot open the lock {}", inst.paths.lock().display()))?
         {
             Some(l) => Some(l),
-            None => return Ok(TickReport::skipped("locked", None, None, false)),
+            None => return Ok(TickReport::skipped(SkipReason::Locked, None, None, false)),
         }
     };
 
@@ -235,7 +256,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     } = state.run_kind(now, opts.force)
     {
         return Ok(TickReport::skipped(
-            "backoff",
+            SkipReason::Backoff,
             Some(reason),
             Some(next_full_run),
             opts.dry_run,
