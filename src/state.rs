@@ -103,6 +103,23 @@ pub enum RunKind {
 }
 
 impl OrchestratorState {
+    /// The claim-retention rule after a run: forget the claims the run settled (released, or
+    /// whose bead left in_progress), keep every other one (a project briefly missing from the
+    /// registry keeps its claims), and remember the run's new claims.
+    pub fn settle_claims<'a>(
+        &mut self,
+        settled: impl IntoIterator<Item = (&'a str, &'a BeadId)>,
+        new_claims: &[Claim],
+    ) {
+        let settled: Vec<(&str, &BeadId)> = settled.into_iter().collect();
+        self.claims.retain(|c| {
+            !settled
+                .iter()
+                .any(|(s, b)| *s == c.project && *b == &c.bead)
+        });
+        self.claims.extend(new_claims.iter().cloned());
+    }
+
     /// Reads the state file. `Ok(None)` when it does not exist; `Err` with a one-line reason
     /// when it exists but cannot be used, which the caller logs before doing a full run.
     pub fn load(path: &Path) -> Result<Option<OrchestratorState>, String> {
@@ -177,6 +194,28 @@ mod tests {
 
     fn t(min: i64) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap() + Duration::minutes(min)
+    }
+
+    #[test]
+    fn settle_claims_forgets_settled_keeps_the_rest_and_adds_new() {
+        let claim = |p: &str, b: &str| Claim {
+            project: p.into(),
+            bead: BeadId::new(b).unwrap(),
+            claimed_at: t(0),
+        };
+        let mut s = OrchestratorState {
+            claims: vec![claim("a", "a1"), claim("a", "a2"), claim("gone", "g1")],
+            ..OrchestratorState::default()
+        };
+        let a1 = BeadId::new("a1").unwrap();
+        s.settle_claims([("a", &a1)], &[claim("b", "b1")]);
+        let left: Vec<(&str, &str)> = s
+            .claims
+            .iter()
+            .map(|c| (c.project.as_str(), c.bead.as_str()))
+            .collect();
+        // a project missing from the registry ("gone") keeps its claim
+        assert_eq!(left, [("a", "a2"), ("gone", "g1"), ("b", "b1")]);
     }
 
     #[test]

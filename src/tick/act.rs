@@ -20,7 +20,7 @@ use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
 use crate::state::Claim;
 use crate::tracker::{ClaimOutcome, Tracker};
 
-use super::decide::{Plan, SpawnCandidate, ZombieReason};
+use super::decide::{Plan, Slot, SpawnCandidate, ZombieReason};
 
 /// A worker started this run, as `--json` reports it.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -185,91 +185,85 @@ pub fn act_with(
             .collect();
         return out;
     }
-    let mut global = plan.global_slots;
-    'projects: for p in &plan.spawns {
-        let Some(tracker) = fx.trackers.get(&p.slug) else {
-            continue;
+    plan.walk(|c| {
+        let Some(tracker) = fx.trackers.get(&c.slug) else {
+            return Slot::NextProject;
         };
-        let mut slots = p.slots;
-        for c in &p.candidates {
-            if slots == 0 {
-                break;
-            }
-            if global == Some(0) {
-                break 'projects;
-            }
-            let pending = Claim {
-                project: c.slug.clone(),
-                bead: c.bead.clone(),
-                claimed_at: now,
-            };
-            if let Err(e) = ahead(Ahead::Claiming(&pending)) {
-                out.errors.push(format!(
-                    "{}: not claiming {}: the claim cannot be recorded first ({e:#})",
-                    c.slug, c.bead
-                ));
-                break 'projects;
-            }
-            match tracker.claim(&c.bead, fx.actor) {
-                Ok(ClaimOutcome::Claimed) => {}
-                Ok(ClaimOutcome::Refused { status, holder }) => {
-                    tracing::debug!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
-                    // not ours: a later run must never release it
-                    let _ = ahead(Ahead::Refused(&pending));
-                    continue;
-                }
-                Err(e) => {
-                    out.errors
-                        .push(format!("{}: cannot claim {}: {e}", c.slug, c.bead));
-                    continue 'projects;
-                }
-            }
-            let spec = SpawnSpec {
-                label: c.label.clone(),
-                message: c.message.clone(),
-                argv: fx.worker_argv.iter().map(OsString::from).collect(),
-                cwd: c.path.clone(),
-                env: vec![("BRAIDS_LABEL".into(), c.label.to_string().into())],
-                log: log_path(fx.paths, c, now),
-            };
-            match fx.backend.spawn(&spec) {
-                Ok(_) => {
-                    tracing::debug!(label = %c.label, "worker spawned");
-                    out.new_claims.push(Claim {
-                        project: c.slug.clone(),
-                        bead: c.bead.clone(),
-                        claimed_at: now,
-                    });
-                    out.spawned.push(Spawned::from_candidate(c));
-                    slots -= 1;
-                    global = global.map(|g| g - 1);
-                }
-                Err(e) => {
-                    out.errors.push(format!(
-                        "{}: cannot start a worker for {}: {e}",
-                        c.slug, c.bead
-                    ));
-                    if let Err(e) = tracker.reopen(
-                        &c.bead,
-                        "braids: the worker could not be started; claim undone",
-                    ) {
-                        out.errors.push(format!(
-                            "{}: cannot undo the claim on {}: {e}",
-                            c.slug, c.bead
-                        ));
-                        // Remembered, so a later run releases it once the tracker answers.
-                        out.new_claims.push(Claim {
-                            project: c.slug.clone(),
-                            bead: c.bead.clone(),
-                            claimed_at: now,
-                        });
-                    }
-                    continue 'projects;
-                }
-            }
+        claim_and_spawn(c, tracker.as_ref(), fx, now, ahead, &mut out)
+    });
+    out
+}
+
+/// Claims one candidate (recorded first through `ahead`) and starts its worker; a spawn that
+/// fails undoes the claim. Says how the walk goes on.
+fn claim_and_spawn(
+    c: &SpawnCandidate,
+    tracker: &dyn Tracker,
+    fx: &Effects<'_>,
+    now: DateTime<Utc>,
+    ahead: &mut dyn FnMut(Ahead<'_>) -> anyhow::Result<()>,
+    out: &mut Outcome,
+) -> Slot {
+    let pending = Claim {
+        project: c.slug.clone(),
+        bead: c.bead.clone(),
+        claimed_at: now,
+    };
+    if let Err(e) = ahead(Ahead::Claiming(&pending)) {
+        out.errors.push(format!(
+            "{}: not claiming {}: the claim cannot be recorded first ({e:#})",
+            c.slug, c.bead
+        ));
+        return Slot::Stop;
+    }
+    match tracker.claim(&c.bead, fx.actor) {
+        Ok(ClaimOutcome::Claimed) => {}
+        Ok(ClaimOutcome::Refused { status, holder }) => {
+            tracing::debug!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
+            // not ours: a later run must never release it
+            let _ = ahead(Ahead::Refused(&pending));
+            return Slot::Passed;
+        }
+        Err(e) => {
+            out.errors
+                .push(format!("{}: cannot claim {}: {e}", c.slug, c.bead));
+            return Slot::NextProject;
         }
     }
-    out
+    let spec = SpawnSpec {
+        label: c.label.clone(),
+        message: c.message.clone(),
+        argv: fx.worker_argv.iter().map(OsString::from).collect(),
+        cwd: c.path.clone(),
+        env: vec![("BRAIDS_LABEL".into(), c.label.to_string().into())],
+        log: log_path(fx.paths, c, now),
+    };
+    match fx.backend.spawn(&spec) {
+        Ok(_) => {
+            tracing::debug!(label = %c.label, "worker spawned");
+            out.new_claims.push(pending);
+            out.spawned.push(Spawned::from_candidate(c));
+            Slot::Taken
+        }
+        Err(e) => {
+            out.errors.push(format!(
+                "{}: cannot start a worker for {}: {e}",
+                c.slug, c.bead
+            ));
+            if let Err(e) = tracker.reopen(
+                &c.bead,
+                "braids: the worker could not be started; claim undone",
+            ) {
+                out.errors.push(format!(
+                    "{}: cannot undo the claim on {}: {e}",
+                    c.slug, c.bead
+                ));
+                // Remembered, so a later run releases it once the tracker answers.
+                out.new_claims.push(pending);
+            }
+            Slot::NextProject
+        }
+    }
 }
 
 /// Retries the pushes that failed earlier (4.4), in projects with no worker running (a running

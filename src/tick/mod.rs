@@ -359,14 +359,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let mut next = state.after_run(now, spawned, plan.idle_reason);
     next.dry = dry;
     next.checkins.extend(sent);
-    let settled = |slug: &str, bead: &crate::model::BeadId| {
-        plan.settled_claims
-            .iter()
-            .chain(plan.releases.iter())
-            .any(|r| r.slug == slug && &r.bead == bead)
-    };
-    next.claims.retain(|c| !settled(&c.project, &c.bead));
-    next.claims.extend(outcome.new_claims.iter().cloned());
+    next.settle_claims(plan.settled(), &outcome.new_claims);
     // STATUS.md is written even when the state cannot be, and says why (1.5, 1.6).
     let saved = crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes());
     let mut shown_errors = report.errors.clone();

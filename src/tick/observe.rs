@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::diag::Diagnostic;
-use crate::format::{self, iteration::Iteration, project::ProjectConfig, registry::RegistryEntry};
+use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
 use crate::model::{
     Autonomy, BeadId, BeadStatus, Checkin, IterationStatus, Priority, ProjectStatus,
 };
@@ -25,7 +25,7 @@ use crate::session::Session;
 use crate::state::Claim;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 
-use super::decide::{BeadLookup, Eligibility, ProjectView, Snapshot};
+use super::decide::{eligibility_of, BeadLookup, Eligibility, ProjectView, Snapshot};
 
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -249,34 +249,6 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
         view: base_view(entry, Eligibility::Broken(why)),
         report,
         tracker: None,
-    }
-}
-
-/// The one active iteration, or why there is not exactly one (2.3).
-fn eligibility_of(
-    entry: &RegistryEntry,
-    config: &ProjectConfig,
-    iterations: &[Iteration],
-) -> Eligibility {
-    if entry.status != Some(ProjectStatus::Active) || config.status != Some(ProjectStatus::Active) {
-        let show = |s: Option<ProjectStatus>| s.map_or("missing", |s| s.as_str());
-        return Eligibility::Inactive {
-            why: format!(
-                "registry {}, PROJECT.md {}",
-                show(entry.status),
-                show(config.status)
-            ),
-        };
-    }
-    let active: Vec<u32> = iterations
-        .iter()
-        .filter(|i| i.status == Some(IterationStatus::Active))
-        .map(|i| i.number)
-        .collect();
-    match active.as_slice() {
-        [] => Eligibility::NoActiveIteration,
-        [n] => Eligibility::Eligible { iteration: *n },
-        many => Eligibility::SeveralActive(many.to_vec()),
     }
 }
 

@@ -29,23 +29,11 @@ use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessag
 use crate::session::{Session, SessionProblem};
 use crate::state::{Claim, IdleReason};
 
-/// Whether a project may receive workers this run, and if not, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Eligibility {
-    /// Active, with exactly one active iteration (2.3).
-    Eligible {
-        iteration: u32,
-    },
-    /// Paused or blocked in the registry or PROJECT.md.
-    Inactive {
-        why: String,
-    },
-    NoActiveIteration,
-    /// More than one active iteration violates 1.3; nothing is spawned until a person fixes it.
-    SeveralActive(Vec<u32>),
-    /// The project could not be read (missing directory, unreadable PROJECT.md …).
-    Broken(String),
-}
+mod eligibility;
+mod plan;
+
+pub use eligibility::{eligibility_of, Eligibility};
+pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, STAND_INS};
 
 /// What a tracker said about one bead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,84 +132,6 @@ pub fn classify(
 pub struct Zombie {
     pub session: Session,
     pub reason: ZombieReason,
-}
-
-/// A bead that may be claimed and given a worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpawnCandidate {
-    pub slug: String,
-    pub bead: BeadId,
-    pub title: String,
-    pub iteration: u32,
-    pub path: PathBuf,
-    pub channel: Option<String>,
-    pub worker_timeout: u64,
-    pub label: SessionLabel,
-    pub message: SpawnMessage,
-}
-
-/// Candidates kept beyond a project's free slots, to stand in for claims refused because
-/// another worker or a person took the bead between `ready` and the claim. More refusals than
-/// this in one run leave the slot for the next run.
-pub const STAND_INS: usize = 4;
-
-/// A project's share of this run: up to `slots` workers, from `candidates` in order (later
-/// candidates stand in when a claim is refused; at most `slots + STAND_INS` of them).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProjectSpawns {
-    pub slug: String,
-    pub slots: usize,
-    pub candidates: Vec<SpawnCandidate>,
-}
-
-/// A claim to hand back: the worker is gone and the bead is still in_progress.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Release {
-    pub slug: String,
-    pub bead: BeadId,
-}
-
-/// What to do this run. Acting on it is the caller's job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[must_use]
-pub struct Plan {
-    pub zombies: Vec<Zombie>,
-    /// Sessions that are no longer running (2.6 rule 1), to forget.
-    pub ended: Vec<Session>,
-    /// Sessions labelled for a slug that is not in the registry: reported, left alone.
-    pub unmanaged: Vec<Session>,
-    /// Healthy workers per project after zombies are excluded.
-    pub healthy: BTreeMap<String, usize>,
-    /// In scheduling order.
-    pub spawns: Vec<ProjectSpawns>,
-    /// `None` when there is no global cap.
-    pub global_slots: Option<usize>,
-    pub releases: Vec<Release>,
-    /// Claims to stop remembering: their bead left in_progress or no longer exists.
-    pub settled_claims: Vec<Release>,
-    /// The idle reason to record if nothing ends up spawned.
-    pub idle_reason: IdleReason,
-    /// Problems worth a line on STATUS.md, such as a path a spawn message cannot carry.
-    pub errors: Vec<String>,
-}
-
-impl Plan {
-    /// The spawns this plan makes if every claim succeeds, honouring project slots and the
-    /// global cap, in order.
-    pub fn intended(&self) -> Vec<&SpawnCandidate> {
-        let mut global = self.global_slots;
-        let mut out = Vec::new();
-        for p in &self.spawns {
-            for c in p.candidates.iter().take(p.slots) {
-                if global == Some(0) {
-                    return out;
-                }
-                global = global.map(|g| g - 1);
-                out.push(c);
-            }
-        }
-        out
-    }
 }
 
 fn lookup(p: &ProjectView, bead: &BeadId) -> BeadLookup {
@@ -447,5 +357,4 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
 }
 
 #[cfg(test)]
-#[path = "decide_tests.rs"]
 mod tests;

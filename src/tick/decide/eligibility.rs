@@ -1,0 +1,54 @@
+//! Contract 2.3 as one pure function: a project is offered workers only when it is active in
+//! both the registry and PROJECT.md and has exactly one active iteration. The tick's observe
+//! step and the simulation both call [`eligibility_of`], so they cannot disagree.
+
+use crate::format::iteration::Iteration;
+use crate::format::project::ProjectConfig;
+use crate::format::registry::RegistryEntry;
+use crate::model::{IterationStatus, ProjectStatus};
+
+/// Whether a project may receive workers this run, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Eligibility {
+    /// Active, with exactly one active iteration (2.3).
+    Eligible {
+        iteration: u32,
+    },
+    /// Paused or blocked in the registry or PROJECT.md.
+    Inactive {
+        why: String,
+    },
+    NoActiveIteration,
+    /// More than one active iteration violates 1.3; nothing is spawned until a person fixes it.
+    SeveralActive(Vec<u32>),
+    /// The project could not be read (missing directory, unreadable PROJECT.md …).
+    Broken(String),
+}
+
+/// Contract 2.3 for one project.
+pub fn eligibility_of(
+    entry: &RegistryEntry,
+    config: &ProjectConfig,
+    iterations: &[Iteration],
+) -> Eligibility {
+    if entry.status != Some(ProjectStatus::Active) || config.status != Some(ProjectStatus::Active) {
+        let show = |s: Option<ProjectStatus>| s.map_or("missing", |s| s.as_str());
+        return Eligibility::Inactive {
+            why: format!(
+                "registry {}, PROJECT.md {}",
+                show(entry.status),
+                show(config.status)
+            ),
+        };
+    }
+    let active: Vec<u32> = iterations
+        .iter()
+        .filter(|i| i.status == Some(IterationStatus::Active))
+        .map(|i| i.number)
+        .collect();
+    match active.as_slice() {
+        [] => Eligibility::NoActiveIteration,
+        [n] => Eligibility::Eligible { iteration: *n },
+        many => Eligibility::SeveralActive(many.to_vec()),
+    }
+}

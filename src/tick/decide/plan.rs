@@ -1,0 +1,236 @@
+//! The value a tick's decision returns, and the one walk over its spawn slots. `act` (for
+//! real), the dry run (as intent) and the simulation's model of act all walk slots through
+//! [`Plan::walk`], so the per-project MaxWorkers and the global cap are enforced in one place.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::model::{BeadId, SessionLabel, SpawnMessage};
+use crate::session::Session;
+use crate::state::IdleReason;
+
+use super::Zombie;
+
+/// A bead that may be claimed and given a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnCandidate {
+    pub slug: String,
+    pub bead: BeadId,
+    pub title: String,
+    pub iteration: u32,
+    pub path: PathBuf,
+    pub channel: Option<String>,
+    pub worker_timeout: u64,
+    pub label: SessionLabel,
+    pub message: SpawnMessage,
+}
+
+/// Candidates kept beyond a project's free slots, to stand in for claims refused because
+/// another worker or a person took the bead between `ready` and the claim. More refusals than
+/// this in one run leave the slot for the next run.
+pub const STAND_INS: usize = 4;
+
+/// A project's share of this run: up to `slots` workers, from `candidates` in order (later
+/// candidates stand in when a claim is refused; at most `slots + STAND_INS` of them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectSpawns {
+    pub slug: String,
+    pub slots: usize,
+    pub candidates: Vec<SpawnCandidate>,
+}
+
+/// A claim to hand back: the worker is gone and the bead is still in_progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub slug: String,
+    pub bead: BeadId,
+}
+
+/// What to do this run. Acting on it is the caller's job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct Plan {
+    pub zombies: Vec<Zombie>,
+    /// Sessions that are no longer running (2.6 rule 1), to forget.
+    pub ended: Vec<Session>,
+    /// Sessions labelled for a slug that is not in the registry: reported, left alone.
+    pub unmanaged: Vec<Session>,
+    /// Healthy workers per project after zombies are excluded.
+    pub healthy: BTreeMap<String, usize>,
+    /// In scheduling order.
+    pub spawns: Vec<ProjectSpawns>,
+    /// `None` when there is no global cap.
+    pub global_slots: Option<usize>,
+    pub releases: Vec<Release>,
+    /// Claims to stop remembering: their bead left in_progress or no longer exists.
+    pub settled_claims: Vec<Release>,
+    /// The idle reason to record if nothing ends up spawned.
+    pub idle_reason: IdleReason,
+    /// Problems worth a line on STATUS.md, such as a path a spawn message cannot carry.
+    pub errors: Vec<String>,
+}
+
+/// What became of one candidate offered by [`Plan::walk`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// A worker was started: the candidate used one project slot and one global slot.
+    Taken,
+    /// Not started, no slot used: the next candidate stands in (a refused claim).
+    Passed,
+    /// Not started, and the rest of this project is skipped this run (tracker or spawn error).
+    NextProject,
+    /// Stop walking altogether (a claim that cannot be recorded first).
+    Stop,
+}
+
+impl Plan {
+    /// Offers candidates in scheduling order to `f`, within each project's slots and the
+    /// global cap: the one place those limits are applied when acting.
+    pub fn walk<'a>(&'a self, mut f: impl FnMut(&'a SpawnCandidate) -> Slot) {
+        let mut global = self.global_slots;
+        for p in &self.spawns {
+            let mut slots = p.slots;
+            for c in &p.candidates {
+                if slots == 0 {
+                    break;
+                }
+                if global == Some(0) {
+                    return;
+                }
+                match f(c) {
+                    Slot::Taken => {
+                        slots -= 1;
+                        global = global.map(|g| g - 1);
+                    }
+                    Slot::Passed => {}
+                    Slot::NextProject => break,
+                    Slot::Stop => return,
+                }
+            }
+        }
+    }
+
+    /// The spawns this plan makes if every claim succeeds, in order.
+    pub fn intended(&self) -> Vec<&SpawnCandidate> {
+        let mut out = Vec::new();
+        self.walk(|c| {
+            out.push(c);
+            Slot::Taken
+        });
+        out
+    }
+
+    /// The claims this run ends: released ones, and those whose bead left in_progress. The
+    /// state forgets them ([`crate::state::OrchestratorState::settle_claims`]).
+    pub fn settled(&self) -> impl Iterator<Item = (&str, &BeadId)> {
+        self.settled_claims
+            .iter()
+            .chain(self.releases.iter())
+            .map(|r| (r.slug.as_str(), &r.bead))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(slug: &str, bead: &str) -> SpawnCandidate {
+        let bead = BeadId::new(bead).unwrap();
+        SpawnCandidate {
+            slug: slug.into(),
+            bead: bead.clone(),
+            title: bead.to_string(),
+            iteration: 1,
+            path: PathBuf::from("/p").join(slug),
+            channel: None,
+            worker_timeout: 3600,
+            label: SessionLabel::new(slug, bead.clone()).unwrap(),
+            message: SpawnMessage::new(PathBuf::from("/p").join(slug), bead, 1, "").unwrap(),
+        }
+    }
+
+    fn plan(spawns: &[(&str, usize, &[&str])], global: Option<usize>) -> Plan {
+        Plan {
+            zombies: vec![],
+            ended: vec![],
+            unmanaged: vec![],
+            healthy: BTreeMap::new(),
+            spawns: spawns
+                .iter()
+                .map(|(slug, slots, beads)| ProjectSpawns {
+                    slug: (*slug).into(),
+                    slots: *slots,
+                    candidates: beads.iter().map(|b| candidate(slug, b)).collect(),
+                })
+                .collect(),
+            global_slots: global,
+            releases: vec![],
+            settled_claims: vec![],
+            idle_reason: IdleReason::NoReadyBeads,
+            errors: vec![],
+        }
+    }
+
+    /// Walks `plan`, answering each offer from `answer` (by bead id), and returns the offers.
+    fn offers(plan: &Plan, answer: impl Fn(&str) -> Slot) -> Vec<String> {
+        let mut seen = Vec::new();
+        plan.walk(|c| {
+            seen.push(c.bead.to_string());
+            answer(c.bead.as_str())
+        });
+        seen
+    }
+
+    #[test]
+    fn c2_2_walk_table() {
+        let p = plan(
+            &[("a", 2, &["a1", "a2", "a3"]), ("b", 1, &["b1", "b2"])],
+            None,
+        );
+        // every claim succeeds: each project up to its slots
+        assert_eq!(offers(&p, |_| Slot::Taken), ["a1", "a2", "b1"]);
+        // a refused claim lets the next candidate stand in
+        let refuse_a1 = |b: &str| if b == "a1" { Slot::Passed } else { Slot::Taken };
+        assert_eq!(offers(&p, refuse_a1), ["a1", "a2", "a3", "b1"]);
+        // a project error skips the rest of that project only
+        let fail_a = |b: &str| {
+            if b == "a1" {
+                Slot::NextProject
+            } else {
+                Slot::Taken
+            }
+        };
+        assert_eq!(offers(&p, fail_a), ["a1", "b1"]);
+        // stop ends the walk
+        assert_eq!(offers(&p, |_| Slot::Stop), ["a1"]);
+        // the global cap bounds the total, across projects
+        let g = plan(&[("a", 2, &["a1", "a2"]), ("b", 2, &["b1", "b2"])], Some(3));
+        assert_eq!(offers(&g, |_| Slot::Taken), ["a1", "a2", "b1"]);
+        // refusals do not use the global cap
+        let refuse_a2 = |b: &str| if b == "a2" { Slot::Passed } else { Slot::Taken };
+        assert_eq!(offers(&g, refuse_a2), ["a1", "a2", "b1", "b2"]);
+        assert_eq!(
+            g.intended()
+                .iter()
+                .map(|c| c.bead.as_str())
+                .collect::<Vec<_>>(),
+            ["a1", "a2", "b1"]
+        );
+    }
+
+    #[test]
+    fn settled_lists_releases_and_settled_claims() {
+        let mut p = plan(&[], None);
+        let r = |s: &str, b: &str| Release {
+            slug: s.into(),
+            bead: BeadId::new(b).unwrap(),
+        };
+        p.settled_claims.push(r("a", "a1"));
+        p.releases.push(r("b", "b1"));
+        let got: Vec<(String, String)> = p
+            .settled()
+            .map(|(s, b)| (s.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(got, [("a".into(), "a1".into()), ("b".into(), "b1".into())]);
+    }
+}
