@@ -4,7 +4,15 @@ use anyhow::Result;
 
 use crate::config::Config;
 use crate::paths::Paths;
-use crate::tick::Installation;
+use crate::session::SessionBackend;
+
+/// An installation as a tick sees it: where things are, the settings, and the session backend.
+pub struct Installation {
+    pub paths: Paths,
+    pub config: Config,
+    pub config_warnings: Vec<String>,
+    pub backend: Box<dyn SessionBackend>,
+}
 
 pub fn open(paths: &Paths) -> Result<Installation> {
     let loaded = Config::load(&paths.config())?;

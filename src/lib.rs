@@ -7,10 +7,10 @@
 
 pub mod atomic;
 pub mod check;
-pub mod checkin;
 pub mod cli;
 pub mod config;
 pub mod diag;
+pub mod exit;
 pub mod format;
 pub mod git;
 pub mod installation;

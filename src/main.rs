@@ -1,3 +1,5 @@
-fn main() {
-    std::process::exit(braids::cli::run());
+//! The `braids` binary: everything is in the library, so tests drive what a user runs.
+
+fn main() -> std::process::ExitCode {
+    braids::cli::run()
 }

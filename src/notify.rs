@@ -1,7 +1,7 @@
 //! Notifications (CONTRACTS 3.8): only events that are `on` in the project's Notifications
 //! table, none at all without a Channel, the event's mention appended.
 //!
-//! Check-ins ([`send_checkin`], [`crate::checkin`]) are their own kind of message: they go to
+//! Check-ins ([`send_checkin`], the tick's check-in module) are their own kind of message: they go to
 //! the Channel whatever the Notifications table says, and likewise never without a Channel.
 //!
 //! Delivery is by a configured notifier — an argv template (`openclaw message send …`) or a
@@ -16,6 +16,7 @@ use crate::config::NotifyConfig;
 use crate::format::project::ProjectConfig;
 use crate::model::{BeadId, NotificationEvent};
 use crate::proc::Invocation;
+pub use crate::templates::expand;
 
 /// What a message is about: one of the 1.2 events, or a check-in. Shown to notifiers as the
 /// event's name (`{event}`, the webhook's `event`): `bead-complete`, …, `checkin`.
@@ -192,34 +193,6 @@ pub fn send_checkin(
             false
         }
     }
-}
-
-/// Replaces `{name}` placeholders in one pass, so a value that contains `{…}` is never expanded
-/// again. Unknown placeholders are kept as written.
-pub fn expand(template: &str, vars: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find('{') {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 1..];
-        match after.find('}').map(|end| (&after[..end], end)) {
-            Some((name, end)) if vars.iter().any(|(k, _)| *k == name) => {
-                out.push_str(
-                    vars.iter()
-                        .find(|(k, _)| *k == name)
-                        .map(|(_, v)| *v)
-                        .unwrap_or_default(),
-                );
-                rest = &after[end + 1..];
-            }
-            _ => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Runs an argv template per notification. Never a shell.

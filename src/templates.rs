@@ -1,8 +1,7 @@
 //! The files braids writes for people, embedded in the binary so a fresh install needs nothing
-//! beside the executable. Placeholders are `{name}` and are filled in one pass by
-//! [`crate::notify::expand`], so a value can never inject another placeholder.
-
-use crate::notify::expand;
+//! beside the executable. Placeholders are `{name}` and are filled in one pass by [`expand`],
+//! so a value can never inject another placeholder; notifications and executor argv use the
+//! same function.
 
 pub const PROJECT: &str = include_str!("../templates/PROJECT.md");
 pub const ITERATION: &str = include_str!("../templates/ITERATION.md");
@@ -13,6 +12,34 @@ pub const REGISTRY: &str = include_str!("../templates/registry.md");
 pub const WORKPLAN: &str = include_str!("../templates/WORKPLAN.md");
 pub const CONFIG: &str = include_str!("../templates/config.toml");
 pub const PROMPT: &str = include_str!("../templates/prompt.md");
+
+/// Replaces `{name}` placeholders in one pass, so a value that contains `{…}` is never expanded
+/// again. Unknown placeholders are kept as written.
+pub fn expand(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find('}').map(|end| (&after[..end], end)) {
+            Some((name, end)) if vars.iter().any(|(k, _)| *k == name) => {
+                out.push_str(
+                    vars.iter()
+                        .find(|(k, _)| *k == name)
+                        .map(|(_, v)| *v)
+                        .unwrap_or_default(),
+                );
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
 
 /// Fills a template's placeholders.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> String {

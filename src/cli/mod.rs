@@ -3,15 +3,13 @@
 //! `main.rs` calls [`run`] and nothing else. Each subcommand lives in its own file and receives
 //! resolved inputs (a [`Paths`] read once from the environment), never raw environment lookups.
 //!
-//! Exit codes, for every command:
-//! - `0` success (for `check`: no findings; for `tick`: the run happened or was skipped);
-//! - `1` `check` found contract violations;
-//! - `2` unusable input or usage: the message says which file and what to do.
+//! Exit codes are documented once, in [`crate::exit`].
 
 use std::path::PathBuf;
 
-use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
+pub use crate::logging::LogFormat;
 use crate::paths::Paths;
 use crate::schedule::{CronExpr, Interval, Schedule};
 
@@ -29,12 +27,7 @@ mod worker;
 
 pub use output::Output;
 
-/// Exit code for success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code when `braids check` found violations.
-pub const EXIT_FINDINGS: i32 = 1;
-/// Exit code for unusable input or a usage error.
-pub const EXIT_USAGE: i32 = 2;
+pub use crate::exit::{EXIT_FINDINGS, EXIT_OK, EXIT_STOPPED, EXIT_USAGE};
 
 #[derive(Debug, Parser)]
 #[command(name = "braids", version, about = "A deterministic scheduler that keeps AI coding agents working on many projects at once", long_about = None)]
@@ -47,12 +40,6 @@ pub struct Cli {
     /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -284,14 +271,13 @@ pub struct KillArgs {
 }
 
 /// Parses the process arguments, runs the command, returns the exit code.
-pub fn run() -> i32 {
+pub fn run() -> std::process::ExitCode {
     let cli = Cli::parse();
     crate::logging::init(cli.verbose, cli.log_format);
     let paths = match Paths::from_env() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("braids: {e:#}");
-            return EXIT_USAGE;
+            return crate::exit::from_result(Err(e));
         }
     };
     let result = match cli.command {
@@ -309,11 +295,5 @@ pub fn run() -> i32 {
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
     };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("braids: {e:#}");
-            EXIT_USAGE
-        }
-    }
+    crate::exit::from_result(result)
 }

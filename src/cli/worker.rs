@@ -17,10 +17,7 @@ use crate::tick::observe::tracker_kind;
 use crate::tracker::{self, TrackerOptions};
 use crate::worker::{self, Ending, Worker};
 
-use super::{WorkerArgs, EXIT_OK};
-
-/// The worker stopped without completing the bead.
-pub const EXIT_STOPPED: i32 = 3;
+use super::{WorkerArgs, EXIT_OK, EXIT_STOPPED};
 
 pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
     let text = match &args.message_file {

@@ -155,7 +155,7 @@ async fn run_loop(paths: Paths, schedule: Schedule) -> Result<i32> {
         tracing::debug!("next run {}", describe(&due));
     };
     tracing::info!("daemon stopped ({stopped_by})");
-    Ok(crate::cli::EXIT_OK)
+    Ok(crate::exit::EXIT_OK)
 }
 
 /// One tick, as `braids tick` runs it.

@@ -3,10 +3,11 @@
 //! [`run`] is that line and nothing else. `observe` and `act` are the only places with I/O
 //! (through the tracker and session-backend traits); [`decide()`] is pure. A run that finds the
 //! lock held, or that idle backoff says to skip (2.7), returns at once and writes nothing —
-//! STATUS.md is rewritten on full runs only (2.8). Check-ins ([`crate::checkin`]) are sent
+//! STATUS.md is rewritten on full runs only (2.8). Check-ins ([`checkin`]) are sent
 //! after act and recorded with the state, on full runs that are not dry runs.
 
 pub mod act;
+pub mod checkin;
 pub mod decide;
 mod notices;
 pub mod observe;
@@ -16,23 +17,13 @@ use anyhow::{Context as _, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
 use crate::lock::TickLock;
 use crate::model::BeadStatus;
-use crate::paths::Paths;
-use crate::session::SessionBackend;
 use crate::state::{IdleReason, OrchestratorState, RunKind};
 
+pub use crate::installation::Installation;
 pub use act::{Killed, Released, Spawned};
 pub use decide::{decide, Plan, Snapshot};
-
-/// An installation as a tick sees it: where things are, the settings, and the session backend.
-pub struct Installation {
-    pub paths: Paths,
-    pub config: Config,
-    pub config_warnings: Vec<String>,
-    pub backend: Box<dyn SessionBackend>,
-}
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TickOptions {
@@ -352,7 +343,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         .backend
         .list()
         .unwrap_or_else(|_| observed.snapshot.sessions.clone());
-    let sent = send_checkins(inst, &observed.reports, &sessions_now, &state, now);
+    let sent = checkin::send_due(inst, &observed.reports, &sessions_now, &state, now);
     report.checkins = sent.iter().map(|(slug, _)| slug.clone()).collect();
 
     // persist
@@ -407,50 +398,4 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     saved?;
     shown?;
     Ok(report)
-}
-
-/// Sends the check-ins that are due (see [`crate::checkin`]) and returns, per project sent, the
-/// time to record. A check-in that could not be delivered is not recorded, so the next full
-/// run tries again.
-fn send_checkins(
-    inst: &Installation,
-    reports: &[observe::ProjectReport],
-    sessions: &[crate::session::Session],
-    state: &OrchestratorState,
-    now: DateTime<Utc>,
-) -> Vec<(String, DateTime<Utc>)> {
-    use crate::checkin::{self, CheckinTime};
-    use crate::model::Checkin;
-    let wanted: Vec<&observe::ProjectReport> = reports
-        .iter()
-        .filter(|r| r.checkin != Checkin::OnDemand)
-        .collect();
-    if wanted.is_empty() {
-        return vec![];
-    }
-    let (at, warnings) = CheckinTime::from_config(&inst.config.checkin);
-    for w in warnings {
-        tracing::warn!("{w}");
-    }
-    let notifier = crate::notify::from_config(&inst.config.notify);
-    let mut sent = Vec::new();
-    for r in wanted {
-        let last = state.checkins.get(&r.slug).copied();
-        if !checkin::is_due(r.checkin, last, now, &at, &chrono::Local) {
-            continue;
-        }
-        if r.channel.as_deref().is_none_or(|c| c.trim().is_empty()) {
-            tracing::debug!(slug = %r.slug, "check-in due but the project has no Channel");
-            continue;
-        }
-        let live = sessions
-            .iter()
-            .filter(|s| s.running && s.label.slug() == r.slug)
-            .count();
-        let text = checkin::message(r, live);
-        if crate::notify::send_checkin(&notifier, r.channel.as_deref(), &r.slug, &text) {
-            sent.push((r.slug.clone(), now));
-        }
-    }
-    sent
 }

@@ -18,9 +18,10 @@ use chrono::{
     Weekday,
 };
 
+use super::observe::ProjectReport;
 use crate::config::CheckinConfig;
 use crate::model::Checkin;
-use crate::tick::observe::ProjectReport;
+use crate::state::OrchestratorState;
 
 /// `[checkin] time` and `weekday`, read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +152,50 @@ pub fn message(r: &ProjectReport, live_workers: usize) -> String {
         s.push_str(&format!(" Note: {note}."));
     }
     s
+}
+
+/// Sends the check-ins that are due  and returns, per project sent, the
+/// time to record. A check-in that could not be delivered is not recorded, so the next full
+/// run tries again.
+pub fn send_due(
+    inst: &crate::installation::Installation,
+    reports: &[ProjectReport],
+    sessions: &[crate::session::Session],
+    state: &OrchestratorState,
+    now: DateTime<Utc>,
+) -> Vec<(String, DateTime<Utc>)> {
+    let wanted: Vec<&ProjectReport> = reports
+        .iter()
+        .filter(|r| r.checkin != Checkin::OnDemand)
+        .collect();
+    if wanted.is_empty() {
+        return vec![];
+    }
+    let (at, warnings) = CheckinTime::from_config(&inst.config.checkin);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    let notifier = crate::notify::from_config(&inst.config.notify);
+    let mut sent = Vec::new();
+    for r in wanted {
+        let last = state.checkins.get(&r.slug).copied();
+        if !is_due(r.checkin, last, now, &at, &chrono::Local) {
+            continue;
+        }
+        if r.channel.as_deref().is_none_or(|c| c.trim().is_empty()) {
+            tracing::debug!(slug = %r.slug, "check-in due but the project has no Channel");
+            continue;
+        }
+        let live = sessions
+            .iter()
+            .filter(|s| s.running && s.label.slug() == r.slug)
+            .count();
+        let text = message(r, live);
+        if crate::notify::send_checkin(&notifier, r.channel.as_deref(), &r.slug, &text) {
+            sent.push((r.slug.clone(), now));
+        }
+    }
+    sent
 }
 
 #[cfg(test)]
