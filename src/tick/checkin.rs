@@ -163,6 +163,7 @@ pub fn send_due(
     sessions: &[crate::session::Session],
     state: &OrchestratorState,
     now: DateTime<Utc>,
+    notifier: &dyn crate::notify::Notifier,
 ) -> Vec<(String, DateTime<Utc>)> {
     let wanted: Vec<&ProjectReport> = reports
         .iter()
@@ -175,7 +176,6 @@ pub fn send_due(
     for w in warnings {
         tracing::warn!("{w}");
     }
-    let notifier = crate::notify::from_config(&inst.config.notify);
     let mut sent = Vec::new();
     for r in wanted {
         let last = state.checkins.get(&r.slug).copied();
@@ -191,7 +191,7 @@ pub fn send_due(
             .filter(|s| s.running && s.label.slug() == r.slug)
             .count();
         let text = message(r, live);
-        if crate::notify::send_checkin(&notifier, r.channel.as_deref(), &r.slug, &text) {
+        if crate::notify::send_checkin(notifier, r.channel.as_deref(), &r.slug, &text) {
             sent.push((r.slug.clone(), now));
         }
     }

@@ -1,0 +1,274 @@
+//! The tick as one straight line: lock → load → observe → decide → act → persist. Each step is
+//! one call here; what a step does lives in its own module.
+
+use anyhow::{Context as _, Result};
+use chrono::{DateTime, Utc};
+
+use super::{act, checkin, decide, notices, observe, status_md};
+use super::{Installation, SkipReason, TickOptions, TickReport};
+use crate::lock::TickLock;
+use crate::model::BeadStatus;
+use crate::state::{OrchestratorState, RunKind};
+
+/// One tick. Errors only when the run itself could not happen (the sessions cannot be listed,
+/// the state cannot be written); everything project-specific is reported in `errors`.
+pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result<TickReport> {
+    // lock
+    let Some(_lock) = lock(inst, opts)? else {
+        return Ok(TickReport::skipped(SkipReason::Locked, None, None, false));
+    };
+
+    // load
+    let state = load_state(inst);
+    if let RunKind::Skipped {
+        reason,
+        next_full_run,
+    } = state.run_kind(now, opts.force)
+    {
+        let why = Some(reason);
+        return Ok(TickReport::skipped(
+            SkipReason::Backoff,
+            why,
+            Some(next_full_run),
+            opts.dry_run,
+        ));
+    }
+
+    // observe
+    let observed = observe(inst, &state, opts)?;
+
+    // decide
+    let plan = decide::decide(&observed.snapshot, now);
+
+    // act
+    let mut ahead = WriteAhead::new(&state, inst.paths.state());
+    let argv = inst.config.worker_command();
+    let outcome = act::act_with(
+        &plan,
+        &effects(inst, &observed, &argv),
+        now,
+        opts.dry_run,
+        &mut |a| ahead.record(a),
+    );
+    let (pushed, push_errors) = match opts.dry_run {
+        true => (Vec::new(), Vec::new()),
+        false => act::retry_pushes(&observed.reports, &plan, PUSH_TIMEOUT),
+    };
+    let mut report = TickReport::full(
+        &plan,
+        &outcome,
+        pushed,
+        errors(&observed, &plan, &outcome, push_errors),
+        opts.dry_run,
+    );
+    if opts.dry_run {
+        return Ok(report);
+    }
+    let notifier = crate::notify::from_config(&inst.config.notify);
+    let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
+    let sessions_now = inst
+        .backend
+        .list()
+        .unwrap_or_else(|_| observed.snapshot.sessions.clone());
+    let sent = checkin::send_due(
+        inst,
+        &observed.reports,
+        &sessions_now,
+        &state,
+        now,
+        &notifier,
+    );
+    report.checkins = sent.iter().map(|(slug, _)| slug.clone()).collect();
+
+    // persist
+    let mut next = state.after_run(now, !outcome.spawned.is_empty(), plan.idle_reason);
+    next.dry = dry;
+    next.checkins.extend(sent);
+    next.settle_claims(plan.settled(), &outcome.new_claims);
+    persist(inst, &next, observed, &outcome, &sessions_now, &report, now)?;
+    Ok(report)
+}
+
+/// How long a retried push (4.4) may take.
+const PUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The tick lock, or `None` when another tick holds it. A dry run takes no lock (it writes
+/// nothing), so it gets `Some(None)`.
+fn lock(inst: &Installation, opts: TickOptions) -> Result<Option<Option<TickLock>>> {
+    std::fs::create_dir_all(&inst.paths.braids_dir)
+        .with_context(|| format!("cannot create {}", inst.paths.braids_dir.display()))?;
+    if opts.dry_run {
+        return Ok(Some(None));
+    }
+    let lock = TickLock::try_acquire(&inst.paths.lock())
+        .with_context(|| format!("cannot open the lock {}", inst.paths.lock().display()))?;
+    let Some(lock) = lock else {
+        return Ok(None);
+    };
+    // Temp files of writes killed half-way (SIGKILL, power loss) would pile up run after run.
+    for dir in [&inst.paths.braids_dir, &inst.paths.sessions_dir()] {
+        crate::atomic::sweep(dir, std::time::Duration::from_secs(3600));
+    }
+    Ok(Some(Some(lock)))
+}
+
+/// The state file, or a fresh state (and a full run) when it is missing or unusable (1.6).
+fn load_state(inst: &Installation) -> OrchestratorState {
+    match OrchestratorState::load(&inst.paths.state()) {
+        Ok(s) => s.unwrap_or_default(),
+        Err(warning) => {
+            tracing::warn!("{warning}");
+            OrchestratorState::default()
+        }
+    }
+}
+
+fn observe(
+    inst: &Installation,
+    state: &OrchestratorState,
+    opts: TickOptions,
+) -> Result<observe::Observed> {
+    let survey = inst
+        .backend
+        .survey()
+        .context("cannot list worker sessions, so cannot tell who is running")?;
+    let ctx = observe::Context {
+        paths: &inst.paths,
+        config: &inst.config,
+        config_warnings: &inst.config_warnings,
+        read_only: opts.dry_run,
+    };
+    let mut observed = observe::observe(&ctx, survey.sessions, state.claims.clone());
+    observed.snapshot.unreadable = survey.problems;
+    Ok(observed)
+}
+
+fn effects<'a>(
+    inst: &'a Installation,
+    observed: &'a observe::Observed,
+    worker_argv: &'a [String],
+) -> act::Effects<'a> {
+    act::Effects {
+        backend: inst.backend.as_ref(),
+        trackers: &observed.trackers,
+        paths: &inst.paths,
+        worker_argv,
+        actor: &inst.config.tracker.actor,
+        kill_grace: std::time::Duration::from_secs(inst.config.sessions.kill_grace_secs),
+    }
+}
+
+/// Every claim is recorded before it is made: a run killed between a claim and its end must
+/// not leave a bead in_progress that no later run knows to release (2.1).
+struct WriteAhead {
+    state: OrchestratorState,
+    file: std::path::PathBuf,
+}
+
+impl WriteAhead {
+    fn new(state: &OrchestratorState, file: std::path::PathBuf) -> Self {
+        WriteAhead {
+            state: state.clone(),
+            file,
+        }
+    }
+
+    fn record(&mut self, a: act::Ahead<'_>) -> Result<()> {
+        match a {
+            act::Ahead::Claiming(c) => self.state.claims.push(c.clone()),
+            act::Ahead::Refused(c) => self
+                .state
+                .claims
+                .retain(|x| !(x.project == c.project && x.bead == c.bead)),
+        }
+        crate::atomic::write(&self.file, self.state.to_json().as_bytes())
+    }
+}
+
+/// The run's errors, in the order STATUS.md lists them: pushes, the plan, acting, then each
+/// project's own.
+fn errors(
+    observed: &observe::Observed,
+    plan: &decide::Plan,
+    outcome: &act::Outcome,
+    push_errors: Vec<String>,
+) -> Vec<String> {
+    let mut errors = push_errors;
+    errors.extend(plan.errors.iter().cloned());
+    errors.extend(outcome.errors.iter().cloned());
+    errors.extend(
+        observed
+            .reports
+            .iter()
+            .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))),
+    );
+    errors
+}
+
+/// Writes the state, then STATUS.md. STATUS.md is written even when the state cannot be, and
+/// says why (1.5, 1.6).
+fn persist(
+    inst: &Installation,
+    next: &OrchestratorState,
+    observed: observe::Observed,
+    outcome: &act::Outcome,
+    sessions_now: &[crate::session::Session],
+    report: &TickReport,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let saved = crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes());
+    let mut shown_errors = report.errors.clone();
+    if let Err(e) = &saved {
+        shown_errors.push(format!("the run's state was not recorded: {e:#}"));
+    }
+    let reports = as_left(observed.reports, outcome);
+    let text = status_md::render(&status_md::Dashboard {
+        now,
+        reports: &reports,
+        sessions: sessions_now,
+        summary: &report.summary(),
+        diagnostics: &observed.diagnostics,
+        errors: &shown_errors,
+    });
+    let shown = crate::atomic::write(&inst.paths.status(), text.as_bytes());
+    saved?;
+    shown?;
+    Ok(())
+}
+
+/// The beads as this run leaves them: claimed ones are in_progress, released ones open.
+fn as_left(
+    mut reports: Vec<observe::ProjectReport>,
+    outcome: &act::Outcome,
+) -> Vec<observe::ProjectReport> {
+    let at: std::collections::HashMap<String, usize> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.slug.clone(), i))
+        .collect();
+    let moves = outcome
+        .new_claims
+        .iter()
+        .map(|c| {
+            (
+                &c.project,
+                &c.bead,
+                BeadStatus::Open,
+                BeadStatus::InProgress,
+            )
+        })
+        .chain(outcome.released.iter().map(|r| {
+            (
+                &r.project,
+                &r.bead,
+                BeadStatus::InProgress,
+                BeadStatus::Open,
+            )
+        }));
+    for (slug, bead, from, to) in moves {
+        if let Some(&i) = at.get(slug) {
+            reports[i].record_transition(bead, from, to);
+        }
+    }
+    reports
+}
