@@ -7,7 +7,6 @@
 
 pub mod app;
 pub mod atomic;
-pub mod check;
 pub mod cli;
 pub mod config;
 pub mod diag;

@@ -2,4 +2,9 @@
 //! inputs, does the work through the library, and returns a value the caller prints or serves.
 //! Nothing here parses arguments or prints.
 
+pub mod check;
+pub mod init;
+pub mod project;
 pub mod schedule;
+pub mod sessions;
+pub mod status;

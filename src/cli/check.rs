@@ -4,7 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::check;
+use crate::app::check;
 use crate::diag::Diagnostic;
 use crate::paths::Paths;
 

@@ -82,7 +82,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     }
     let paths = Paths::from_env()?;
     say(&format!("a sample installation in {}", dir.display()));
-    super::init::ensure(&paths)?.print(false);
+    crate::app::init::ensure(&paths)?.print(false);
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let config = format!(
         "[tracker]\nkind = \"workplan\"\n[sessions]\nkill_grace_secs = 2\nclaim_grace_secs = 3\n[worker]\nexecutor = [{exe:?}, \"stand-in-agent\", \"--deliverable\", \"{{deliverable}}\", \"--seconds\", \"{}\"]\nretries = 0\n",

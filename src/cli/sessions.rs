@@ -1,13 +1,10 @@
 //! `braids sessions` and `braids kill`.
 
-use std::time::Duration;
-
-use anyhow::{bail, Result};
+use anyhow::Result;
 use chrono::Utc;
 use serde::Serialize;
 
 use crate::installation;
-use crate::model::SessionLabel;
 use crate::paths::Paths;
 use crate::session::{KillOutcome, Session};
 
@@ -50,18 +47,8 @@ pub fn list(paths: &Paths, json: bool) -> Result<i32> {
 }
 
 pub fn kill(paths: &Paths, label: &str) -> Result<i32> {
-    let wanted = SessionLabel::parse(label).map_err(|e| {
-        anyhow::anyhow!("{e}; labels look like project:<slug>:<bead-id> (see `braids sessions`)")
-    })?;
     let inst = installation::open(paths)?;
-    let sessions = inst.backend.list()?;
-    let Some(s) = sessions.iter().find(|s| s.label == wanted && s.running) else {
-        bail!("no live session is labelled {label}; `braids sessions` lists them");
-    };
-    let grace = Duration::from_secs(inst.config.sessions.kill_grace_secs);
-    let outcome = inst.backend.kill(s, grace)?;
-    inst.backend.forget(s)?;
-    let how = match outcome {
+    let how = match crate::app::sessions::kill(&inst, label)? {
         KillOutcome::Terminated => "terminated",
         KillOutcome::Killed => "killed (it ignored SIGTERM)",
         KillOutcome::AlreadyGone => "already gone",

@@ -2,14 +2,13 @@
 
 use anyhow::Result;
 use chrono::Utc;
-use serde::Serialize;
 
 use crate::installation;
 use crate::paths::Paths;
-use crate::state::OrchestratorState;
-use crate::tick::{self, observe, status_md, TickOptions, TickReport};
+use crate::tick::{self, TickOptions, TickReport};
 
 use super::{Output, TickArgs, EXIT_OK};
+use crate::app::status::StatusView;
 
 impl Output for TickReport {
     fn text(&self) -> String {
@@ -61,74 +60,15 @@ pub fn run(paths: &Paths, args: TickArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// `braids status`: the STATUS.md picture, computed now, changing nothing.
-#[derive(Serialize)]
-struct StatusView {
-    projects: Vec<observe::ProjectReport>,
-    sessions: Vec<crate::session::Session>,
-    state: OrchestratorState,
-    #[serde(skip)]
-    markdown: String,
-}
-
 impl Output for StatusView {
     fn text(&self) -> String {
         self.markdown.clone()
     }
 }
 
+/// `braids status`: the STATUS.md picture, computed now, changing nothing.
 pub fn status(paths: &Paths, json: bool) -> Result<i32> {
     let inst = installation::open(paths)?;
-    let now = Utc::now();
-    let state = OrchestratorState::load(&paths.state())
-        .unwrap_or_default()
-        .unwrap_or_default();
-    let survey = inst.backend.survey()?;
-    let sessions = survey.sessions;
-    let ctx = observe::Context {
-        paths,
-        config: &inst.config,
-        config_warnings: &inst.config_warnings,
-        read_only: true,
-    };
-    let observed = observe::observe(&ctx, sessions.clone(), state.claims.clone());
-    let summary = match (state.last_run_at, state.idle_reason) {
-        (None, _) => "never".to_string(),
-        (Some(t), Some(r)) => format!(
-            "{} (idle: {r} since {})",
-            t.format("%Y-%m-%d %H:%M:%S UTC"),
-            state
-                .idle_since
-                .map_or("-".into(), |s| s.format("%H:%M:%S").to_string())
-        ),
-        (Some(t), None) => format!("{} (busy)", t.format("%Y-%m-%d %H:%M:%S UTC")),
-    };
-    let errors: Vec<String> = survey
-        .problems
-        .iter()
-        .map(|p| {
-            format!(
-                "{}: session record {} cannot be read ({}); a tick counts it as running",
-                p.label.as_deref().unwrap_or("?"),
-                p.location,
-                p.detail
-            )
-        })
-        .collect();
-    let markdown = status_md::render(&status_md::Dashboard {
-        now,
-        reports: &observed.reports,
-        sessions: &sessions,
-        summary: &summary,
-        diagnostics: &observed.diagnostics,
-        errors: &errors,
-    });
-    StatusView {
-        projects: observed.reports,
-        sessions,
-        state,
-        markdown,
-    }
-    .print(json);
+    crate::app::status::status(&inst, Utc::now())?.print(json);
     Ok(EXIT_OK)
 }

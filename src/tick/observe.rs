@@ -88,6 +88,29 @@ pub struct Observed {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Surveys the sessions, then observes every project: the observe step of a tick, and what
+/// `braids status` shows. `read_only` writes nothing (a dry run, `status`).
+pub fn observe_installation(
+    inst: &crate::installation::Installation,
+    claims: Vec<crate::state::Claim>,
+    read_only: bool,
+) -> anyhow::Result<Observed> {
+    use anyhow::Context as _;
+    let survey = inst
+        .backend
+        .survey()
+        .context("cannot list worker sessions, so cannot tell who is running")?;
+    let ctx = Context {
+        paths: &inst.paths,
+        config: &inst.config,
+        config_warnings: &inst.config_warnings,
+        read_only,
+    };
+    let mut observed = observe(&ctx, survey.sessions, claims);
+    observed.snapshot.unreadable = survey.problems;
+    Ok(observed)
+}
+
 /// Inputs that do not change during a run.
 pub struct Context<'a> {
     pub paths: &'a Paths,

@@ -35,7 +35,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
 
     // observe
-    let observed = observe(inst, &state, opts)?;
+    let observed = observe::observe_installation(inst, state.claims.clone(), opts.dry_run)?;
 
     // decide
     let plan = decide::decide(&observed.snapshot, now);
@@ -121,26 +121,6 @@ fn load_state(inst: &Installation) -> OrchestratorState {
             OrchestratorState::default()
         }
     }
-}
-
-fn observe(
-    inst: &Installation,
-    state: &OrchestratorState,
-    opts: TickOptions,
-) -> Result<observe::Observed> {
-    let survey = inst
-        .backend
-        .survey()
-        .context("cannot list worker sessions, so cannot tell who is running")?;
-    let ctx = observe::Context {
-        paths: &inst.paths,
-        config: &inst.config,
-        config_warnings: &inst.config_warnings,
-        read_only: opts.dry_run,
-    };
-    let mut observed = observe::observe(&ctx, survey.sessions, state.claims.clone());
-    observed.snapshot.unreadable = survey.problems;
-    Ok(observed)
 }
 
 fn effects<'a>(

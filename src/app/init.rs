@@ -1,0 +1,46 @@
+//! Creating the installation (`braids init`, and implicitly `braids new`): idempotent, never
+//! overwriting a file.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::atomic;
+use crate::paths::Paths;
+use crate::templates;
+
+#[derive(Debug, Serialize)]
+pub struct InitReport {
+    pub created: Vec<PathBuf>,
+    pub kept: Vec<PathBuf>,
+}
+
+/// Creates what is missing; used by `init` and, implicitly, by `new`.
+pub fn ensure(paths: &Paths) -> Result<InitReport> {
+    let mut r = InitReport {
+        created: vec![],
+        kept: vec![],
+    };
+    for dir in [&paths.braids_dir, &paths.logs_dir(), &paths.braids_home] {
+        if dir.is_dir() {
+            r.kept.push(dir.clone());
+        } else {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            r.created.push(dir.clone());
+        }
+    }
+    for (path, text) in [
+        (paths.registry(), templates::REGISTRY),
+        (paths.config(), templates::CONFIG),
+        (paths.status(), templates::STATUS),
+    ] {
+        if atomic::write_new(&path, text.as_bytes())? {
+            r.created.push(path);
+        } else {
+            r.kept.push(path);
+        }
+    }
+    Ok(r)
+}

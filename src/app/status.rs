@@ -1,0 +1,70 @@
+//! `braids status` (and the dashboard to come): the STATUS.md picture computed now, through
+//! the tick's own observe and render steps, changing nothing.
+
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::installation::Installation;
+use crate::state::OrchestratorState;
+use crate::tick::{observe, status_md};
+
+/// The whole picture: what `status --json` prints, and the markdown it shows as text.
+#[derive(Serialize)]
+pub struct StatusView {
+    pub projects: Vec<observe::ProjectReport>,
+    pub sessions: Vec<crate::session::Session>,
+    pub state: OrchestratorState,
+    #[serde(skip)]
+    pub markdown: String,
+}
+
+pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
+    let state = OrchestratorState::load(&inst.paths.state())
+        .unwrap_or_default()
+        .unwrap_or_default();
+    let observed = observe::observe_installation(inst, state.claims.clone(), true)?;
+    let sessions = observed.snapshot.sessions.clone();
+    let errors: Vec<String> = observed
+        .snapshot
+        .unreadable
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: session record {} cannot be read ({}); a tick counts it as running",
+                p.label.as_deref().unwrap_or("?"),
+                p.location,
+                p.detail
+            )
+        })
+        .collect();
+    let markdown = status_md::render(&status_md::Dashboard {
+        now,
+        reports: &observed.reports,
+        sessions: &sessions,
+        summary: &last_run(&state),
+        diagnostics: &observed.diagnostics,
+        errors: &errors,
+    });
+    Ok(StatusView {
+        projects: observed.reports,
+        sessions,
+        state,
+        markdown,
+    })
+}
+
+/// When the last run was and what it found, for the summary line.
+fn last_run(state: &OrchestratorState) -> String {
+    match (state.last_run_at, state.idle_reason) {
+        (None, _) => "never".to_string(),
+        (Some(t), Some(r)) => format!(
+            "{} (idle: {r} since {})",
+            t.format("%Y-%m-%d %H:%M:%S UTC"),
+            state
+                .idle_since
+                .map_or("-".into(), |s| s.format("%H:%M:%S").to_string())
+        ),
+        (Some(t), None) => format!("{} (busy)", t.format("%Y-%m-%d %H:%M:%S UTC")),
+    }
+}
