@@ -45,7 +45,10 @@ pub struct ProjectReport {
     pub counts: Option<BTreeMap<String, usize>>,
     /// The iteration's Stories with their status when known.
     pub stories: Vec<(BeadId, String, Option<BeadStatus>)>,
+    /// Ready beads in the iteration's scope.
     pub ready: usize,
+    /// Ready beads the iteration's Stories do not list: not worked this iteration.
+    pub ready_out_of_scope: usize,
     /// Why the project is not eligible, or what failed.
     pub note: Option<String>,
     pub error: Option<String>,
@@ -256,6 +259,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         counts: None,
         stories: Vec::new(),
         ready: 0,
+        ready_out_of_scope: 0,
         note: None,
         error: None,
         push_pending: false,
@@ -435,7 +439,12 @@ fn observe_project(
     if eligible && all.iter().any(|b| b.status == BeadStatus::Open) {
         match tracker.ready_among(&all) {
             Ok(ready) => {
-                report.ready = ready.len();
+                let out = ready
+                    .iter()
+                    .filter(|b| !view.stories.is_empty() && !view.stories.contains(&b.id))
+                    .count();
+                report.ready = ready.len() - out;
+                report.ready_out_of_scope = out;
                 view.ready = ready;
             }
             Err(e) => {

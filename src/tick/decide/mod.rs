@@ -12,7 +12,8 @@
 //! - 2.3 only projects with exactly one active iteration (and active in both the registry and
 //!   PROJECT.md) are offered slots.
 //! - Order: projects by priority (high, normal, low), ties in registry order; within a
-//!   project, ready beads in the iteration's Stories order, then the tracker's order. A bead
+//!   project, ready beads in the iteration's Stories order. Scope: when Stories lists beads,
+//!   only those are spawned; with no Stories, every ready bead, in the tracker's order. A bead
 //!   with a live session is never spawned twice.
 //! - 2.7 idle reason when nothing spawns: no-active-iterations, else all-at-capacity when a
 //!   project had ready beads but no room, else no-ready-beads.
@@ -132,6 +133,12 @@ pub fn classify(
 pub struct Zombie {
     pub session: Session,
     pub reason: ZombieReason,
+}
+
+/// Iteration scope: when the active iteration lists Stories, only those beads are worked;
+/// with no Stories, every ready bead is in scope (4.3).
+pub fn in_scope(stories: &[BeadId], story_at: &BTreeMap<&BeadId, usize>, bead: &BeadId) -> bool {
+    stories.is_empty() || story_at.contains_key(bead)
 }
 
 fn lookup(p: &ProjectView, bead: &BeadId) -> BeadLookup {
@@ -265,6 +272,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .enumerate()
             .filter(|(_, b)| {
                 b.status == BeadStatus::Open
+                    && in_scope(&p.stories, &story_at, &b.id)
                     && !live.contains(&(p.slug.as_str(), &b.id))
                     && !released.contains(&b.id)
             })
