@@ -26,6 +26,7 @@ use crate::state::Claim;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 
 use super::decide::{eligibility_of, BeadLookup, Eligibility, ProjectView, Snapshot};
+use crate::workspace::WorkspaceMode;
 
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -241,6 +242,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         ready: Vec::new(),
         beads: BTreeMap::new(),
         tracker_error: None,
+        workspace: WorkspaceMode::default(),
     }
 }
 
@@ -277,6 +279,15 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
         report,
         tracker: None,
     }
+}
+
+/// The workspace a project asked for in PROJECT.md (`Workspace: shared`), else a worktree per
+/// bead.
+pub fn workspace_mode(config: &ProjectConfig) -> WorkspaceMode {
+    config
+        .field("workspace")
+        .and_then(|f| WorkspaceMode::parse(&f.value))
+        .unwrap_or_default()
 }
 
 /// The tracker a project asked for in PROJECT.md (`Tracker: br`), else the installation's.
@@ -321,6 +332,7 @@ fn observe_project(
     view.max_workers = config.max_workers;
     view.worker_timeout = config.worker_timeout;
     view.channel = config.channel.clone();
+    view.workspace = workspace_mode(&config);
     let mut report = base_report(entry);
     report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
     report.project_status = config.status;

@@ -29,12 +29,13 @@ use serde::Serialize;
 use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessage};
 use crate::session::{Session, SessionProblem};
 use crate::state::{Claim, IdleReason};
+use crate::workspace::WorkspaceMode;
 
 mod eligibility;
 mod plan;
 
 pub use eligibility::{eligibility_of, Eligibility};
-pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, STAND_INS};
+pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, STAND_INS};
 
 /// What a tracker said about one bead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +67,8 @@ pub struct ProjectView {
     pub beads: BTreeMap<BeadId, BeadLookup>,
     /// Set when the tracker failed this run; the project is skipped, the rest go on.
     pub tracker_error: Option<String>,
+    /// PROJECT.md `Workspace:`: a git worktree per bead, or the shared work tree.
+    pub workspace: WorkspaceMode,
 }
 
 /// Everything `decide` looks at.
@@ -350,7 +353,38 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         IdleReason::NoReadyBeads
     };
 
+    // Workspaces no worker can still be using: every bead with a running session (a zombie
+    // too, until its kill is confirmed by a later run) or a claim kept this run is live.
+    let sweeps = snap
+        .projects
+        .iter()
+        .filter(|p| p.workspace == WorkspaceMode::Worktree)
+        .map(|p| {
+            let mut beads: BTreeSet<BeadId> = live
+                .iter()
+                .filter(|(slug, _)| *slug == p.slug)
+                .map(|(_, b)| (*b).clone())
+                .collect();
+            beads.extend(
+                snap.claims
+                    .iter()
+                    .filter(|c| c.project == p.slug)
+                    .filter(|c| {
+                        !releases
+                            .iter()
+                            .any(|r| r.slug == c.project && r.bead == c.bead)
+                    })
+                    .map(|c| c.bead.clone()),
+            );
+            Sweep {
+                slug: p.slug.clone(),
+                path: p.path.clone(),
+                live: beads.into_iter().collect(),
+            }
+        })
+        .collect();
     Plan {
+        sweeps,
         zombies,
         ended,
         unmanaged,

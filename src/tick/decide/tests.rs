@@ -25,6 +25,7 @@ fn project(slug: &str) -> P {
         ready: vec![],
         beads: BTreeMap::new(),
         tracker_error: None,
+        workspace: crate::workspace::WorkspaceMode::Worktree,
     })
 }
 
