@@ -284,3 +284,50 @@ fn notify(paths: &Paths, entry: &RegistryEntry, number: u32, to: IterationStatus
     let notifier = crate::notify::from_config(&loaded.config.notify);
     crate::notify::send(&notifier, &project, &entry.slug, event, None, &text);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Priority, ProjectStatus};
+
+    /// The fixed bug: `braids iteration complete` changed ITERATION.md and committed while a
+    /// worker held the repository lock.
+    #[test]
+    fn set_status_waits_for_the_repository_lock() {
+        let home = tempfile::tempdir().unwrap();
+        let paths = Paths::new(home.path().to_path_buf(), None);
+        let root = home.path().join("Projects/app");
+        std::fs::create_dir_all(&root).unwrap();
+        crate::git::init(&root).unwrap();
+        let row = format::registry::upsert_row(
+            "",
+            "app",
+            ProjectStatus::Active,
+            Priority::Normal,
+            &root.to_string_lossy(),
+        )
+        .unwrap();
+        crate::atomic::write(&paths.registry(), row.as_bytes()).unwrap();
+        let made = create(&paths, "app", None).unwrap();
+        set_status(&paths, "app", None, IterationStatus::Active).unwrap();
+        let status = || iteration::read_iterations(&root).value[0].status;
+
+        let held = RepoLock::acquire(&root).unwrap();
+        std::thread::scope(|s| {
+            let complete = s.spawn(|| set_status(&paths, "app", None, IterationStatus::Complete));
+            // Not a deadline: a correct run never changes the file while the lock is held.
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(
+                status(),
+                Some(IterationStatus::Active),
+                "changed under the lock"
+            );
+            drop(held);
+            let done = complete.join().unwrap().unwrap();
+            assert_eq!((done.number, done.changed), (made.number, true));
+        });
+        assert_eq!(status(), Some(IterationStatus::Complete));
+        let err = set_status(&paths, "app", Some(1), IterationStatus::Active).unwrap_err();
+        assert!(err.to_string().contains("(4.5)"), "{err}");
+    }
+}
