@@ -309,6 +309,10 @@ impl Workspaces for GitWorktrees {
     fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<BeadId>> {
         let dir = self.project_dir(project);
         let mut removed = Vec::new();
+        // No folder, no worktrees: one `stat`, and git is not run.
+        if !dir.is_dir() {
+            return Ok(removed);
+        }
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
@@ -323,7 +327,7 @@ impl Workspaces for GitWorktrees {
                 removed.push(bead);
             }
         }
-        if project.join(".git").exists() {
+        if !removed.is_empty() && project.join(".git").exists() {
             git_ok(project, &["worktree", "prune"])?;
         }
         Ok(removed)
