@@ -11,7 +11,7 @@ use crate::session::SpawnSpec;
 
 /// Runs in the pane: `$1` message file, `$2` log, `$3` working directory, then the worker argv.
 /// Its exit status is the worker's (126 when the directory is missing, 127 when the program is).
-pub(super) const WRAPPER: &str =
+const WRAPPER: &str =
     "cd -- \"$3\" 2>>\"$2\" || exit 126\nm=$1 l=$2\nshift 3\n\"$@\" <\"$m\" >>\"$l\" 2>&1";
 
 /// One row per session; every field is free of tabs and newlines (`@braids_log` is encoded).
@@ -218,5 +218,33 @@ mod tests {
         assert!(Row::parse("$3\ta_b\t1\tx\t0\tl\ts\tlog").is_none());
         assert_eq!(parse_id("$3/4242:99"), Some(("$3".into(), 4242, 99)));
         assert_eq!(parse_id("4242:99"), None);
+    }
+
+    #[test]
+    fn new_session_is_one_labelled_command_sequence() {
+        use crate::model::{BeadId, SessionLabel, SpawnMessage};
+        let bead = BeadId::new("a-1").unwrap();
+        let spec = SpawnSpec {
+            label: SessionLabel::new("a", bead.clone()).unwrap(),
+            message: SpawnMessage::new("/p".into(), bead, 1, "").unwrap(),
+            argv: vec!["w".into(), "x;".into()],
+            cwd: "/c".into(),
+            env: vec![("K".into(), "v;".into())],
+            log: "/l".into(),
+        };
+        let files = [Path::new("/m"), Path::new("/l%"), Path::new("/c")];
+        let args = new_session_args("a_a-1", &spec, files, "T");
+        let t = "=a_a-1:";
+        #[rustfmt::skip]
+        let expected = [
+            "new-session", "-d", "-s", "a_a-1", "-P", "-F", "#{session_id}\t#{pane_pid}",
+            "-e", "K=v\\;", "--", "/bin/sh", "-c", WRAPPER, "braids-worker", "/m", "/l%", "/c",
+            "w", "x\\;",
+            ";", "set-option", "-w", "-t", t, "remain-on-exit", "on",
+            ";", "set-option", "-t", t, "@braids_label", "project:a:a-1",
+            ";", "set-option", "-t", t, "@braids_started", "T",
+            ";", "set-option", "-t", t, "@braids_log", "/l%25",
+        ];
+        assert_eq!(args, expected.map(OsString::from));
     }
 }
