@@ -156,8 +156,13 @@ impl ProcessGroup {
     }
 
     /// Stops a group whose leader was started here: SIGTERM to the group, up to `grace` for the
-    /// leader to exit, then SIGKILL.
+    /// leader to exit, then SIGKILL. An adopted group needs [`Self::terminate_watching`].
     pub fn terminate(&mut self, grace: Duration) -> io::Result<Stopped> {
+        if matches!(self.leader, Leader::Elsewhere) {
+            return Err(io::Error::other(
+                "no leader to wait for: the group was not started here",
+            ));
+        }
         let pgid = self.pgid;
         stop(pgid, grace, Duration::ZERO, |limit| self.wait(Some(limit)))
     }
