@@ -921,7 +921,7 @@ fn c2_7_backoff_over_idle_idle_spawn_idle() {
     let r3 = sb.tick(&["--force"]);
     no_errors(&r3);
     assert_eq!(r3["action"], "spawn");
-    assert_eq!(spawned_beads(&r3), [id]);
+    assert_eq!(spawned_beads(&r3), [id.clone()]);
     let s3 = sb.state();
     assert_eq!(s3["idleSince"], Value::Null, "cleared on spawn");
     assert_eq!(s3["idleReason"], Value::Null);
@@ -938,8 +938,9 @@ fn c2_7_backoff_over_idle_idle_spawn_idle() {
     assert!(l4 > l3);
     assert_eq!(time(&s4["idleSince"]), l4, "a new transition into idle");
 
-    // more work, no room: all-at-capacity, idleSince still kept
-    sb.br_create("app", "more work");
+    // more work in the iteration, no room: all-at-capacity, idleSince still kept
+    let more = sb.br_create("app", "more work");
+    activate(&sb, "app", &[id, more]);
     let r5 = sb.tick(&["--force"]);
     assert_eq!(r5["idle_reason"], "all-at-capacity", "{r5:#}");
     let s5 = sb.state();

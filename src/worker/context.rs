@@ -97,14 +97,20 @@ fn autonomy_rules(a: Autonomy) -> &'static str {
 
 /// The agent's prompt: the bead, the autonomy rules, the context read by [`load`], and where
 /// the deliverable and the status report go.
-pub(super) fn prompt(l: &Loaded, bead: &Bead, msg: &SpawnMessage, deliverable: &Path) -> String {
+pub(super) fn prompt(
+    l: &Loaded,
+    bead: &Bead,
+    msg: &SpawnMessage,
+    work_in: &Path,
+    deliverable: &Path,
+) -> String {
     let context: String = l
         .context
         .iter()
         .map(|(p, t)| format!("## {}\n\n{}\n\n", p.display(), t.trim_end()))
         .collect();
     let it = msg.iteration.to_string();
-    let path = msg.project.to_string_lossy();
+    let path = work_in.to_string_lossy();
     let dl = deliverable.to_string_lossy();
     crate::templates::render(
         crate::templates::PROMPT,

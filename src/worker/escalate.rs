@@ -11,6 +11,8 @@ use crate::app::iteration::RepoLock;
 use crate::format::deliverable;
 use crate::model::{Bead, NotificationEvent};
 
+use crate::workspace::Workspace;
+
 use super::context::Loaded;
 use super::execute::Failure;
 use super::finish::{push, tracker_files};
@@ -22,12 +24,20 @@ impl Worker<'_> {
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
+        ws: &Workspace,
         bead: &Bead,
         expected: &Path,
         failure: &Failure,
     ) -> Result<Ending> {
         let why = failure.why;
-        let path = write_partial(l, bead, expected, failure)?;
+        let mut path = write_partial(l, bead, expected, failure)?;
+        // From a worktree, the partial deliverable lands in the project on its own; the agent's
+        // other changes are kept on a branch for a person when the run ends.
+        if !ws.is_shared() && path.starts_with(&ws.dir) {
+            let in_project = ws.in_project(&path);
+            crate::atomic::write(&in_project, &std::fs::read(&path)?)?;
+            path = in_project;
+        }
         run.step(
             "deliverable",
             format!("partial deliverable written to {}", path.display()),

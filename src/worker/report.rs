@@ -179,7 +179,7 @@ pub fn parse_handoff(text: &str) -> Option<StatusReport> {
 pub const SHARED: &str = ".ai/executor-result";
 /// Where each bead's own report file is.
 pub const OWN_DIR: &str = ".ai/executor-results";
-const HANDOFF: &str = ".ai/HANDOFF.md";
+pub const HANDOFF: &str = ".ai/HANDOFF.md";
 
 /// The bead's own report file, relative to the project.
 pub fn own_file(bead: &BeadId) -> PathBuf {

@@ -58,6 +58,15 @@ impl WorkspaceMode {
             WorkspaceMode::Shared => "shared",
         }
     }
+
+    /// What a project asked for in PROJECT.md (`Workspace: shared`); a worktree per bead
+    /// otherwise.
+    pub fn of(config: &crate::format::project::ProjectConfig) -> WorkspaceMode {
+        config
+            .field("workspace")
+            .and_then(|f| WorkspaceMode::parse(&f.value))
+            .unwrap_or_default()
+    }
 }
 
 /// One agent's place to work.
@@ -146,9 +155,9 @@ pub trait Workspaces: Send + Sync {
     /// the commit id, or `None` when there was nothing to commit.
     fn land(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>>;
     /// Commits whatever the agent left and keeps it on a branch of its own for a person
-    /// (`braids/kept/<bead>-<time>`), whose name is returned. The worktree stays until
-    /// [`Workspaces::remove`].
-    fn keep(&self, ws: &Workspace, bead: &BeadId) -> Result<String>;
+    /// (`braids/kept/<bead>-<time>`), whose name is returned; `None` when the agent changed
+    /// nothing. The worktree stays until [`Workspaces::remove`].
+    fn keep(&self, ws: &Workspace, bead: &BeadId) -> Result<Option<String>>;
     /// Removes the worktree and the bead's branch (a kept branch has another name).
     fn remove(&self, ws: &Workspace) -> Result<()>;
     /// Removes the worktrees of `project` whose bead is not in `live`, and prunes git's

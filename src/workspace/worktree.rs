@@ -113,7 +113,14 @@ fn tracker_paths(project: &Path, rel: &Path) -> Result<Vec<PathBuf>> {
     let shown = rel.to_string_lossy();
     let out = git_ok(
         project,
-        &["ls-files", "--cached", "--others", "--exclude-standard", "--", &shown],
+        &[
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+            &shown,
+        ],
     )?;
     Ok(lines(&out)
         .into_iter()
@@ -229,8 +236,9 @@ impl Workspaces for GitWorktrees {
         let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
             return Ok(Prepared::Ready { paths: vec![] });
         };
-        // Whatever the agent left, committed on its own branch first.
-        stage(&ws.dir, exclude, &[])?;
+        // Whatever the agent left, committed on its own branch first: all of it, so the rebase
+        // finds a clean tree (what does not land is left out later, by `land`).
+        stage(&ws.dir, &[], &[])?;
         commit_staged(&ws.dir, &format!("wip {bead}"))?;
         let rebase = git(&ws.dir, &["rebase", "--quiet", base])?;
         if !rebase.success() {
@@ -252,7 +260,12 @@ impl Workspaces for GitWorktrees {
             &["diff", "--name-only", &format!("{base}..HEAD")],
         )?);
         let dirty = Self::dirty_paths(&ws.project)?;
-        let in_the_way: Vec<String> = paths.iter().filter(|p| dirty.contains(p)).cloned().collect();
+        let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
+        let in_the_way: Vec<String> = paths
+            .iter()
+            .filter(|p| landing(p) && dirty.contains(p))
+            .cloned()
+            .collect();
         if !in_the_way.is_empty() {
             return Ok(Prepared::InTheWay { paths: in_the_way });
         }
@@ -296,7 +309,12 @@ impl Workspaces for GitWorktrees {
             let rel = rel.to_string_lossy();
             git_ok(
                 &ws.project,
-                &["update-index", "--add", "--cacheinfo", &format!("100644,{sha},{rel}")],
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("100644,{sha},{rel}"),
+                ],
             )?;
         }
         if Self::current_branch(&ws.project).ok().as_deref() == Some(base) {
@@ -312,24 +330,33 @@ impl Workspaces for GitWorktrees {
             let old = git_ok(&ws.project, &["rev-parse", base])?;
             git_ok(
                 &ws.project,
-                &["update-ref", &format!("refs/heads/{base}"), &commit, old.trim()],
+                &[
+                    "update-ref",
+                    &format!("refs/heads/{base}"),
+                    &commit,
+                    old.trim(),
+                ],
             )?;
         }
         Ok(Some(commit))
     }
 
-    fn keep(&self, ws: &Workspace, bead: &BeadId) -> Result<String> {
-        if ws.branch.is_none() {
-            bail!("a shared workspace has no branch to keep");
-        }
+    fn keep(&self, ws: &Workspace, bead: &BeadId) -> Result<Option<String>> {
+        let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
+            return Ok(None);
+        };
         stage(&ws.dir, &[], &[])?;
         commit_staged(&ws.dir, &format!("wip {bead} (kept for a person)"))?;
+        let ahead = git_ok(&ws.dir, &["rev-list", "--count", &format!("{base}..HEAD")])?;
+        if ahead.trim() == "0" {
+            return Ok(None);
+        }
         let kept = format!(
             "braids/kept/{bead}-{}",
             chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
         );
         git_ok(&ws.dir, &["branch", "--quiet", "--move", &kept])?;
-        Ok(kept)
+        Ok(Some(kept))
     }
 
     fn remove(&self, ws: &Workspace) -> Result<()> {

@@ -58,7 +58,6 @@ fn files_of(project: &Path, rev: &str) -> Vec<String> {
     lines(&sh_git(project, &["show", "--name-only", "--format=", rev]))
 }
 
-
 #[test]
 fn a_worktree_is_private_and_outside_the_project() {
     let w = world();
@@ -144,7 +143,9 @@ fn a_conflict_keeps_the_branch_and_leaves_nothing_half_merged() {
         w.ws.prepare_landing(&a, &bead("a1"), &[]).unwrap(),
         Prepared::Ready { .. }
     ));
-    w.ws.land(&a, &landing("A (a1)", &[".beads"])).unwrap().unwrap();
+    w.ws.land(&a, &landing("A (a1)", &[".beads"]))
+        .unwrap()
+        .unwrap();
     w.ws.remove(&a).unwrap();
     let head = sh_git(&w.project, &["rev-parse", "HEAD"]);
     match w.ws.prepare_landing(&b, &bead("b1"), &[]).unwrap() {
@@ -152,7 +153,7 @@ fn a_conflict_keeps_the_branch_and_leaves_nothing_half_merged() {
         other => panic!("expected a conflict, got {other:?}"),
     }
     // the agent's work is kept for a person on a branch of its own
-    let kept = w.ws.keep(&b, &bead("b1")).unwrap();
+    let kept = w.ws.keep(&b, &bead("b1")).unwrap().unwrap();
     assert!(kept.starts_with("braids/kept/b1-"), "{kept}");
     w.ws.remove(&b).unwrap();
     let on_kept = sh_git(&w.project, &["show", &format!("{kept}:shared.txt")]);
@@ -247,14 +248,19 @@ fn sweep_removes_what_no_worker_holds_and_is_idempotent() {
         2
     );
     // creating again over a leftover works
-    w.ws.create(&w.project, &bead("a1")).unwrap();
+    let again = w.ws.create(&w.project, &bead("a1")).unwrap();
+    // nothing changed: nothing to keep
+    assert_eq!(w.ws.keep(&again, &bead("a1")).unwrap(), None);
 }
 
 #[test]
 fn a_landing_takes_only_what_it_should() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
-    write(&a.dir.join(".braids/iterations/001/a1-done.md"), "## Summary\nok\n");
+    write(
+        &a.dir.join(".braids/iterations/001/a1-done.md"),
+        "## Summary\nok\n",
+    );
     write(&a.dir.join(".braids/iterations/000/old.md"), "tampered\n");
     write(&a.dir.join(".ai/executor-results/a1"), "status: pass\n");
     write(&a.dir.join("src.txt"), "code\n");
@@ -276,7 +282,10 @@ fn a_landing_takes_only_what_it_should() {
     // research-only: nothing but what is included
     let b = w.ws.create(&w.project, &bead("b1")).unwrap();
     write(&b.dir.join("notes.txt"), "x\n");
-    write(&b.dir.join(".braids/iterations/001/b1-r.md"), "## Summary\nr\n");
+    write(
+        &b.dir.join(".braids/iterations/001/b1-r.md"),
+        "## Summary\nr\n",
+    );
     let l = Landing {
         message: "Research (b1)".into(),
         exclude: vec![PathBuf::from(".")],
