@@ -5,8 +5,8 @@
 //! written in any of the forms [`super::fields`] accepts, a Stories section listing
 //! `- <bead-id>: <title>` entries in order (bold, backticks, task boxes and dashes tolerated),
 //! and optional Guardrails and Notes sections.
-//!//!
-//! The Stories section is read in [`stories`]; [`set_status`] (in [`status`]) changes only the
+//!
+//! The Stories section is read in `stories.rs`; [`set_status`] (in `status.rs`) changes only the
 //! Status value where it was written, whatever its form, so a status change is a one-word diff;
 //! it refuses to reopen a complete iteration (4.5).
 

@@ -4,8 +4,8 @@
 //! Status, Priority and Autonomy are required (a missing one is an error, but defaults still
 //! apply: Priority normal, Autonomy full, Status unset), everything else has the defaults of
 //! 1.2, and unknown fields are kept, never an error (3.9). An invalid value is an error naming
-//! the line, the valid values and the default used instead. `## Goal` and `## Guardrails` are kept as
-//! text; `## Notifications` is read in [`notifications`].
+//! the line, the valid values and the default used instead. `## Goal` and `## Guardrails` are
+//! kept as text; `## Notifications` is read in `notifications.rs`.
 
 mod notifications;
 

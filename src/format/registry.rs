@@ -5,8 +5,8 @@
 //! possibly in backticks or bold. Rows that cannot be used (bad slug, repeated slug, no path)
 //! are skipped with an error naming the line; rows with a bad status or priority are kept with
 //! the value unset, so the project is visible but not scheduled by accident.
-//!//!
-//! [`upsert_row`] (in [`upsert`]) adds or updates one row and keeps every other byte of the
+//!
+//! [`upsert_row`] (in `upsert.rs`) adds or updates one row and keeps every other byte of the
 //! file: column order, extra columns (filled with empty cells), alignment where the value fits,
 //! CRLF endings.
 

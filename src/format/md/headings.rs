@@ -1,5 +1,6 @@
-//! Headings, the sections they open, and the list-marker rule a setext heading's lines are
-//! checked against: which lines are a heading, what it is called, and where its section ends.
+//! Headings and the sections they open: which lines are a heading, what it is called, where
+//! its section ends. Also [`content_start`], the list-marker rule shared by field lines,
+//! stories and the setext check (a `Status: active` line over `---` is a field, not a heading).
 
 use std::ops::Range;
 
