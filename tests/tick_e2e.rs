@@ -921,7 +921,7 @@ fn c2_7_backoff_over_idle_idle_spawn_idle() {
     let r3 = sb.tick(&["--force"]);
     no_errors(&r3);
     assert_eq!(r3["action"], "spawn");
-    assert_eq!(spawned_beads(&r3), [id.clone()]);
+    assert_eq!(spawned_beads(&r3), std::slice::from_ref(&id));
     let s3 = sb.state();
     assert_eq!(s3["idleSince"], Value::Null, "cleared on spawn");
     assert_eq!(s3["idleReason"], Value::Null);
