@@ -1,8 +1,9 @@
 //! `.orchestrator-state.json` (CONTRACTS 1.6, 2.7): idle tracking and backoff.
 //!
 //! The three contract fields are `idleSince`, `idleReason` and `lastRunAt`. braids also keeps
-//! the beads it claimed (so a crashed worker's claim can be released) and the last check-in per
-//! project; fields it does not know are carried through unchanged, so an older braids never
+//! the beads it claimed (so a crashed worker's claim can be released), the last check-in per
+//! project, and what it already told about (dry projects, stories their tracker does not know),
+//! so a notice or a warning goes out once rather than on every run; fields it does not know are carried through unchanged, so an older braids never
 //! destroys a newer one's data. Loading never fails: a missing or corrupt file means a full run.
 //! The transitions are pure functions of the previous state and the clock.
 
@@ -12,7 +13,7 @@ use std::path::Path;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::model::BeadId;
+use crate::model::{BeadId, IterationName};
 
 /// Why nothing was spawned (1.6), with its backoff interval (2.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,6 +72,10 @@ pub struct OrchestratorState {
     /// Projects already told `no-ready-beads` in their current dry spell.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub dry: BTreeSet<String>,
+    /// Stories already warned about as unknown to their tracker (1.3), per project slug and
+    /// iteration name, so the tick log warns once, not on every run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unknown_stories: UnknownStories,
     /// Fields written by another version, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -85,10 +90,14 @@ impl Default for OrchestratorState {
             claims: Vec::new(),
             checkins: BTreeMap::new(),
             dry: BTreeSet::new(),
+            unknown_stories: BTreeMap::new(),
             extra: serde_json::Map::new(),
         }
     }
 }
+
+/// Per project slug, per iteration, the story ids warned about as unknown to the tracker.
+pub type UnknownStories = BTreeMap<String, BTreeMap<IterationName, BTreeSet<BeadId>>>;
 
 /// Whether this run does the work or backs off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

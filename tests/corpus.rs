@@ -95,7 +95,7 @@ fn read_installation(home: &Path) -> Value {
             .iter()
             .map(|it| {
                 json!({
-                    "number": it.number,
+                    "number": it.name.number(),
                     "status": it.status.map(|s| s.as_str()),
                     "stories": it.stories.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
                 })

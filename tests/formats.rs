@@ -360,13 +360,16 @@ fn c1_3_iterations_of_a_project() {
     let root = fixtures().join("projects/alpha");
     let dirs: Vec<u32> = iteration::list_iteration_dirs(&root)
         .into_iter()
-        .map(|(n, _)| n)
+        .map(|(n, _)| n.number())
         .collect();
     assert_eq!(dirs, [1, 2, 3, 10]);
 
     let p = iteration::read_iterations(&root);
-    let its: Vec<(u32, Option<IterationStatus>)> =
-        p.value.iter().map(|i| (i.number, i.status)).collect();
+    let its: Vec<(u32, Option<IterationStatus>)> = p
+        .value
+        .iter()
+        .map(|i| (i.name.number(), i.status))
+        .collect();
     assert_eq!(
         its,
         [

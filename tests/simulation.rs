@@ -1323,12 +1323,16 @@ impl World {
             .collect();
         match active.as_slice() {
             [] => Eligibility::NoActiveIteration,
-            [n] => Eligibility::Eligible { iteration: *n },
+            [n] => Eligibility::Eligible {
+                iteration: (*n).into(),
+            },
             many => {
                 if self.mutation == Mutation::FirstOfSeveralActive {
-                    Eligibility::Eligible { iteration: many[0] }
+                    Eligibility::Eligible {
+                        iteration: many[0].into(),
+                    }
                 } else {
-                    Eligibility::SeveralActive(many.to_vec())
+                    Eligibility::SeveralActive(many.iter().map(|&n| n.into()).collect())
                 }
             }
         }
@@ -1365,7 +1369,7 @@ impl World {
                 v.stories = proj
                     .iters
                     .iter()
-                    .find(|i| i.number == iteration)
+                    .find(|i| i.number == iteration.number())
                     .map(|i| i.stories.clone())
                     .unwrap_or_default();
             }
@@ -1970,7 +1974,7 @@ impl World {
                 self.projects[wp].cfg.status
             );
             ensure!(
-                actives == [c.iteration],
+                actives == [c.iteration.number()],
                 "2.3",
                 "{} planned in iteration {} while the active iterations are {actives:?}",
                 c.label,

@@ -3,11 +3,18 @@
 //! unchanged since the commit that completed them (4.5), deliverables named and sectioned (1.4),
 //! no project inside the agent workspace (4.1). Each finding names a file, a line, a section
 //! and a fix. A broken project yields findings; it never stops the check of the others.
+//!
+//! One check asks a program: every story of an iteration not yet complete must be a bead the
+//! project's tracker knows, or the iteration could never complete (1.3, 3.7). The tracker is
+//! only read (`list`; the native tracker writes no ids). A tracker that cannot be asked is a
+//! warning, since the files themselves may be fine.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::config::TrackerConfig;
 use crate::diag::{Diagnostic, Severity};
+use crate::format::iteration::Iteration;
 use crate::format::{self, deliverable};
 use crate::git::{self, Frozen};
 use crate::model::{BeadId, IterationStatus};
@@ -30,8 +37,12 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
         &reg_path,
         paths,
     ));
+    // A config.toml that cannot be read is the tick's to report; the defaults do here.
+    let trackers = crate::config::Config::load(&paths.config())
+        .map(|l| l.config.tracker)
+        .unwrap_or_default();
     for entry in &registry.value.entries {
-        out.extend(check_project(&entry.slug, &entry.path));
+        out.extend(check_project(&entry.slug, &entry.path, &trackers));
     }
     if let Err(w) = OrchestratorState::load(&paths.state()) {
         out.push(Diagnostic::error(
@@ -58,18 +69,20 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
 
 /// Findings for one project's files. Its Path itself is checked with the registry
 /// ([`format::registry::check_paths`]); a project that is not there has nothing more to check.
-pub fn check_project(_slug: &str, root: &Path) -> Vec<Diagnostic> {
+pub fn check_project(_slug: &str, root: &Path, trackers: &TrackerConfig) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let project_md = root.join(".braids/PROJECT.md");
-    match crate::atomic::read(&project_md) {
-        Ok(bytes) => out.extend(
-            format::project::parse_project(&format::decode(&bytes), &project_md).diagnostics,
-        ),
+    let project = match crate::atomic::read(&project_md) {
+        Ok(bytes) => format::project::parse_project(&format::decode(&bytes), &project_md),
         Err(_) => return out,
-    }
+    };
+    out.extend(project.diagnostics);
     // read_iterations reports every 1.3 problem, two active iterations included (once).
     let iterations = format::iteration::read_iterations(root);
     out.extend(iterations.diagnostics);
+    let kind = crate::tick::observe::tracker_kind(&project.value, trackers.kind);
+    let timeout = std::time::Duration::from_secs(trackers.timeout_secs.max(1));
+    out.extend(check_stories(root, &iterations.value, kind, timeout));
     for it in &iterations.value {
         out.extend(check_deliverables(
             &it.dir,
@@ -86,7 +99,7 @@ pub fn check_project(_slug: &str, root: &Path) -> Vec<Diagnostic> {
                             &root.join(&p),
                             None,
                             "4.5",
-                            format!("iteration {} is complete but this file changed since commit {commit} completed it", it.number),
+                            format!("iteration {} is complete but this file changed since commit {commit} completed it", it.name),
                             format!("restore it with `git checkout {commit} -- {}` (or remove the new file); record new work in a new iteration", p.display()),
                         ));
                     }
@@ -97,7 +110,7 @@ pub fn check_project(_slug: &str, root: &Path) -> Vec<Diagnostic> {
                     "4.5",
                     format!(
                         "iteration {} is marked complete but that was never committed",
-                        it.number
+                        it.name
                     ),
                     "commit the iteration (`git commit`) so its frozen state is recorded",
                 )),
@@ -113,6 +126,60 @@ pub fn check_project(_slug: &str, root: &Path) -> Vec<Diagnostic> {
         }
     }
     out
+}
+
+/// 1.3, 3.7: every story of an iteration that is not complete is a bead the tracker knows. The
+/// tracker is asked only when there is a story to check, and read only.
+fn check_stories(
+    root: &Path,
+    iterations: &[Iteration],
+    kind: crate::tracker::TrackerKind,
+    timeout: std::time::Duration,
+) -> Vec<Diagnostic> {
+    let Some(first) = iterations
+        .iter()
+        .find(|i| i.status != Some(IterationStatus::Complete) && !i.stories.is_empty())
+    else {
+        return Vec::new();
+    };
+    let options = crate::tracker::TrackerOptions {
+        project: root.to_path_buf(),
+        timeout,
+        program: None,
+    };
+    let kind = match kind {
+        crate::tracker::TrackerKind::Auto => crate::tracker::detect(root),
+        k => k,
+    };
+    let listed = crate::tracker::open_read_only(kind, options).and_then(|t| t.list());
+    let all = match listed {
+        Ok(all) => all,
+        Err(e) => {
+            let fix = match kind {
+                crate::tracker::TrackerKind::Br | crate::tracker::TrackerKind::Bd => format!(
+                    "make `{} list` work in {} (is it installed and on PATH?), then run `braids check` again",
+                    kind.as_str(),
+                    root.display()
+                ),
+                _ => "make .braids/WORKPLAN.md readable, then run `braids check` again".into(),
+            };
+            return vec![Diagnostic::warning(
+                &first.file(),
+                None,
+                "1.3",
+                format!("the project's tracker cannot be asked ({e}), so the Stories were not checked against it"),
+                fix,
+            )];
+        }
+    };
+    let known: std::collections::BTreeSet<&BeadId> = all.iter().map(|b| &b.id).collect();
+    iterations
+        .iter()
+        .flat_map(|it| {
+            format::iteration::unknown_stories(it, |id| known.contains(id), kind.as_str())
+        })
+        .map(|(_, d)| d)
+        .collect()
 }
 
 /// Deliverables in one iteration directory: named `<suffix>-<kebab>.md`, with a Summary, one

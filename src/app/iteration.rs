@@ -3,6 +3,10 @@
 //! active iteration) and 4.5 (a complete iteration is frozen). Every status change is made under
 //! the repository lock the workers commit under, after re-reading the iterations: a person and a
 //! worker, or two workers, changing one project at once cannot both pass the checks.
+//!
+//! Iterations are named by their directories as written (`008`), in messages, commits and
+//! notifications alike; a name given on the command line finds its directory by text, else by
+//! number, so `8` and `008` both name `008`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,7 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::format::{self, iteration, iteration::Iteration, registry::RegistryEntry};
 use crate::lock::TickLock;
-use crate::model::{BeadStatus, IterationStatus, NotificationEvent};
+use crate::model::{BeadStatus, IterationName, IterationStatus, NotificationEvent};
 use crate::paths::Paths;
 use crate::tracker::Tracker;
 
@@ -47,7 +51,8 @@ impl RepoLock {
 /// An iteration after a change was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
-    pub number: u32,
+    /// The iteration's directory name as written.
+    pub name: IterationName,
     /// Its ITERATION.md.
     pub file: PathBuf,
     pub status: IterationStatus,
@@ -83,85 +88,100 @@ pub fn locate(paths: &Paths, slug: &str) -> Result<RegistryEntry> {
         })
 }
 
-/// `braids iteration new`: writes ITERATION.md for iteration `number` (by default the one after
-/// the highest), in planning. Under the repository lock when the project is a repository, so two
-/// at once cannot take one number.
-pub fn create(paths: &Paths, slug: &str, number: Option<u32>) -> Result<Change> {
+/// `braids iteration new`: writes ITERATION.md for iteration `name` (by default the one after
+/// the highest), in planning, in a directory named with at least three digits (`8` → `008`).
+/// Under the repository lock when the project is a repository, so two at once cannot take one
+/// number.
+pub fn create(paths: &Paths, slug: &str, name: Option<IterationName>) -> Result<Change> {
     let entry = locate(paths, slug)?;
     let _lock = match crate::git::open(&entry.path) {
         Ok(_) => Some(RepoLock::acquire(&entry.path)?),
         Err(_) => None,
     };
     let dirs = iteration::list_iteration_dirs(&entry.path);
-    let number = number.unwrap_or_else(|| dirs.iter().map(|(n, _)| *n).max().unwrap_or(0) + 1);
-    if let Some((_, d)) = dirs.iter().find(|(n, _)| *n == number) {
+    let name = match name {
+        Some(n) => n.padded(),
+        None => {
+            let last = dirs.iter().map(|(n, _)| n.number()).max().unwrap_or(0);
+            let next = last
+                .checked_add(1)
+                .ok_or_else(|| anyhow!("{slug} has no iteration number left after {last}"))?;
+            IterationName::from(next).padded()
+        }
+    };
+    if let Some((_, d)) = dirs.iter().find(|(n, _)| n.number() == name.number()) {
         bail!(
-            "iteration {number} of {slug} already exists at {}",
+            "iteration {} of {slug} already exists at {}",
+            name.number(),
             d.display()
         );
     }
     let file = iteration::iterations_dir(&entry.path)
-        .join(format!("{number:03}"))
+        .join(name.as_str())
         .join("ITERATION.md");
-    let n = number.to_string();
     crate::atomic::write(
         &file,
-        crate::templates::render(crate::templates::ITERATION, &[("number", &n)]).as_bytes(),
+        crate::templates::render(crate::templates::ITERATION, &[("number", name.as_str())])
+            .as_bytes(),
     )?;
     Ok(Change {
-        number,
+        name,
         file,
         status: IterationStatus::Planning,
         changed: true,
     })
 }
 
-/// `braids iteration activate|complete`: sets the status of iteration `number` — by default the
+/// `braids iteration activate|complete`: sets the status of iteration `name` — by default the
 /// lowest one in planning to activate, the active one to complete — commits it, and sends the
 /// iteration-start or iteration-complete notification (3.8).
 pub fn set_status(
     paths: &Paths,
     slug: &str,
-    number: Option<u32>,
+    name: Option<IterationName>,
     to: IterationStatus,
 ) -> Result<Change> {
     let entry = locate(paths, slug)?;
     let root = &entry.path;
     let lock = RepoLock::acquire(root)?;
     let its = iteration::read_iterations(root).value;
-    let number = match number {
+    let name = match name {
         Some(n) => n,
-        None => default_number(slug, &its, to)?,
+        None => default_name(slug, &its, to)?,
     };
-    let it = its
-        .iter()
-        .find(|i| i.number == number)
-        .ok_or_else(|| anyhow!("{slug} has no iteration {number}"))?;
+    let it = name.find(&its, |i| i.name).ok_or_else(|| {
+        anyhow!(
+            "{slug} has no iteration {name} (no .braids/iterations/{name}/ITERATION.md); `braids status` shows its iterations"
+        )
+    })?;
     let change = transition(root, slug, &lock, &its, it, to, &[])?;
     drop(lock);
     if change.changed {
-        notify(paths, &entry, number, to);
+        notify(paths, &entry, change.name, to);
     }
     Ok(change)
 }
 
 /// The iteration `activate` or `complete` means when none is named.
-fn default_number(slug: &str, its: &[Iteration], to: IterationStatus) -> Result<u32> {
-    let active: Vec<u32> = its
+fn default_name(slug: &str, its: &[Iteration], to: IterationStatus) -> Result<IterationName> {
+    let active: Vec<IterationName> = its
         .iter()
         .filter(|i| i.status == Some(IterationStatus::Active))
-        .map(|i| i.number)
+        .map(|i| i.name)
         .collect();
     if to == IterationStatus::Complete {
         return match active.as_slice() {
             [n] => Ok(*n),
             [] => bail!("{slug} has no active iteration to complete; name one: `braids iteration complete {slug} <N>`"),
-            _ => bail!("{slug} has several active iterations ({active:?}); name the one to complete"),
+            _ => bail!(
+                "{slug} has several active iterations ({}); name the one to complete",
+                active.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+            ),
         };
     }
     its.iter()
         .filter(|i| i.status == Some(IterationStatus::Planning))
-        .map(|i| i.number)
+        .map(|i| i.name)
         .min()
         .ok_or_else(|| {
             anyhow!("{slug} has no iteration in planning; create one with `braids iteration new {slug}`")
@@ -210,15 +230,19 @@ pub fn complete_if_done(
 }
 
 /// The notification of an iteration reaching `status` (3.8).
-pub fn notice(slug: &str, number: u32, status: IterationStatus) -> (NotificationEvent, String) {
+pub fn notice(
+    slug: &str,
+    name: IterationName,
+    status: IterationStatus,
+) -> (NotificationEvent, String) {
     match status {
         IterationStatus::Active => (
             NotificationEvent::IterationStart,
-            format!("[{slug}] Iteration {number} started."),
+            format!("[{slug}] Iteration {name} started."),
         ),
         _ => (
             NotificationEvent::IterationComplete,
-            format!("[{slug}] Iteration {number} is complete."),
+            format!("[{slug}] Iteration {name} is complete."),
         ),
     }
 }
@@ -234,10 +258,10 @@ fn transition(
     to: IterationStatus,
     also: &[PathBuf],
 ) -> Result<Change> {
-    let number = it.number;
+    let name = it.name;
     let file = it.file();
     let mut change = Change {
-        number,
+        name,
         file: file.clone(),
         status: to,
         changed: false,
@@ -246,13 +270,13 @@ fn transition(
         return Ok(change);
     }
     if it.status == Some(IterationStatus::Complete) {
-        bail!("iteration {number} of {slug} is complete and may not be modified (4.5); plan a new one with `braids iteration new {slug}`");
+        bail!("iteration {name} of {slug} is complete and may not be modified (4.5); plan a new one with `braids iteration new {slug}`");
     }
     if to == IterationStatus::Active {
         let other = its
             .iter()
-            .find(|i| i.status == Some(IterationStatus::Active) && i.number != number);
-        if let Some(other) = other.map(|i| i.number) {
+            .find(|i| i.status == Some(IterationStatus::Active) && i.dir != it.dir);
+        if let Some(other) = other.map(|i| i.name) {
             bail!("iteration {other} of {slug} is active; at most one iteration may be active (1.3): complete it first with `braids iteration complete {slug} {other}`");
         }
     }
@@ -265,13 +289,13 @@ fn transition(
     };
     let mut paths = vec![it.dir.clone()];
     paths.extend_from_slice(also);
-    crate::git::commit_paths(root, &paths, &format!("{verb} iteration {number}"))?;
+    crate::git::commit_paths(root, &paths, &format!("{verb} iteration {name}"))?;
     change.changed = true;
     Ok(change)
 }
 
 /// Sends the notice of a status change made outside a worker, when the project asks for it.
-fn notify(paths: &Paths, entry: &RegistryEntry, number: u32, to: IterationStatus) {
+fn notify(paths: &Paths, entry: &RegistryEntry, name: IterationName, to: IterationStatus) {
     let Ok(loaded) = crate::config::Config::load(&paths.config()) else {
         return;
     };
@@ -280,7 +304,7 @@ fn notify(paths: &Paths, entry: &RegistryEntry, number: u32, to: IterationStatus
         return;
     };
     let project = format::project::parse_project(&format::decode(&bytes), &md).value;
-    let (event, text) = notice(&entry.slug, number, to);
+    let (event, text) = notice(&entry.slug, name, to);
     let notifier = crate::notify::from_config(&loaded.config.notify);
     crate::notify::send(&notifier, &project, &entry.slug, event, None, &text);
 }
@@ -324,10 +348,11 @@ mod tests {
             );
             drop(held);
             let done = complete.join().unwrap().unwrap();
-            assert_eq!((done.number, done.changed), (made.number, true));
+            assert_eq!((done.name, done.changed), (made.name, true));
         });
         assert_eq!(status(), Some(IterationStatus::Complete));
-        let err = set_status(&paths, "app", Some(1), IterationStatus::Active).unwrap_err();
+        assert_eq!(made.name.as_str(), "001");
+        let err = set_status(&paths, "app", Some(1.into()), IterationStatus::Active).unwrap_err();
         assert!(err.to_string().contains("(4.5)"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::app::iteration::{self as app, Change};
-use crate::model::IterationStatus;
+use crate::model::{IterationName, IterationStatus};
 use crate::paths::Paths;
 
 use super::{IterationCommand, Output, EXIT_OK};
@@ -15,6 +15,8 @@ use super::{IterationCommand, Output, EXIT_OK};
 #[derive(Debug, Serialize)]
 pub struct IterationReport {
     pub project: String,
+    /// The iteration's directory name as written (`008`).
+    pub iteration: IterationName,
     pub number: u32,
     pub path: PathBuf,
     pub status: IterationStatus,
@@ -25,7 +27,8 @@ impl IterationReport {
     fn new(project: &str, c: Change) -> IterationReport {
         IterationReport {
             project: project.to_string(),
-            number: c.number,
+            iteration: c.name,
+            number: c.name.number(),
             path: c.file,
             status: c.status,
             changed: c.changed,
@@ -43,7 +46,7 @@ impl Output for IterationReport {
         format!(
             "{} iteration {} {verb} {} ({})\n",
             self.project,
-            self.number,
+            self.iteration,
             self.status,
             self.path.display()
         )

@@ -152,8 +152,9 @@ pub enum IterationCommand {
 #[derive(Debug, Args)]
 pub struct IterationArgs {
     pub slug: String,
-    /// The iteration number (default: the newest for `new`/`activate`, the active one for `complete`).
-    pub number: Option<u32>,
+    /// The iteration, `8` or `008` (default: the next for `new`, the first in planning for
+    /// `activate`, the active one for `complete`).
+    pub number: Option<crate::model::IterationName>,
     #[arg(long)]
     pub json: bool,
 }

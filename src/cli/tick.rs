@@ -41,6 +41,9 @@ impl Output for TickReport {
         for e in &self.errors {
             o.push_str(&format!("  error  {e}\n"));
         }
+        for w in &self.warnings {
+            o.push_str(&format!("  warn   {w}\n"));
+        }
         o
     }
 }

@@ -59,7 +59,7 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
         notifier: &notifier,
         executor: &executor,
     };
-    tracing::info!(bead = %msg.bead, project = %msg.project.display(), iteration = msg.iteration, "worker starting");
+    tracing::info!(bead = %msg.bead, project = %msg.project.display(), iteration = %msg.iteration, "worker starting");
     let run = w.run(&msg)?;
     let line = serde_json::to_string(&run.ending).unwrap_or_default();
     tracing::info!(bead = %msg.bead, "worker finished: {line}");

@@ -1,7 +1,8 @@
 //! ITERATION.md and iteration directories (CONTRACTS 1.3, 4.5).
 //!
 //! An iteration lives in `.braids/iterations/<N>/` where N is any decimal number (`001`, `1`,
-//! `12`), ordered numerically. Its ITERATION.md has a Status field (planning, active, complete)
+//! `12`), ordered numerically. The directory's name as written is the iteration's name
+//! ([`IterationName`]): `008` is shown as `008` everywhere. Its ITERATION.md has a Status field (planning, active, complete)
 //! written in any of the forms [`super::fields`] accepts, a Stories section listing
 //! `- <bead-id>: <title>` entries in order (bold, backticks, task boxes and dashes tolerated),
 //! and optional Guardrails and Notes sections.
@@ -15,8 +16,9 @@ mod stories;
 
 use std::path::{Path, PathBuf};
 
+use crate::diag::Diagnostic;
 use crate::diag::{Diags, Parsed};
-use crate::model::{BeadId, IterationStatus};
+use crate::model::{BeadId, IterationName, IterationStatus};
 
 use super::fields;
 use super::md::Doc;
@@ -31,8 +33,8 @@ pub(super) const CONTENT_SECTIONS: &[&str] =
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Iteration {
-    pub number: u32,
-    /// The directory as named (`001`, `1`, `12`).
+    /// The directory's name as written (`001`, `1`, `12`).
+    pub name: IterationName,
     pub dir: PathBuf,
     pub status: Option<IterationStatus>,
     pub stories: Vec<Story>,
@@ -60,7 +62,12 @@ pub fn iterations_dir(project_root: &Path) -> PathBuf {
 }
 
 /// Reads ITERATION.md text. Never fails.
-pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Parsed<Iteration> {
+pub fn parse_iteration(
+    text: &str,
+    file: &Path,
+    name: impl Into<IterationName>,
+    dir: PathBuf,
+) -> Parsed<Iteration> {
     let doc = Doc::new(text);
     let mut diags = Diags::new(file, SECTION);
     let raw = fields::first_only(fields::scan(&doc, CONTENT_SECTIONS), &mut diags);
@@ -103,7 +110,7 @@ pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Pa
             .filter(|s| !s.is_empty())
     };
     let iteration = Iteration {
-        number,
+        name: name.into(),
         dir,
         status,
         stories,
@@ -113,21 +120,68 @@ pub fn parse_iteration(text: &str, file: &Path, number: u32, dir: PathBuf) -> Pa
     diags.by_line(iteration)
 }
 
-/// Iteration directories of a project, `(number, path)`, sorted numerically (`001`, `2`,
+/// The stories of `it` that its tracker does not know, each with a finding that names the line
+/// and the fix. Such a story can never be closed, so the iteration could never complete (3.7).
+/// `known` says whether the tracker has a bead; `tracker` is its kind (`br`, `bd`, `workplan`),
+/// named in the fix. A complete iteration is frozen (4.5) and has nothing left to complete, so it
+/// has none.
+pub fn unknown_stories<'a>(
+    it: &'a Iteration,
+    known: impl Fn(&BeadId) -> bool,
+    tracker: &str,
+) -> Vec<(&'a Story, Diagnostic)> {
+    if it.status == Some(IterationStatus::Complete) {
+        return Vec::new();
+    }
+    it.stories
+        .iter()
+        .filter(|s| !known(&s.id))
+        .map(|s| {
+            let (who, fix) = match tracker {
+                "br" | "bd" => (
+                    format!("the project's tracker ({tracker})"),
+                    format!(
+                        "write the id of an existing bead (`{tracker} list` shows them), create the bead with `{tracker} create` and write the id it prints, or delete the line"
+                    ),
+                ),
+                _ => (
+                    "the project's tracker (.braids/WORKPLAN.md)".to_string(),
+                    format!(
+                        "write the id of an existing item (its `<!-- id:… -->`), add an item ending in `<!-- id:{} -->` to .braids/WORKPLAN.md, or delete the line",
+                        s.id
+                    ),
+                ),
+            };
+            let d = Diagnostic::error(
+                &it.file(),
+                Some(s.line),
+                SECTION,
+                format!(
+                    "story {} is not a bead {who} knows, so iteration {} can never complete",
+                    s.id, it.name
+                ),
+                fix,
+            );
+            (s, d)
+        })
+        .collect()
+}
+
+/// Iteration directories of a project, `(name, path)`, sorted numerically (`001`, `2`,
 /// `10`); names that are not decimal numbers are ignored, as is a missing directory.
-pub fn list_iteration_dirs(project_root: &Path) -> Vec<(u32, PathBuf)> {
+pub fn list_iteration_dirs(project_root: &Path) -> Vec<(IterationName, PathBuf)> {
     let Ok(rd) = std::fs::read_dir(iterations_dir(project_root)) else {
         return Vec::new();
     };
-    let mut out: Vec<(u32, PathBuf)> = rd
+    let mut out: Vec<(IterationName, PathBuf)> = rd
         .flatten()
         .filter_map(|e| {
             let name = e.file_name();
             let name = name.to_str()?;
-            if name.is_empty() || name.len() > 9 || !name.bytes().all(|b| b.is_ascii_digit()) {
+            if name.trim() != name {
                 return None;
             }
-            let n = name.parse().ok()?;
+            let n = IterationName::new(name).ok()?;
             let p = e.path();
             p.is_dir().then_some((n, p))
         })
@@ -143,7 +197,7 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
     let mut out = Vec::new();
     let dirs = list_iteration_dirs(project_root);
     for w in dirs.windows(2) {
-        if w[0].0 == w[1].0 {
+        if w[0].0.number() == w[1].0.number() {
             diags
                 .error(
                     None,
@@ -151,7 +205,7 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
                         "directories {} and {} are both iteration {}",
                         w[0].1.display(),
                         w[1].1.display(),
-                        w[0].0
+                        w[0].0.number()
                     ),
                     "rename one of them to an unused number",
                 )
@@ -187,7 +241,7 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
     if active.len() > 1 {
         let numbers = active
             .iter()
-            .map(|i| i.number.to_string())
+            .map(|i| i.name.to_string())
             .collect::<Vec<_>>()
             .join(", ");
         for it in &active[1..] {
@@ -209,7 +263,7 @@ mod tests {
         parse_iteration(
             text,
             Path::new("/p/.braids/iterations/001/ITERATION.md"),
-            1,
+            IterationName::new("001").unwrap(),
             PathBuf::from("/p/.braids/iterations/001"),
         )
     }
@@ -252,23 +306,39 @@ mod tests {
     fn c1_3_directories_sort_numerically() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        for n in ["10", "001", "2", "notes", "3a", "0004"] {
+        for n in [
+            "10",
+            "001",
+            "2",
+            "notes",
+            "3a",
+            "0004",
+            "9",
+            " 7",
+            "99999999999",
+        ] {
             std::fs::create_dir_all(iterations_dir(root).join(n)).unwrap();
         }
         std::fs::write(iterations_dir(root).join("5"), "a file").unwrap();
-        let got: Vec<(u32, String)> = list_iteration_dirs(root)
+        let got: Vec<(String, String)> = list_iteration_dirs(root)
             .into_iter()
-            .map(|(n, p)| (n, p.file_name().unwrap().to_string_lossy().into_owned()))
+            .map(|(n, p)| {
+                let dir = p.file_name().unwrap().to_string_lossy().into_owned();
+                (n.to_string(), dir)
+            })
             .collect();
-        assert_eq!(
-            got,
-            [
-                (1, "001".into()),
-                (2, "2".into()),
-                (4, "0004".into()),
-                (10, "10".into())
-            ]
-        );
+        let want = [
+            ("001", "001"),
+            ("2", "2"),
+            ("0004", "0004"),
+            ("9", "9"),
+            ("10", "10"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(got, want);
         assert!(list_iteration_dirs(&root.join("missing")).is_empty());
     }
 
@@ -289,8 +359,8 @@ mod tests {
             }
         }
         let p = read_iterations(root);
-        let nums: Vec<u32> = p.value.iter().map(|i| i.number).collect();
-        assert_eq!(nums, [1, 2, 10]);
+        let names: Vec<String> = p.value.iter().map(|i| i.name.to_string()).collect();
+        assert_eq!(names, ["001", "2", "10"]);
         assert_eq!(p.value[0].dir, it.join("001"));
         assert_eq!(p.diagnostics.len(), 2, "{:?}", p.diagnostics);
         assert!(p.diagnostics[0].path.ends_with("3/ITERATION.md"));

@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::bead::{BeadId, BeadIdError};
+use super::iteration::IterationName;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpawnMessageError {
@@ -25,7 +26,7 @@ pub enum SpawnMessageError {
     ControlChar(&'static str),
     #[error("spawn message Project `{0}` starts or ends with whitespace, which a message line cannot carry")]
     Whitespace(String),
-    #[error("spawn message Iteration `{0}` is not a number")]
+    #[error("spawn message Iteration `{0}` is not an iteration directory's name (digits, such as `008`)")]
     Iteration(String),
     #[error("spawn message Project `{0}` is not an absolute path")]
     RelativePath(String),
@@ -38,7 +39,9 @@ pub enum SpawnMessageError {
 pub struct SpawnMessage {
     pub project: PathBuf,
     pub bead: BeadId,
-    pub iteration: u32,
+    /// The iteration's directory name as written (`008`); a worker started by an older braids
+    /// got the number (`8`), which still finds the directory ([`IterationName::find`]).
+    pub iteration: IterationName,
     /// Empty means no channel: notifications are skipped (3.8).
     pub channel: String,
 }
@@ -61,7 +64,7 @@ impl SpawnMessage {
     pub fn new(
         project: PathBuf,
         bead: BeadId,
-        iteration: u32,
+        iteration: impl Into<IterationName>,
         channel: impl Into<String>,
     ) -> Result<Self, SpawnMessageError> {
         let channel = channel.into();
@@ -77,7 +80,7 @@ impl SpawnMessage {
         Ok(SpawnMessage {
             project,
             bead,
-            iteration,
+            iteration: iteration.into(),
             channel: channel.trim().to_string(),
         })
     }
@@ -111,7 +114,8 @@ impl SpawnMessage {
         let project = project.ok_or(SpawnMessageError::Missing("Project"))?;
         let bead = BeadId::new(&bead.ok_or(SpawnMessageError::Missing("Bead"))?)?;
         let it = iteration.ok_or(SpawnMessageError::Missing("Iteration"))?;
-        let iteration = it.parse().map_err(|_| SpawnMessageError::Iteration(it))?;
+        let iteration = IterationName::new(&it)
+            .map_err(|_| SpawnMessageError::Iteration(it.chars().take(40).collect()))?;
         let channel = channel.ok_or(SpawnMessageError::Missing("Channel"))?;
         SpawnMessage::new(PathBuf::from(project), bead, iteration, channel)
     }
@@ -142,6 +146,20 @@ mod tests {
             "Project: /p/app\nBead: app-x1y\nIteration: 3\nChannel: #dev\n"
         );
         assert_eq!(SpawnMessage::parse(&text).unwrap(), msg());
+    }
+
+    #[test]
+    fn c2_4_iteration_is_the_directory_name_as_written() {
+        let bead = BeadId::new("a-1").unwrap();
+        let it = IterationName::new("008").unwrap();
+        let m = SpawnMessage::new("/p".into(), bead, it, "").unwrap();
+        assert!(m.to_string().contains("\nIteration: 008\n"), "{m}");
+        assert_eq!(SpawnMessage::parse(&m.to_string()).unwrap().iteration, it);
+        // an older braids wrote the number; it still parses, as written
+        let old = SpawnMessage::parse("Project: /p\nBead: a-1\nIteration: 8\nChannel: \n");
+        assert_eq!(old.unwrap().iteration.as_str(), "8");
+        let bad = SpawnMessage::parse("Project: /p\nBead: a-1\nIteration: eight\nChannel: \n");
+        assert!(matches!(bad, Err(SpawnMessageError::Iteration(_))));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::model::BeadId;
+use crate::model::{BeadId, IterationName};
 use crate::paths::Paths;
 use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
 use crate::state::Claim;
@@ -27,7 +27,8 @@ use super::decide::{Plan, Slot, SpawnCandidate, ZombieReason};
 pub struct Spawned {
     pub project: String,
     pub bead: BeadId,
-    pub iteration: u32,
+    /// The iteration's directory name as written (`008`), a string in `--json`.
+    pub iteration: IterationName,
     pub channel: Option<String>,
     pub path: String,
     pub label: String,

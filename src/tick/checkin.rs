@@ -441,7 +441,10 @@ mod tests {
             priority: Default::default(),
             autonomy: Default::default(),
             max_workers: 2,
-            iteration: Some((3, Some(crate::model::IterationStatus::Active))),
+            iteration: Some((
+                "003".parse().unwrap(),
+                Some(crate::model::IterationStatus::Active),
+            )),
             tracker: Some("br"),
             counts: Some(
                 [("closed", 5), ("open", 2), ("in_progress", 1)]
@@ -450,6 +453,7 @@ mod tests {
                     .collect(),
             ),
             stories: vec![],
+            unknown_stories: None,
             ready: 2,
             ready_out_of_scope: 0,
             note: None,
@@ -461,7 +465,7 @@ mod tests {
         };
         assert_eq!(
             message(&r, 1),
-            "Check-in — My App: iteration 3 (active); beads: 2 open, 1 in_progress, 5 closed; 2 ready; 1 live worker."
+            "Check-in — My App: iteration 003 (active); beads: 2 open, 1 in_progress, 5 closed; 2 ready; 1 live worker."
         );
         r.iteration = None;
         r.counts = None;

@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
 use crate::model::{
-    Autonomy, BeadId, BeadStatus, Checkin, IterationStatus, Priority, ProjectStatus,
+    Autonomy, BeadId, BeadStatus, Checkin, IterationName, IterationStatus, Priority, ProjectStatus,
 };
 use crate::paths::Paths;
 use crate::session::Session;
@@ -39,13 +39,17 @@ pub struct ProjectReport {
     pub priority: Priority,
     pub autonomy: Autonomy,
     pub max_workers: u32,
-    /// The active iteration, or else the newest one.
-    pub iteration: Option<(u32, Option<IterationStatus>)>,
+    /// The active iteration (its directory name as written), or else the newest one.
+    pub iteration: Option<(IterationName, Option<IterationStatus>)>,
     pub tracker: Option<&'static str>,
     /// Bead counts by status, when the tracker was asked this run.
     pub counts: Option<BTreeMap<String, usize>>,
     /// The iteration's Stories with their status when known.
     pub stories: Vec<(BeadId, String, Option<BeadStatus>)>,
+    /// Stories of that iteration the tracker does not know, each with the finding STATUS.md
+    /// lists under the project's Problems: the iteration could never complete (1.3, 3.7).
+    /// `None` when the tracker's list was not read this run, so nothing is known either way.
+    pub unknown_stories: Option<Vec<UnknownStory>>,
     /// Ready beads in the iteration's scope.
     pub ready: usize,
     /// Ready beads the iteration's Stories do not list: not worked this iteration.
@@ -82,6 +86,13 @@ impl ProjectReport {
             }
         }
     }
+}
+
+/// A story its tracker does not know.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UnknownStory {
+    pub bead: BeadId,
+    pub problem: Diagnostic,
 }
 
 /// The observed world: the snapshot `decide` reads, and what `act` and STATUS.md need besides.
@@ -260,6 +271,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         tracker: None,
         counts: None,
         stories: Vec::new(),
+        unknown_stories: None,
         ready: 0,
         ready_out_of_scope: 0,
         note: None,
@@ -336,11 +348,11 @@ fn observe_project(
     report.config = Some(config.clone());
 
     let shown = match &eligibility {
-        Eligibility::Eligible { iteration } => iterations.iter().find(|i| i.number == *iteration),
+        Eligibility::Eligible { iteration } => iteration.find(&iterations, |i| i.name),
         _ => iterations.last(),
     };
     if let Some(it) = shown {
-        report.iteration = Some((it.number, it.status));
+        report.iteration = Some((it.name, it.status));
         if matches!(eligibility, Eligibility::Eligible { .. }) {
             view.stories = it.stories.iter().map(|s| s.id.clone()).collect();
         }
@@ -350,8 +362,9 @@ fn observe_project(
         Eligibility::Inactive { why } => Some(format!("not active ({why})")),
         Eligibility::NoActiveIteration => Some("no active iteration".into()),
         Eligibility::SeveralActive(n) => Some(format!(
-            "{} active iterations ({n:?}); at most one may be active (1.3)",
-            n.len()
+            "{} active iterations ({}); at most one may be active (1.3)",
+            n.len(),
+            n.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
         )),
         Eligibility::Broken(why) => Some(why.clone()),
     };
@@ -414,13 +427,24 @@ fn observe_project(
                 *counts.entry(b.status.as_str().to_string()).or_insert(0) += 1;
             }
             report.counts = Some(counts);
+            let mut unknown = Vec::new();
             if let Some(it) = shown {
                 report.stories = it
                     .stories
                     .iter()
                     .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
                     .collect();
+                let known = |id: &BeadId| status.contains_key(id);
+                let kind = tracker.kind().as_str();
+                unknown = format::iteration::unknown_stories(it, known, kind)
+                    .into_iter()
+                    .map(|(s, problem)| UnknownStory {
+                        bead: s.id.clone(),
+                        problem,
+                    })
+                    .collect();
             }
+            report.unknown_stories = Some(unknown);
             all
         }
         Err(e) => {

@@ -52,6 +52,10 @@ pub struct TickReport {
     /// Projects whose earlier failed push succeeded on retry this run (4.4).
     pub pushed: Vec<String>,
     pub errors: Vec<String>,
+    /// Problems this run found for the first time, each logged once at WARN: a story its
+    /// tracker does not know (1.3). STATUS.md lists them for as long as they last.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     pub dry_run: bool,
     /// Why a skipped run was skipped: `backoff` or `locked`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -78,6 +82,7 @@ impl TickReport {
             released: vec![],
             pushed: vec![],
             errors: vec![],
+            warnings: vec![],
             dry_run,
             skip: Some(skip),
             next_full_run: next,
@@ -103,6 +108,7 @@ impl TickReport {
             released: outcome.released.clone(),
             pushed,
             errors,
+            warnings: vec![],
             dry_run,
             skip: None,
             next_full_run: None,
@@ -121,7 +127,7 @@ impl TickReport {
         }
         // The summary counts errors; their text goes to the log too (at WARN, so the run
         // still has one INFO line), since a scheduled run's stdout is not kept.
-        for e in &self.errors {
+        for e in self.errors.iter().chain(&self.warnings) {
             tracing::warn!("{e}");
         }
     }

@@ -64,6 +64,9 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         errors(&observed, &plan, &outcome, push_errors),
         opts.dry_run,
     );
+    let (warnings, unknown_stories) =
+        notices::unknown_stories(&observed.reports, &state.unknown_stories);
+    report.warnings = warnings;
     if opts.dry_run {
         return Ok(report);
     }
@@ -86,6 +89,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     // persist
     let mut next = state.after_run(now, !outcome.spawned.is_empty(), plan.idle_reason);
     next.dry = dry;
+    next.unknown_stories = unknown_stories;
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), &outcome.new_claims);
     persist(inst, &next, observed, &outcome, &sessions_now, &report, now)?;

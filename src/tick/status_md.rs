@@ -99,6 +99,13 @@ pub fn render(d: &Dashboard<'_>) -> String {
         if let Some(e) = &r.error {
             let _ = writeln!(o, "- **Error:** {}", cell(e));
         }
+        let problems = r.unknown_stories.as_deref().unwrap_or_default();
+        if !problems.is_empty() {
+            let _ = writeln!(o, "- Problems:");
+            for u in problems {
+                let _ = writeln!(o, "  - {}", cell(&u.problem.to_string()));
+            }
+        }
         let workers: Vec<&Session> = d
             .sessions
             .iter()

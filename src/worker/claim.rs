@@ -29,7 +29,7 @@ impl Worker<'_> {
                 "refuse",
                 format!(
                     "iteration {} is complete; completed iterations are never modified",
-                    l.iteration.number
+                    l.iteration.name
                 ),
             );
             return Ok(Some(Ending::IterationFrozen));

@@ -48,14 +48,17 @@ pub(super) fn load(paths: &Paths, msg: &SpawnMessage, run: &mut Run<'_, '_>) -> 
     let root = &msg.project;
     let project_md = root.join(".braids/PROJECT.md");
     let iterations = format::iteration::read_iterations(root).value;
-    let iteration = iterations
-        .into_iter()
-        .find(|i| i.number == msg.iteration)
+    // By the directory's name; `Iteration: 1` from an older braids still finds `001`.
+    let iteration = msg
+        .iteration
+        .find(&iterations, |i| i.name)
+        .cloned()
         .ok_or_else(|| {
             anyhow!(
-                "iteration {} of {} does not exist (no ITERATION.md)",
+                "iteration {} of {} does not exist (no .braids/iterations/{}/ITERATION.md)",
                 msg.iteration,
-                root.display()
+                root.display(),
+                msg.iteration
             )
         })?;
     let order = [
@@ -97,19 +100,13 @@ fn autonomy_rules(a: Autonomy) -> &'static str {
 
 /// The agent's prompt: the bead, the autonomy rules, the context read by [`load`], and where
 /// the deliverable and the status report go.
-pub(super) fn prompt(
-    l: &Loaded,
-    bead: &Bead,
-    msg: &SpawnMessage,
-    work_in: &Path,
-    deliverable: &Path,
-) -> String {
+pub(super) fn prompt(l: &Loaded, bead: &Bead, work_in: &Path, deliverable: &Path) -> String {
     let context: String = l
         .context
         .iter()
         .map(|(p, t)| format!("## {}\n\n{}\n\n", p.display(), t.trim_end()))
         .collect();
-    let it = msg.iteration.to_string();
+    let it = l.iteration.name.to_string();
     let path = work_in.to_string_lossy();
     let dl = deliverable.to_string_lossy();
     crate::templates::render(

@@ -90,7 +90,7 @@ impl Worker<'_> {
         // The agent writes its deliverable in its workspace; it lands with its work.
         let expected = ws.here(expected);
         let iteration_dir = ws.here(&l.iteration.dir);
-        let prompt = context::prompt(l, bead, msg, &ws.dir, &expected);
+        let prompt = context::prompt(l, bead, &ws.dir, &expected);
         crate::atomic::write(&prompt_file, prompt.as_bytes())?;
         // A deliverable counts only if this run wrote it, not one left by an earlier run.
         let before = deliverables_now(&iteration_dir, bead_id);

@@ -114,7 +114,7 @@ impl Worker<'_> {
             ),
         );
         if iteration_completed {
-            let n = l.iteration.number;
+            let n = l.iteration.name;
             let (event, text) = app_iteration::notice(&l.slug, n, IterationStatus::Complete);
             run.notify(l, event, &text);
         }
@@ -220,7 +220,7 @@ impl Worker<'_> {
             Completion::StoriesOpen(n) => format!("{n} stories still open"),
             Completion::AlreadyComplete => "already completed by another worker".into(),
             Completion::Completed => {
-                format!("iteration {} complete; committed", l.iteration.number)
+                format!("iteration {} complete; committed", l.iteration.name)
             }
         };
         run.step("iteration", detail);

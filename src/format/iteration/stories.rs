@@ -1,6 +1,7 @@
 //! The Stories section of ITERATION.md: `- <bead-id>: <title>` entries in order, or a table
 //! with an id column, with the decorations people and agents add (bold, backticks, task boxes,
-//! emoji, links, dashes) tolerated and everything else reported.
+//! emoji, links, dashes) tolerated and everything else reported. An id is any id a tracker
+//! accepts ([`BeadId`]): `wp-3kq`, `bd-a1c`, `123`, or a native tracker's `readme`.
 
 use std::collections::HashMap;
 
@@ -187,12 +188,10 @@ fn parse_story(s: &str) -> StoryLine {
         0
     };
     if sep > 0 && id_end > id_start {
+        // Any id a tracker accepts is a story, plain words too (`readme:` names the WORKPLAN.md
+        // item `<!-- id:readme -->`); an entry the tracker does not know is reported by `check`,
+        // the tick and STATUS.md, which can ask it.
         let id_text = &s[id_start..id_end];
-        if !id_text.bytes().any(|b| b.is_ascii_digit() || b == b'-') && BeadId::new(id_text).is_ok()
-        {
-            // a plain word (`TBD:`, `Note:`) is prose, not an id: ids carry a digit or a dash
-            return StoryLine::NotStory;
-        }
         return match BeadId::new(id_text) {
             Ok(id) => {
                 let mut title = rest[sep..].trim();
@@ -311,10 +310,14 @@ mod tests {
         ));
         assert_eq!(parse_story("(none yet)"), StoryLine::NotStory);
         assert_eq!(parse_story(""), StoryLine::NotStory);
-        assert_eq!(parse_story("TBD: later"), StoryLine::NotStory);
+        // every id a tracker accepts, plain words included (the native tracker's `readme`)
         assert_eq!(
-            parse_story("Note: ordered by priority"),
-            StoryLine::NotStory
+            parse_story("readme: Write the README"),
+            StoryLine::Story(id("readme"), "Write the README".into())
+        );
+        assert_eq!(
+            parse_story("**Setup**: first"),
+            StoryLine::Story(id("Setup"), "first".into())
         );
         assert_eq!(
             parse_story("123: numeric ids are ids"),

@@ -5,14 +5,15 @@
 use crate::format::iteration::Iteration;
 use crate::format::project::ProjectConfig;
 use crate::format::registry::RegistryEntry;
-use crate::model::{IterationStatus, ProjectStatus};
+use crate::model::{IterationName, IterationStatus, ProjectStatus};
 
 /// Whether a project may receive workers this run, and if not, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Eligibility {
     /// Active, with exactly one active iteration (2.3).
     Eligible {
-        iteration: u32,
+        /// The active iteration's directory name as written.
+        iteration: IterationName,
     },
     /// Paused or blocked in the registry or PROJECT.md.
     Inactive {
@@ -20,7 +21,7 @@ pub enum Eligibility {
     },
     NoActiveIteration,
     /// More than one active iteration violates 1.3; nothing is spawned until a person fixes it.
-    SeveralActive(Vec<u32>),
+    SeveralActive(Vec<IterationName>),
     /// The project could not be read (missing directory, unreadable PROJECT.md …).
     Broken(String),
 }
@@ -41,10 +42,10 @@ pub fn eligibility_of(
             ),
         };
     }
-    let active: Vec<u32> = iterations
+    let active: Vec<IterationName> = iterations
         .iter()
         .filter(|i| i.status == Some(IterationStatus::Active))
-        .map(|i| i.number)
+        .map(|i| i.name)
         .collect();
     match active.as_slice() {
         [] => Eligibility::NoActiveIteration,

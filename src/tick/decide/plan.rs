@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::model::{BeadId, SessionLabel, SpawnMessage};
+use crate::model::{BeadId, IterationName, SessionLabel, SpawnMessage};
 use crate::session::Session;
 use crate::state::IdleReason;
 
@@ -17,7 +17,7 @@ pub struct SpawnCandidate {
     pub slug: String,
     pub bead: BeadId,
     pub title: String,
-    pub iteration: u32,
+    pub iteration: IterationName,
     pub path: PathBuf,
     pub channel: Option<String>,
     pub worker_timeout: u64,
@@ -151,7 +151,7 @@ mod tests {
             slug: slug.into(),
             bead: bead.clone(),
             title: bead.to_string(),
-            iteration: 1,
+            iteration: 1.into(),
             path: PathBuf::from("/p").join(slug),
             channel: None,
             worker_timeout: 3600,

@@ -20,7 +20,9 @@ fn project(slug: &str) -> P {
         max_workers: 1,
         worker_timeout: 3600,
         channel: None,
-        eligibility: Eligibility::Eligible { iteration: 1 },
+        eligibility: Eligibility::Eligible {
+            iteration: 1.into(),
+        },
         stories: vec![],
         ready: vec![],
         beads: BTreeMap::new(),
@@ -226,9 +228,14 @@ fn c2_2_global_cap_across_projects() {
 #[test]
 fn c2_3_only_projects_with_exactly_one_active_iteration() {
     let cases = [
-        (Eligibility::Eligible { iteration: 4 }, 1),
+        (
+            Eligibility::Eligible {
+                iteration: 4.into(),
+            },
+            1,
+        ),
         (Eligibility::NoActiveIteration, 0),
-        (Eligibility::SeveralActive(vec![1, 2]), 0),
+        (Eligibility::SeveralActive(vec![1.into(), 2.into()]), 0),
         (
             Eligibility::Inactive {
                 why: "paused".into(),
@@ -247,7 +254,7 @@ fn c2_3_only_projects_with_exactly_one_active_iteration() {
         );
         assert_eq!(plan.intended().len(), expected, "{e:?}");
         if expected == 1 {
-            assert_eq!(plan.intended()[0].iteration, 4);
+            assert_eq!(plan.intended()[0].iteration.as_str(), "4");
         }
     }
 }
