@@ -22,6 +22,10 @@ fn clean() -> Sandbox {
     s.git(&s.project("app"), &["commit", "-qm", "Iteration 1 work"]);
     s.ok(&["iteration", "complete", "app", "1"]);
     s.iteration("app", 2, "active", &[("wp-c3d", "Second story")]);
+    // every story of an iteration not complete is a bead the tracker knows (1.3)
+    let wp = s.project("app").join(".braids/WORKPLAN.md");
+    let plan = std::fs::read_to_string(&wp).unwrap();
+    std::fs::write(&wp, plan + "- [ ] Second story <!-- id:wp-c3d -->\n").unwrap();
     s
 }
 

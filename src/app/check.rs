@@ -84,10 +84,12 @@ pub fn check_project(_slug: &str, root: &Path, trackers: &TrackerConfig) -> Vec<
     let timeout = std::time::Duration::from_secs(trackers.timeout_secs.max(1));
     out.extend(check_stories(root, &iterations.value, kind, timeout));
     for it in &iterations.value {
-        out.extend(check_deliverables(
-            &it.dir,
-            &it.stories.iter().map(|s| s.id.clone()).collect::<Vec<_>>(),
-        ));
+        let ids = it
+            .stories
+            .iter()
+            .chain(&it.maybe_stories)
+            .map(|s| s.id.clone());
+        out.extend(check_deliverables(&it.dir, &ids.collect::<Vec<_>>()));
         if it.status == Some(IterationStatus::Complete) {
             match git::check_frozen(root, &it.dir) {
                 Ok(Frozen::Modified {
@@ -128,18 +130,19 @@ pub fn check_project(_slug: &str, root: &Path, trackers: &TrackerConfig) -> Vec<
     out
 }
 
-/// 1.3, 3.7: every story of an iteration that is not complete is a bead the tracker knows. The
-/// tracker is asked only when there is a story to check, and read only.
+/// 1.3, 3.7: every story of an iteration that is not complete is a bead the tracker knows, and
+/// a Stories entry starting with a plain word the tracker does not know (`TBD:`) is prose. The
+/// tracker is asked only when there is an entry to check, and read only.
 fn check_stories(
     root: &Path,
     iterations: &[Iteration],
     kind: crate::tracker::TrackerKind,
     timeout: std::time::Duration,
 ) -> Vec<Diagnostic> {
-    let Some(first) = iterations
-        .iter()
-        .find(|i| i.status != Some(IterationStatus::Complete) && !i.stories.is_empty())
-    else {
+    let Some(first) = iterations.iter().find(|i| {
+        !i.maybe_stories.is_empty()
+            || (i.status != Some(IterationStatus::Complete) && !i.stories.is_empty())
+    }) else {
         return Vec::new();
     };
     let options = crate::tracker::TrackerOptions {
@@ -173,13 +176,14 @@ fn check_stories(
         }
     };
     let known: std::collections::BTreeSet<&BeadId> = all.iter().map(|b| &b.id).collect();
-    iterations
-        .iter()
-        .flat_map(|it| {
-            format::iteration::unknown_stories(it, |id| known.contains(id), kind.as_str())
-        })
-        .map(|(_, d)| d)
-        .collect()
+    let known = |id: &BeadId| known.contains(id);
+    let mut out = Vec::new();
+    for it in iterations {
+        let unknown = format::iteration::unknown_stories(it, known, kind.as_str());
+        out.extend(unknown.into_iter().map(|(_, d)| d));
+        out.extend(format::iteration::prose_entries(it, known));
+    }
+    out
 }
 
 /// Deliverables in one iteration directory: named `<suffix>-<kebab>.md`, with a Summary, one

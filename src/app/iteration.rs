@@ -200,12 +200,15 @@ pub fn complete_if_done(
     tracker: &dyn Tracker,
     also: &[PathBuf],
 ) -> Result<Completion> {
-    if iteration.stories.is_empty() {
+    if iteration.stories.is_empty() && iteration.maybe_stories.is_empty() {
         return Ok(Completion::NoStories);
     }
     let all = tracker.list()?;
-    let open = iteration
-        .stories
+    let stories = iteration.stories_known(|id| all.iter().any(|b| &b.id == id));
+    if stories.is_empty() {
+        return Ok(Completion::NoStories);
+    }
+    let open = stories
         .iter()
         .filter(|s| {
             !all.iter()

@@ -37,7 +37,12 @@ pub struct Iteration {
     pub name: IterationName,
     pub dir: PathBuf,
     pub status: Option<IterationStatus>,
+    /// The Stories entries whose id has a digit or a dash (`wp-3kq`, `123`), or that come from a
+    /// table: stories whatever the tracker says.
     pub stories: Vec<Story>,
+    /// The Stories list entries whose id is a plain word (`readme: …`, `TBD: …`): a story when
+    /// the tracker knows the id, prose otherwise ([`Iteration::stories_known`]).
+    pub maybe_stories: Vec<Story>,
     pub guardrails: Option<String>,
     pub notes: Option<String>,
 }
@@ -46,6 +51,15 @@ impl Iteration {
     /// The iteration's ITERATION.md.
     pub fn file(&self) -> PathBuf {
         self.dir.join("ITERATION.md")
+    }
+
+    /// The Stories as the tracker tells them from prose, in order: [`Iteration::stories`], and
+    /// the entries of [`Iteration::maybe_stories`] whose id `known` says the tracker has.
+    pub fn stories_known(&self, known: impl Fn(&BeadId) -> bool) -> Vec<&Story> {
+        let mut out: Vec<&Story> = self.stories.iter().collect();
+        out.extend(self.maybe_stories.iter().filter(|s| known(&s.id)));
+        out.sort_by_key(|s| s.line);
+        out
     }
 }
 
@@ -103,7 +117,7 @@ pub fn parse_iteration(
             }
         },
     };
-    let stories = stories::read_stories(&doc, &mut diags);
+    let (stories, maybe_stories) = stories::read_stories(&doc, &mut diags);
     let section = |name: &str| {
         doc.find_heading(name)
             .map(|h| doc.raw_lines(doc.section_body(h)))
@@ -114,6 +128,7 @@ pub fn parse_iteration(
         dir,
         status,
         stories,
+        maybe_stories,
         guardrails: section("guardrails"),
         notes: section("notes"),
     };
@@ -163,6 +178,27 @@ pub fn unknown_stories<'a>(
                 fix,
             );
             (s, d)
+        })
+        .collect()
+}
+
+/// The Stories entries of `it` starting with a plain word the tracker does not know (`TBD:`),
+/// as warnings: they are read as prose and ignored. `known` is as for [`unknown_stories`].
+pub fn prose_entries(it: &Iteration, known: impl Fn(&BeadId) -> bool) -> Vec<Diagnostic> {
+    it.maybe_stories
+        .iter()
+        .filter(|s| !known(&s.id))
+        .map(|s| {
+            Diagnostic::warning(
+                &it.file(),
+                Some(s.line),
+                SECTION,
+                format!(
+                    "this Stories entry is not of the form `<bead-id>: <title>` (`{}` is no bead the project's tracker knows), so it is ignored",
+                    s.id
+                ),
+                "write the entry as `- <bead-id>: <title>` with the id the tracker gave the bead, or move the text to the Notes section",
+            )
         })
         .collect()
 }
@@ -365,5 +401,45 @@ mod tests {
         assert_eq!(p.diagnostics.len(), 2, "{:?}", p.diagnostics);
         assert!(p.diagnostics[0].path.ends_with("3/ITERATION.md"));
         assert!(p.diagnostics[1].message.contains("2, 10"));
+    }
+
+    #[test]
+    fn c1_3_plain_word_ids_are_stories_when_the_tracker_knows_them() {
+        let t = "Status: active\n\n## Stories\n\n- wp-a1b: First\n- readme: Write the README\n- TBD: later\n- e-404: Gone\n";
+        let p = parse(t);
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+        let it = p.value;
+        let ids = |v: Vec<&Story>| v.iter().map(|s| s.id.to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(it.stories.iter().collect()), ["wp-a1b", "e-404"]);
+        assert_eq!(ids(it.maybe_stories.iter().collect()), ["readme", "TBD"]);
+        let tracker = ["wp-a1b", "readme"];
+        let known = |id: &BeadId| tracker.contains(&id.as_str());
+        assert_eq!(ids(it.stories_known(known)), ["wp-a1b", "readme", "e-404"]);
+
+        let unknown = unknown_stories(&it, known, "workplan");
+        assert_eq!(unknown.len(), 1);
+        let (story, d) = &unknown[0];
+        assert_eq!((story.id.as_str(), d.line), ("e-404", Some(8)));
+        assert_eq!(d.severity, crate::diag::Severity::Error);
+        assert!(
+            d.message.contains("iteration 001 can never complete"),
+            "{d}"
+        );
+        assert!(d.fix.contains("<!-- id:e-404 -->"), "{d}");
+        let br = unknown_stories(&it, known, "br");
+        assert!(br[0].1.fix.contains("`br create`"), "{}", br[0].1);
+
+        let prose = prose_entries(&it, known);
+        assert_eq!(prose.len(), 1);
+        assert_eq!(prose[0].line, Some(7));
+        assert_eq!(prose[0].severity, crate::diag::Severity::Warning);
+        assert!(prose[0].message.contains("`TBD`"), "{}", prose[0]);
+
+        let mut done = it.clone();
+        done.status = Some(IterationStatus::Complete);
+        assert!(
+            unknown_stories(&done, known, "br").is_empty(),
+            "frozen (4.5)"
+        );
     }
 }

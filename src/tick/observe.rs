@@ -429,12 +429,16 @@ fn observe_project(
             report.counts = Some(counts);
             let mut unknown = Vec::new();
             if let Some(it) = shown {
-                report.stories = it
-                    .stories
+                let known = |id: &BeadId| status.contains_key(id);
+                let stories = it.stories_known(known);
+                report.stories = stories
                     .iter()
                     .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
                     .collect();
-                let known = |id: &BeadId| status.contains_key(id);
+                if eligible {
+                    // plain-word ids (`readme`) the tracker knows are stories too
+                    view.stories = stories.iter().map(|s| s.id.clone()).collect();
+                }
                 let kind = tracker.kind().as_str();
                 unknown = format::iteration::unknown_stories(it, known, kind)
                     .into_iter()

@@ -2,6 +2,10 @@
 //! with an id column, with the decorations people and agents add (bold, backticks, task boxes,
 //! emoji, links, dashes) tolerated and everything else reported. An id is any id a tracker
 //! accepts ([`BeadId`]): `wp-3kq`, `bd-a1c`, `123`, or a native tracker's `readme`.
+//!
+//! A plain word before the colon (`readme:`, but also `TBD:` or `Note:`) may be a bead id or
+//! prose, and only the tracker can tell: such entries are kept apart (`maybe`), and readers that
+//! ask the tracker take the ones it knows as stories ([`super::Iteration::stories_known`]).
 
 use std::collections::HashMap;
 
@@ -25,12 +29,21 @@ enum StoryLine {
     NotStory,
 }
 
-pub(super) fn read_stories(doc: &Doc, diags: &mut Diags) -> Vec<Story> {
+/// Whether an id is a plain word (no digit, no dash), which people also write before a colon as
+/// prose (`TBD:`); tracker ids usually carry a digit or a dash.
+pub(super) fn is_plain_word(id: &BeadId) -> bool {
+    !id.as_str().bytes().any(|b| b.is_ascii_digit() || b == b'-')
+}
+
+/// The Stories section's entries in order: `(stories, maybe)`, where `maybe` holds the list
+/// entries whose id is a plain word (see the module docs).
+pub(super) fn read_stories(doc: &Doc, diags: &mut Diags) -> (Vec<Story>, Vec<Story>) {
     let Some(h) = STORY_HEADINGS.iter().find_map(|n| doc.find_heading(n)) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let body = doc.section_body(h);
     let mut found: Vec<Story> = Vec::new();
+    let mut words: std::collections::HashSet<usize> = std::collections::HashSet::new();
     for i in body.clone() {
         if !doc.has(i, FIELD) {
             continue;
@@ -41,11 +54,16 @@ pub(super) fn read_stories(doc: &Doc, diags: &mut Diags) -> Vec<Story> {
             continue;
         }
         match parse_story(&s[c..]) {
-            StoryLine::Story(id, title) => found.push(Story {
-                id,
-                title,
-                line: i + 1,
-            }),
+            StoryLine::Story(id, title) => {
+                if is_plain_word(&id) {
+                    words.insert(i + 1);
+                }
+                found.push(Story {
+                    id,
+                    title,
+                    line: i + 1,
+                })
+            }
             StoryLine::BadId(id, why) => {
                 diags.error(
                     Some(i + 1),
@@ -70,7 +88,7 @@ pub(super) fn read_stories(doc: &Doc, diags: &mut Diags) -> Vec<Story> {
     }
     found.sort_by_key(|s| s.line);
     let mut seen: HashMap<BeadId, usize> = HashMap::new();
-    let mut out = Vec::with_capacity(found.len());
+    let (mut out, mut maybe) = (Vec::with_capacity(found.len()), Vec::new());
     for s in found {
         if let Some(first) = seen.get(&s.id) {
             diags.warn(
@@ -84,9 +102,13 @@ pub(super) fn read_stories(doc: &Doc, diags: &mut Diags) -> Vec<Story> {
             continue;
         }
         seen.insert(s.id.clone(), s.line);
-        out.push(s);
+        if words.contains(&s.line) {
+            maybe.push(s);
+        } else {
+            out.push(s);
+        }
     }
-    out
+    (out, maybe)
 }
 
 /// Stories written as a table with an id column and a title column.
