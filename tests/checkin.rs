@@ -95,7 +95,7 @@ fn c1_2_checkins_go_once_per_period_to_the_channel() {
     assert_eq!(s.len(), 2, "{s:?}");
     assert_eq!(
         s[0],
-        "#daily|checkin|daily|Check-in — daily: iteration 2 (active); beads: 1 open, 1 closed; 1 ready; 1 live worker."
+        "#daily|checkin|daily|Check-in — daily: iteration 002 (active); beads: 1 open, 1 closed; 1 ready; 1 live worker."
     );
     assert!(
         s[1].starts_with("#weekly|checkin|weekly|Check-in — weekly: "),

@@ -150,7 +150,7 @@ fn c1_3_iteration_lifecycle_and_one_active_at_a_time() {
     s.ok(&["new", "app", "--tracker", "workplan"]);
     let out = s.ok(&["iteration", "new", "app"]);
     assert!(
-        out.contains("iteration 1") && out.contains("001/ITERATION.md"),
+        out.contains("iteration 001") && out.contains("001/ITERATION.md"),
         "{out}"
     );
     s.ok(&["iteration", "new", "app"]);
@@ -167,7 +167,7 @@ fn c1_3_iteration_lifecycle_and_one_active_at_a_time() {
     );
     assert!(s
         .git(&root, &["log", "--oneline", "-1"])
-        .contains("Complete iteration 1"));
+        .contains("Complete iteration 001"));
     // 4.5: a completed iteration cannot be reactivated
     let o = s.run(&["iteration", "activate", "app", "1"]);
     assert_eq!(o.status.code(), Some(2));

@@ -44,6 +44,7 @@ const REPORT_KEYS: &[&str] = &[
     "zombies",
     "errors",
     // documented additions
+    "warnings",
     "released",
     "pushed",
     "checkins",
@@ -673,7 +674,7 @@ fn c2_4_c2_5_spawn_message_is_four_lines_and_label_is_project_slug_bead() {
         assert_eq!(
             msg,
             format!(
-                "Project: {}\nBead: {bead}\nIteration: 1\nChannel: {channel}\n",
+                "Project: {}\nBead: {bead}\nIteration: 001\nChannel: {channel}\n",
                 sb.project(slug).display()
             ),
             "exactly the four fields (2.4)"
@@ -686,7 +687,7 @@ fn c2_4_c2_5_spawn_message_is_four_lines_and_label_is_project_slug_bead() {
             .unwrap();
         assert_eq!(s["label"], l.as_str());
         assert_eq!(s["project"], slug);
-        assert_eq!(s["iteration"], 1);
+        assert_eq!(s["iteration"], "001", "the directory name as written");
         assert_eq!(s["path"], sb.project(slug).display().to_string());
         assert_eq!(s["worker_timeout"], 3600);
         if channel.is_empty() {
@@ -1226,7 +1227,7 @@ fn c4_6_native_workplan_tracker_spawns_claims_and_kills_the_same_way() {
     assert_eq!(
         msg,
         format!(
-            "Project: {}\nBead: {}\nIteration: 1\nChannel: \n",
+            "Project: {}\nBead: {}\nIteration: 001\nChannel: \n",
             sb.project("wp").display(),
             ids[0]
         )

@@ -36,7 +36,7 @@ fn c3_8_no_ready_beads_once_per_dry_spell() {
     assert_eq!(s.tick(&["--force"])["idle_reason"], "no-ready-beads");
     assert_eq!(lines(&log).len(), 1, "{:?}", lines(&log));
     assert!(
-        lines(&log)[0].starts_with("no-ready-beads|#app|[app] No ready beads in iteration 1"),
+        lines(&log)[0].starts_with("no-ready-beads|#app|[app] No ready beads in iteration 001"),
         "{:?}",
         lines(&log)
     );

@@ -1248,7 +1248,7 @@ fn c2_6_a_zombie_kill_waits_for_the_fixed_steps_after_the_close() {
         p.hook.events()
     );
     assert!(iteration_complete(&p));
-    assert_eq!(p.log()[0], "Complete iteration 1");
+    assert_eq!(p.log()[0], "Complete iteration 001");
     assert_eq!(p.log()[1], success_subject(&ids[0]));
 }
 
@@ -1609,9 +1609,11 @@ fn c3_7_the_iteration_completes_only_after_the_last_closed_bead_is_committed() {
         );
     }
     let log = p.log();
-    assert_eq!(log[0], "Complete iteration 1", "completed last: {log:?}");
+    assert_eq!(log[0], "Complete iteration 001", "completed last: {log:?}");
     assert_eq!(
-        log.iter().filter(|s| *s == "Complete iteration 1").count(),
+        log.iter()
+            .filter(|s| *s == "Complete iteration 001")
+            .count(),
         1
     );
     assert!(matches!(
@@ -1674,11 +1676,13 @@ fn c3_7_two_workers_finishing_together_complete_the_iteration_once() {
     }
     let log = p.log();
     assert_eq!(
-        log.iter().filter(|s| *s == "Complete iteration 1").count(),
+        log.iter()
+            .filter(|s| *s == "Complete iteration 001")
+            .count(),
         1,
         "{log:?}"
     );
-    assert_eq!(log[0], "Complete iteration 1", "{log:?}");
+    assert_eq!(log[0], "Complete iteration 001", "{log:?}");
     assert!(iteration_complete(&p));
     assert_eq!(
         p.hook.messages("iteration-complete").len(),
@@ -1755,7 +1759,7 @@ fn c3_7_full_loop_tick_then_workers_until_the_iteration_is_complete() {
         wait_until(Duration::from_secs(20), || {
             p.log()
                 .iter()
-                .filter(|s| *s == "Complete iteration 1")
+                .filter(|s| *s == "Complete iteration 001")
                 .count()
                 == 1
                 && p.upstream_log() == p.log()
@@ -1766,7 +1770,7 @@ fn c3_7_full_loop_tick_then_workers_until_the_iteration_is_complete() {
     assert_eq!(
         p.log()
             .iter()
-            .filter(|s| *s == "Complete iteration 1")
+            .filter(|s| *s == "Complete iteration 001")
             .count(),
         1
     );
