@@ -1029,11 +1029,11 @@ fn c1_5_c2_8_status_md_on_full_runs_only_with_timestamp_iterations_and_counts() 
             .to_string()
     };
     let app = row("app");
-    assert!(app.contains("| 1 (active) |"), "{app}");
+    assert!(app.contains("| 001 (active) |"), "{app}");
     assert!(app.contains("| in_progress 1, open 2 |"), "{app}");
     assert!(app.contains("| 1/1 |"), "one worker of one: {app}");
     let later_row = row("later");
-    assert!(later_row.contains("| 1 (planning) |"), "{later_row}");
+    assert!(later_row.contains("| 001 (planning) |"), "{later_row}");
     assert!(
         later_row.contains("| open 2 |"),
         "bead counts for every project: {later_row}"
