@@ -168,7 +168,7 @@ mod tests {
         assert_eq!(n(" 12 ").as_str(), "12");
         assert_eq!(n("008").number(), 8);
         assert_ne!(n("008"), n("8"));
-        let mut names = vec![n("10"), n("9"), n("001"), n("1"), n("0002")];
+        let mut names = [n("10"), n("9"), n("001"), n("1"), n("0002")];
         names.sort();
         let shown: Vec<&str> = names.iter().map(|x| x.as_str()).collect();
         assert_eq!(shown, ["001", "1", "0002", "9", "10"]);
