@@ -56,7 +56,7 @@ fn project(paths: &Paths, slug: &str, max: u32, timeout: u64, beads: &[&str]) ->
         .zip(beads)
         .map(|(id, t)| format!("- {id}: {t}\n"))
         .collect();
-    let text = crate::templates::render(crate::templates::ITERATION, &[("number", "1")])
+    let text = crate::templates::render(crate::templates::ITERATION, &[("number", "001")])
         .replace("**Status:** planning", "**Status:** active");
     let text = text.replace("## Stories\n", &format!("## Stories\n\n{stories}"));
     atomic::write(&dir.join("ITERATION.md"), text.as_bytes())?;
