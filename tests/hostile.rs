@@ -310,7 +310,7 @@ fn c2_4_hostile_channel_values_never_forge_a_spawn_message_field() {
             format!("{slug}-1"),
             "2.4 violated: a Channel value forged the Bead field: {msg:?}"
         );
-        assert_eq!(parsed.iteration.as_str(), "1", "{msg:?}");
+        assert_eq!(parsed.iteration.as_str(), "001", "{msg:?}");
         assert_eq!(parsed.project, s.project(slug), "{msg:?}");
         assert_eq!(
             eager_lines(&msg),
