@@ -1,8 +1,6 @@
 //! The issue-2 commands as a person runs them: `init`, `new`, `iteration`, and `--help`.
 
-mod common;
-
-use common::Sandbox;
+use crate::support::{br_path, Sandbox};
 
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -112,7 +110,7 @@ fn new_scaffolds_registers_and_commits() {
 #[test]
 fn new_with_br_initialises_the_tracker() {
     let s = Sandbox::new();
-    common::br_path();
+    br_path();
     s.ok(&["new", "beady", "--tracker", "br"]);
     assert!(s.project("beady").join(".beads").is_dir());
     let id = s.br_create("beady", "First");

@@ -2,14 +2,13 @@
 //! the table in a file), the systemd units (checked by `systemd-analyze verify`), and the
 //! schedule conversions (checked against `systemd-analyze calendar`).
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
 use braids::schedule::Schedule;
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use common::Sandbox;
+
+use crate::support::Sandbox;
 
 /// A `crontab` on the sandbox PATH that keeps the table in `$HOME/crontab.txt` and counts
 /// writes in `$HOME/crontab.writes`, like the real one: `-l` fails with "no crontab" when
@@ -174,7 +173,7 @@ fn cron_line_runs_tick_as_cron_would() {
         "{text}"
     );
     assert!(runs[1].contains("skipped"), "{text}");
-    assert!(sb.state()["lastRunAt"].is_string());
+    assert!(sb.state().last_run_at.is_some());
 }
 
 #[test]

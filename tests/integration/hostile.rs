@@ -7,17 +7,42 @@
 //!
 //! `BRAIDS_FUZZ_CASES` sets the cases per reader and generator (default 2000: about 50,000
 //! inputs in all, a few seconds); `BRAIDS_FUZZ_SEED` varies them. Each fuzz test prints how many
-//! inputs it ran (`cargo test --test hostile fuzz -- --nocapture`).
-
-mod common;
-mod support;
+//! inputs it ran (`cargo test --test integration _fuzz_ -- --nocapture`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::Sandbox;
-use support::*;
+use crate::support::files::walk;
+use crate::support::procs::{alive, proc_starttime, Bystander};
+use crate::support::{wait_for, Install, ReportExt, Run, Sandbox, SLEEPER};
+
+/// An installation for hostile input: its runs see no `br` but the test's stubs, its workers
+/// record their spawn message and sleep, and its registry is a bare table.
+fn install() -> Sandbox {
+    Install::new()
+        .isolated_path()
+        .worker(SLEEPER)
+        .plain_registry()
+        .build()
+}
+
+/// `braids tick --json --force`, whatever happens (a hang is killed after a minute).
+fn tick(s: &Sandbox) -> Run {
+    s.tick().force().limit(Duration::from_secs(60)).output()
+}
+
+/// What a worker got on stdin, once it wrote it down (and a moment more).
+#[track_caller]
+fn message_of(s: &Sandbox, label: &str) -> String {
+    let msg = wait_for(
+        &format!("{label} to start"),
+        Duration::from_secs(20),
+        || s.spawn_message(label).filter(|m| !m.is_empty()),
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    msg
+}
 
 /// Marker files a shell would create if any hostile text reached one. Unique per test.
 struct Markers {
@@ -88,25 +113,6 @@ fn eager_lines(s: &str) -> usize {
     .count()
 }
 
-/// Every file under `root`, relative.
-fn walk(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(p.clone());
-            }
-            out.push(p.strip_prefix(root).unwrap().to_path_buf());
-        }
-    }
-    out
-}
-
 /// Session records and logs are named from validated labels only: plain names, directly in
 /// their directories.
 fn assert_session_files_are_tame(s: &Sandbox) {
@@ -120,7 +126,7 @@ fn assert_session_files_are_tame(s: &Sandbox) {
             "2.5: session file name {name:?}"
         );
     }
-    for r in session_records(s) {
+    for r in s.session_records() {
         let label = r["label"].as_str().unwrap();
         let parsed = braids::model::SessionLabel::parse(label)
             .unwrap_or_else(|e| panic!("2.5 violated: forged label {label:?}: {e}"));
@@ -139,12 +145,11 @@ fn assert_session_files_are_tame(s: &Sandbox) {
 
 #[test]
 fn c2_5_hostile_registry_rows_and_paths_never_reach_a_shell_or_forge_a_label() {
-    let s = Sandbox::new();
-    install(&s, "");
+    let s = install();
     let m = Markers::new("registry", &s);
     // slugs that must be refused (1.1), each pointing at a real project
-    project(&s, "target", 1, &["t-1"], "");
-    let mut reg = registry_text(&s);
+    s.new_project("target").by_hand().ids(&["t-1"]).create();
+    let mut reg = s.registry_text();
     for p in m.payloads() {
         reg.push_str(&format!(
             "| {} | active | normal | ~/Projects/target |\n",
@@ -206,10 +211,8 @@ fn c2_5_hostile_registry_rows_and_paths_never_reach_a_shell_or_forge_a_label() {
     bytes.extend_from_slice(b"| bytes | active | normal | ~/Projects/\xff\xfe-x |\n| \xc3\x28 | active | normal | /x |\n");
     std::fs::write(s.braids_dir().join("registry.md"), &bytes).unwrap();
 
-    let r = tick(&s, 60);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    let mut got = spawned(&v);
+    let v = tick(&s).assert_ok().report();
+    let mut got = v.labels();
     got.sort();
     assert_eq!(
         got,
@@ -220,19 +223,12 @@ fn c2_5_hostile_registry_rows_and_paths_never_reach_a_shell_or_forge_a_label() {
             "project:target:t-1",
             "project:ticks:ticks-1",
         ],
-        "{v:#}"
+        "{v:#?}"
     );
     // each worker ran in its project's directory, literally, and got four honest fields
     for (slug, dir) in &odd_dirs {
         let label = format!("project:{slug}:{slug}-1");
-        let msg_file = s.home().join(format!("spawned/{label}.msg"));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !msg_file.is_file() {
-            assert!(Instant::now() < deadline, "{label} never started");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        let msg = std::fs::read_to_string(&msg_file).unwrap();
+        let msg = message_of(&s, &label);
         let parsed = braids::model::SpawnMessage::parse(&msg)
             .unwrap_or_else(|e| panic!("2.4 violated: {msg:?}: {e}"));
         assert_eq!(parsed.project, s.projects().join(dir), "{msg}");
@@ -242,7 +238,7 @@ fn c2_5_hostile_registry_rows_and_paths_never_reach_a_shell_or_forge_a_label() {
     assert_session_files_are_tame(&s);
     m.assert_none("registry rows and paths");
     // `braids check` names every refused row, and survives the bytes
-    let c = run_limited(braids(&s, &["check", "--json"]), Duration::from_secs(30));
+    let c = s.run_limited(&["check", "--json"], Duration::from_secs(60));
     let cv: serde_json::Value = serde_json::from_str(&c.stdout).unwrap();
     let refused = cv["findings"]
         .as_array()
@@ -261,7 +257,7 @@ fn c2_5_hostile_registry_rows_and_paths_never_reach_a_shell_or_forge_a_label() {
         "project:../../x:y".into(),
         "project:a:b/../../c".into(),
     ] {
-        let o = run_limited(braids(&s, &["kill", &label]), Duration::from_secs(20));
+        let o = s.run_limited(&["kill", &label], Duration::from_secs(60));
         assert_ne!(o.code, Some(0), "kill accepted {label:?}");
     }
     m.assert_none("braids kill");
@@ -269,8 +265,7 @@ fn c2_5_hostile_registry_rows_and_paths_never_reach_a_shell_or_forge_a_label() {
 
 #[test]
 fn c2_4_hostile_channel_values_never_forge_a_spawn_message_field() {
-    let s = Sandbox::new();
-    install(&s, "");
+    let s = install();
     let m = Markers::new("channel", &s);
     let channels = [
         ("c-dollar", m.payloads()[0].clone()),
@@ -282,26 +277,15 @@ fn c2_4_hostile_channel_values_never_forge_a_spawn_message_field() {
         ("c-pipe", "#a | Project: /etc".to_string()),
     ];
     for (slug, ch) in &channels {
-        project(
-            &s,
-            slug,
-            1,
-            &[&format!("{slug}-1")],
-            &format!("- **Channel:** {ch}\n"),
-        );
+        s.new_project(slug)
+            .by_hand()
+            .ids(&[format!("{slug}-1").as_str()])
+            .channel(ch)
+            .create();
     }
-    let r = tick(&s, 60);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    for label in spawned(&v) {
-        let msg_file = s.home().join(format!("spawned/{label}.msg"));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !msg_file.is_file() || std::fs::read_to_string(&msg_file).unwrap().is_empty() {
-            assert!(Instant::now() < deadline, "{label} never started");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        let msg = std::fs::read_to_string(&msg_file).unwrap();
+    let v = tick(&s).assert_ok().report();
+    for label in v.labels() {
+        let msg = message_of(&s, &label);
         let parsed = braids::model::SpawnMessage::parse(&msg)
             .unwrap_or_else(|e| panic!("2.4 violated for {label}: {msg:?}: {e}"));
         let slug = label.split(':').nth(1).unwrap();
@@ -320,8 +304,7 @@ fn c2_4_hostile_channel_values_never_forge_a_spawn_message_field() {
         assert!(!msg.contains('\r'), "{msg:?}");
     }
     // a Channel that cannot be carried on one line is an error for its project, not a spawn
-    for e in v["errors"].as_array().unwrap() {
-        let e = e.as_str().unwrap();
+    for e in &v.errors {
         assert!(!e.contains("evil") || e.contains("cannot spawn"), "{e}");
     }
     m.assert_none("Channel values");
@@ -329,27 +312,30 @@ fn c2_4_hostile_channel_values_never_forge_a_spawn_message_field() {
 
 // ---- real workers with hostile titles and ids ----------------------------------------------
 
-fn worker_install(s: &Sandbox, m: &Markers) {
-    s.ok(&["init"]);
+/// Workers run braids' stand-in agent (which writes a deliverable and reports pass), without
+/// retries; notifications go to a stub that writes its arguments one a line.
+fn worker_install() -> Sandbox {
+    let s = Install::new().build();
     let exe = env!("CARGO_BIN_EXE_braids");
     let notify = s.script(
         "bin/notify-stub",
         "for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$HOME/notify.log\"\necho --- >> \"$HOME/notify.log\"",
     );
     s.config(&format!(
-        "[worker]\nexecutor = [{exe:?}, \"stand-in-agent\", \"--deliverable\", \"{{deliverable}}\", \"--seconds\", \"0\"]\nretries = 0\n[notify]\ncommand = [{:?}, \"{{channel}}\", \"{{event}}\", \"{{project}}\", \"{{bead}}\", \"{{message}}\"]\n[sessions]\nkill_grace_secs = 1\n",
+        "[worker]\nexecutor = [{exe:?}, \"stand-in-agent\", \"--deliverable\", \"{{deliverable}}\", \"--seconds\", \"0\"]\nretries = 0\n[notify]\ncommand = [{:?}, \"{{channel}}\", \"{{event}}\", \"{{project}}\", \"{{bead}}\", \"{{message}}\"]\n",
         notify.display().to_string()
     ));
-    let _ = m;
+    s
 }
 
 /// Waits until no session of the sandbox is running, or `limit` passes.
 fn wait_for_workers(s: &Sandbox, limit: Duration) {
     let deadline = Instant::now() + limit;
     loop {
-        let running = session_records(s)
+        let running = s
+            .session_records()
             .iter()
-            .filter(|r| r["pid"].as_i64().is_some_and(alive))
+            .filter(|r| r["pid"].as_u64().is_some_and(|p| alive(p as u32)))
             .count();
         if running == 0 || Instant::now() > deadline {
             return;
@@ -373,18 +359,15 @@ fn escaped(root: &Path, needle: &str) -> Vec<PathBuf> {
 
 #[test]
 fn c1_4_hostile_workplan_titles_and_ids_stay_in_the_project() {
-    let s = Sandbox::new();
+    let s = worker_install();
     let m = Markers::new("workplan", &s);
-    worker_install(&s, &m);
-    s.ok(&[
-        "new",
-        "wp",
-        "--tracker",
-        "workplan",
-        "--channel",
-        &m.payloads()[0],
-    ]);
-    let root = s.project("wp");
+    let root = s
+        .new_project("wp")
+        .channel(&m.payloads()[0])
+        .max_workers(8)
+        .no_iteration()
+        .create()
+        .root;
     let titles = [
         m.payloads()[0].clone(),
         m.payloads()[1].clone(),
@@ -407,7 +390,6 @@ fn c1_4_hostile_workplan_titles_and_ids_stay_in_the_project() {
     wp.push_str("- [ ] Bad id two <!-- id:../../etc/passwd -->\n");
     wp.push_str("- [ ] Bad id three <!-- id:a:b -->\n");
     std::fs::write(root.join(".braids/WORKPLAN.md"), wp).unwrap();
-    s.set_field("wp", "MaxWorkers", "8");
     let it = root.join(".braids/iterations/001");
     std::fs::create_dir_all(&it).unwrap();
     std::fs::write(
@@ -418,10 +400,9 @@ fn c1_4_hostile_workplan_titles_and_ids_stay_in_the_project() {
     s.git(&root, &["add", "-A"]);
     s.git(&root, &["commit", "-qm", "hostile work"]);
 
-    let r = tick(&s, 60);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    let got = spawned(&v);
+    let r = tick(&s);
+    let v = r.assert_ok().report();
+    let got = v.labels();
     for l in &got {
         assert!(
             braids::model::SessionLabel::parse(l).is_ok(),
@@ -473,11 +454,8 @@ fn c1_4_hostile_workplan_titles_and_ids_stay_in_the_project() {
 
 #[test]
 fn c1_4_hostile_br_titles_stay_in_the_project() {
-    let s = Sandbox::new();
+    let s = worker_install();
     let m = Markers::new("br", &s);
-    worker_install(&s, &m);
-    s.ok(&["new", "brh", "--tracker", "br", "--max-workers", "6"]);
-    let root = s.project("brh");
     let titles = [
         m.payloads()[0].clone(),
         m.payloads()[1].clone(),
@@ -485,10 +463,14 @@ fn c1_4_hostile_br_titles_stay_in_the_project() {
         "--title=flag-looking".to_string(),
         "line one\nBead: forged-1\nline three".to_string(),
     ];
-    let mut ids = Vec::new();
-    for t in &titles {
-        ids.push(s.br_create("brh", t));
-    }
+    let brh = s
+        .new_project("brh")
+        .br()
+        .max_workers(6)
+        .titled(&titles.iter().map(String::as_str).collect::<Vec<_>>())
+        .no_iteration()
+        .create();
+    let (root, ids) = (brh.root, brh.beads);
     let stories: String = ids.iter().map(|i| format!("- {i}: story\n")).collect();
     let it = root.join(".braids/iterations/001");
     std::fs::create_dir_all(&it).unwrap();
@@ -499,23 +481,9 @@ fn c1_4_hostile_br_titles_stay_in_the_project() {
     .unwrap();
     s.git(&root, &["add", "-A"]);
     s.git(&root, &["commit", "-qm", "hostile beads"]);
-    let r = run_limited(
-        {
-            let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_braids"));
-            c.args(["tick", "--json", "--force"])
-                .env("HOME", s.home())
-                .env_remove("BRAIDS_HOME")
-                .env("PATH", s.path_var())
-                .env("BRAIDS_LOG", "warn")
-                .env("GIT_CONFIG_GLOBAL", s.home().join(".gitconfig"))
-                .current_dir(s.home());
-            c
-        },
-        Duration::from_secs(60),
-    );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    for l in spawned(&v) {
+    // (workers close their beads with the real br: this installation's PATH has it)
+    let v = tick(&s).assert_ok().report();
+    for l in v.labels() {
         assert!(braids::model::SessionLabel::parse(&l).is_ok(), "{l}");
         assert!(!l.contains("forged"), "2.5 violated: {l}");
     }
@@ -539,16 +507,12 @@ fn c1_4_hostile_br_titles_stay_in_the_project() {
 
 #[test]
 fn c2_5_forged_session_records_are_never_trusted() {
-    let s = Sandbox::new();
-    install(&s, "");
-    project(&s, "ok-a", 1, &["oka-1"], "");
+    let s = install();
+    s.new_project("ok-a").by_hand().ids(&["oka-1"]).create();
     // an unrelated process whose real pid and start time a forged record names
-    let mut bystander = std::process::Command::new("sleep")
-        .arg("300")
-        .spawn()
-        .unwrap();
-    let pid = bystander.id();
-    let start = common::proc_starttime(pid).expect("the bystander runs");
+    let bystander = Bystander::start();
+    let pid = bystander.pid();
+    let start = proc_starttime(pid).expect("the bystander runs");
     let dir = s.braids_dir().join("sessions");
     std::fs::create_dir_all(&dir).unwrap();
     let rec = |label: &str| {
@@ -567,33 +531,32 @@ fn c2_5_forged_session_records_are_never_trusted() {
     std::fs::write(dir.join("evil.json"), rec("project:ok-a:oka-7")).unwrap();
     std::fs::write(dir.join("ok-a_oka-8.json"), rec("project:../../x:oka-8")).unwrap();
     std::fs::write(dir.join("ok-a_oka-9.json"), b"\xff\xfe not json").unwrap();
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    assert!(v["zombies"].as_array().unwrap().is_empty(), "{v:#}");
+    let v = tick(&s).assert_ok().report();
+    assert!(v.zombies.is_empty(), "{v:#?}");
     std::thread::sleep(Duration::from_millis(200));
     assert!(
-        alive(pid as i64),
+        alive(pid),
         "2.6 violated: a forged session record got an unrelated process killed"
     );
     // an unreadable record that may name oka-1 holds its bead: never spawned twice
     assert!(
-        !spawned(&v).contains(&"project:ok-a:oka-1".to_string()),
-        "{v:#}"
+        !v.labels().contains(&"project:ok-a:oka-1".to_string()),
+        "{v:#?}"
     );
-    assert!(errors_text(&v).contains("cannot be read"), "{v:#}");
-    let _ = bystander.kill();
-    let _ = bystander.wait();
+    assert!(v.errors_text().contains("cannot be read"), "{v:#?}");
+    drop(bystander);
 }
 
 #[test]
 fn c2_5_hostile_bead_ids_from_a_tracker_never_become_labels() {
-    let s = Sandbox::new();
-    install(&s, "");
+    let s = install();
     let m = Markers::new("ids", &s);
-    project(&s, "ok-a", 1, &["oka-1"], "");
-    let root = project(&s, "liar", 3, &[], "- **Tracker:** br\n");
-    std::fs::create_dir_all(root.join(".beads")).unwrap();
+    s.new_project("ok-a").by_hand().ids(&["oka-1"]).create();
+    s.new_project("liar")
+        .by_hand()
+        .stub_br()
+        .max_workers(3)
+        .create();
     let ids = [
         "x:y".to_string(),
         "../../etc".to_string(),
@@ -611,26 +574,23 @@ fn c2_5_hostile_bead_ids_from_a_tracker_never_become_labels() {
         "bin/br",
         "case \"$1\" in list) printf '{\"issues\":'; cat \"$HOME/liar.json\"; printf '}';; *) cat \"$HOME/liar.json\";; esac",
     );
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    let got = spawned(&v);
-    assert_eq!(got, ["project:ok-a:oka-1"], "{v:#}");
-    assert!(errors_text(&v).contains("liar"), "{v:#}");
+    let v = tick(&s).assert_ok().report();
+    assert_eq!(v.labels(), ["project:ok-a:oka-1"], "{v:#?}");
+    assert!(v.errors_text().contains("liar"), "{v:#?}");
     assert_session_files_are_tame(&s);
     m.assert_none("tracker ids");
 }
 
-fn errors_text(v: &serde_json::Value) -> String {
-    v["errors"].to_string()
-}
-
 #[test]
 fn c3_9_bytes_that_are_not_utf8_cost_only_their_file() {
-    let s = Sandbox::new();
-    install(&s, "");
-    project(&s, "ok-a", 1, &["oka-1"], "");
-    let bad = project(&s, "bad-bytes", 1, &["bb-1"], "");
+    let s = install();
+    s.new_project("ok-a").by_hand().ids(&["oka-1"]).create();
+    let bad = s
+        .new_project("bad-bytes")
+        .by_hand()
+        .ids(&["bb-1"])
+        .create()
+        .root;
     std::fs::write(
         bad.join(".braids/PROJECT.md"),
         b"# \xff\xfe\n\n- **Status:** active\n- **Priority:** n\xc3\x28ormal\n- **Autonomy:** full\n- **Channel:** #\xe2\x82\n",
@@ -641,20 +601,23 @@ fn c3_9_bytes_that_are_not_utf8_cost_only_their_file() {
         b"# W\n\n- [ ] t\xff\xfe <!-- id:bb-1 -->\n",
     )
     .unwrap();
-    let other = project(&s, "bad-iter", 1, &["bi-1"], "");
+    let other = s
+        .new_project("bad-iter")
+        .by_hand()
+        .ids(&["bi-1"])
+        .create()
+        .root;
     std::fs::write(
         other.join(".braids/iterations/001/ITERATION.md"),
         b"# I\n\nStatus: \xffactive\n\n## Stories\n\n- bi-1: \xfe\n",
     )
     .unwrap();
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
+    let v = tick(&s).assert_ok().report();
     assert!(
-        spawned(&v).contains(&"project:ok-a:oka-1".to_string()),
-        "{v:#}"
+        v.labels().contains(&"project:ok-a:oka-1".to_string()),
+        "{v:#?}"
     );
-    let c = run_limited(braids(&s, &["check", "--json"]), Duration::from_secs(30));
+    let c = s.run_limited(&["check", "--json"], Duration::from_secs(60));
     assert!(matches!(c.code, Some(0 | 1)), "{}", c.stderr);
     serde_json::from_str::<serde_json::Value>(&c.stdout).unwrap();
 }

@@ -1,17 +1,14 @@
 //! `braids check` on real installations: a clean one reports nothing; one seeded with a
 //! violation of each statically checkable contract reports each at its file, line and section.
 
-mod common;
-
-use common::Sandbox;
+use crate::support::{Install, Sandbox};
 
 /// A clean installation: two projects, a completed and committed iteration with a proper
 /// deliverable, an active one.
 fn clean() -> Sandbox {
-    let s = Sandbox::new();
-    s.ok(&["init"]);
-    s.ok(&["new", "app", "--tracker", "workplan", "--max-workers", "2"]);
-    s.ok(&["new", "lib", "--tracker", "workplan", "--priority", "low"]);
+    let s = Install::new().build();
+    s.new_project("app").max_workers(2).no_iteration().create();
+    s.new_project("lib").priority("low").no_iteration().create();
     let it1 = s.iteration("app", 1, "active", &[("wp-a1b", "First story")]);
     std::fs::write(
         it1.join("a1b-first-story.md"),

@@ -9,8 +9,6 @@
 //!
 //! Lib-level tests that need trait doubles (a recording tracker) call `Worker::run` directly.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -23,8 +21,11 @@ use braids::model::{Bead, BeadId, SpawnMessage};
 use braids::paths::Paths;
 use braids::tracker::{self, ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use braids::worker::{ArgvExecutor, Ending, ExecRequest, ExecResult, Executor, Worker};
-use common::{br_path, Sandbox};
 use serde_json::Value;
+
+use crate::support::files::files_under;
+use crate::support::procs::alive;
+use crate::support::{br_path, poll_until, Install, Sandbox};
 
 // ---------------------------------------------------------------------------------------------
 // A webhook: a real HTTP server on 127.0.0.1, recording every request body
@@ -215,14 +216,18 @@ impl Project {
     /// bare upstream; config.toml points the executor at `agent.sh` and notifications at a
     /// fresh webhook. Write the agent with [`Project::agent`].
     fn new() -> Project {
-        let sb = Sandbox::new();
+        let sb = Install::new().build();
         sb.write(
             ".gitconfig",
             "[user]\n\tname = Tester\n\temail = tester@example.com\n[init]\n\tdefaultBranch = main\n",
         );
-        sb.ok(&["init"]);
-        sb.ok(&["new", SLUG, "--tracker", "br", "--channel", "#dev"]);
-        let root = sb.project(SLUG);
+        let root = sb
+            .new_project(SLUG)
+            .br()
+            .channel("#dev")
+            .no_iteration()
+            .create()
+            .root;
         sb.write(root.join("src/main.txt"), "fn main() {}\n");
         sb.git(&root, &["add", "-A"]);
         sb.git(&root, &["commit", "-q", "-m", "Add the source"]);
@@ -443,27 +448,7 @@ fn success_subject(id: &str) -> String {
 
 /// Whether the process is gone (or a zombie nobody reaped: it runs nothing).
 fn process_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(s) => s
-            .rfind(')')
-            .and_then(|i| s[i + 1..].split_whitespace().next())
-            .is_some_and(|state| state == "Z" || state == "X"),
-    }
-}
-
-/// Polls `cond` until it holds or `limit` passes.
-fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if cond() {
-            return true;
-        }
-        if start.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    !alive(pid as u32)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -639,7 +624,7 @@ fn c3_10_hung_executor_is_killed_with_its_process_group() {
     assert_eq!(started.len(), p.calls());
     for pid in started {
         assert!(
-            wait_until(Duration::from_secs(5), || process_gone(pid)),
+            poll_until(Duration::from_secs(5), || process_gone(pid)),
             "grandchild {pid} survived the kill"
         );
     }
@@ -1169,14 +1154,10 @@ fn c2_6_a_killed_worker_takes_its_agent_along() {
         "sleep 300 &\necho $$ $! > {pids:?}.tmp\nmv {pids:?}.tmp {pids:?}\nsleep 300\n"
     ));
 
-    let report = p.sb.tick(&["--force"]);
-    assert_eq!(
-        report["spawns"].as_array().map_or(0, Vec::len),
-        1,
-        "{report:#}"
-    );
+    let report = p.sb.tick().force().run();
+    assert_eq!(report.spawns.len(), 1, "{report:#?}");
     assert!(
-        wait_until(Duration::from_secs(20), || pids.exists()),
+        poll_until(Duration::from_secs(20), || pids.exists()),
         "the agent never started"
     );
     let agent: Vec<i32> = std::fs::read_to_string(&pids)
@@ -1188,15 +1169,11 @@ fn c2_6_a_killed_worker_takes_its_agent_along() {
 
     // A person closes the bead; the next tick kills the worker as a zombie (2.6).
     p.br(&["close", &ids[0], "--json"]);
-    let report = p.sb.tick(&["--force"]);
-    assert_eq!(
-        report["zombies"].as_array().map_or(0, Vec::len),
-        1,
-        "{report:#}"
-    );
+    let report = p.sb.tick().force().run();
+    assert_eq!(report.zombies.len(), 1, "{report:#?}");
     for pid in agent {
         assert!(
-            wait_until(Duration::from_secs(10), || process_gone(pid)),
+            poll_until(Duration::from_secs(10), || process_gone(pid)),
             "agent process {pid} outlived its worker"
         );
     }
@@ -1215,23 +1192,15 @@ fn c2_6_a_zombie_kill_waits_for_the_fixed_steps_after_the_close() {
         &format!("touch {pushing:?}\nsleep 3\n"),
     );
 
-    let report = p.sb.tick(&["--force"]);
-    assert_eq!(
-        report["spawns"].as_array().map_or(0, Vec::len),
-        1,
-        "{report:#}"
-    );
+    let report = p.sb.tick().force().run();
+    assert_eq!(report.spawns.len(), 1, "{report:#?}");
     assert!(
-        wait_until(Duration::from_secs(30), || pushing.exists()),
+        poll_until(Duration::from_secs(30), || pushing.exists()),
         "the worker never pushed"
     );
     assert_eq!(p.status(&ids[0]), "closed");
-    let report = p.sb.tick(&["--force"]);
-    assert_eq!(
-        report["zombies"].as_array().map_or(0, Vec::len),
-        1,
-        "{report:#}"
-    );
+    let report = p.sb.tick().force().run();
+    assert_eq!(report.zombies.len(), 1, "{report:#?}");
 
     // The tick waited for the worker, which finished its steps first.
     assert_eq!(
@@ -1444,7 +1413,7 @@ fn c3_5_close_after_deliverable_and_commit_after_close() {
     let executor = RecordingExecutor {
         inner: ArgvExecutor {
             template: config.worker.executor.clone(),
-            grace: Duration::from_secs(1),
+            grace: Duration::from_secs(5),
         },
         journal: &journal,
     };
@@ -1519,7 +1488,7 @@ fn c3_7_the_iteration_completes_only_after_the_last_closed_bead_is_committed() {
     let notifier = braids::notify::from_config(&config.notify);
     let argv = || ArgvExecutor {
         template: config.worker.executor.clone(),
-        grace: Duration::from_secs(1),
+        grace: Duration::from_secs(5),
     };
     let msg = |id: &str| SpawnMessage::parse(&p.spawn_message(id)).unwrap();
     let (journal_a, journal_b) = (
@@ -1563,10 +1532,10 @@ fn c3_7_the_iteration_completes_only_after_the_last_closed_bead_is_committed() {
                     .any(|c| c == "executed")
             };
             assert!(
-                wait_until(Duration::from_secs(30), executed),
+                poll_until(Duration::from_secs(30), executed),
                 "B's agent never ran"
             );
-            wait_until(Duration::from_secs(2), || b_done.load(Ordering::SeqCst));
+            poll_until(Duration::from_secs(2), || b_done.load(Ordering::SeqCst));
         }));
         let executor = argv();
         let worker = Worker {
@@ -1691,7 +1660,7 @@ fn c3_7_full_loop_tick_then_workers_until_the_iteration_is_complete() {
         if start.elapsed() > Duration::from_secs(60) {
             let logs = p.sb.braids_dir().join("logs");
             let mut dump = String::new();
-            for e in walk(&logs) {
+            for e in files_under(&logs) {
                 dump.push_str(&format!(
                     "--- {}\n{}\n",
                     e.display(),
@@ -1706,20 +1675,9 @@ fn c3_7_full_loop_tick_then_workers_until_the_iteration_is_complete() {
             );
         }
         // Workers inherit the tick's environment: their steps go to the session logs.
-        let out =
-            p.sb.braids()
-                .env("BRAIDS_LOG", "info")
-                .args(["tick", "--json", "--force"])
-                .output()
-                .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = p.sb.tick().force().log("info").run();
         ticks += 1;
-        let n = report["spawns"].as_array().map_or(0, Vec::len);
+        let n = report.spawns.len();
         max_spawned = max_spawned.max(n);
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -1739,7 +1697,7 @@ fn c3_7_full_loop_tick_then_workers_until_the_iteration_is_complete() {
     }
     // The iteration-completing worker may still be finishing (notify, push).
     assert!(
-        wait_until(Duration::from_secs(20), || {
+        poll_until(Duration::from_secs(20), || {
             p.log()
                 .iter()
                 .filter(|s| *s == "Complete iteration 1")
@@ -1767,19 +1725,4 @@ fn regex_escape(s: &str) -> String {
             special.then_some('\\').into_iter().chain([c])
         })
         .collect()
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }

@@ -7,23 +7,44 @@
 //! projects, and nothing braids owns was corrupted (state and STATUS.md whole and parseable,
 //! registry untouched, tracker files intact, no bead stranded).
 
-mod common;
-mod support;
-
-use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
-use common::{br_path, Sandbox};
-use support::*;
+use braids::session::KillOutcome;
+use braids::tick::{RunType, TickReport};
+
+use crate::support::checks::{assert_intact, assert_no_stranded_beads, status_md_whole};
+use crate::support::files::copy_tree;
+use crate::support::procs::{alive, proc_starttime, Bystander};
+use crate::support::{br_path, Install, ReportExt, Run, Sandbox, SLEEPER};
+
+/// An installation for faults: its runs see no `br` but the test's stubs, its workers record
+/// their spawn message and sleep, and its registry is a bare table of hand-written projects.
+fn install() -> Install {
+    Install::new()
+        .isolated_path()
+        .worker(SLEEPER)
+        .plain_registry()
+}
 
 /// Two healthy projects on the native tracker: `ok-a` (MaxWorkers 2, three beads) and `ok-b`
 /// (MaxWorkers 1, two beads). A good run spawns ok-a:oka-1, ok-a:oka-2 and ok-b:okb-1.
-fn base(config: &str) -> Sandbox {
-    let s = Sandbox::new();
-    install(&s, config);
-    project(&s, "ok-a", 2, &["oka-1", "oka-2", "oka-3"], "");
-    project(&s, "ok-b", 1, &["okb-1", "okb-2"], "");
+fn base() -> Sandbox {
+    let s = install().build();
+    s.new_project("ok-a")
+        .by_hand()
+        .max_workers(2)
+        .ids(&["oka-1", "oka-2", "oka-3"])
+        .create();
+    s.new_project("ok-b")
+        .by_hand()
+        .ids(&["okb-1", "okb-2"])
+        .create();
     s
+}
+
+/// `braids tick --json --force`, whatever happens (a hang is killed after a minute).
+fn tick(s: &Sandbox) -> Run {
+    s.tick().force().limit(Duration::from_secs(60)).output()
 }
 
 const HEALTHY: [&str; 3] = [
@@ -34,28 +55,25 @@ const HEALTHY: [&str; 3] = [
 const ITEMS: [(&str, usize); 2] = [("ok-a", 3), ("ok-b", 2)];
 
 /// The healthy projects got their workers, and each worker got a four-line spawn message.
-fn assert_healthy_spawned(s: &Sandbox, v: &serde_json::Value) {
-    let mut got = spawned(v);
+#[track_caller]
+fn assert_healthy_spawned(s: &Sandbox, r: &TickReport) {
+    let mut got = r.labels();
     got.sort();
     assert_eq!(
         got, HEALTHY,
-        "the run did not go on for the healthy projects: {v:#}"
+        "the run did not go on for the healthy projects: {r:#?}"
     );
     wait_for_messages(s, &HEALTHY);
 }
 
+#[track_caller]
 fn wait_for_messages(s: &Sandbox, labels: &[&str]) {
     for label in labels {
-        let p = s.home().join(format!("spawned/{label}.msg"));
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !p.is_file() || std::fs::read_to_string(&p).unwrap().lines().count() < 4 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the worker for {label} never got its message"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let msg = std::fs::read_to_string(&p).unwrap();
+        let msg = crate::support::wait_for(
+            &format!("the worker for {label} to get its message"),
+            Duration::from_secs(20),
+            || s.spawn_message(label).filter(|m| m.lines().count() >= 4),
+        );
         let keys: Vec<&str> = msg
             .lines()
             .map(|l| l.split_once(':').map_or(l, |(k, _)| k))
@@ -68,60 +86,30 @@ fn wait_for_messages(s: &Sandbox, labels: &[&str]) {
     }
 }
 
-fn errors(v: &serde_json::Value) -> String {
-    v["errors"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|e| e.as_str().unwrap_or_default().to_string())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
-}
-
-/// A br project driven through a stub `br` in the sandbox bin (the real br is not on the tick's
-/// PATH): `.beads/` initialised by the real br, and `Tracker: br` in PROJECT.md.
-fn br_project(s: &Sandbox, slug: &str, beads: &[&str]) -> std::path::PathBuf {
-    let root = project(s, slug, 1, &[], "- **Tracker:** br\n");
-    let out = std::process::Command::new(br_path())
-        .args(["init", &format!("--prefix={slug}"), "--json"])
-        .current_dir(&root)
-        .env("HOME", s.home())
-        .env("BEADS_DIR", "")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "br init: {out:?}");
-    let mut ids = Vec::new();
-    for b in beads {
-        ids.push(s.br_create(slug, b));
-    }
-    let stories: Vec<(&str, &str)> = ids.iter().map(|i| (i.as_str(), "story")).collect();
-    s.iteration(slug, 1, "active", &stories);
-    root
-}
-
 // ---- the tracker ----------------------------------------------------------------------------
 
-/// A project whose `br` is the stub `script`: the tick still exits 0, the healthy projects
-/// still spawn, the error names the broken project and every `expect` fragment, and nothing
-/// of the others is touched. Returns the run for further checks.
+/// A project whose `br` is the stub `script` (with `config` for the tick): the tick still
+/// exits 0, the healthy projects still spawn, the error names the broken project and every
+/// `expect` fragment, and nothing of the others is touched. Returns the run for further checks.
 fn tracker_fault_costs_only_its_project(
     slug: &str,
+    config: &str,
     script: &str,
     expect: &[&str],
 ) -> (Sandbox, Run) {
-    let s = base("");
-    let root = project(&s, slug, 1, &[], "- **Tracker:** br\n");
-    std::fs::create_dir_all(root.join(".beads")).unwrap();
+    let s = base();
+    if !config.is_empty() {
+        s.config(config);
+    }
+    s.new_project(slug).by_hand().stub_br().create();
     s.script("bin/br", script);
-    let reg = registry_text(&s);
-    let r = tick(&s, 40);
+    let reg = s.registry_text();
+    let r = s.tick().force().output();
     assert!(!r.timed_out, "the tick hung behind a broken tracker");
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
+    let v = r.report();
     assert_healthy_spawned(&s, &v);
-    let text = errors(&v);
+    let text = v.errors_text();
     assert!(
         text.contains(slug) && expect.iter().all(|e| text.contains(e)),
         "{text}"
@@ -132,14 +120,16 @@ fn tracker_fault_costs_only_its_project(
 
 #[test]
 fn c2_2_fault_a_hung_tracker_costs_only_its_project() {
+    // About the tracker timeout: 5 s against a tracker that would answer in ten minutes.
     let (s, r) = tracker_fault_costs_only_its_project(
         "stuck",
-        "echo $$ >> \"$HOME/br-pids\"\nexec sleep 60",
+        "[tracker]\ntimeout_secs = 5\n",
+        "echo $$ >> \"$HOME/br-pids\"\nexec sleep 600",
         &["timed out"],
     );
     assert!(
-        r.elapsed < Duration::from_secs(15),
-        "[tracker] timeout_secs = 1, yet the tick took {:?}",
+        r.elapsed < Duration::from_secs(60),
+        "[tracker] timeout_secs = 5 cuts off a tracker hung for 600 s, yet the tick took {:?}",
         r.elapsed
     );
     for pid in s.read("br-pids").lines() {
@@ -154,6 +144,7 @@ fn c2_2_fault_a_hung_tracker_costs_only_its_project() {
 fn c2_2_fault_a_tracker_talking_garbage_costs_only_its_project() {
     tracker_fault_costs_only_its_project(
         "babble",
+        "",
         "printf '{\"issues\": [{\"id\": \"x-1\", \"status\": \\377\\376 garbage'\nexit 0",
         &["cannot read"],
     );
@@ -163,6 +154,7 @@ fn c2_2_fault_a_tracker_talking_garbage_costs_only_its_project() {
 fn c2_2_fault_a_failing_tracker_costs_only_its_project() {
     tracker_fault_costs_only_its_project(
         "broken",
+        "",
         "echo 'database disk image is malformed' >&2\nexit 7",
         &["malformed", "exit 7"],
     );
@@ -170,8 +162,12 @@ fn c2_2_fault_a_failing_tracker_costs_only_its_project() {
 
 #[test]
 fn c2_1_fault_a_tracker_that_vanishes_mid_run_leaves_its_bead_unclaimed() {
-    let s = base("");
-    br_project(&s, "vanish", &["Only bead"]);
+    let s = base();
+    s.new_project("vanish")
+        .by_hand()
+        .br()
+        .titled(&["Only bead"])
+        .create();
     let real = br_path();
     // answers `list` and `ready` through the real br, and deletes itself during `ready`: the
     // claim that follows finds no `br` on PATH
@@ -182,16 +178,14 @@ fn c2_1_fault_a_tracker_that_vanishes_mid_run_leaves_its_bead_unclaimed() {
             real.display()
         ),
     );
-    let reg = registry_text(&s);
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
+    let reg = s.registry_text();
+    let v = tick(&s).assert_ok().report();
     assert_healthy_spawned(&s, &v);
     assert!(!s.bin().join("br").exists(), "the stub never ran `ready`");
     assert!(
-        errors(&v).contains("vanish") && errors(&v).contains("cannot claim"),
+        v.errors_text().contains("vanish") && v.errors_text().contains("cannot claim"),
         "{}",
-        errors(&v)
+        v.errors_text()
     );
     let list = s.br("vanish", &["list", "--json"]);
     assert!(
@@ -204,8 +198,14 @@ fn c2_1_fault_a_tracker_that_vanishes_mid_run_leaves_its_bead_unclaimed() {
 
 #[test]
 fn c2_1_fault_a_project_directory_vanishing_mid_run() {
-    let s = base("");
-    let root = br_project(&s, "doomed", &["Doomed bead"]);
+    let s = base();
+    let root = s
+        .new_project("doomed")
+        .by_hand()
+        .br()
+        .titled(&["Doomed bead"])
+        .create()
+        .root;
     let real = br_path();
     // the claim goes through, then the directory is gone before the worker can start in it
     s.script(
@@ -216,50 +216,33 @@ fn c2_1_fault_a_project_directory_vanishing_mid_run() {
             root = root.display()
         ),
     );
-    let reg = registry_text(&s);
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
+    let reg = s.registry_text();
+    let v = tick(&s).assert_ok().report();
     assert!(
         !root.exists(),
         "the stub never claimed: {}",
         s.read("br-calls")
     );
     assert_healthy_spawned(&s, &v);
-    let e = errors(&v);
+    let e = v.errors_text();
     assert!(e.contains("cannot start a worker"), "{e}");
     // the claim could not be undone (its database went with the directory): it is remembered,
     // so a later run releases it when the tracker answers again (2.1)
-    let claims = state(&s).unwrap()["claims"].clone();
+    let claims = s.state().claims;
+    assert!(claims.iter().any(|c| c.project == "doomed"), "{claims:?}");
     assert!(
-        claims
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["project"] == "doomed"),
-        "{claims}"
-    );
-    assert!(
-        !session_records(&s)
+        !s.session_records()
             .iter()
             .any(|r| r["label"].as_str().unwrap().contains("doomed")),
         "a session was recorded for a worker that never started"
     );
     // and the next run does not fall over the missing directory
-    let r2 = tick(&s, 30);
-    assert_eq!(r2.code, Some(0), "{}", r2.stderr);
-    assert!(errors(&r2.json()).contains("doomed"));
+    let r2 = tick(&s).assert_ok().report();
+    assert!(r2.errors_text().contains("doomed"));
     assert_intact(&s, &reg, &["ok-a", "ok-b", "doomed"], &ITEMS);
 }
 
 // ---- the state file and STATUS.md -----------------------------------------------------------
-
-fn state_path(s: &Sandbox) -> std::path::PathBuf {
-    s.braids_dir().join(".orchestrator-state.json")
-}
-fn status_path(s: &Sandbox) -> std::path::PathBuf {
-    s.braids_dir().join("STATUS.md")
-}
 
 #[test]
 fn c1_6_fault_a_truncated_state_file_means_a_full_run_and_a_whole_rewrite() {
@@ -270,32 +253,32 @@ fn c1_6_fault_a_truncated_state_file_means_a_full_run_and_a_whole_rewrite() {
         b"null",
         b"[]",
     ] {
-        let s = base("");
-        std::fs::write(state_path(&s), junk).unwrap();
-        let reg = registry_text(&s);
-        let r = tick(&s, 30);
+        let s = base();
+        std::fs::write(s.state_path(), junk).unwrap();
+        let reg = s.registry_text();
+        let r = tick(&s);
         assert_eq!(r.code, Some(0), "{junk:?}: {}", r.stderr);
-        assert_healthy_spawned(&s, &r.json());
+        assert_healthy_spawned(&s, &r.report());
         assert_intact(&s, &reg, &["ok-a", "ok-b"], &ITEMS);
     }
 }
 
 #[test]
 fn c1_6_fault_a_state_file_that_is_a_directory() {
-    let s = base("");
+    let s = base();
     // a first, normal run starts workers
-    assert_eq!(tick(&s, 30).code, Some(0));
-    assert_eq!(session_records(&s).len(), 3);
+    assert_eq!(tick(&s).code, Some(0));
+    assert_eq!(s.session_records().len(), 3);
     // then the state file becomes a directory, and a person closes okb-1 under its worker
-    std::fs::remove_file(state_path(&s)).unwrap();
-    std::fs::create_dir(state_path(&s)).unwrap();
-    std::fs::write(state_path(&s).join("keep"), "x").unwrap();
-    close_by_hand(&s, "ok-b", "okb-1");
-    let r = tick(&s, 30);
+    std::fs::remove_file(s.state_path()).unwrap();
+    std::fs::create_dir(s.state_path()).unwrap();
+    std::fs::write(s.state_path().join("keep"), "x").unwrap();
+    s.close_by_hand("ok-b", "okb-1");
+    let r = tick(&s);
     assert!(!r.timed_out);
     // the run went on: the zombie was killed ...
     assert!(
-        !session_records(&s)
+        !s.session_records()
             .iter()
             .any(|r| r["label"] == "project:ok-b:okb-1"),
         "the zombie of okb-1 was not killed: {}",
@@ -303,7 +286,7 @@ fn c1_6_fault_a_state_file_that_is_a_directory() {
     );
     // ... but nothing was claimed that could not be remembered: a claim braids cannot record
     // would strand its bead if the worker died (2.1)
-    let wp = workplan(&s, "ok-b");
+    let wp = s.workplan("ok-b");
     assert_eq!(
         wp["okb-2"].0, "open",
         "okb-2 claimed without a record: {wp:?}"
@@ -316,11 +299,11 @@ fn c1_6_fault_a_state_file_that_is_a_directory() {
         r.stderr
     );
     assert!(
-        state_path(&s).join("keep").is_file(),
+        s.state_path().join("keep").is_file(),
         "the directory was touched"
     );
     // the dashboard still tells people what happened
-    let status = std::fs::read_to_string(status_path(&s)).unwrap();
+    let status = std::fs::read_to_string(s.status_path()).unwrap();
     status_md_whole(&status, &["ok-a", "ok-b"]).unwrap();
     assert!(status.contains(".orchestrator-state.json"), "{status}");
     assert_no_stranded_beads(&s, &["ok-a"]);
@@ -328,29 +311,28 @@ fn c1_6_fault_a_state_file_that_is_a_directory() {
 
 #[test]
 fn c1_6_fault_a_state_file_that_is_a_fifo_does_not_hang_the_tick() {
-    let s = base("");
+    let s = base();
     nix::unistd::mkfifo(
-        &state_path(&s),
+        &s.state_path(),
         nix::sys::stat::Mode::from_bits_truncate(0o600),
     )
     .unwrap();
-    let r = tick(&s, 20);
+    let r = tick(&s);
     assert!(
         !r.timed_out,
         "1.6 violated: a FIFO in place of the state file hangs the tick (and with it the lock)"
     );
-    let v = r.json();
-    assert_healthy_spawned(&s, &v);
+    assert_healthy_spawned(&s, &r.report());
 }
 
 #[test]
 fn c2_8_fault_a_truncated_status_md_is_rewritten_whole() {
-    let s = base("");
-    assert_eq!(tick(&s, 30).code, Some(0));
-    let full = std::fs::read(status_path(&s)).unwrap();
-    std::fs::write(status_path(&s), &full[..full.len() / 2]).unwrap();
-    let reg = registry_text(&s);
-    let r = tick(&s, 30);
+    let s = base();
+    assert_eq!(tick(&s).code, Some(0));
+    let full = std::fs::read(s.status_path()).unwrap();
+    std::fs::write(s.status_path(), &full[..full.len() / 2]).unwrap();
+    let reg = s.registry_text();
+    let r = tick(&s);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_intact(&s, &reg, &["ok-a", "ok-b"], &ITEMS);
 }
@@ -358,22 +340,22 @@ fn c2_8_fault_a_truncated_status_md_is_rewritten_whole() {
 #[test]
 fn c2_8_fault_status_md_that_is_a_directory_or_a_fifo() {
     for kind in ["dir", "fifo"] {
-        let s = base("");
-        std::fs::remove_file(status_path(&s)).unwrap();
+        let s = base();
+        std::fs::remove_file(s.status_path()).unwrap();
         match kind {
-            "dir" => std::fs::create_dir(status_path(&s)).unwrap(),
+            "dir" => std::fs::create_dir(s.status_path()).unwrap(),
             _ => nix::unistd::mkfifo(
-                &status_path(&s),
+                &s.status_path(),
                 nix::sys::stat::Mode::from_bits_truncate(0o600),
             )
             .unwrap(),
         }
-        let r = tick(&s, 20);
+        let r = tick(&s);
         assert!(!r.timed_out, "{kind}: the tick hung");
         // the run happened and was recorded ...
-        assert!(state(&s).is_some(), "{kind}: the state was not written");
+        assert!(s.try_state().is_some(), "{kind}: the state was not written");
         assert_eq!(
-            session_records(&s).len(),
+            s.session_records().len(),
             3,
             "{kind}: the run did not go on"
         );
@@ -381,11 +363,11 @@ fn c2_8_fault_status_md_that_is_a_directory_or_a_fifo() {
             // ... and the dashboard that could not be written is an error naming it
             assert_ne!(r.code, Some(0));
             assert!(r.stderr.contains("STATUS.md"), "{}", r.stderr);
-            assert!(status_path(&s).is_dir());
+            assert!(s.status_path().is_dir());
         } else {
             assert_eq!(r.code, Some(0), "{}", r.stderr);
             status_md_whole(
-                &std::fs::read_to_string(status_path(&s)).unwrap(),
+                &std::fs::read_to_string(s.status_path()).unwrap(),
                 &["ok-a", "ok-b"],
             )
             .unwrap();
@@ -406,12 +388,12 @@ fn c1_1_fault_fifos_where_braids_reads_its_own_files_never_hang_a_tick() {
         ),
         ("WORKPLAN.md", "../../Projects/ok-b/.braids/WORKPLAN.md"),
     ] {
-        let s = base("");
+        let s = base();
         let p = s.braids_dir().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         let _ = std::fs::remove_file(&p);
         nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        let r = tick(&s, 20);
+        let r = tick(&s);
         assert!(
             !r.timed_out,
             "a FIFO in place of {what} hangs `braids tick` (and every later tick behind its lock)"
@@ -426,7 +408,7 @@ fn c1_1_fault_fifos_where_braids_reads_its_own_files_never_hang_a_tick() {
             }
             // one project's file costs that project, or that one slot, and nothing else
             _ => {
-                let got = spawned(&r.json());
+                let got = r.report().labels();
                 assert!(
                     got.contains(&"project:ok-a:oka-1".to_string()),
                     "{what}: the run did not go on: {got:?} {}",
@@ -434,7 +416,7 @@ fn c1_1_fault_fifos_where_braids_reads_its_own_files_never_hang_a_tick() {
                 );
             }
         }
-        let r = run_limited(braids(&s, &["check", "--json"]), Duration::from_secs(20));
+        let r = s.run_limited(&["check", "--json"], Duration::from_secs(60));
         assert!(
             !r.timed_out,
             "a FIFO in place of {what} hangs `braids check`"
@@ -471,9 +453,9 @@ impl Drop for Mount {
 
 #[test]
 fn c1_6_fault_a_full_disk_loses_nothing_and_strands_nothing() {
-    let s = base("");
+    let s = base();
     // a first run, so there is an old state and dashboard to keep; then room for more workers
-    assert_eq!(tick(&s, 30).code, Some(0));
+    assert_eq!(tick(&s).code, Some(0));
     s.set_field("ok-a", "MaxWorkers", "4");
     for slug in ["ok-a", "ok-b"] {
         let _ = std::fs::OpenOptions::new()
@@ -487,14 +469,14 @@ fn c1_6_fault_a_full_disk_loses_nothing_and_strands_nothing() {
     // move braids' directory onto a tiny tmpfs and fill it up
     let dir = s.braids_dir();
     let keep = s.home().join("braids-copy");
-    copy_dir(&dir, &keep);
+    copy_tree(&dir, &keep);
     let Some(mount) = Mount::tmpfs(&dir, "512k") else {
         eprintln!("skipped: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)");
         return;
     };
-    copy_dir(&keep, &dir);
-    let old_state = std::fs::read(state_path(&s)).unwrap();
-    let old_status = std::fs::read(status_path(&s)).unwrap();
+    copy_tree(&keep, &dir);
+    let old_state = std::fs::read(s.state_path()).unwrap();
+    let old_status = std::fs::read(s.status_path()).unwrap();
     let filler = dir.join("filler");
     let mut f = std::fs::File::create(&filler).unwrap();
     let chunk = vec![0u8; 4096];
@@ -502,7 +484,7 @@ fn c1_6_fault_a_full_disk_loses_nothing_and_strands_nothing() {
     while f.write_all(&chunk).is_ok() {}
     drop(f);
 
-    let r = tick(&s, 30);
+    let r = tick(&s);
     assert!(!r.timed_out);
     assert_ne!(
         r.code,
@@ -515,34 +497,21 @@ fn c1_6_fault_a_full_disk_loses_nothing_and_strands_nothing() {
         r.stderr
     );
     // the old files are whole: a failed write never leaves half of one
-    assert_eq!(std::fs::read(state_path(&s)).unwrap(), old_state);
-    assert_eq!(std::fs::read(status_path(&s)).unwrap(), old_status);
+    assert_eq!(std::fs::read(s.state_path()).unwrap(), old_state);
+    assert_eq!(std::fs::read(s.status_path()).unwrap(), old_status);
     // workers that could not be recorded were stopped and their claims undone, or remembered
     assert_no_stranded_beads(&s, &["ok-a", "ok-b"]);
 
     // space again: the next run works and leaves everything whole
     std::fs::remove_file(&filler).unwrap();
-    let reg = registry_text(&s);
-    let r = tick(&s, 30);
+    let reg = s.registry_text();
+    let r = tick(&s);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_intact(&s, &reg, &["ok-a", "ok-b"], &[("ok-a", 4), ("ok-b", 3)]);
     assert_no_stranded_beads(&s, &["ok-a", "ok-b"]);
     // the records of this run's workers live on the tmpfs: stop them before it goes
-    kill_workers(&s);
+    s.kill_workers();
     drop(mount);
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        let t = to.join(e.file_name());
-        if p.is_dir() {
-            copy_dir(&p, &t);
-        } else {
-            std::fs::copy(&p, &t).unwrap();
-        }
-    }
 }
 
 // ---- signals and concurrency ----------------------------------------------------------------
@@ -561,13 +530,22 @@ fn c1_6_fault_sigkill_at_random_points_never_leaves_half_a_file_or_a_stranded_be
     // workers that exit at once and leave their bead in_progress, and no claim grace: every run
     // forgets ended sessions, releases claims, claims and spawns again — every write of a tick
     // happens in every run, and a kill can land anywhere in them
-    let s = Sandbox::new();
-    install(&s, "[sessions]\nclaim_grace_secs = 0\n");
-    let quick = s.script("bin/quick-worker", "cat >/dev/null\nexit 0");
-    s.config(&format!("[worker]\ncommand = [\"{}\"]\n", quick.display()));
-    project(&s, "ka", 2, &["ka-1", "ka-2", "ka-3"], "");
-    project(&s, "kb", 2, &["kb-1", "kb-2"], "");
-    let reg = registry_text(&s);
+    // (a claim grace of 0 s is a wait, not a deadline: load cannot make it fire early)
+    let s = install()
+        .worker("cat >/dev/null\nexit 0")
+        .config("[sessions]\nclaim_grace_secs = 0\n")
+        .build();
+    s.new_project("ka")
+        .by_hand()
+        .max_workers(2)
+        .ids(&["ka-1", "ka-2", "ka-3"])
+        .create();
+    s.new_project("kb")
+        .by_hand()
+        .max_workers(2)
+        .ids(&["kb-1", "kb-2"])
+        .create();
+    let reg = s.registry_text();
     let iterations: u64 = std::env::var("BRAIDS_KILL_ITERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -578,7 +556,8 @@ fn c1_6_fault_sigkill_at_random_points_never_leaves_half_a_file_or_a_stranded_be
     let mut changed = 0;
     for i in 0..iterations {
         let delay = Duration::from_micros(splitmix(&mut rng) % 60_000);
-        let mut child = braids(&s, &["tick", "--force"])
+        let mut child = s
+            .command(&["tick", "--force"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -587,7 +566,7 @@ fn c1_6_fault_sigkill_at_random_points_never_leaves_half_a_file_or_a_stranded_be
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
         // each file is the old version or a whole new one, never a mix
-        if let Ok(now) = std::fs::read(state_path(&s)) {
+        if let Ok(now) = std::fs::read(s.state_path()) {
             if prev_state.as_ref() != Some(&now) {
                 let v: serde_json::Value = serde_json::from_slice(&now).unwrap_or_else(|e| {
                     panic!(
@@ -600,7 +579,7 @@ fn c1_6_fault_sigkill_at_random_points_never_leaves_half_a_file_or_a_stranded_be
             }
             prev_state = Some(now);
         }
-        if let Ok(now) = std::fs::read(status_path(&s)) {
+        if let Ok(now) = std::fs::read(s.status_path()) {
             if prev_status.as_ref() != Some(&now) {
                 let text = String::from_utf8(now.clone()).expect("STATUS.md is UTF-8");
                 // the first dashboard is `braids init`'s placeholder
@@ -613,7 +592,7 @@ fn c1_6_fault_sigkill_at_random_points_never_leaves_half_a_file_or_a_stranded_be
             prev_status = Some(now);
         }
         for slug in ["ka", "kb"] {
-            let n = workplan(&s, slug).len();
+            let n = s.workplan(slug).len();
             assert!(n >= 2, "WORKPLAN.md of {slug} lost items after a kill: {n}");
         }
     }
@@ -623,18 +602,17 @@ fn c1_6_fault_sigkill_at_random_points_never_leaves_half_a_file_or_a_stranded_be
     );
     // runs that are not killed pick up after every kill: no bead stays stranded
     for _ in 0..3 {
-        let r = tick(&s, 30);
+        let r = tick(&s);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
     }
     assert_no_stranded_beads(&s, &["ka", "kb"]);
-    let st = state(&s).unwrap();
-    assert!(st["lastRunAt"].is_string());
+    assert!(s.state().last_run_at.is_some());
     status_md_whole(
-        &std::fs::read_to_string(status_path(&s)).unwrap(),
+        &std::fs::read_to_string(s.status_path()).unwrap(),
         &["ka", "kb"],
     )
     .unwrap();
-    assert_eq!(registry_text(&s), reg);
+    assert_eq!(s.registry_text(), reg);
     let temps = |s: &Sandbox| -> Vec<std::path::PathBuf> {
         [s.braids_dir(), s.braids_dir().join("sessions")]
             .iter()
@@ -657,7 +635,7 @@ fn c1_6_fault_sigkill_at_random_points_never_leaves_half_a_file_or_a_stranded_be
             .unwrap();
         assert!(ok.success());
     }
-    assert_eq!(tick(&s, 30).code, Some(0));
+    assert_eq!(tick(&s).code, Some(0));
     assert_eq!(
         temps(&s),
         Vec::<std::path::PathBuf>::new(),
@@ -667,35 +645,26 @@ fn c1_6_fault_sigkill_at_random_points_never_leaves_half_a_file_or_a_stranded_be
 
 #[test]
 fn c2_2_fault_fifty_ticks_at_once_spawn_each_bead_once() {
-    let s = Sandbox::new();
-    install(&s, "");
+    let s = install().build();
     let beads: Vec<Vec<String>> = (0..3)
         .map(|p| (1..=6).map(|b| format!("f{p}-{b}")).collect())
         .collect();
     for (p, ids) in beads.iter().enumerate() {
         let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-        project(&s, &format!("fifty-{p}"), 2, &refs, "");
+        s.new_project(&format!("fifty-{p}"))
+            .by_hand()
+            .max_workers(2)
+            .ids(&refs)
+            .create();
     }
-    let reg = registry_text(&s);
-    let children: Vec<_> = (0..50)
-        .map(|_| {
-            braids(&s, &["tick", "--json"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let reg = s.registry_text();
     let mut all = Vec::new();
     let mut full = 0;
-    for c in children {
-        let o = c.wait_with_output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        if v["run"] == "full" {
+    for v in s.concurrent_ticks(50) {
+        if v.run == RunType::Full {
             full += 1;
         }
-        all.extend(spawned(&v));
+        all.extend(v.labels());
     }
     let mut uniq = all.clone();
     uniq.sort();
@@ -711,17 +680,18 @@ fn c2_2_fault_fifty_ticks_at_once_spawn_each_bead_once() {
         "three projects with MaxWorkers 2 get six workers: {all:?}"
     );
     assert!(full >= 1);
-    let records = session_records(&s);
+    let records = s.session_records();
     assert_eq!(records.len(), 6, "{records:?}");
     let mut in_progress = 0;
     for p in 0..3 {
-        in_progress += workplan(&s, &format!("fifty-{p}"))
+        in_progress += s
+            .workplan(&format!("fifty-{p}"))
             .values()
             .filter(|(st, _)| st == "in_progress")
             .count();
     }
     assert_eq!(in_progress, 6, "claims and workers disagree");
-    let claims = state(&s).unwrap()["claims"].as_array().unwrap().len();
+    let claims = s.state().claims.len();
     assert_eq!(claims, 6);
     assert_intact(
         &s,
@@ -733,69 +703,62 @@ fn c2_2_fault_fifty_ticks_at_once_spawn_each_bead_once() {
 
 #[test]
 fn c2_6_fault_a_worker_ignoring_sigterm_is_sigkilled_after_the_grace() {
-    let s = base("");
+    let s = base();
     let stubborn = s.script(
         "bin/stubborn-worker",
         "trap '' TERM\necho $$ > \"$HOME/stubborn-$BRAIDS_LABEL.pid\"\ncat >/dev/null\nexec sleep 300",
     );
-    project(&s, "mule", 1, &["mule-1", "mule-2"], "");
-    let reg = registry_text(&s);
+    s.new_project("mule")
+        .by_hand()
+        .ids(&["mule-1", "mule-2"])
+        .create();
+    let reg = s.registry_text();
     // mule's workers ignore SIGTERM: a project-level Worker command is not a thing, so the
-    // stubborn worker is the installation's, and every worker of this run ignores SIGTERM
+    // stubborn worker is the installation's, and every worker of this run ignores SIGTERM.
+    // This test is about the grace: 5 s, and the kill comes no sooner.
+    let grace = 5;
     s.config(&format!(
-        "[worker]\ncommand = [\"{}\"]\n",
+        "[worker]\ncommand = [\"{}\"]\n[sessions]\nkill_grace_secs = {grace}\n",
         stubborn.display()
     ));
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    tick(&s).assert_ok();
     let pidfile = s.home().join("stubborn-project:mule:mule-1.pid");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !pidfile.is_file() {
-        assert!(std::time::Instant::now() < deadline, "mule-1 never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid: i64 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: u32 = crate::support::wait_for("mule-1 to start", Duration::from_secs(20), || {
+        std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    });
     assert!(alive(pid));
     // a person closes the bead: the worker is a zombie (2.6 rule 2)
-    close_by_hand(&s, "mule", "mule-1");
+    s.close_by_hand("mule", "mule-1");
     std::fs::write(
         s.project("ok-b").join(".braids/WORKPLAN.md"),
         std::fs::read_to_string(s.project("ok-b").join(".braids/WORKPLAN.md")).unwrap()
             + "- [ ] More <!-- id:okb-9 -->\n",
     )
     .unwrap();
-    close_by_hand(&s, "ok-b", "okb-1");
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
-    let kills: Vec<(String, String)> = v["zombies"]
-        .as_array()
-        .unwrap()
+    s.close_by_hand("ok-b", "okb-1");
+    let r = tick(&s);
+    r.assert_ok();
+    let v = r.report();
+    let kills: Vec<(String, Option<KillOutcome>)> = v
+        .zombies
         .iter()
-        .map(|z| {
-            (
-                z["label"].as_str().unwrap().to_string(),
-                z["outcome"].as_str().unwrap_or("").to_string(),
-            )
-        })
+        .map(|z| (z.label.clone(), z.outcome))
         .collect();
     assert!(
-        kills.contains(&("project:mule:mule-1".into(), "killed".into())),
+        kills.contains(&("project:mule:mule-1".into(), Some(KillOutcome::Killed))),
         "2.6 violated: SIGTERM was ignored, so SIGKILL after kill_grace_secs must end it: {kills:?}"
     );
     assert!(
-        r.elapsed >= Duration::from_secs(1),
+        r.elapsed >= Duration::from_secs(grace),
         "killed before the grace period: {:?}",
         r.elapsed
     );
     std::thread::sleep(Duration::from_millis(200));
     assert!(!alive(pid), "the stubborn worker survived");
     // the run went on: okb-1's worker was killed too, and ok-b and mule got new work
-    let got = spawned(&v);
+    let got = v.labels();
     assert!(
         got.contains(&"project:mule:mule-2".to_string())
             && got.iter().any(|l| l.starts_with("project:ok-b:")),
@@ -811,18 +774,14 @@ fn c2_6_fault_a_worker_ignoring_sigterm_is_sigkilled_after_the_grace() {
 
 #[test]
 fn c2_6_fault_a_reused_pid_is_never_killed() {
-    let s = base("");
+    let s = base();
     // an unrelated long-running process, in its own process group
-    let mut bystander = std::process::Command::new("sleep")
-        .arg("300")
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let pid = bystander.id();
-    let start = common::proc_starttime(pid).expect("the bystander runs");
+    let mut bystander = Bystander::start();
+    let pid = bystander.pid();
+    let start = proc_starttime(pid).expect("the bystander runs");
     // a record of a worker that ran as this pid long ago (another start time), for a bead that
     // is closed and a runtime far over WorkerTimeout: every rule says kill — if it were ours
-    close_by_hand(&s, "ok-a", "oka-3");
+    s.close_by_hand("ok-a", "oka-3");
     let sessions = s.braids_dir().join("sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     for (bead, started) in [
@@ -842,24 +801,20 @@ fn c2_6_fault_a_reused_pid_is_never_killed() {
         )
         .unwrap();
     }
-    let reg = registry_text(&s);
-    let r = tick(&s, 30);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let v = r.json();
+    let reg = s.registry_text();
+    let v = tick(&s).assert_ok().report();
     assert!(
-        v["zombies"].as_array().unwrap().is_empty(),
-        "2.6 violated: a session whose pid now belongs to another process was treated as a worker: {v:#}"
+        v.zombies.is_empty(),
+        "2.6 violated: a session whose pid now belongs to another process was treated as a worker: {v:#?}"
     );
     std::thread::sleep(Duration::from_millis(300));
     assert!(
-        alive(pid as i64),
+        alive(pid),
         "2.6 violated: braids killed an unrelated process that reused a worker's pid"
     );
-    assert_eq!(bystander.try_wait().unwrap(), None);
+    assert_eq!(bystander.0.try_wait().unwrap(), None);
     // the stale records were forgotten, and the run went on
     assert!(!sessions.join("ok-a_oka-3.json").exists());
     assert_healthy_spawned(&s, &v);
     assert_intact(&s, &reg, &["ok-a", "ok-b"], &ITEMS);
-    let _ = bystander.kill();
-    let _ = bystander.wait();
 }

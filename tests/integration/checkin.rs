@@ -2,28 +2,32 @@
 //! time, sent to the Channel through the notifier whatever the Notifications table says, never
 //! without a Channel, at most once per period, and remembered across runs in the state file.
 
-mod common;
-
+use braids::state::IdleReason;
+use braids::tick::{RunType, TickReport};
 use chrono::{Datelike, Duration, Utc};
-use common::Sandbox;
+
+use crate::support::{Install, Sandbox};
 
 /// Projects `daily` (Channel #daily), `weekly` (Channel #weekly), `quiet` (daily, no Channel)
 /// and `manual` (on-demand, Channel #manual); a notifier that records `{channel} {event}
 /// {project} {message}`.
-fn setup(sb: &Sandbox, weekday: &str) {
-    sb.ok(&["init"]);
+fn setup(weekday: &str) -> Sandbox {
+    let sb = Install::new().build();
     for (slug, checkin, channel) in [
         ("daily", "daily", Some("#daily")),
         ("weekly", "weekly", Some("#weekly")),
         ("quiet", "daily", None),
         ("manual", "on-demand", Some("#manual")),
     ] {
-        let mut args = vec!["new", slug, "--tracker", "workplan"];
-        if let Some(c) = channel {
-            args.extend(["--channel", c]);
+        let p = sb
+            .new_project(slug)
+            .field("Checkin", checkin)
+            .no_iteration();
+        match channel {
+            Some(c) => p.channel(c),
+            None => p,
         }
-        sb.ok(&args);
-        sb.set_field(slug, "Checkin", checkin);
+        .create();
     }
     // Every Notifications event off for `daily`: check-ins are not one of them.
     let p = sb.project("daily").join(".braids/PROJECT.md");
@@ -62,14 +66,18 @@ fn setup(sb: &Sandbox, weekday: &str) {
             notify.display()
         ),
     );
+    sb
 }
 
-fn tick(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
-    let mut a = vec!["tick", "--json"];
-    a.extend_from_slice(args);
-    let o = sb.braids().env("TZ", "UTC").args(&a).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
+/// A tick as the check-in times read: in UTC.
+#[track_caller]
+fn tick(sb: &Sandbox, force: bool) -> TickReport {
+    let t = sb.tick().utc();
+    if force {
+        t.force().run()
+    } else {
+        t.run()
+    }
 }
 
 fn sent(sb: &Sandbox) -> Vec<String> {
@@ -83,14 +91,13 @@ fn today() -> &'static str {
 
 #[test]
 fn c1_2_checkins_go_once_per_period_to_the_channel() {
-    let sb = Sandbox::new();
-    setup(&sb, today());
+    let sb = setup(today());
     // A dry run sends nothing and records nothing.
-    tick(&sb, &["--dry-run"]);
+    sb.tick().utc().dry_run().run();
     assert!(sent(&sb).is_empty());
 
-    let r = tick(&sb, &[]);
-    assert_eq!(r["checkins"], serde_json::json!(["daily", "weekly"]), "{r}");
+    let r = tick(&sb, false);
+    assert_eq!(r.checkins, ["daily", "weekly"], "{r:#?}");
     let s = sent(&sb);
     assert_eq!(s.len(), 2, "{s:?}");
     assert_eq!(
@@ -102,45 +109,42 @@ fn c1_2_checkins_go_once_per_period_to_the_channel() {
         "{s:?}"
     );
     let state = sb.state();
-    let at = state["checkins"]["daily"].as_str().expect("recorded");
-    assert_eq!(state["checkins"]["weekly"], at);
-    assert_eq!(state["lastRunAt"], at);
-    assert!(state["checkins"].get("quiet").is_none());
-    assert!(state["checkins"].get("manual").is_none());
+    let at = *state.checkins.get("daily").expect("recorded");
+    assert_eq!(state.checkins.get("weekly"), Some(&at));
+    assert_eq!(state.last_run_at, Some(at));
+    assert!(!state.checkins.contains_key("quiet"));
+    assert!(!state.checkins.contains_key("manual"));
 
     // Next runs in the same period (forced past backoff, and as a restarted process would):
     // nothing again.
-    tick(&sb, &["--force"]);
-    tick(&sb, &["--force"]);
+    tick(&sb, true);
+    tick(&sb, true);
     assert_eq!(sent(&sb).len(), 2);
 
     // A skipped run sends nothing even when one is due.
     let mut state = sb.state();
-    let yesterday = (Utc::now() - Duration::days(1)).to_rfc3339();
-    state["checkins"]["daily"] = yesterday.clone().into();
-    state["idleSince"] = Utc::now().to_rfc3339().into();
-    state["idleReason"] = "no-ready-beads".into();
-    state["lastRunAt"] = Utc::now().to_rfc3339().into();
-    sb.write(
-        ".openclaw/braids/.orchestrator-state.json",
-        &serde_json::to_string_pretty(&state).unwrap(),
-    );
-    let r = tick(&sb, &[]);
-    assert_eq!(r["run"], "skipped");
+    state
+        .checkins
+        .insert("daily".into(), Utc::now() - Duration::days(1));
+    state.idle_since = Some(Utc::now());
+    state.idle_reason = Some(IdleReason::NoReadyBeads);
+    state.last_run_at = Some(Utc::now());
+    std::fs::write(sb.state_path(), state.to_json()).unwrap();
+    let r = tick(&sb, false);
+    assert_eq!(r.run, RunType::Skipped);
     assert_eq!(sent(&sb).len(), 2);
 
     // Last sent yesterday: the next full run sends today's, once.
-    let r = tick(&sb, &["--force"]);
-    assert_eq!(r["checkins"], serde_json::json!(["daily"]), "{r}");
+    let r = tick(&sb, true);
+    assert_eq!(r.checkins, ["daily"], "{r:#?}");
     assert_eq!(sent(&sb).len(), 3);
     assert!(sent(&sb)[2].starts_with("#daily|checkin|daily|"));
-    tick(&sb, &["--force"]);
+    tick(&sb, true);
     assert_eq!(sent(&sb).len(), 3);
 }
 
 #[test]
 fn weekly_waits_for_this_weeks_day() {
-    let sb = Sandbox::new();
     // A day later this week; on Sunday there is none, and this week's Monday has passed.
     let later = match today() {
         "sun" => None,
@@ -150,27 +154,26 @@ fn weekly_waits_for_this_weeks_day() {
             Some(days[i + 1])
         }
     };
-    setup(&sb, later.unwrap_or("mon"));
-    let r = tick(&sb, &[]);
+    let sb = setup(later.unwrap_or("mon"));
+    let r = tick(&sb, false);
     match later {
-        Some(_) => assert_eq!(r["checkins"], serde_json::json!(["daily"]), "{r}"),
-        None => assert_eq!(r["checkins"], serde_json::json!(["daily", "weekly"]), "{r}"),
+        Some(_) => assert_eq!(r.checkins, ["daily"], "{r:#?}"),
+        None => assert_eq!(r.checkins, ["daily", "weekly"], "{r:#?}"),
     }
 }
 
 #[test]
 fn an_undelivered_checkin_is_tried_again() {
-    let sb = Sandbox::new();
-    setup(&sb, today());
+    let sb = setup(today());
     sb.script("bin/notify", "echo 'channel not found' >&2; exit 1");
-    let r = tick(&sb, &[]);
-    assert_eq!(r["checkins"], serde_json::json!([]), "{r}");
-    assert!(sb.state().get("checkins").is_none());
+    let r = tick(&sb, false);
+    assert!(r.checkins.is_empty(), "{r:#?}");
+    assert!(sb.state_json().get("checkins").is_none());
     sb.script(
         "bin/notify",
         r#"printf '%s|%s\n' "$1" "$2" >> "$HOME/notified""#,
     );
-    let r = tick(&sb, &["--force"]);
-    assert_eq!(r["checkins"], serde_json::json!(["daily", "weekly"]), "{r}");
+    let r = tick(&sb, true);
+    assert_eq!(r.checkins, ["daily", "weekly"], "{r:#?}");
     assert_eq!(sent(&sb), ["#daily|checkin", "#weekly|checkin"]);
 }

@@ -3,16 +3,15 @@
 //!
 //! It needs root (it edits root's crontab and starts `cron`), installs Debian's cron when it is
 //! missing, and takes two to three minutes, so it is ignored by default; `scripts/test` runs it
-//! with `cargo test --test schedule_cron -- --ignored`. Root's crontab is restored and the cron
-//! daemon it started is stopped at the end, pass or fail.
-
-mod common;
+//! with `cargo test --test integration -- --ignored --exact
+//! schedule_cron::real_cron_runs_the_installed_line_every_minute`. Root's crontab is restored
+//! and the cron daemon it started is stopped at the end, pass or fail.
 
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use common::Sandbox;
+use crate::support::Install;
 
 fn crontab_l() -> Option<String> {
     let o = Command::new("crontab").arg("-l").output().expect("crontab");
@@ -128,8 +127,7 @@ fn real_cron_runs_the_installed_line_every_minute() {
         );
     }
 
-    let sb = Sandbox::new();
-    sb.ok(&["init"]);
+    let sb = Install::new().build();
     let out = sb.ok(&["schedule", "install", "--cron", "--every", "1m"]);
     assert!(out.contains("crontab: installed"), "{out}");
     let table = crontab_l().expect("a crontab now");
@@ -156,7 +154,7 @@ fn real_cron_runs_the_installed_line_every_minute() {
         "{t:?}"
     );
     // The run used the throwaway HOME, not root's.
-    assert!(sb.state()["lastRunAt"].is_string());
+    assert!(sb.state().last_run_at.is_some());
     eprintln!(
         "cron: first tick {:.0}s after install, second {:.0}s later; {:.0}s in all",
         first.as_secs_f64(),

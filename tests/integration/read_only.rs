@@ -1,14 +1,12 @@
 //! Observers that promise to change nothing — `tick --dry-run` and `status` — write nothing,
 //! not even the ids the native tracker assigns, yet report the ids a real run will write.
 
-mod common;
-
-use common::Sandbox;
+use crate::support::{ReportExt, Sandbox};
 
 #[test]
 fn dry_run_and_status_change_no_file() {
     let s = Sandbox::new();
-    s.ok(&["new", "app", "--tracker", "workplan", "--max-workers", "2"]);
+    s.new_project("app").max_workers(2).no_iteration().create();
     let worker = s.script("bin/worker", "cat >/dev/null; sleep 30");
     s.config(&format!(
         "[worker]\ncommand = [{:?}]\n",
@@ -19,14 +17,9 @@ fn dry_run_and_status_change_no_file() {
     s.iteration("app", 1, "active", &[]);
     let before = std::fs::read(&wp).unwrap();
 
-    let dry = s.tick(&["--dry-run"]);
-    let ids: Vec<String> = dry["spawns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["bead"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(ids.len(), 2, "{dry:#}");
+    let dry = s.tick().dry_run().run();
+    let ids = dry.spawned_beads();
+    assert_eq!(ids.len(), 2, "{dry:#?}");
     s.ok(&["status"]);
     s.ok(&["status", "--json"]);
     assert_eq!(std::fs::read(&wp).unwrap(), before, "WORKPLAN.md untouched");
@@ -39,13 +32,7 @@ fn dry_run_and_status_change_no_file() {
                 .is_none()
     );
 
-    let real = s.tick(&[]);
-    let real_ids: Vec<String> = real["spawns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["bead"].as_str().unwrap().to_string())
-        .collect();
+    let real_ids = s.tick().run().spawned_beads();
     assert_eq!(
         real_ids, ids,
         "the dry run showed the ids the real run uses"

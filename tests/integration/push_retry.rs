@@ -1,15 +1,12 @@
 //! 4.4: work is not complete until `git push` succeeds. A failed push is remembered and the
 //! next tick retries it.
 
-mod common;
-
-use common::Sandbox;
+use crate::support::Sandbox;
 
 #[test]
 fn c4_4_failed_push_is_retried_by_the_next_tick() {
     let s = Sandbox::new();
-    s.ok(&["new", "app", "--tracker", "workplan"]);
-    let root = s.project("app");
+    let root = s.new_project("app").no_iteration().create().root;
     let bare = s.home().join("upstream.git");
     s.git(s.home(), &["init", "-q", "--bare", bare.to_str().unwrap()]);
     s.git(&root, &["remote", "add", "origin", bare.to_str().unwrap()]);
@@ -25,21 +22,17 @@ fn c4_4_failed_push_is_retried_by_the_next_tick() {
     assert!(braids::git::push_pending(&root));
 
     // still failing: reported, kept for later
-    let r = s.tick(&["--force"]);
+    let r = s.tick().force().run();
     assert!(
-        r["errors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e.as_str().unwrap().contains("push still failing")),
-        "{r:#}"
+        r.errors.iter().any(|e| e.contains("push still failing")),
+        "{r:#?}"
     );
     assert!(braids::git::push_pending(&root));
 
     // the upstream is back: the next tick pushes
     std::fs::rename(s.home().join("elsewhere.git"), &bare).unwrap();
-    let r = s.tick(&["--force"]);
-    assert_eq!(r["pushed"], serde_json::json!(["app"]), "{r:#}");
+    let r = s.tick().force().run();
+    assert_eq!(r.pushed, ["app"], "{r:#?}");
     assert!(!braids::git::push_pending(&root));
     assert!(s.git(&bare, &["log", "--oneline"]).contains("Work (app-1)"));
 }

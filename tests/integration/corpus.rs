@@ -9,9 +9,6 @@
 //!
 //! `BRAIDS_CORPUS_PRINT=1` prints what braids actually read, to write a new expected.json.
 
-mod common;
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,42 +17,13 @@ use braids::format::{iteration, project, registry};
 use braids::model::NotificationEvent;
 use braids::paths::Paths;
 use braids::tracker::Tracker;
-use common::Sandbox;
 use serde_json::{json, Value};
-use support::*;
+
+use crate::support::files::{contents, copy_tree};
+use crate::support::{ReportExt, Sandbox};
 
 fn corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        let t = to.join(e.file_name());
-        if p.is_dir() {
-            copy_tree(&p, &t);
-        } else {
-            std::fs::copy(&p, &t).unwrap();
-        }
-    }
-}
-
-/// Every file under `root` with its bytes.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 fn rel(home: &Path, p: &str) -> String {
@@ -141,9 +109,9 @@ fn installations() -> Vec<PathBuf> {
     v
 }
 
-/// One installation, copied into a sandbox HOME.
+/// One installation, copied into a sandbox HOME; its commands see no `br` but a stub's.
 fn setup(dir: &Path) -> (Sandbox, Value) {
-    let s = Sandbox::new();
+    let s = Sandbox::new().isolated();
     copy_tree(&dir.join("home"), s.home());
     let expected: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
@@ -192,7 +160,7 @@ fn c1_corpus_check_finds_exactly_the_violations() {
     for dir in installations() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         let (s, expected) = setup(&dir);
-        let r = run_limited(braids(&s, &["check", "--json"]), Duration::from_secs(60));
+        let r = s.run_limited(&["check", "--json"], Duration::from_secs(60));
         let v: Value = serde_json::from_str(&r.stdout)
             .unwrap_or_else(|e| panic!("{name}: {e}: {}{}", r.stdout, r.stderr));
         assert_eq!(
@@ -245,26 +213,23 @@ fn c4_3_corpus_dry_run_spawns_from_the_tracker_in_stories_order() {
     for dir in installations() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         let (s, expected) = setup(&dir);
-        let before = snapshot(s.home());
-        let r = run_limited(
-            braids(&s, &["tick", "--dry-run", "--json"]),
-            Duration::from_secs(60),
-        );
+        let before = contents(s.home());
+        let r = s.tick().dry_run().limit(Duration::from_secs(60)).output();
         assert_eq!(r.code, Some(0), "{name}: {}", r.stderr);
-        let v = r.json();
+        let v = r.report();
         assert_eq!(
-            spawned(&v),
+            v.labels(),
             expected["dry_run_spawns"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .map(|x| x.as_str().unwrap().to_string())
                 .collect::<Vec<_>>(),
-            "{name}: what a tick would spawn\n{v:#}"
+            "{name}: what a tick would spawn\n{v:#?}"
         );
         // and `braids check` and a dry run change nothing at all
-        let _ = run_limited(braids(&s, &["check"]), Duration::from_secs(60));
-        let after = snapshot(s.home());
+        let _ = s.run_limited(&["check"], Duration::from_secs(60));
+        let after = contents(s.home());
         let changed: Vec<&PathBuf> = after
             .iter()
             .filter(|(p, b)| before.get(*p) != Some(*b))

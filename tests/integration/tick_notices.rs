@@ -1,14 +1,15 @@
 //! The tick's own notifications: `no-ready-beads` once per dry spell (1.2, 3.8), never without
 //! a Channel or when the event is off.
 
-mod common;
+use braids::state::IdleReason;
+use braids::tick::decide::ZombieReason;
+use braids::tick::Action;
 
-use common::Sandbox;
+use crate::support::Sandbox;
 
 fn setup(channel: &str) -> (Sandbox, std::path::PathBuf) {
     let s = Sandbox::new();
-    s.ok(&["new", "app", "--tracker", "workplan", "--channel", channel]);
-    s.iteration("app", 1, "active", &[]);
+    s.new_project("app").channel(channel).create();
     let log = s.home().join("notified.txt");
     let notifier = s.script(
         "bin/notify",
@@ -33,14 +34,17 @@ fn lines(log: &std::path::Path) -> Vec<String> {
 #[test]
 fn c3_8_no_ready_beads_once_per_dry_spell() {
     let (s, log) = setup("#app");
-    assert_eq!(s.tick(&["--force"])["idle_reason"], "no-ready-beads");
+    assert_eq!(
+        s.tick().force().run().idle_reason,
+        Some(IdleReason::NoReadyBeads)
+    );
     assert_eq!(lines(&log).len(), 1, "{:?}", lines(&log));
     assert!(
         lines(&log)[0].starts_with("no-ready-beads|#app|[app] No ready beads in iteration 1"),
         "{:?}",
         lines(&log)
     );
-    s.tick(&["--force"]);
+    s.tick().force().run();
     assert_eq!(lines(&log).len(), 1, "not repeated while still dry");
 
     // work arrives: the dry spell ends, a worker runs; when it is dry again, one more notice
@@ -48,14 +52,14 @@ fn c3_8_no_ready_beads_once_per_dry_spell() {
     let mut text = std::fs::read_to_string(&wp).unwrap();
     text.push_str("- [ ] Something to do\n");
     std::fs::write(&wp, text).unwrap();
-    assert_eq!(s.tick(&["--force"])["action"], "spawn");
+    assert_eq!(s.tick().force().run().action, Action::Spawn);
     let text = std::fs::read_to_string(&wp)
         .unwrap()
         .replace("- [ ] Something", "- [x] Something");
     std::fs::write(&wp, text).unwrap();
-    let r = s.tick(&["--force"]);
-    assert_eq!(r["zombies"][0]["reason"], "bead-closed", "{r:#}");
-    s.tick(&["--force"]);
+    let r = s.tick().force().run();
+    assert_eq!(r.zombies[0].reason, ZombieReason::BeadClosed, "{r:#?}");
+    s.tick().force().run();
     let got = lines(&log);
     assert_eq!(
         got.iter()
@@ -69,7 +73,7 @@ fn c3_8_no_ready_beads_once_per_dry_spell() {
 #[test]
 fn c3_8_no_channel_or_event_off_means_silence() {
     let (s, log) = setup("none");
-    s.tick(&["--force"]);
+    s.tick().force().run();
     assert!(lines(&log).is_empty(), "no Channel: {:?}", lines(&log));
 
     let (s, log) = setup("#app");
@@ -78,6 +82,6 @@ fn c3_8_no_channel_or_event_off_means_silence() {
         .unwrap()
         .replace("| no-ready-beads | on |", "| no-ready-beads | off |");
     std::fs::write(&pm, text).unwrap();
-    s.tick(&["--force"]);
+    s.tick().force().run();
     assert!(lines(&log).is_empty(), "event off: {:?}", lines(&log));
 }

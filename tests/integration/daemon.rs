@@ -1,15 +1,14 @@
 //! `braids daemon`: the tick on an internal schedule, stopped cleanly by SIGTERM/SIGINT and
 //! never overlapping another tick.
 
-mod common;
-
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Sandbox;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+
+use crate::support::{wait_for, Install, Sandbox};
 
 /// A running `braids daemon` with its stderr going to a file.
 struct Daemon {
@@ -20,16 +19,9 @@ struct Daemon {
 impl Daemon {
     fn start(sb: &Sandbox, args: &[&str]) -> Daemon {
         let log = sb.home().join("daemon.log");
-        let child = Command::new(assert_cmd::cargo::cargo_bin("braids"))
-            .arg("daemon")
-            .args(args)
-            .env("HOME", sb.home())
-            .env_remove("BRAIDS_HOME")
-            .env("PATH", sb.path_var())
+        let child = sb
+            .command(&[&["daemon"][..], args].concat())
             .env("BRAIDS_LOG", "info")
-            .env("GIT_CONFIG_GLOBAL", sb.home().join(".gitconfig"))
-            .current_dir(sb.home())
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -65,35 +57,21 @@ impl Drop for Daemon {
     }
 }
 
-fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
-}
-
 /// An installation whose tick takes a few seconds: one active project on a `br` that takes
 /// two seconds per call (the tick makes two), and records each call's start and end.
-fn slow_installation(sb: &Sandbox) {
-    sb.ok(&["init"]);
-    sb.ok(&["new", "app", "--tracker", "workplan"]);
-    sb.set_field("app", "Tracker", "br");
-    std::fs::create_dir_all(sb.project("app").join(".beads")).unwrap();
-    sb.iteration("app", 1, "active", &[]);
+fn slow_installation() -> Sandbox {
+    let sb = Install::new().build();
+    sb.new_project("app").stub_br().create();
     sb.script(
         "bin/br",
         r#"echo "start $1" >> "$HOME/br.calls"; sleep 2; echo "end $1" >> "$HOME/br.calls"; echo '[]'"#,
     );
+    sb
 }
 
 #[test]
 fn sigterm_during_a_run_lets_the_run_finish_then_exits_0() {
-    let sb = Sandbox::new();
-    slow_installation(&sb);
+    let sb = slow_installation();
     let state = sb.braids_dir().join(".orchestrator-state.json");
     let status = sb.braids_dir().join("STATUS.md");
     let status_before = std::fs::read_to_string(&status).unwrap();
@@ -101,7 +79,7 @@ fn sigterm_during_a_run_lets_the_run_finish_then_exits_0() {
 
     // The first run is under way: br was called, nothing persisted yet.
     wait_for("the first tracker call", Duration::from_secs(20), || {
-        sb.read("br.calls").contains("start")
+        sb.read("br.calls").contains("start").then_some(())
     });
     assert!(!state.exists(), "the run is still in progress");
     d.signal(Signal::SIGTERM);
@@ -132,29 +110,29 @@ fn sigterm_during_a_run_lets_the_run_finish_then_exits_0() {
 
 #[test]
 fn c2_8_a_locked_run_is_skipped_and_writes_nothing_sighup_is_ignored_sigint_stops() {
-    let sb = Sandbox::new();
-    sb.ok(&["init"]);
+    let sb = Install::new().build();
     // A cron-started tick holding the lock.
     let lock = braids::lock::TickLock::try_acquire(&sb.braids_dir().join(".tick.lock"))
         .unwrap()
         .expect("free");
     let mut d = Daemon::start(&sb, &["--every", "1s"]);
     wait_for("two skipped runs", Duration::from_secs(20), || {
-        d.log()
+        (d.log()
             .matches("skipped: another tick holds the lock")
             .count()
-            >= 2
+            >= 2)
+            .then_some(())
     });
     assert!(!sb.braids_dir().join(".orchestrator-state.json").exists());
     drop(lock);
     wait_for("a full run", Duration::from_secs(20), || {
-        d.log().contains("full run")
+        d.log().contains("full run").then_some(())
     });
 
     // SIGHUP does not stop it.
     d.signal(Signal::SIGHUP);
     wait_for("the SIGHUP note", Duration::from_secs(10), || {
-        d.log().contains("SIGHUP ignored")
+        d.log().contains("SIGHUP ignored").then_some(())
     });
     assert_eq!(d.wait(Duration::from_millis(300)), None, "still running");
 
@@ -168,11 +146,10 @@ fn c2_8_a_locked_run_is_skipped_and_writes_nothing_sighup_is_ignored_sigint_stop
 
 #[test]
 fn cron_schedule_waits_for_the_next_minute() {
-    let sb = Sandbox::new();
-    sb.ok(&["init"]);
+    let sb = Install::new().build();
     let mut d = Daemon::start(&sb, &["--cron", "0 0 1 1 *"]);
     wait_for("the start line", Duration::from_secs(20), || {
-        d.log().contains("daemon started")
+        d.log().contains("daemon started").then_some(())
     });
     let log = d.log();
     assert!(log.contains("first run at "), "{log}");

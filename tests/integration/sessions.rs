@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +14,9 @@ use braids::model::{BeadId, SessionLabel, SpawnMessage};
 use braids::session::process::ProcessBackend;
 use braids::session::tmux::TmuxBackend;
 use braids::session::{KillOutcome, Session, SessionBackend, SessionError, SpawnSpec};
+
+use crate::support::procs::{alive, group_members, stat, Bystander};
+use crate::support::{test_name, wait_for};
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -45,40 +47,9 @@ fn argv_spec(dir: &Path, bead: &str, argv: &[&str]) -> SpawnSpec {
     }
 }
 
+#[track_caller]
 fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// (state, pgrp, session, starttime) from `/proc/<pid>/stat`.
-fn stat(pid: u32) -> Option<(char, i32, i32, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
-    Some((
-        f[0].chars().next()?,
-        f[2].parse().ok()?,
-        f[3].parse().ok()?,
-        f[19].parse().ok()?,
-    ))
-}
-
-fn alive(pid: u32) -> bool {
-    stat(pid).is_some_and(|(state, ..)| !matches!(state, 'Z' | 'X'))
-}
-
-/// The live (non-zombie) processes of process group `pgid`.
-fn group_members(pgid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| {
-            stat(pid).is_some_and(|(s, pg, ..)| pg == pgid as i32 && !matches!(s, 'Z' | 'X'))
-        })
-        .collect()
+    wait_for(what, WAIT, || ok().then_some(()));
 }
 
 fn fds(pid: u32) -> BTreeSet<String> {
@@ -111,17 +82,6 @@ fn other_process_can_lock(path: &Path) -> bool {
         Some(1) => false,
         other => panic!("flock failed: {other:?}"),
     }
-}
-
-/// A process that is not a worker: `sleep` in its own process group, so a wrongly aimed
-/// `killpg` would reach it.
-fn bystander() -> std::process::Child {
-    Command::new("sleep")
-        .arg("300")
-        .process_group(0)
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap()
 }
 
 /// Kills every running session of `backend`, so a failing test leaves no worker behind.
@@ -186,7 +146,8 @@ fn c2_5_process_worker_gets_the_message_is_listed_by_label_and_exit_is_seen() {
     });
 
     // Its own session and process group, detached from ours.
-    let (_, pgrp, sid, starttime) = stat(pid).unwrap();
+    let st = stat(pid).unwrap();
+    let (pgrp, sid, starttime) = (st.pgrp, st.session, st.starttime);
     assert_eq!((pgrp, sid), (pid as i32, pid as i32));
     assert_eq!(spawned.id, format!("{pid}:{starttime}"));
 
@@ -203,7 +164,7 @@ fn c2_5_process_worker_gets_the_message_is_listed_by_label_and_exit_is_seen() {
     wait_until("the worker to be reaped", || {
         backend.list().unwrap();
         // (pids wrap at 32768 here: a new process with this pid is not the worker)
-        stat(pid).is_none_or(|(.., start)| start != starttime)
+        stat(pid).is_none_or(|st| st.starttime != starttime)
     });
 
     let log = std::fs::read_to_string(&spec.log).unwrap();
@@ -240,7 +201,7 @@ fn c2_6_process_kill_takes_down_the_whole_process_tree() {
     assert!(!only(backend.list().unwrap(), "t-k1").running);
     // Killing again signals nothing.
     assert_eq!(
-        backend.kill(&s, Duration::from_secs(1)).unwrap(),
+        backend.kill(&s, Duration::from_secs(5)).unwrap(),
         KillOutcome::AlreadyGone
     );
 }
@@ -269,9 +230,9 @@ fn c2_6_process_reused_pid_is_never_signalled() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
     let backend = Workers::new(sessions.clone());
-    let mut other = bystander();
-    let pid = other.id();
-    let (_, _, _, real_start) = stat(pid).unwrap();
+    let mut other = Bystander::start();
+    let pid = other.pid();
+    let real_start = stat(pid).unwrap().starttime;
 
     // A record whose pid now belongs to an unrelated process that started at another time.
     let write_record = |starttime: u64| {
@@ -293,12 +254,12 @@ fn c2_6_process_reused_pid_is_never_signalled() {
     let s = only(backend.list().unwrap(), "t-r1");
     assert!(!s.running, "a reused pid was taken for the worker");
     assert_eq!(
-        backend.kill(&s, Duration::from_millis(200)).unwrap(),
+        backend.kill(&s, Duration::from_secs(5)).unwrap(),
         KillOutcome::AlreadyGone
     );
     std::thread::sleep(Duration::from_millis(100));
     assert!(
-        alive(pid) && other.try_wait().unwrap().is_none(),
+        alive(pid) && other.0.try_wait().unwrap().is_none(),
         "the unrelated process was signalled"
     );
     // A spawn is not refused because of it, and forgetting it leaves the process alone.
@@ -314,7 +275,10 @@ fn c2_6_process_reused_pid_is_never_signalled() {
         backend.kill(&s, Duration::from_secs(5)).unwrap(),
         KillOutcome::Terminated
     );
-    assert!(other.wait().unwrap().code().is_none(), "killed by a signal");
+    assert!(
+        other.0.wait().unwrap().code().is_none(),
+        "killed by a signal"
+    );
 }
 
 #[test]
@@ -486,7 +450,7 @@ fn c2_2_a_dead_spawner_leaves_no_lock_behind_in_its_worker() {
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new(std::env::current_exe().unwrap())
         .args([
-            "helper_spawner_process",
+            &test_name(module_path!(), "helper_spawner_process"),
             "--exact",
             "--nocapture",
             "--test-threads=1",
@@ -551,11 +515,12 @@ fn c2_2_tick_lock_excludes_other_processes() {
     drop(lock);
     assert!(other_process_can_lock(&path));
 
-    // Held by another process: try fails, a blocking acquire waits for it.
+    // Held by another process (for 5 s: the checks below must all happen while it holds the
+    // lock, however loaded the machine): try fails, a short acquire gives up, a long one waits.
     let held = dir.path().join("held");
     let mut holder = Command::new("flock")
         .arg(&path)
-        .args(["sh", "-c", "touch \"$0\"; sleep 2", held.to_str().unwrap()])
+        .args(["sh", "-c", "touch \"$0\"; sleep 5", held.to_str().unwrap()])
         .spawn()
         .unwrap();
     wait_until("the other holder", || held.exists());
@@ -563,7 +528,7 @@ fn c2_2_tick_lock_excludes_other_processes() {
     assert!(TickLock::acquire(&path, Duration::from_millis(50))
         .unwrap()
         .is_none());
-    let waited = TickLock::acquire(&path, Duration::from_secs(10)).unwrap();
+    let waited = TickLock::acquire(&path, Duration::from_secs(30)).unwrap();
     assert!(waited.is_some());
     assert!(holder.wait().unwrap().success());
 }
@@ -639,7 +604,8 @@ fn c2_5_tmux_spawn_lists_the_exact_label_and_detects_exit() {
         "label read back exactly"
     );
     assert_eq!(listed, spawned);
-    let (_, pgrp, sid, _) = stat(pid).unwrap();
+    let st = stat(pid).unwrap();
+    let (pgrp, sid) = (st.pgrp, st.session);
     assert_eq!(
         (pgrp, sid),
         (pid as i32, pid as i32),
@@ -712,7 +678,7 @@ fn c2_5_tmux_passes_argv_env_and_cwd_verbatim() {
         cwd.to_str().unwrap()
     );
     assert_eq!(
-        server.backend.kill(&s, Duration::from_secs(1)).unwrap(),
+        server.backend.kill(&s, Duration::from_secs(5)).unwrap(),
         KillOutcome::AlreadyGone
     );
     assert!(
@@ -739,7 +705,7 @@ fn c2_6_tmux_kill_takes_down_the_tree_and_the_session() {
     assert_eq!(group_members(pid), Vec::<u32>::new());
     assert!(tmux.list().unwrap().is_empty());
     assert_eq!(
-        tmux.kill(&s, Duration::from_secs(1)).unwrap(),
+        tmux.kill(&s, Duration::from_secs(5)).unwrap(),
         KillOutcome::AlreadyGone
     );
 }
@@ -781,7 +747,7 @@ fn c2_6_tmux_stale_identity_is_never_signalled() {
         ..s.clone()
     };
     assert_eq!(
-        tmux.kill(&stale, Duration::from_millis(100)).unwrap(),
+        tmux.kill(&stale, Duration::from_secs(5)).unwrap(),
         KillOutcome::AlreadyGone
     );
     assert!(alive(pid));

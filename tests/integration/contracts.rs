@@ -2,40 +2,32 @@
 //! 2.1 (the tick never does bead work) and 4.3 (what to work on comes from the tracker, and
 //! braids keeps no copy that could disagree).
 
-mod common;
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{br_path, Sandbox};
-use support::*;
+use braids::state::IdleReason;
+use braids::tick::TickReport;
+
+use crate::support::files::walk;
+use crate::support::{br_path, label, Install, ReportExt, Sandbox, SLEEPER};
 
 /// Every file of a project except the tracker's own (which claims legitimately change) and git.
 fn project_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            let r = p.strip_prefix(root).unwrap().to_path_buf();
-            let rs = r.to_string_lossy();
-            if rs == ".git"
-                || rs == ".beads"
-                || rs == ".braids/WORKPLAN.md"
-                || rs == ".braids/.workplan.lock"
-            {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(r, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
+    walk(root)
+        .into_iter()
+        .filter(|r| {
+            !(r.starts_with(".git")
+                || r.starts_with(".beads")
+                || r == Path::new(".braids/WORKPLAN.md")
+                || r == Path::new(".braids/.workplan.lock"))
+        })
+        .filter(|r| root.join(r).is_file())
+        .map(|r| {
+            let bytes = std::fs::read(root.join(&r)).unwrap();
+            (r, bytes)
+        })
+        .collect()
 }
 
 /// A `br` and a `git` that log every call (argv, one line) and then run the real program.
@@ -57,75 +49,37 @@ fn logging_stubs(s: &Sandbox) {
     );
 }
 
-/// A project on the real br (through the logging stub), a git repository with a commit.
-fn br_project(s: &Sandbox, slug: &str, max: u32) -> PathBuf {
-    s.ok(&[
-        "new",
-        slug,
-        "--tracker",
-        "br",
-        "--max-workers",
-        &max.to_string(),
-    ]);
-    s.project(slug)
-}
-
-fn tick(s: &Sandbox) -> support::Run {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_braids"));
-    c.args(["tick", "--json", "--force"])
-        .env("HOME", s.home())
-        .env_remove("BRAIDS_HOME")
-        .env("PATH", sys_path(s))
-        .env("BRAIDS_LOG", "warn")
-        .env("GIT_CONFIG_GLOBAL", s.home().join(".gitconfig"))
-        .current_dir(s.home());
-    run_limited(c, Duration::from_secs(60))
-}
-
-fn br_status(s: &Sandbox, slug: &str, id: &str) -> String {
-    let out = s.br(slug, &["show", id, "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let v = if v.is_array() { v[0].clone() } else { v };
-    v["status"].as_str().unwrap().to_string()
+/// `braids tick --json --force`, within a minute.
+#[track_caller]
+fn tick(s: &Sandbox) -> TickReport {
+    s.tick().force().limit(Duration::from_secs(60)).run()
 }
 
 #[test]
 fn c2_1_tick_never_does_bead_work() {
-    let s = Sandbox::new();
-    s.ok(&["init"]);
     // workers that start and end at once, leaving their bead claimed: every later run has a
-    // stranded claim to release, and there is a run whose worker cannot start at all
-    let quick = s.script("bin/quick-worker", "cat >/dev/null\nexit 0");
-    s.config(&format!(
-        "[worker]\ncommand = [\"{}\"]\n[sessions]\nclaim_grace_secs = 0\n",
-        quick.display()
-    ));
-    let brp = br_project(&s, "brp", 2);
-    let ids: Vec<String> = ["First", "Second", "Third"]
-        .iter()
-        .map(|t| s.br_create("brp", t))
-        .collect();
-    s.iteration(
-        "brp",
-        1,
-        "active",
-        &ids.iter()
-            .map(|i| (i.as_str(), "story"))
-            .collect::<Vec<_>>(),
-    );
-    s.ok(&["new", "wp", "--tracker", "workplan", "--max-workers", "2"]);
-    let wp = s.project("wp");
-    std::fs::write(
-        wp.join(".braids/WORKPLAN.md"),
-        "# Workplan\n\n- [ ] One <!-- id:wp-o1 -->\n- [ ] Two <!-- id:wp-t2 -->\n- [ ] Three <!-- id:wp-t3 -->\n",
-    )
-    .unwrap();
-    s.iteration(
-        "wp",
-        1,
-        "active",
-        &[("wp-o1", "one"), ("wp-t2", "two"), ("wp-t3", "three")],
-    );
+    // stranded claim to release, and there is a run whose worker cannot start at all. A claim
+    // grace of 0 s makes each later run release them (a wait, not a deadline: load cannot
+    // make it fire early)
+    let s = Install::new()
+        .isolated_path()
+        .worker("cat >/dev/null\nexit 0")
+        .config("[sessions]\nclaim_grace_secs = 0\n")
+        .build();
+    let brp = s
+        .new_project("brp")
+        .br()
+        .max_workers(2)
+        .titled(&["First", "Second", "Third"])
+        .create();
+    let ids = brp.beads.clone();
+    let brp = brp.root;
+    let wp = s
+        .new_project("wp")
+        .max_workers(2)
+        .ids(&["wp-o1", "wp-t2", "wp-t3"])
+        .create()
+        .root;
     for root in [&brp, &wp] {
         s.git(root, &["add", "-A"]);
         s.git(root, &["commit", "-qm", "plan"]);
@@ -145,9 +99,7 @@ fn c2_1_tick_never_does_bead_work() {
             s.config("[worker]\ncommand = [\"/nonexistent/braids-worker\"]\n");
         }
         std::thread::sleep(Duration::from_millis(300));
-        let r = tick(&s);
-        assert_eq!(r.code, Some(0), "run {run}: {}", r.stderr);
-        spawned_total += spawned(&r.json()).len();
+        spawned_total += tick(&s).spawns.len();
     }
     assert!(spawned_total >= 4, "the runs did not exercise claims");
 
@@ -181,19 +133,19 @@ fn c2_1_tick_never_does_bead_work() {
     );
     // no bead was closed, blocked or created by the tick
     for id in &ids {
-        let st = br_status(&s, "brp", id);
+        let st = s.br_status("brp", id);
         assert!(
             st == "open" || st == "in_progress",
             "2.1 violated: {id} is {st}"
         );
     }
-    for (id, (st, _)) in workplan(&s, "wp") {
+    for (id, (st, _)) in s.workplan("wp") {
         assert!(
             st == "open" || st == "in_progress",
             "2.1 violated: {id} is {st}"
         );
     }
-    assert_eq!(workplan(&s, "wp").len(), 3);
+    assert_eq!(s.workplan("wp").len(), 3);
     // no file of either project changed, nothing was committed, git never ran
     assert_eq!(
         [project_files(&brp), project_files(&wp)],
@@ -217,9 +169,18 @@ fn c2_1_tick_never_does_bead_work() {
 
 #[test]
 fn c4_3_ready_comes_from_the_tracker() {
-    let s = Sandbox::new();
-    install(&s, "[tracker]\ntimeout_secs = 30\n");
-    let root = br_project(&s, "src", 10);
+    let s = Install::new()
+        .isolated_path()
+        .worker(SLEEPER)
+        .plain_registry()
+        .build();
+    let root = s
+        .new_project("src")
+        .br()
+        .max_workers(10)
+        .no_iteration()
+        .create()
+        .root;
     let a = s.br_create("src", "A, ready");
     let b = s.br_create("src", "B, waits for A");
     s.br("src", &["dep", "add", &b, &a, "--actor=test"]);
@@ -242,12 +203,10 @@ fn c4_3_ready_comes_from_the_tracker() {
         ],
     );
     logging_stubs(&s);
-    let label = |id: &str| format!("project:src:{id}");
+    let label = |id: &str| label("src", id);
 
-    let r = tick(&s);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(
-        spawned(&r.json()),
+        tick(&s).labels(),
         [label(&a), label(&f)],
         "4.3 violated: what to work on must be the tracker's ready list (Stories only order it)"
     );
@@ -255,12 +214,10 @@ fn c4_3_ready_comes_from_the_tracker() {
 
     // the tracker changes; braids kept no copy: B becomes ready the moment A closes
     s.br("src", &["close", &a, "--actor=test"]);
-    let r = tick(&s);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(spawned(&r.json()), [label(&b)], "4.3 violated");
+    assert_eq!(tick(&s).labels(), [label(&b)], "4.3 violated");
 
     // the state file holds idle tracking and claims, never beads or settings
-    let st = state(&s).unwrap();
+    let st = s.state_json();
     let keys: Vec<&String> = st.as_object().unwrap().keys().collect();
     for k in &keys {
         assert!(
@@ -283,12 +240,11 @@ fn c4_3_ready_comes_from_the_tracker() {
     s.set_field("src", "MaxWorkers", "2");
     let r = tick(&s);
     assert!(
-        spawned(&r.json()).is_empty(),
-        "4.3 violated: two workers run and MaxWorkers is now 2, yet a run spawned: {}",
-        r.stdout
+        r.spawns.is_empty(),
+        "4.3 violated: two workers run and MaxWorkers is now 2, yet a run spawned: {r:#?}"
     );
     s.set_field("src", "MaxWorkers", "3");
-    assert_eq!(spawned(&tick(&s).json()), [label(&e)]);
+    assert_eq!(tick(&s).labels(), [label(&e)]);
     // ... and iteration state from ITERATION.md
     let g = s.br_create("src", "G, newer");
     s.set_field("src", "MaxWorkers", "10");
@@ -300,8 +256,7 @@ fn c4_3_ready_comes_from_the_tracker() {
     )
     .unwrap();
     let r = tick(&s);
-    let v = r.json();
-    assert!(spawned(&v).is_empty(), "4.3 violated: {v:#}");
-    assert_eq!(v["idle_reason"], "no-active-iterations");
+    assert!(r.spawns.is_empty(), "4.3 violated: {r:#?}");
+    assert_eq!(r.idle_reason, Some(IdleReason::NoActiveIterations));
     let _ = g;
 }

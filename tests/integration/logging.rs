@@ -1,35 +1,20 @@
 //! Logs: a tick says what it did in exactly one INFO line; `--log-format json` gives one JSON
 //! object per line.
 
-mod common;
+use braids::tick::TickReport;
 
-use common::Sandbox;
+use crate::support::{Install, Sandbox, Tick};
 
 /// An installation whose tick has things to do: one project with two ready beads on the
 /// native tracker, MaxWorkers 2, a worker that just sleeps, a daily check-in due at midnight.
-fn busy(sb: &Sandbox) {
-    sb.ok(&["init"]);
-    sb.ok(&[
-        "new",
-        "app",
-        "--tracker",
-        "workplan",
-        "--max-workers",
-        "2",
-        "--channel",
-        "#app",
-    ]);
-    sb.set_field("app", "Checkin", "daily");
-    sb.write(
-        "Projects/app/.braids/WORKPLAN.md",
-        "# WORKPLAN\n\n- [ ] First <!-- id:wp-aaa -->\n- [ ] Second <!-- id:wp-bbb -->\n",
-    );
-    sb.iteration(
-        "app",
-        1,
-        "active",
-        &[("wp-aaa", "First"), ("wp-bbb", "Second")],
-    );
+fn busy() -> Sandbox {
+    let sb = Install::new().build();
+    sb.new_project("app")
+        .max_workers(2)
+        .channel("#app")
+        .field("Checkin", "daily")
+        .ids(&["wp-aaa", "wp-bbb"])
+        .create();
     let notify = sb.script("bin/notify", r#"printf '%s\n' "$*" >> "$HOME/notified""#);
     // A stray key too, so the run also logs a warning.
     sb.write(
@@ -39,21 +24,15 @@ fn busy(sb: &Sandbox) {
             notify.display()
         ),
     );
+    sb
 }
 
-fn tick(sb: &Sandbox, args: &[&str]) -> (String, String) {
-    let o = sb
-        .braids()
-        .env("BRAIDS_LOG", "info")
-        .env("TZ", "UTC")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+/// Runs a tick with INFO logs and check-in times in UTC, asserting success: (stdout, stderr).
+#[track_caller]
+fn logged(tick: Tick<'_>) -> (String, String) {
+    let r = tick.log("info").utc().output();
+    r.assert_ok();
+    (r.stdout, r.stderr)
 }
 
 fn info_lines(stderr: &str) -> Vec<&str> {
@@ -62,11 +41,10 @@ fn info_lines(stderr: &str) -> Vec<&str> {
 
 #[test]
 fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
-    let sb = Sandbox::new();
-    busy(&sb);
+    let sb = busy();
 
     // Spawns two workers, sends a check-in, warns about the config: one INFO line.
-    let (_, err) = tick(&sb, &["tick"]);
+    let (_, err) = logged(sb.tick().human());
     let info = info_lines(&err);
     assert_eq!(info.len(), 1, "{err}");
     assert!(
@@ -82,7 +60,7 @@ fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
     assert_eq!(sb.read("notified"), "checkin\n");
 
     // Nothing more to start: idle, with its reason; the check-in is not repeated.
-    let (_, err) = tick(&sb, &["tick"]);
+    let (_, err) = logged(sb.tick().human());
     let info = info_lines(&err);
     assert_eq!(info.len(), 1, "{err}");
     assert!(
@@ -92,7 +70,7 @@ fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
     assert_eq!(sb.read("notified"), "checkin\n");
 
     // Backing off: skipped, until when.
-    let (_, err) = tick(&sb, &["tick"]);
+    let (_, err) = logged(sb.tick().human());
     let info = info_lines(&err);
     assert_eq!(info.len(), 1, "{err}");
     assert!(info[0].contains("skipped: idle ("), "{err}");
@@ -102,7 +80,7 @@ fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
     let _lock = braids::lock::TickLock::try_acquire(&sb.braids_dir().join(".tick.lock"))
         .unwrap()
         .unwrap();
-    let (_, err) = tick(&sb, &["tick", "--force"]);
+    let (_, err) = logged(sb.tick().human().force());
     let info = info_lines(&err);
     assert_eq!(info.len(), 1, "{err}");
     assert!(
@@ -113,12 +91,11 @@ fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
 
 #[test]
 fn json_logs_are_one_object_per_line() {
-    let sb = Sandbox::new();
-    busy(&sb);
-    let (stdout, err) = tick(&sb, &["--log-format", "json", "tick", "--json"]);
+    let sb = busy();
+    let (stdout, err) = logged(sb.tick().log_json());
     // stdout is the report, stderr the log: they never mix.
-    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(report["spawns"].as_array().unwrap().len(), 2);
+    let report: TickReport = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report.spawns.len(), 2);
     let events: Vec<serde_json::Value> = err
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
@@ -145,8 +122,8 @@ fn json_logs_are_one_object_per_line() {
     assert_eq!(run["killed_labels"], "");
     assert!(events.iter().any(|e| e["level"] == "WARN"), "{err}");
 
-    tick(&sb, &["tick"]);
-    let (_, err) = tick(&sb, &["--log-format", "json", "tick"]);
+    logged(sb.tick().human());
+    let (_, err) = logged(sb.tick().log_json().human());
     let events: Vec<serde_json::Value> = err
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -160,14 +137,10 @@ fn json_logs_are_one_object_per_line() {
 
 #[test]
 fn errors_are_counted_in_the_info_line_and_spelled_out_at_warn() {
-    let sb = Sandbox::new();
-    sb.ok(&["init"]);
-    sb.ok(&["new", "app", "--tracker", "workplan"]);
-    sb.set_field("app", "Tracker", "br");
-    std::fs::create_dir_all(sb.project("app").join(".beads")).unwrap();
-    sb.iteration("app", 1, "active", &[]);
+    let sb = Install::new().build();
+    sb.new_project("app").stub_br().create();
     sb.script("bin/br", "echo 'database is locked' >&2; exit 1");
-    let (_, err) = tick(&sb, &["tick"]);
+    let (_, err) = logged(sb.tick().human());
     let info = info_lines(&err);
     assert_eq!(info.len(), 1, "{err}");
     assert!(info[0].ends_with("1 error(s)"), "{err}");
