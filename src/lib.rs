@@ -27,3 +27,4 @@ pub mod templates;
 pub mod tick;
 pub mod tracker;
 pub mod worker;
+pub mod workspace;

@@ -77,6 +77,12 @@ impl Paths {
     pub fn logs_dir(&self) -> PathBuf {
         self.braids_dir.join("logs")
     }
+    /// Where the agents' git worktrees live: outside every project and outside the agent
+    /// workspace (4.1).
+    pub fn workspaces_dir(&self) -> PathBuf {
+        self.braids_dir.join("workspaces")
+    }
+
     pub fn sessions_dir(&self) -> PathBuf {
         self.braids_dir.join("sessions")
     }

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::model::{SessionLabel, SpawnMessage};
 
 pub mod process;
+mod procfs;
+mod spec;
 pub mod tmux;
 
 /// Which backend runs workers.
@@ -68,6 +70,16 @@ pub enum KillOutcome {
     Killed,
     /// Was already gone, or its pid now belongs to someone else: nothing was signalled.
     AlreadyGone,
+}
+
+impl From<crate::proc::Stopped> for KillOutcome {
+    fn from(s: crate::proc::Stopped) -> Self {
+        match s {
+            crate::proc::Stopped::Terminated => KillOutcome::Terminated,
+            crate::proc::Stopped::Killed => KillOutcome::Killed,
+            crate::proc::Stopped::AlreadyGone => KillOutcome::AlreadyGone,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

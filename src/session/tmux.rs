@@ -34,32 +34,27 @@
 //!   ends at once with status 127 and the reason in the log.
 //! * **Requires tmux 3.2 or later** (`new-session -e`).
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use super::process::{
-    file_stem, is_alive, kill_group, open_log, read_stat, remove_if_present, runs, validate_spec,
-};
+use super::procfs::{is_alive, kill_group, read_stat, runs};
+use super::spec::{file_stem, open_log, remove_if_present, validate_spec};
 use super::{
     KillOutcome, Session, SessionBackend, SessionError, SessionProblem, SpawnSpec, Survey,
 };
 use crate::model::SessionLabel;
 use crate::proc::{Invocation, Output, RunError};
 
+mod wire;
+
+pub use wire::escape_arg;
+use wire::{decode_path, new_session_args, no_server, parse_id, Row, LIST_FORMAT};
+
 /// The socket name used unless configured otherwise (`tmux -L braids`).
 pub const DEFAULT_SOCKET: &str = "braids";
-
-/// Runs in the pane: `$1` message file, `$2` log, `$3` working directory, then the worker argv.
-/// Its exit status is the worker's (126 when the directory is missing, 127 when the program is).
-const WRAPPER: &str =
-    "cd -- \"$3\" 2>>\"$2\" || exit 126\nm=$1 l=$2\nshift 3\n\"$@\" <\"$m\" >>\"$l\" 2>&1";
-
-/// One row per session; every field is free of tabs and newlines (`@braids_log` is encoded).
-const LIST_FORMAT: &str = "#{session_id}\t#{session_name}\t#{session_created}\t#{pane_pid}\t#{pane_dead}\t#{@braids_label}\t#{@braids_started}\t#{@braids_log}";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Socket {
@@ -74,46 +69,6 @@ pub struct TmuxBackend {
     socket: Socket,
     program: OsString,
     timeout: Duration,
-}
-
-/// One line of `list-sessions`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Row {
-    session_id: String,
-    name: String,
-    created: i64,
-    pane_pid: u32,
-    pane_dead: bool,
-    label: String,
-    started: String,
-    log: String,
-}
-
-impl Row {
-    fn parse(line: &str) -> Option<Row> {
-        let f: Vec<&str> = line.split('\t').collect();
-        if f.len() != 8 || !f[0].starts_with('$') {
-            return None;
-        }
-        Some(Row {
-            session_id: f[0].to_string(),
-            name: f[1].to_string(),
-            created: f[2].parse().ok()?,
-            pane_pid: f[3].parse().ok()?,
-            pane_dead: match f[4] {
-                "0" => false,
-                "1" => true,
-                _ => return None,
-            },
-            label: f[5].to_string(),
-            started: f[6].to_string(),
-            log: f[7].to_string(),
-        })
-    }
-
-    fn location(&self) -> String {
-        format!("tmux session {} ({})", self.name, self.session_id)
-    }
 }
 
 impl TmuxBackend {
@@ -290,70 +245,6 @@ impl TmuxBackend {
     }
 }
 
-/// Whether a failed call only means that no server runs on the socket (so no session exists).
-/// Anything else, a permission problem say, is an error: an unreachable server may well have
-/// workers on it.
-fn no_server(out: &Output) -> bool {
-    let e = &out.stderr;
-    e.contains("no server running")
-        || (e.contains("error connecting to")
-            && (e.contains("No such file or directory") || e.contains("Connection refused")))
-}
-
-/// `$n/pid:starttime`.
-fn parse_id(id: &str) -> Option<(String, u32, u64)> {
-    let (sid, rest) = id.split_once('/')?;
-    let (pid, start) = rest.split_once(':')?;
-    if !sid.starts_with('$') {
-        return None;
-    }
-    Some((sid.to_string(), pid.parse().ok()?, start.parse().ok()?))
-}
-
-/// Protects an argument from tmux's own argv parsing, which takes any argument ending in `;`
-/// as a command separator (and `\;` at the end as a literal `;`): a final `;` becomes `\;`.
-/// Nothing else in an argument is interpreted.
-pub fn escape_arg(arg: &OsStr) -> OsString {
-    let b = arg.as_bytes();
-    if b.last() == Some(&b';') {
-        let mut v = b[..b.len() - 1].to_vec();
-        v.extend_from_slice(b"\\;");
-        OsString::from_vec(v)
-    } else {
-        arg.to_os_string()
-    }
-}
-
-/// `%XX` for control bytes, non-ASCII bytes and `%`, so any path fits one tab-separated field.
-fn encode_path(p: &Path) -> String {
-    let mut s = String::new();
-    for &b in p.as_os_str().as_bytes() {
-        if !(0x20..0x7f).contains(&b) || b == b'%' {
-            s.push_str(&format!("%{b:02X}"));
-        } else {
-            s.push(b as char);
-        }
-    }
-    s
-}
-
-fn decode_path(s: &str) -> Option<PathBuf> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Some(PathBuf::from(OsString::from_vec(out)))
-}
-
 impl SessionBackend for TmuxBackend {
     fn name(&self) -> &'static str {
         "tmux"
@@ -460,35 +351,7 @@ impl SessionBackend for TmuxBackend {
 
         let started_at = Utc::now();
         let started = started_at.to_rfc3339_opts(SecondsFormat::AutoSi, true);
-        let target = format!("={name}:");
-        let mut args: Vec<OsString> = ["new-session", "-d", "-s", &name, "-P", "-F"]
-            .into_iter()
-            .map(OsString::from)
-            .collect();
-        args.push("#{session_id}\t#{pane_pid}".into());
-        for (k, v) in &spec.env {
-            let mut kv = k.clone();
-            kv.push("=");
-            kv.push(v);
-            args.extend(["-e".into(), escape_arg(&kv)]);
-        }
-        args.extend(["--", "/bin/sh", "-c", WRAPPER, "braids-worker"].map(OsString::from));
-        for a in [message_path.as_os_str(), log.as_os_str(), cwd.as_os_str()] {
-            args.push(escape_arg(a));
-        }
-        args.extend(spec.argv.iter().map(|a| escape_arg(a)));
-        for option in [
-            vec!["set-option", "-w", "-t", &target, "remain-on-exit", "on"],
-            vec!["set-option", "-t", &target, "@braids_label", &label],
-            vec!["set-option", "-t", &target, "@braids_started", &started],
-        ] {
-            args.push(";".into());
-            args.extend(option.into_iter().map(|a| escape_arg(OsStr::new(a))));
-        }
-        args.push(";".into());
-        args.extend(["set-option", "-t", &target, "@braids_log"].map(OsString::from));
-        args.push(escape_arg(OsStr::new(&encode_path(&log))));
-
+        let args = new_session_args(&name, spec, [&message_path, &log, &cwd], &started);
         let out = self.run(args)?;
         let first = out.stdout.lines().next().unwrap_or("");
         let created = first.split_once('\t').and_then(|(sid, pid)| {
@@ -603,58 +466,5 @@ mod tests {
         }
         assert_eq!(names[0], "a_b_dc");
         assert_eq!(names[2], "a_b__dc");
-    }
-
-    #[test]
-    fn escaping_undoes_tmux_separator_parsing() {
-        // What tmux's cmd_parse_from_arguments does to one argument.
-        fn tmux_reads(arg: &[u8]) -> Option<Vec<u8>> {
-            let mut v = arg.to_vec();
-            if v.last() == Some(&b';') {
-                v.pop();
-                match v.last_mut() {
-                    Some(b) if *b == b'\\' => *b = b';',
-                    _ => return None, // a separator
-                }
-            }
-            Some(v)
-        }
-        for arg in [
-            ";", "a;", "a\\;", "a\\\\;", ";;", "\\", "plain", "", "a;b", "#{x}", "\\;\\;",
-        ] {
-            let escaped = escape_arg(OsStr::new(arg));
-            assert_eq!(
-                tmux_reads(escaped.as_bytes()).as_deref(),
-                Some(arg.as_bytes()),
-                "{arg:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn log_paths_survive_the_list_format() {
-        for p in ["/tmp/a b/log", "/x/%41\t\n/é", "/plain"] {
-            let enc = encode_path(Path::new(p));
-            assert!(
-                !enc.contains('\t') && !enc.contains('\n') && enc.is_ascii(),
-                "{enc}"
-            );
-            assert_eq!(decode_path(&enc), Some(PathBuf::from(p)));
-        }
-        assert_eq!(decode_path("%4"), None);
-    }
-
-    #[test]
-    fn rows_and_ids() {
-        let row = Row::parse("$3\ta_b\t1700000000\t4242\t0\tproject:a:b\t2026-01-01T00:00:00Z\t/l")
-            .unwrap();
-        assert_eq!(
-            (row.pane_pid, row.pane_dead, row.label.as_str()),
-            (4242, false, "project:a:b")
-        );
-        assert!(Row::parse("$3\ta_b\t1\t4242\t0\tproject:a:b").is_none());
-        assert!(Row::parse("$3\ta_b\t1\tx\t0\tl\ts\tlog").is_none());
-        assert_eq!(parse_id("$3/4242:99"), Some(("$3".into(), 4242, 99)));
-        assert_eq!(parse_id("4242:99"), None);
     }
 }

@@ -81,6 +81,7 @@ pub struct Effects<'a> {
     pub worker_argv: &'a [String],
     pub actor: &'a str,
     pub kill_grace: Duration,
+    pub workspaces: &'a dyn crate::workspace::Workspaces,
 }
 
 /// Where a worker's output goes: one file per session start.
@@ -177,6 +178,10 @@ pub fn act_with(
         });
     }
 
+    if !dry_run {
+        sweep_workspaces(plan, fx, &mut out);
+    }
+
     if dry_run {
         out.spawned = plan
             .intended()
@@ -192,6 +197,22 @@ pub fn act_with(
         claim_and_spawn(c, tracker.as_ref(), fx, now, ahead, &mut out)
     });
     out
+}
+
+/// Removes the worktrees no worker can be using (a crashed or killed worker's). A project
+/// with no workspace folder costs one `stat`.
+fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
+    for s in &plan.sweeps {
+        match fx.workspaces.sweep(&s.path, &s.live) {
+            Ok(removed) if !removed.is_empty() => {
+                tracing::info!(project = %s.slug, removed = removed.len(), "left-over workspaces removed");
+            }
+            Ok(_) => {}
+            Err(e) => out
+                .errors
+                .push(format!("{}: cannot clean up workspaces: {e:#}", s.slug)),
+        }
+    }
 }
 
 /// Claims one candidate (recorded first through `ahead`) and starts its worker; a spawn that

@@ -451,6 +451,7 @@ mod tests {
             ),
             stories: vec![],
             ready: 2,
+            ready_out_of_scope: 0,
             note: None,
             error: None,
             checkin: Checkin::Daily,

@@ -26,6 +26,7 @@ use crate::state::Claim;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 
 use super::decide::{eligibility_of, BeadLookup, Eligibility, ProjectView, Snapshot};
+use crate::workspace::WorkspaceMode;
 
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -45,7 +46,10 @@ pub struct ProjectReport {
     pub counts: Option<BTreeMap<String, usize>>,
     /// The iteration's Stories with their status when known.
     pub stories: Vec<(BeadId, String, Option<BeadStatus>)>,
+    /// Ready beads in the iteration's scope.
     pub ready: usize,
+    /// Ready beads the iteration's Stories do not list: not worked this iteration.
+    pub ready_out_of_scope: usize,
     /// Why the project is not eligible, or what failed.
     pub note: Option<String>,
     pub error: Option<String>,
@@ -238,6 +242,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         ready: Vec::new(),
         beads: BTreeMap::new(),
         tracker_error: None,
+        workspace: WorkspaceMode::default(),
     }
 }
 
@@ -256,6 +261,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         counts: None,
         stories: Vec::new(),
         ready: 0,
+        ready_out_of_scope: 0,
         note: None,
         error: None,
         push_pending: false,
@@ -273,6 +279,15 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
         report,
         tracker: None,
     }
+}
+
+/// The workspace a project asked for in PROJECT.md (`Workspace: shared`), else a worktree per
+/// bead.
+pub fn workspace_mode(config: &ProjectConfig) -> WorkspaceMode {
+    config
+        .field("workspace")
+        .and_then(|f| WorkspaceMode::parse(&f.value))
+        .unwrap_or_default()
 }
 
 /// The tracker a project asked for in PROJECT.md (`Tracker: br`), else the installation's.
@@ -317,6 +332,7 @@ fn observe_project(
     view.max_workers = config.max_workers;
     view.worker_timeout = config.worker_timeout;
     view.channel = config.channel.clone();
+    view.workspace = workspace_mode(&config);
     let mut report = base_report(entry);
     report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
     report.project_status = config.status;
@@ -435,7 +451,12 @@ fn observe_project(
     if eligible && all.iter().any(|b| b.status == BeadStatus::Open) {
         match tracker.ready_among(&all) {
             Ok(ready) => {
-                report.ready = ready.len();
+                let out = ready
+                    .iter()
+                    .filter(|b| !view.stories.is_empty() && !view.stories.contains(&b.id))
+                    .count();
+                report.ready = ready.len() - out;
+                report.ready_out_of_scope = out;
                 view.ready = ready;
             }
             Err(e) => {

@@ -43,9 +43,12 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     // act
     let mut ahead = WriteAhead::new(&state, inst.paths.state());
     let argv = inst.config.worker_command();
+    let workspaces = crate::workspace::GitWorktrees {
+        root: inst.paths.workspaces_dir(),
+    };
     let outcome = act::act_with(
         &plan,
-        &effects(inst, &observed, &argv),
+        &effects(inst, &observed, &argv, &workspaces),
         now,
         opts.dry_run,
         &mut |a| ahead.record(a),
@@ -127,6 +130,7 @@ fn effects<'a>(
     inst: &'a Installation,
     observed: &'a observe::Observed,
     worker_argv: &'a [String],
+    workspaces: &'a dyn crate::workspace::Workspaces,
 ) -> act::Effects<'a> {
     act::Effects {
         backend: inst.backend.as_ref(),
@@ -135,6 +139,7 @@ fn effects<'a>(
         worker_argv,
         actor: &inst.config.tracker.actor,
         kill_grace: std::time::Duration::from_secs(inst.config.sessions.kill_grace_secs),
+        workspaces,
     }
 }
 

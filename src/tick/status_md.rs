@@ -118,6 +118,13 @@ pub fn render(d: &Dashboard<'_>) -> String {
                 );
             }
         }
+        if r.ready_out_of_scope > 0 {
+            let _ = writeln!(
+                o,
+                "- Ready, not in this iteration: {} (add them to Stories to have them worked)",
+                r.ready_out_of_scope
+            );
+        }
         if !r.stories.is_empty() {
             let _ = writeln!(o, "- Stories:");
             for (id, title, status) in &r.stories {

@@ -3,17 +3,13 @@
 //! stderr, which the session backend writes to the session log — the worker's stdout is kept for
 //! `braids worker --json`.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
-
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 
 use crate::model::BeadId;
 use crate::notify::expand;
+use crate::proc::{Detach, ProcessGroup};
 
 /// One executor run's inputs.
 #[derive(Debug, Clone)]
@@ -76,39 +72,25 @@ impl Executor for ArgvExecutor {
         let stdin = std::fs::File::open(&req.prompt_file)
             .map(Stdio::from)
             .unwrap_or_else(|_| Stdio::null());
-        let mut child = Command::new(program)
-            .args(args)
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .current_dir(&req.project)
             .stdin(stdin)
             .stdout(Stdio::from(std::io::stderr()))
             .env("BRAIDS_BEAD", req.bead.as_str())
             .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
-            .env("BRAIDS_RESULT_FILE", &req.result_file)
-            .process_group(0)
-            .spawn()
+            .env("BRAIDS_RESULT_FILE", &req.result_file);
+        // A group of its own, so a timeout stops everything the agent started but not the worker.
+        let mut group = ProcessGroup::spawn(&mut cmd, Detach::Group)
             .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
-        let pgid = Pid::from_raw(child.id() as i32);
-        super::stop::agent_started(pgid.as_raw());
-        let (tx, rx) = mpsc::channel();
-        let waiter = std::thread::spawn(move || {
-            let s = child.wait();
-            let _ = tx.send(());
-            s
-        });
-        let mut timed_out = false;
-        if rx.recv_timeout(req.timeout).is_err() {
-            timed_out = true;
+        super::stop::agent_started(group.id() as i32);
+        let timed_out = !group.wait(Some(req.timeout));
+        if timed_out {
             tracing::warn!(bead = %req.bead, "executor exceeded {}s; stopping it", req.timeout.as_secs());
-            let _ = killpg(pgid, Signal::SIGTERM);
-            if rx.recv_timeout(self.grace).is_err() {
-                let _ = killpg(pgid, Signal::SIGKILL);
-            }
+            let _ = group.terminate(self.grace);
         }
-        let status = waiter
-            .join()
-            .map_err(|_| anyhow::anyhow!("executor waiter panicked"))??;
         // Whatever the agent left running in its group goes with it.
-        let _ = killpg(pgid, Signal::SIGKILL);
+        let status = group.finish()?;
         super::stop::agent_gone();
         Ok(ExecResult {
             code: status.code(),

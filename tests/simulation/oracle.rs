@@ -247,6 +247,13 @@ impl World {
                 "{} planned but the tracker did not list it as open and ready",
                 c.label
             );
+            // iteration scope: when Stories lists beads, only those are worked
+            ensure!(
+                p.stories.is_empty() || p.stories.contains(&c.bead),
+                "4.3",
+                "{} planned but the iteration's Stories do not list it",
+                c.label
+            );
             ensure!(
                 p.tracker_error.is_none(),
                 "2.2",
@@ -355,6 +362,7 @@ impl World {
             }
             let spawnable = p.ready.iter().any(|b| {
                 b.status == BeadStatus::Open
+                    && (p.stories.is_empty() || p.stories.contains(&b.id))
                     && !live.contains(&(p.slug.as_str(), &b.id))
                     && !released.contains(&(p.slug.as_str(), &b.id))
             }) && !p

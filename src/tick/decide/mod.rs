@@ -12,7 +12,8 @@
 //! - 2.3 only projects with exactly one active iteration (and active in both the registry and
 //!   PROJECT.md) are offered slots.
 //! - Order: projects by priority (high, normal, low), ties in registry order; within a
-//!   project, ready beads in the iteration's Stories order, then the tracker's order. A bead
+//!   project, ready beads in the iteration's Stories order. Scope: when Stories lists beads,
+//!   only those are spawned; with no Stories, every ready bead, in the tracker's order. A bead
 //!   with a live session is never spawned twice.
 //! - 2.7 idle reason when nothing spawns: no-active-iterations, else all-at-capacity when a
 //!   project had ready beads but no room, else no-ready-beads.
@@ -28,12 +29,13 @@ use serde::Serialize;
 use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessage};
 use crate::session::{Session, SessionProblem};
 use crate::state::{Claim, IdleReason};
+use crate::workspace::WorkspaceMode;
 
 mod eligibility;
 mod plan;
 
 pub use eligibility::{eligibility_of, Eligibility};
-pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, STAND_INS};
+pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, STAND_INS};
 
 /// What a tracker said about one bead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +67,8 @@ pub struct ProjectView {
     pub beads: BTreeMap<BeadId, BeadLookup>,
     /// Set when the tracker failed this run; the project is skipped, the rest go on.
     pub tracker_error: Option<String>,
+    /// PROJECT.md `Workspace:`: a git worktree per bead, or the shared work tree.
+    pub workspace: WorkspaceMode,
 }
 
 /// Everything `decide` looks at.
@@ -132,6 +136,12 @@ pub fn classify(
 pub struct Zombie {
     pub session: Session,
     pub reason: ZombieReason,
+}
+
+/// Iteration scope: when the active iteration lists Stories, only those beads are worked;
+/// with no Stories, every ready bead is in scope (4.3).
+pub fn in_scope(stories: &[BeadId], story_at: &BTreeMap<&BeadId, usize>, bead: &BeadId) -> bool {
+    stories.is_empty() || story_at.contains_key(bead)
 }
 
 fn lookup(p: &ProjectView, bead: &BeadId) -> BeadLookup {
@@ -265,6 +275,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .enumerate()
             .filter(|(_, b)| {
                 b.status == BeadStatus::Open
+                    && in_scope(&p.stories, &story_at, &b.id)
                     && !live.contains(&(p.slug.as_str(), &b.id))
                     && !released.contains(&b.id)
             })
@@ -342,7 +353,38 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         IdleReason::NoReadyBeads
     };
 
+    // Workspaces no worker can still be using: every bead with a running session (a zombie
+    // too, until its kill is confirmed by a later run) or a claim kept this run is live.
+    let sweeps = snap
+        .projects
+        .iter()
+        .filter(|p| p.workspace == WorkspaceMode::Worktree)
+        .map(|p| {
+            let mut beads: BTreeSet<BeadId> = live
+                .iter()
+                .filter(|(slug, _)| *slug == p.slug)
+                .map(|(_, b)| (*b).clone())
+                .collect();
+            beads.extend(
+                snap.claims
+                    .iter()
+                    .filter(|c| c.project == p.slug)
+                    .filter(|c| {
+                        !releases
+                            .iter()
+                            .any(|r| r.slug == c.project && r.bead == c.bead)
+                    })
+                    .map(|c| c.bead.clone()),
+            );
+            Sweep {
+                slug: p.slug.clone(),
+                path: p.path.clone(),
+                live: beads.into_iter().collect(),
+            }
+        })
+        .collect();
     Plan {
+        sweeps,
         zombies,
         ended,
         unmanaged,

@@ -39,6 +39,15 @@ pub struct ProjectSpawns {
     pub candidates: Vec<SpawnCandidate>,
 }
 
+/// A project whose workspaces are swept this run: every worktree of a bead not in `live` is
+/// removed (its worker is gone), and git's worktree records are pruned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sweep {
+    pub slug: String,
+    pub path: PathBuf,
+    pub live: Vec<BeadId>,
+}
+
 /// A claim to hand back: the worker is gone and the bead is still in_progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Release {
@@ -64,6 +73,8 @@ pub struct Plan {
     pub releases: Vec<Release>,
     /// Claims to stop remembering: their bead left in_progress or no longer exists.
     pub settled_claims: Vec<Release>,
+    /// Projects whose leftover workspaces are removed.
+    pub sweeps: Vec<Sweep>,
     /// The idle reason to record if nothing ends up spawned.
     pub idle_reason: IdleReason,
     /// Problems worth a line on STATUS.md, such as a path a spawn message cannot carry.
@@ -164,6 +175,7 @@ mod tests {
                 })
                 .collect(),
             global_slots: global,
+            sweeps: vec![],
             releases: vec![],
             settled_claims: vec![],
             idle_reason: IdleReason::NoReadyBeads,

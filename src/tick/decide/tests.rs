@@ -25,6 +25,7 @@ fn project(slug: &str) -> P {
         ready: vec![],
         beads: BTreeMap::new(),
         tracker_error: None,
+        workspace: crate::workspace::WorkspaceMode::Worktree,
     })
 }
 
@@ -406,21 +407,27 @@ fn projects_in_priority_order_ties_in_registry_order() {
 }
 
 #[test]
-fn beads_in_stories_order_then_tracker_order() {
+fn iteration_scope_stories_in_order_and_nothing_else() {
+    // Stories listed: only those beads, in Stories order; a-9 and a-2 are ready but out of
+    // scope; a-x is not ready and waits.
     let p = project("a")
         .max(5)
         .ready(&["a-9", "a-1", "a-5", "a-2"])
         .stories(&["a-5", "a-x", "a-1"]);
     let plan = decide(&snap(vec![p], vec![]), now());
+    assert_eq!(spawned(&plan), ["project:a:a-5", "project:a:a-1"]);
+    // No Stories: every ready bead, in the tracker's order (4.3).
+    let p = project("a").max(5).ready(&["a-9", "a-1", "a-5"]);
+    let plan = decide(&snap(vec![p], vec![]), now());
     assert_eq!(
         spawned(&plan),
-        [
-            "project:a:a-5",
-            "project:a:a-1",
-            "project:a:a-9",
-            "project:a:a-2"
-        ]
+        ["project:a:a-9", "project:a:a-1", "project:a:a-5"]
     );
+    // Only out-of-scope beads ready: nothing spawns and the run idles for want of ready work.
+    let p = project("a").max(5).ready(&["a-9"]).stories(&["a-1"]);
+    let plan = decide(&snap(vec![p], vec![]), now());
+    assert!(spawned(&plan).is_empty());
+    assert_eq!(plan.idle_reason, IdleReason::NoReadyBeads);
 }
 
 #[test]

@@ -1,19 +1,18 @@
 //! Running a helper program (a tracker, git hooks, a notifier) with an argv, a timeout and
-//! captured output.
+//! captured output, and [`ProcessGroup`], which every program braids starts runs in.
 //!
 //! Nothing read from a file or a tracker ever reaches a shell: callers pass an argv. The child
 //! runs in its own process group so a timeout kills everything it started, not just the parent.
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+mod group;
+
+pub use group::{reap_detached, Detach, ProcessGroup, Stopped};
 
 /// What a finished (or killed) helper program did.
 #[derive(Debug, Clone)]
@@ -95,24 +94,24 @@ impl Invocation {
                 Stdio::null()
             })
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         if let Some(d) = &self.cwd {
             cmd.current_dir(d);
         }
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let mut child = spawn_retrying(&mut cmd).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => RunError::NotFound {
-                program: shown.clone(),
-            },
-            _ => RunError::Spawn {
-                program: shown.clone(),
-                source: e,
-            },
-        })?;
-        let pid = child.id() as i32;
+        let mut group =
+            ProcessGroup::spawn(&mut cmd, Detach::Group).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => RunError::NotFound {
+                    program: shown.clone(),
+                },
+                _ => RunError::Spawn {
+                    program: shown.clone(),
+                    source: e,
+                },
+            })?;
+        let child = group.leader().expect("just started");
         let stdin_thread = self.stdin.clone().and_then(|bytes| {
             let mut pipe = child.stdin.take()?;
             Some(std::thread::spawn(move || {
@@ -132,25 +131,16 @@ impl Invocation {
             let _ = err_pipe.read_to_end(&mut buf);
             buf
         });
-        let (tx, rx) = mpsc::channel();
-        let waiter = std::thread::spawn(move || {
-            let status = child.wait();
-            let _ = tx.send(());
-            status
-        });
-        let timed_out = rx.recv_timeout(self.timeout).is_err();
+        // A helper gets no grace: on timeout its whole group is killed at once.
+        let timed_out = !group.wait(Some(self.timeout));
         if timed_out {
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            group.kill();
         }
-        let status = waiter
-            .join()
-            .expect("waiter thread")
-            .map_err(|e| RunError::Spawn {
-                program: shown.clone(),
-                source: e,
-            })?;
         // Anything the group left behind holding the pipes open dies with it.
-        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        let status = group.finish().map_err(|e| RunError::Spawn {
+            program: shown.clone(),
+            source: e,
+        })?;
         if let Some(t) = stdin_thread {
             let _ = t.join();
         }
@@ -163,24 +153,6 @@ impl Invocation {
             timed_out,
         })
     }
-}
-
-/// `Command::spawn`, retried briefly on `ETXTBSY`. A program that was just written (a tracker
-/// being updated, a script a test wrote) is "busy" while any process still holds a descriptor
-/// it was written through — including a child another thread forked before that descriptor
-/// closed, until the child's exec. That lasts microseconds; failing the call would not.
-pub fn spawn_retrying(cmd: &mut Command) -> std::io::Result<std::process::Child> {
-    let mut pause = Duration::from_millis(1);
-    for _ in 0..10 {
-        match cmd.spawn() {
-            Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            other => return other,
-        }
-    }
-    cmd.spawn()
 }
 
 #[cfg(test)]

@@ -1,0 +1,132 @@
+//! Phase 1 (3.1): what the worker reads before it touches the bead — the iteration, the context
+//! files in their fixed order (missing ones skipped, 3.9), the project's configuration — and the
+//! prompt built from them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+
+use crate::format::{self, deliverable, iteration::Iteration, project::ProjectConfig};
+use crate::model::{Autonomy, Bead, SpawnMessage};
+use crate::paths::Paths;
+
+use super::{report, Run};
+
+/// Everything loaded before work (3.1).
+pub(super) struct Loaded {
+    pub(super) slug: String,
+    pub(super) project: ProjectConfig,
+    pub(super) iteration: Iteration,
+    pub(super) context: Vec<(PathBuf, String)>,
+}
+
+impl Loaded {
+    /// Where the bead's deliverable belongs: its iteration's directory (1.4).
+    pub(super) fn deliverable_for(&self, bead: &Bead) -> PathBuf {
+        self.iteration
+            .dir
+            .join(deliverable::file_name(&bead.id, &bead.title))
+    }
+}
+
+/// The slug of the project at `root`, from the registry; the directory name otherwise.
+fn slug_for(paths: &Paths, root: &Path) -> String {
+    let reg = format::registry::read_registry(paths).value;
+    reg.entries
+        .iter()
+        .find(|e| crate::paths::normalize(&e.path) == crate::paths::normalize(root))
+        .map(|e| e.slug.clone())
+        .unwrap_or_else(|| {
+            root.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+}
+
+/// Reads the context in the order of 3.1, skipping what is missing (3.9).
+pub(super) fn load(paths: &Paths, msg: &SpawnMessage, run: &mut Run<'_, '_>) -> Result<Loaded> {
+    let root = &msg.project;
+    let project_md = root.join(".braids/PROJECT.md");
+    let iterations = format::iteration::read_iterations(root).value;
+    let iteration = iterations
+        .into_iter()
+        .find(|i| i.number == msg.iteration)
+        .ok_or_else(|| {
+            anyhow!(
+                "iteration {} of {} does not exist (no ITERATION.md)",
+                msg.iteration,
+                root.display()
+            )
+        })?;
+    let order = [
+        project_md.clone(),
+        paths.workspace_agents(),
+        root.join("AGENTS.md"),
+        iteration.dir.join("ITERATION.md"),
+    ];
+    let mut context = Vec::new();
+    for p in order {
+        match std::fs::read(&p) {
+            Ok(b) => {
+                run.step("context", format!("read {}", p.display()));
+                context.push((p, format::decode(&b).into_owned()));
+            }
+            Err(_) => run.step("context", format!("skipped {} (missing)", p.display())),
+        }
+    }
+    let project = context
+        .iter()
+        .find(|(p, _)| *p == project_md)
+        .map(|(p, t)| format::project::parse_project(t, p).value)
+        .unwrap_or_default();
+    Ok(Loaded {
+        slug: slug_for(paths, root),
+        project,
+        iteration,
+        context,
+    })
+}
+
+fn autonomy_rules(a: Autonomy) -> &'static str {
+    match a {
+        Autonomy::Full => "You may change code, tests and docs as the bead requires.",
+        Autonomy::ResearchOnly => "Research only: gather information and write it up in the deliverable. Do not change any other file; braids commits only the deliverable.",
+        Autonomy::AskFirst => "A person approved this plan. Carry it out as described.",
+    }
+}
+
+/// The agent's prompt: the bead, the autonomy rules, the context read by [`load`], and where
+/// the deliverable and the status report go.
+pub(super) fn prompt(l: &Loaded, bead: &Bead, msg: &SpawnMessage, deliverable: &Path) -> String {
+    let context: String = l
+        .context
+        .iter()
+        .map(|(p, t)| format!("## {}\n\n{}\n\n", p.display(), t.trim_end()))
+        .collect();
+    let it = msg.iteration.to_string();
+    let path = msg.project.to_string_lossy();
+    let dl = deliverable.to_string_lossy();
+    crate::templates::render(
+        crate::templates::PROMPT,
+        &[
+            ("bead", bead.id.as_str()),
+            ("project_name", l.project.name.as_deref().unwrap_or(&l.slug)),
+            ("iteration", &it),
+            ("bead_title", &bead.title),
+            (
+                "bead_description",
+                if bead.description.trim().is_empty() {
+                    "(no description)"
+                } else {
+                    &bead.description
+                },
+            ),
+            ("autonomy", l.project.autonomy.as_str()),
+            ("autonomy_rules", autonomy_rules(l.project.autonomy)),
+            ("context", &context),
+            ("project_path", &path),
+            ("deliverable", &dl),
+            ("result_file", &report::own_file(&bead.id).to_string_lossy()),
+        ],
+    )
+}

@@ -1,0 +1,131 @@
+//! When the bead cannot be finished, a person takes over, never a silently stranded bead
+//! (3.10): after failed attempts, a partial deliverable is written and committed, the bead
+//! blocked and a blocker notification sent; after an error, the bead is blocked if it still can
+//! be and the error sent.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::app::iteration::RepoLock;
+use crate::format::deliverable;
+use crate::model::{Bead, NotificationEvent};
+
+use super::context::Loaded;
+use super::execute::Failure;
+use super::finish::{push, tracker_files};
+use super::{clip, first_line, Ending, Run, Worker};
+
+impl Worker<'_> {
+    /// Partial deliverable, blocked bead, blocker notification (3.10).
+    pub(super) fn give_up(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        bead: &Bead,
+        expected: &Path,
+        failure: &Failure,
+    ) -> Result<Ending> {
+        let why = failure.why;
+        let path = write_partial(l, bead, expected, failure)?;
+        run.step(
+            "deliverable",
+            format!("partial deliverable written to {}", path.display()),
+        );
+        self.tracker
+            .block(&bead.id, &format!("{why}; see the partial deliverable"))?;
+        run.step("block", format!("bead blocked: {why}"));
+        let root = &run.msg.project;
+        {
+            let _lock = RepoLock::acquire(root)?;
+            let mut paths = vec![path];
+            paths.extend(tracker_files(root));
+            let message = format!("Partial: {} ({})", first_line(&bead.title), bead.id);
+            let commit = crate::git::commit_paths(root, &paths, &message)?;
+            run.step(
+                "commit",
+                format!(
+                    "{} {message}",
+                    commit.map_or("(nothing to commit)".into(), |c| c.to_string())
+                ),
+            );
+            push(run, root);
+        }
+        run.notify(
+            l,
+            NotificationEvent::Blocker,
+            &format!("[{}] {} is blocked: {why}.", l.slug, bead.id),
+        );
+        Ok(Ending::Blocked {
+            reason: why.to_string(),
+        })
+    }
+
+    /// After an error past the claim: block the bead if it still can be, and tell a person.
+    pub(super) fn fail(&self, run: &mut Run<'_, '_>, l: &Loaded, e: &anyhow::Error) -> Ending {
+        let error = format!("{e:#}");
+        tracing::error!(bead = %run.msg.bead, "worker error: {error}");
+        run.step("error", error.clone());
+        match self.tracker.block(
+            &run.msg.bead,
+            &format!("worker error: {}", clip(&error, 200)),
+        ) {
+            Ok(()) => run.step("block", "bead blocked after the error"),
+            Err(b) => run.step("block", format!("the bead could not be blocked: {b}")),
+        }
+        run.notify(
+            l,
+            NotificationEvent::Blocker,
+            &format!(
+                "[{}] {} needs a person: the worker stopped on an error: {}",
+                l.slug,
+                run.msg.bead,
+                clip(&error, 300)
+            ),
+        );
+        Ending::Failed { error }
+    }
+}
+
+/// Writes the partial deliverable and returns its path. A deliverable the agent wrote in this
+/// run is kept and told why it is not complete; otherwise a partial one is written (in place of
+/// one left by an earlier run: one deliverable per bead, 1.4).
+fn write_partial(l: &Loaded, bead: &Bead, expected: &Path, failure: &Failure) -> Result<PathBuf> {
+    let why = failure.why;
+    let tried_text = if failure.tried.is_empty() {
+        "- nothing was run".to_string()
+    } else {
+        failure
+            .tried
+            .iter()
+            .map(|t| format!("- {t}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let details =
+        format!("What was tried:\n\n{tried_text}\n\nThe session log has the agent's full output.");
+    if let Some(p) = &failure.fresh {
+        let mut text = std::fs::read_to_string(p).unwrap_or_default();
+        text.push_str(&format!(
+            "\n\n## Not completed\n\n{why}; the bead is blocked until a person looks at it.\n\n{details}\n"
+        ));
+        crate::atomic::write(p, text.as_bytes())?;
+        return Ok(p.clone());
+    }
+    let p = deliverable::find(&l.iteration.dir, &bead.id)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| expected.to_path_buf());
+    let summary = format!("Not completed: {why}. The bead is blocked until a person looks at it.");
+    let text = crate::templates::render(
+        crate::templates::DELIVERABLE,
+        &[
+            ("title", &format!("Partial: {}", bead.title)),
+            ("bead", bead.id.as_str()),
+            ("summary", &summary),
+            ("details", &details),
+        ],
+    );
+    crate::atomic::write(&p, text.as_bytes())?;
+    Ok(p)
+}

@@ -1,0 +1,225 @@
+//! Phase 3, the agent's work: the executor run with one retry (3.10) within the WorkerTimeout,
+//! each attempt judged by its exit code, its status report and a deliverable it wrote. A
+//! question from the agent blocks the bead until a person answers. Running the process is
+//! [`super::exec`]'s.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::config::Config;
+use crate::format::{deliverable, project::ProjectConfig};
+use crate::model::{Bead, BeadId, NotificationEvent};
+
+use super::context::{self, Loaded};
+use super::report::{self, StatusReport};
+use super::{stop, work_dir, ArgvExecutor, ExecRequest, ExecResult, Run, Worker};
+
+/// How the attempts ended.
+pub(super) enum Attempts {
+    /// An attempt passed with this report and deliverable.
+    Passed {
+        report: StatusReport,
+        deliverable: PathBuf,
+    },
+    /// The agent asked a question: the bead is blocked and a person told.
+    Question,
+    /// No attempt passed.
+    Failed(Failure),
+}
+
+/// Why the work was given up, for the partial deliverable (3.10).
+pub(super) struct Failure {
+    /// The bead's deliverable if this run's attempts wrote one.
+    pub(super) fresh: Option<PathBuf>,
+    pub(super) why: &'static str,
+    /// One line per attempt.
+    pub(super) tried: Vec<String>,
+}
+
+/// The argv the agent runs: the project's `Executor` field, else config.toml's.
+fn executor_template(config: &Config, project: &ProjectConfig) -> Vec<String> {
+    project
+        .field("executor")
+        .and_then(|f| shlex::split(&f.value))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| config.worker.executor.clone())
+}
+
+/// The executor a worker uses for a project.
+pub fn executor_for(config: &Config, project: &ProjectConfig) -> ArgvExecutor {
+    ArgvExecutor {
+        template: executor_template(config, project),
+        grace: Duration::from_secs(config.sessions.kill_grace_secs),
+    }
+}
+
+/// The part of WorkerTimeout the agent may use, counted from the worker's start: a tenth (at
+/// most five minutes) is kept for the fixed steps after it, so the worker blocks or completes
+/// the bead itself before the tick would stop it as a zombie (2.6).
+fn agent_budget(worker_timeout: Duration) -> Duration {
+    worker_timeout - (worker_timeout / 10).min(Duration::from_secs(300))
+}
+
+impl Worker<'_> {
+    /// Runs the agent until an attempt passes, it asks a question, or the attempts (or the
+    /// time) are used up. From then on a termination signal waits for the fixed steps.
+    pub(super) fn execute(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        bead: &Bead,
+        expected: &Path,
+        started: Instant,
+    ) -> Result<Attempts> {
+        let msg = run.msg;
+        let bead_id = &msg.bead;
+        if executor_template(self.config, &l.project).is_empty() {
+            return Ok(Attempts::Failed(Failure {
+                fresh: None,
+                why: "no executor is configured: set [worker] executor in config.toml",
+                tried: Vec::new(),
+            }));
+        }
+        let wd = work_dir(&self.paths.braids_dir, &l.slug, bead_id);
+        let prompt_file = wd.join("prompt.md");
+        let prompt = context::prompt(l, bead, msg, expected);
+        crate::atomic::write(&prompt_file, prompt.as_bytes())?;
+        // A deliverable counts only if this run wrote it, not one left by an earlier run.
+        let before = deliverables_now(&l.iteration.dir, bead_id);
+        let timeout = Duration::from_secs(l.project.worker_timeout);
+        let deadline = started + agent_budget(timeout);
+        let attempts = 1 + self.config.worker.retries;
+        let mut inbox = report::Inbox::new(&msg.project, bead_id, l.project.max_workers <= 1);
+        let mut tried = Vec::new();
+        let mut fresh = None;
+        for attempt in 1..=attempts {
+            inbox.clear();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tried.push(format!(
+                    "attempt {attempt}: not started, WorkerTimeout of {}s used up",
+                    timeout.as_secs()
+                ));
+                break;
+            }
+            let req = ExecRequest {
+                project: msg.project.clone(),
+                bead: bead_id.clone(),
+                prompt_file: prompt_file.clone(),
+                deliverable: expected.to_path_buf(),
+                result_file: msg.project.join(report::own_file(bead_id)),
+                timeout: left,
+            };
+            let res = self.executor.run(&req);
+            let report = inbox.take();
+            fresh = find_deliverable(&l.iteration.dir, bead_id, &before);
+            let verdict = judge(&res, report.as_ref(), fresh.as_ref());
+            run.step(
+                "execute",
+                format!("attempt {attempt}/{attempts}: {verdict}"),
+            );
+            tried.push(format!("attempt {attempt}: {verdict}"));
+            if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
+                self.ask(run, l, r)?;
+                return Ok(Attempts::Question);
+            }
+            if let (Some(r), Some(p), true) = (report, fresh.clone(), verdict.starts_with("pass")) {
+                run.hold = Some(stop::Hold::new());
+                return Ok(Attempts::Passed {
+                    report: r,
+                    deliverable: p,
+                });
+            }
+        }
+        run.hold = Some(stop::Hold::new());
+        Ok(Attempts::Failed(Failure {
+            fresh,
+            why: "the executor did not succeed",
+            tried,
+        }))
+    }
+
+    /// The agent needs a person's answer: the bead is blocked until it comes.
+    fn ask(&self, run: &mut Run<'_, '_>, l: &Loaded, r: &StatusReport) -> Result<()> {
+        let bead_id = &run.msg.bead;
+        let question = r
+            .summary
+            .clone()
+            .unwrap_or_else(|| "the agent needs a person's answer (see the session log)".into());
+        self.tracker
+            .block(bead_id, &format!("question: {question}"))?;
+        run.step(
+            "question",
+            format!("bead blocked until answered: {question}"),
+        );
+        run.notify(
+            l,
+            NotificationEvent::Question,
+            &format!("[{}] Question on {bead_id}: {question}", l.slug),
+        );
+        Ok(())
+    }
+}
+
+/// The bead's deliverables and their contents, now.
+fn deliverables_now(dir: &Path, bead: &BeadId) -> Vec<(PathBuf, Vec<u8>)> {
+    deliverable::find(dir, bead)
+        .into_iter()
+        .filter_map(|p| std::fs::read(&p).ok().map(|b| (p, b)))
+        .collect()
+}
+
+/// The bead's deliverable with a Summary that is new or changed since `before`.
+fn find_deliverable(dir: &Path, bead: &BeadId, before: &[(PathBuf, Vec<u8>)]) -> Option<PathBuf> {
+    deliverables_now(dir, bead)
+        .into_iter()
+        .find(|(p, bytes)| {
+            !before.iter().any(|(q, b)| q == p && b == bytes)
+                && deliverable::summary(&String::from_utf8_lossy(bytes)).is_some()
+        })
+        .map(|(p, _)| p)
+}
+
+/// One line on an attempt: `pass` only with exit 0, a `pass` report and a deliverable.
+fn judge(
+    res: &Result<ExecResult>,
+    report: Option<&StatusReport>,
+    deliverable: Option<&PathBuf>,
+) -> String {
+    let exit = match res {
+        Err(e) => return format!("failed to start: {e}"),
+        Ok(r) if r.timed_out => return "timed out".into(),
+        Ok(r) => r.code,
+    };
+    let Some(rep) = report else {
+        return format!("exit {exit:?}, no status report");
+    };
+    let invalid = if rep.invalid.is_empty() {
+        String::new()
+    } else {
+        format!(" (invalid {})", rep.invalid.join(", "))
+    };
+    match (exit, rep.status, deliverable) {
+        (Some(0), report::ExecStatus::Pass, Some(_)) => format!("pass{invalid}"),
+        (Some(0), report::ExecStatus::Pass, None) => {
+            "reported pass but wrote no deliverable with a Summary".into()
+        }
+        (code, status, _) => format!("exit {code:?}, status {status:?}{invalid}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_budget_keeps_a_tenth_for_the_fixed_steps() {
+        let s = Duration::from_secs;
+        assert_eq!(agent_budget(s(3)), Duration::from_millis(2700));
+        assert_eq!(agent_budget(s(1000)), s(900));
+        assert_eq!(agent_budget(s(3600)), s(3300), "at most five minutes");
+        assert_eq!(agent_budget(s(36_000)), s(35_700));
+    }
+}

@@ -1,0 +1,126 @@
+//! Where an agent works: a git worktree of its own per bead (the default), or the project's
+//! own work tree (`Workspace: shared` in PROJECT.md).
+//!
+//! Several agents on one project must never see, commit or overwrite each other's files or the
+//! files a person left uncommitted. A worktree per bead gives each agent a private checkout on
+//! a branch `braids/<bead>` cut from the tip of the project's branch, outside the project's
+//! work tree (so the person's `git status` never shows it). Finishing a bead lands its work as
+//! one commit on the project's branch, in three steps the worker takes under the project's
+//! repository lock:
+//!
+//! 1. [`Workspaces::prepare_landing`]: commit what the agent left, replay it onto the project
+//!    branch's current tip (a rebase: the history stays a line of one commit per bead), and
+//!    check that moving the project's work tree forward cannot touch a file the person
+//!    changed. A conflict or a file in the way is reported before anything irreversible.
+//! 2. The worker closes the bead in the tracker (CONTRACTS 3.5).
+//! 3. [`Workspaces::land`]: fold everything into one commit `<summary> (<bead-id>)` that also
+//!    holds the tracker's closed state, and fast-forward the project's branch to it. git
+//!    itself refuses a fast-forward that would overwrite an uncommitted change, so a person's
+//!    work is never lost.
+//!
+//! Cleanup is braids' job: a landed or blocked bead's worktree is removed at once, and each
+//! tick sweeps worktrees whose worker is gone ([`Workspaces::sweep`]).
+
+mod worktree;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::model::BeadId;
+
+pub use worktree::GitWorktrees;
+
+/// How a project's agents work, from PROJECT.md `Workspace:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceMode {
+    /// A git worktree per bead.
+    #[default]
+    Worktree,
+    /// Every agent in the project's own work tree (braids before workspaces).
+    Shared,
+}
+
+impl WorkspaceMode {
+    pub fn parse(s: &str) -> Option<WorkspaceMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "worktree" | "per-bead" | "isolated" => Some(WorkspaceMode::Worktree),
+            "shared" => Some(WorkspaceMode::Shared),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkspaceMode::Worktree => "worktree",
+            WorkspaceMode::Shared => "shared",
+        }
+    }
+}
+
+/// One agent's place to work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    /// The project's root (its own work tree).
+    pub project: PathBuf,
+    /// Where the agent runs: the worktree, or the project root when shared.
+    pub dir: PathBuf,
+    /// `braids/<bead>` for a worktree; `None` when shared.
+    pub branch: Option<String>,
+    /// The project branch the worktree was cut from and lands on.
+    pub base: Option<String>,
+}
+
+impl Workspace {
+    /// The project's own work tree, for `Workspace: shared`.
+    pub fn shared(project: &Path) -> Workspace {
+        Workspace {
+            project: project.to_path_buf(),
+            dir: project.to_path_buf(),
+            branch: None,
+            base: None,
+        }
+    }
+
+    pub fn is_shared(&self) -> bool {
+        self.branch.is_none()
+    }
+}
+
+/// Whether a bead's work can land, decided before the bead is closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Prepared {
+    /// Replayed onto the project branch; these paths change when it lands.
+    Ready { paths: Vec<String> },
+    /// The work conflicts with what landed meanwhile. Nothing is half-merged; the branch is
+    /// kept for a person under `kept`.
+    Conflict { paths: Vec<String>, kept: String },
+    /// The person has uncommitted changes (or untracked files) at these paths in the
+    /// project's work tree, which landing would overwrite: the bead waits.
+    InTheWay { paths: Vec<String> },
+}
+
+/// The work-tree edge the worker and the tick drive.
+pub trait Workspaces: Send + Sync {
+    /// A fresh workspace for `bead`, replacing any left by a crashed worker.
+    fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace>;
+    /// Step 1 of landing (see the module docs). Nothing in the project changes.
+    fn prepare_landing(&self, ws: &Workspace, bead: &BeadId) -> Result<Prepared>;
+    /// Step 3: one commit with `message`, holding the work and the current content of
+    /// `tracker_files` (project-relative), fast-forwarded onto the project branch. Returns
+    /// the commit id, or `None` when there was nothing to commit.
+    fn land(
+        &self,
+        ws: &Workspace,
+        message: &str,
+        tracker_files: &[PathBuf],
+    ) -> Result<Option<String>>;
+    /// Removes the worktree; its branch too unless `keep_branch`.
+    fn remove(&self, ws: &Workspace, keep_branch: bool) -> Result<()>;
+    /// Removes the worktrees of `project` whose bead is not in `live`, and prunes git's
+    /// worktree records. Returns the beads whose worktree was removed.
+    fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<BeadId>>;
+}

@@ -1,0 +1,339 @@
+//! Workspaces as git worktrees, driven through the `git` program from argv (never a shell).
+//!
+//! git2 could add a worktree, but rebasing, `merge --ff-only`'s refusal to overwrite local
+//! changes, and worktree pruning are exactly the behaviour people know from `git`, hooks and
+//! config included; reimplementing them would be a second, subtly different git.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::{Prepared, Workspace, Workspaces};
+use crate::model::BeadId;
+use crate::proc::{Invocation, Output};
+
+/// A git command may take this long (a rebase of a large change on a slow disk).
+const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Worktrees under one directory (`<braids dir>/workspaces`), one folder per project.
+#[derive(Debug, Clone)]
+pub struct GitWorktrees {
+    pub root: PathBuf,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<Output> {
+    let out = Invocation::new(std::iter::once("git").chain(args.iter().copied()))
+        .cwd(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .timeout(GIT_TIMEOUT)
+        .run()
+        .map_err(|e| anyhow!("{e}"))?;
+    if out.timed_out {
+        bail!(
+            "git {} timed out after {}s",
+            args.join(" "),
+            GIT_TIMEOUT.as_secs()
+        );
+    }
+    Ok(out)
+}
+
+/// Runs git and requires success; the error carries git's own words.
+fn git_ok(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = git(dir, args)?;
+    if !out.success() {
+        bail!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            dir.display(),
+            out.stderr.trim()
+        );
+    }
+    Ok(out.stdout)
+}
+
+fn lines(s: &str) -> Vec<String> {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+pub fn branch_for(bead: &BeadId) -> String {
+    format!("braids/{bead}")
+}
+
+impl GitWorktrees {
+    /// The folder of one project's worktrees: its directory name plus a hash of its path, so
+    /// two projects called `app` never share one and a renamed slug changes nothing.
+    pub fn project_dir(&self, project: &Path) -> PathBuf {
+        let name = project
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "project".into());
+        // FNV-1a: stable across releases, unlike std's hasher.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in project.as_os_str().as_encoded_bytes() {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.root.join(format!("{name}-{:08x}", h as u32))
+    }
+
+    fn dir_for(&self, project: &Path, bead: &BeadId) -> PathBuf {
+        self.project_dir(project).join(bead.as_str())
+    }
+
+    /// The branch the project has checked out: where a worktree is cut from and lands.
+    fn current_branch(project: &Path) -> Result<String> {
+        let out = git(project, &["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+        if !out.success() {
+            bail!(
+                "{} is on a detached HEAD; check out a branch so braids knows where beads land",
+                project.display()
+            );
+        }
+        Ok(out.stdout.trim().to_string())
+    }
+
+    /// Forgets a worktree at `dir` (a crashed worker's), whether or not git still knows it.
+    fn discard(project: &Path, dir: &Path) -> Result<()> {
+        if dir.exists() {
+            let shown = dir.to_string_lossy();
+            let _ = git(
+                project,
+                &["worktree", "remove", "--force", "--force", &shown],
+            );
+            if dir.exists() {
+                std::fs::remove_dir_all(dir)
+                    .with_context(|| format!("cannot remove the workspace {}", dir.display()))?;
+            }
+        }
+        git_ok(project, &["worktree", "prune"])?;
+        Ok(())
+    }
+
+    /// Paths where the project's work tree has uncommitted changes or untracked files.
+    fn dirty_paths(project: &Path) -> Result<Vec<String>> {
+        let out = git_ok(
+            project,
+            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+        )?;
+        let mut paths = Vec::new();
+        let mut it = out.split('\0').filter(|e| !e.is_empty());
+        while let Some(entry) = it.next() {
+            if entry.len() < 4 {
+                continue;
+            }
+            let (code, path) = entry.split_at(3);
+            paths.push(path.to_string());
+            // a rename or copy is followed by its source path
+            if code.starts_with('R') || code.starts_with('C') {
+                if let Some(src) = it.next() {
+                    paths.push(src.to_string());
+                }
+            }
+        }
+        Ok(paths)
+    }
+}
+
+impl Workspaces for GitWorktrees {
+    fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace> {
+        let base = Self::current_branch(project)?;
+        let dir = self.dir_for(project, bead);
+        Self::discard(project, &dir)?;
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let branch = branch_for(bead);
+        let shown = dir.to_string_lossy();
+        git_ok(
+            project,
+            &["worktree", "add", "--quiet", "-B", &branch, &shown, &base],
+        )?;
+        Ok(Workspace {
+            project: project.to_path_buf(),
+            dir,
+            branch: Some(branch),
+            base: Some(base),
+        })
+    }
+
+    fn prepare_landing(&self, ws: &Workspace, bead: &BeadId) -> Result<Prepared> {
+        let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
+            return Ok(Prepared::Ready { paths: vec![] });
+        };
+        // Whatever the agent left, committed on its own branch first.
+        git_ok(&ws.dir, &["add", "--all"])?;
+        let staged = git(&ws.dir, &["diff", "--cached", "--quiet"])?;
+        if !staged.success() {
+            git_ok(
+                &ws.dir,
+                &[
+                    "commit",
+                    "--quiet",
+                    "--no-verify",
+                    "-m",
+                    &format!("wip {bead}"),
+                ],
+            )?;
+        }
+        let rebase = git(&ws.dir, &["rebase", "--quiet", base])?;
+        if !rebase.success() {
+            let conflicted = lines(&git_ok(
+                &ws.dir,
+                &["diff", "--name-only", "--diff-filter=U"],
+            )?);
+            let _ = git(&ws.dir, &["rebase", "--abort"]);
+            let kept = format!(
+                "braids/conflict/{bead}-{}",
+                chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+            );
+            git_ok(&ws.dir, &["branch", "--quiet", "--move", &kept])?;
+            return Ok(Prepared::Conflict {
+                paths: if conflicted.is_empty() {
+                    vec![rebase.stderr.trim().to_string()]
+                } else {
+                    conflicted
+                },
+                kept,
+            });
+        }
+        let paths = lines(&git_ok(
+            &ws.dir,
+            &["diff", "--name-only", &format!("{base}..HEAD")],
+        )?);
+        let dirty = Self::dirty_paths(&ws.project)?;
+        let in_the_way: Vec<String> = paths
+            .iter()
+            .filter(|p| dirty.contains(p))
+            .cloned()
+            .collect();
+        if !in_the_way.is_empty() {
+            return Ok(Prepared::InTheWay { paths: in_the_way });
+        }
+        Ok(Prepared::Ready { paths })
+    }
+
+    fn land(
+        &self,
+        ws: &Workspace,
+        message: &str,
+        tracker_files: &[PathBuf],
+    ) -> Result<Option<String>> {
+        let (Some(branch), Some(base)) = (&ws.branch, &ws.base) else {
+            bail!("a shared workspace lands through the project's own commit");
+        };
+        // The tracker's state as the project has it now (the bead just closed), read once and
+        // written both into the commit and into the project's index, so the fast-forward finds
+        // the project's copy already matching and leaves any newer write in place.
+        let mut tracked = Vec::new();
+        for rel in tracker_files {
+            let from = ws.project.join(rel);
+            if !from.is_file() {
+                continue;
+            }
+            let bytes = crate::atomic::read(&from)
+                .with_context(|| format!("cannot read {}", from.display()))?;
+            crate::atomic::write(&ws.dir.join(rel), &bytes)?;
+            tracked.push((rel.to_string_lossy().into_owned(), bytes));
+        }
+        git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
+        git_ok(&ws.dir, &["add", "--all"])?;
+        if git(&ws.dir, &["diff", "--cached", "--quiet"])?.success() {
+            return Ok(None);
+        }
+        git_ok(
+            &ws.dir,
+            &["commit", "--quiet", "--no-verify", "-m", message],
+        )?;
+        let commit = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
+        for (rel, bytes) in &tracked {
+            let blob = Invocation::new(["git", "hash-object", "-w", "--stdin"])
+                .cwd(&ws.project)
+                .stdin(bytes.clone())
+                .timeout(GIT_TIMEOUT)
+                .run()
+                .map_err(|e| anyhow!("{e}"))?;
+            let sha = blob.stdout.trim();
+            git_ok(
+                &ws.project,
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("100644,{sha},{rel}"),
+                ],
+            )?;
+        }
+        if Self::current_branch(&ws.project).ok().as_deref() == Some(base) {
+            let ff = git(&ws.project, &["merge", "--quiet", "--ff-only", branch])?;
+            if !ff.success() {
+                bail!(
+                    "the project's work tree could not be moved to {commit}: {}; the work is kept on branch {branch}",
+                    ff.stderr.trim()
+                );
+            }
+        } else {
+            // The person switched branches: move the base branch without touching their tree.
+            let old = git_ok(&ws.project, &["rev-parse", base])?;
+            git_ok(
+                &ws.project,
+                &[
+                    "update-ref",
+                    &format!("refs/heads/{base}"),
+                    &commit,
+                    old.trim(),
+                ],
+            )?;
+        }
+        Ok(Some(commit))
+    }
+
+    fn remove(&self, ws: &Workspace, keep_branch: bool) -> Result<()> {
+        let Some(branch) = &ws.branch else {
+            return Ok(());
+        };
+        Self::discard(&ws.project, &ws.dir)?;
+        if !keep_branch {
+            let _ = git(&ws.project, &["branch", "--quiet", "-D", branch]);
+        }
+        Ok(())
+    }
+
+    fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<BeadId>> {
+        let dir = self.project_dir(project);
+        let mut removed = Vec::new();
+        // No folder, no worktrees: one `stat`, and git is not run.
+        if !dir.is_dir() {
+            return Ok(removed);
+        }
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Ok(bead) = BeadId::new(&name) else {
+                    continue;
+                };
+                if live.contains(&bead) {
+                    continue;
+                }
+                Self::discard(project, &e.path())?;
+                let _ = git(project, &["branch", "--quiet", "-D", &branch_for(&bead)]);
+                removed.push(bead);
+            }
+        }
+        if !removed.is_empty() && project.join(".git").exists() {
+            git_ok(project, &["worktree", "prune"])?;
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+#[path = "worktree_tests.rs"]
+mod tests;

@@ -1,0 +1,246 @@
+//! Worktrees against the real `git`: isolation, landing, conflicts, a person's files, cleanup.
+
+use super::*;
+
+fn sh_git(dir: &Path, args: &[&str]) -> String {
+    git_ok(dir, args).unwrap()
+}
+
+fn write(p: &Path, text: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+struct World {
+    _tmp: tempfile::TempDir,
+    project: PathBuf,
+    ws: GitWorktrees,
+}
+
+fn world() -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("app");
+    std::fs::create_dir_all(&project).unwrap();
+    sh_git(&project, &["init", "--quiet", "-b", "main"]);
+    sh_git(&project, &["config", "user.name", "t"]);
+    sh_git(&project, &["config", "user.email", "t@t"]);
+    write(&project.join("shared.txt"), "one\ntwo\nthree\n");
+    write(
+        &project.join(".beads/issues.jsonl"),
+        "{\"id\":\"b1\",\"status\":\"open\"}\n",
+    );
+    sh_git(&project, &["add", "--all"]);
+    sh_git(&project, &["commit", "--quiet", "-m", "start"]);
+    let ws = GitWorktrees {
+        root: tmp.path().join("braids/workspaces"),
+    };
+    World {
+        _tmp: tmp,
+        project,
+        ws,
+    }
+}
+
+fn bead(s: &str) -> BeadId {
+    BeadId::new(s).unwrap()
+}
+
+fn files_of(project: &Path, rev: &str) -> Vec<String> {
+    lines(&sh_git(project, &["show", "--name-only", "--format=", rev]))
+}
+
+fn tracker() -> Vec<PathBuf> {
+    vec![PathBuf::from(".beads/issues.jsonl")]
+}
+
+#[test]
+fn a_worktree_is_private_and_outside_the_project() {
+    let w = world();
+    let ws = w.ws.create(&w.project, &bead("b1")).unwrap();
+    assert!(!ws.dir.starts_with(&w.project));
+    assert!(ws.dir.join("shared.txt").is_file());
+    assert_eq!(ws.branch.as_deref(), Some("braids/b1"));
+    assert_eq!(ws.base.as_deref(), Some("main"));
+    write(&ws.dir.join("new.txt"), "agent\n");
+    // the person's status never shows the agent's files
+    assert_eq!(sh_git(&w.project, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn two_beads_land_one_commit_each_with_only_their_own_files() {
+    let w = world();
+    let a = w.ws.create(&w.project, &bead("a1")).unwrap();
+    let b = w.ws.create(&w.project, &bead("b1")).unwrap();
+    write(&a.dir.join("a.txt"), "a\n");
+    write(&b.dir.join("b.txt"), "b\n");
+    // a person's untracked and modified files in the project
+    write(&w.project.join("notes-by-user.txt"), "mine\n");
+    write(
+        &w.project.join("shared.txt"),
+        "one\ntwo\nthree\nuser edit\n",
+    );
+    for (ws, id) in [(&a, "a1"), (&b, "b1")] {
+        let p = w.ws.prepare_landing(ws, &bead(id)).unwrap();
+        assert!(matches!(p, Prepared::Ready { .. }), "{p:?}");
+        // the tracker closes the bead in the project
+        write(
+            &w.project.join(".beads/issues.jsonl"),
+            &format!("{{\"id\":\"{id}\",\"status\":\"closed\"}}\n"),
+        );
+        let c =
+            w.ws.land(ws, &format!("Did {id} ({id})"), &tracker())
+                .unwrap()
+                .unwrap();
+        let mut files = files_of(&w.project, &c);
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                ".beads/issues.jsonl".to_string(),
+                format!("{}.txt", &id[..1])
+            ]
+        );
+        w.ws.remove(ws, false).unwrap();
+    }
+    let log = sh_git(&w.project, &["log", "--format=%s"]);
+    assert_eq!(lines(&log), ["Did b1 (b1)", "Did a1 (a1)", "start"]);
+    // the person's files are untouched, and the landed files are in their work tree
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("notes-by-user.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(std::fs::read_to_string(w.project.join("shared.txt"))
+        .unwrap()
+        .contains("user edit"));
+    assert!(w.project.join("a.txt").is_file() && w.project.join("b.txt").is_file());
+    let status = sh_git(&w.project, &["status", "--porcelain"]);
+    assert_eq!(status, " M shared.txt\n?? notes-by-user.txt\n");
+    assert_eq!(
+        lines(&sh_git(&w.project, &["worktree", "list", "--porcelain"]))
+            .iter()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1
+    );
+    assert!(sh_git(&w.project, &["branch", "--list", "braids/*"])
+        .trim()
+        .is_empty());
+}
+
+#[test]
+fn a_conflict_keeps_the_branch_and_leaves_nothing_half_merged() {
+    let w = world();
+    let a = w.ws.create(&w.project, &bead("a1")).unwrap();
+    let b = w.ws.create(&w.project, &bead("b1")).unwrap();
+    write(&a.dir.join("shared.txt"), "one\nA\nthree\n");
+    write(&b.dir.join("shared.txt"), "one\nB\nthree\n");
+    assert!(matches!(
+        w.ws.prepare_landing(&a, &bead("a1")).unwrap(),
+        Prepared::Ready { .. }
+    ));
+    w.ws.land(&a, "A (a1)", &tracker()).unwrap().unwrap();
+    w.ws.remove(&a, false).unwrap();
+    let head = sh_git(&w.project, &["rev-parse", "HEAD"]);
+    match w.ws.prepare_landing(&b, &bead("b1")).unwrap() {
+        Prepared::Conflict { paths, kept } => {
+            assert_eq!(paths, ["shared.txt"]);
+            assert!(kept.starts_with("braids/conflict/b1-"), "{kept}");
+            assert!(!sh_git(&w.project, &["branch", "--list", &kept])
+                .trim()
+                .is_empty());
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    w.ws.remove(&b, true).unwrap();
+    assert_eq!(sh_git(&w.project, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("shared.txt")).unwrap(),
+        "one\nA\nthree\n"
+    );
+    assert_eq!(sh_git(&w.project, &["status", "--porcelain"]), "");
+    assert!(!b.dir.exists());
+}
+
+#[test]
+fn a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
+    let w = world();
+    let a = w.ws.create(&w.project, &bead("a1")).unwrap();
+    write(&a.dir.join("shared.txt"), "one\nagent\nthree\n");
+    write(&w.project.join("shared.txt"), "one\ntwo\nthree\nperson\n");
+    match w.ws.prepare_landing(&a, &bead("a1")).unwrap() {
+        Prepared::InTheWay { paths } => assert_eq!(paths, ["shared.txt"]),
+        other => panic!("expected in-the-way, got {other:?}"),
+    }
+    // an untracked file where the agent created one is in the way too
+    let b = w.ws.create(&w.project, &bead("b1")).unwrap();
+    write(&b.dir.join("new.txt"), "agent\n");
+    write(&w.project.join("new.txt"), "person\n");
+    assert_eq!(
+        w.ws.prepare_landing(&b, &bead("b1")).unwrap(),
+        Prepared::InTheWay {
+            paths: vec!["new.txt".into()]
+        }
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("new.txt")).unwrap(),
+        "person\n"
+    );
+}
+
+#[test]
+fn agent_commits_are_folded_into_one() {
+    let w = world();
+    let a = w.ws.create(&w.project, &bead("a1")).unwrap();
+    write(&a.dir.join("x.txt"), "1\n");
+    sh_git(&a.dir, &["add", "x.txt"]);
+    sh_git(
+        &a.dir,
+        &[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@a",
+            "commit",
+            "--quiet",
+            "-m",
+            "agent's own",
+        ],
+    );
+    write(&a.dir.join("y.txt"), "2\n");
+    assert!(matches!(
+        w.ws.prepare_landing(&a, &bead("a1")).unwrap(),
+        Prepared::Ready { .. }
+    ));
+    let c = w.ws.land(&a, "Both (a1)", &[]).unwrap().unwrap();
+    let mut files = files_of(&w.project, &c);
+    files.sort();
+    assert_eq!(files, ["x.txt", "y.txt"]);
+    assert_eq!(
+        lines(&sh_git(&w.project, &["log", "--format=%s"])),
+        ["Both (a1)", "start"]
+    );
+}
+
+#[test]
+fn sweep_removes_what_no_worker_holds_and_is_idempotent() {
+    let w = world();
+    let a = w.ws.create(&w.project, &bead("a1")).unwrap();
+    let b = w.ws.create(&w.project, &bead("b1")).unwrap();
+    // a crashed worker's worktree directory vanished without git knowing
+    std::fs::remove_dir_all(&b.dir).unwrap();
+    let c = w.ws.create(&w.project, &bead("c1")).unwrap();
+    let removed = w.ws.sweep(&w.project, &[bead("a1")]).unwrap();
+    assert_eq!(removed, [bead("c1")]);
+    assert!(a.dir.exists() && !c.dir.exists());
+    assert!(w.ws.sweep(&w.project, &[bead("a1")]).unwrap().is_empty());
+    let list = sh_git(&w.project, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        lines(&list)
+            .iter()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        2
+    );
+    // creating again over a leftover works
+    w.ws.create(&w.project, &bead("a1")).unwrap();
+}
