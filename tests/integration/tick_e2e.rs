@@ -650,7 +650,7 @@ fn c2_7_backoff_over_idle_idle_spawn_idle() {
     let r3 = sb.tick().force().run();
     r3.assert_no_errors();
     assert_eq!(r3.action, Action::Spawn);
-    assert_eq!(r3.spawned_beads(), [id]);
+    assert_eq!(r3.spawned_beads(), std::slice::from_ref(&id));
     let s3 = sb.state();
     assert_eq!(s3.idle_since, None, "cleared on spawn");
     assert_eq!(s3.idle_reason, None);
@@ -671,8 +671,15 @@ fn c2_7_backoff_over_idle_idle_spawn_idle() {
     assert!(l4 > l3);
     assert_eq!(s4.idle_since, Some(l4), "a new transition into idle");
 
-    // more work, no room: all-at-capacity, idleSince still kept
-    sb.br_create("app", "more work");
+    // more work in the iteration, no room: all-at-capacity, idleSince still kept (the bead
+    // is listed in Stories: with Stories, only they are in scope)
+    let more = sb.br_create("app", "more work");
+    sb.iteration(
+        "app",
+        1,
+        "active",
+        &[(id.as_str(), "story"), (more.as_str(), "story")],
+    );
     let r5 = sb.tick().force().run();
     assert_eq!(r5.idle_reason, Some(IdleReason::AllAtCapacity), "{r5:#?}");
     let s5 = sb.state();
