@@ -8,12 +8,20 @@
 //! completed; registry and PROJECT.md rewritten in the forms people use and sometimes mangled
 //! into garbage; tracker outages and stale ready lists; failed spawns and kills; clock jumps.
 //!
-//! Every tick runs the real `tick::decide` on a snapshot built the way `observe` builds it, then
-//! a model of `act`, then the real `OrchestratorState::after_run` — and after every step the
-//! invariants are checked by an oracle written independently of `decide`. A violation stops the
-//! seed and is reported as `2.2 violated at seed 1234 step 17: …` with the last events; replay
-//! one seed with `BRAIDS_SIM_SEED=1234 cargo test --test simulation` (add `BRAIDS_SIM_TRACE=1`
-//! for every event). `BRAIDS_SIM_SEEDS` and `BRAIDS_SIM_STEPS` size the run (default 6000 × 50).
+//! Every tick runs the real code wherever there is real code to run: `eligibility_of` (2.3) on
+//! what the real readers made of the files, `decide` on a snapshot built the way `observe`
+//! builds it, `Plan::walk` for the slots and the global cap while a model tracker and backend
+//! answer each offer (`act`'s I/O is the model's part), then `OrchestratorState::after_run` and
+//! `settle_claims`. After every step the invariants are checked by an oracle written from the
+//! contracts, independently of that code (`oracle.rs`). A violation stops the seed and is
+//! reported as `2.2 violated at seed 1234 step 17: …` with the last events; replay one seed with
+//! `BRAIDS_SIM_SEED=1234 cargo test --test simulation` (add `BRAIDS_SIM_TRACE=1` for every
+//! event). `BRAIDS_SIM_SEEDS` and `BRAIDS_SIM_STEPS` size the run (default 6000 × 50).
+//!
+//! Files: `world.rs` (the model world and people's file edits), `events.rs` (what happens
+//! between ticks), `tick.rs` (observe, decide, act, persist, and the deliberate breakages),
+//! `oracle.rs` (the contract checks), `generator.rs` (the PRNG and the text people write),
+//! `run.rs` (seeds and violations).
 //!
 //! Known gap, found by this simulation and not fixed: claims are keyed by slug. When a garbled
 //! registry points a slug at another project's directory for a run, a claim made then is looked

@@ -1,14 +1,17 @@
-//! The tick as the model runs it: observe (model) → decide (real) → act (model) → persist
-//! (real), with the oracle checking the plan and the state after each step.
+//! The tick as the model runs it: observe (a model of the I/O; `eligibility_of` real) → decide
+//! (real) → act (`Plan::walk` real; claims, spawns and kills on the model) → persist
+//! (`after_run` and `settle_claims` real), with the oracle checking the plan and the state after
+//! each step.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use braids::format::registry::RegistryEntry;
-use braids::model::{BeadId, BeadStatus, IterationStatus, ProjectStatus};
+use braids::model::{BeadId, BeadStatus};
 use braids::session::Session;
 use braids::state::{Claim, IdleReason, OrchestratorState, RunKind};
 use braids::tick::decide::{
-    decide, BeadLookup, Eligibility, Plan, ProjectView, Snapshot, ZombieReason,
+    decide, eligibility_of, BeadLookup, Eligibility, Plan, ProjectView, Slot, Snapshot,
+    ZombieReason,
 };
 use chrono::Duration;
 
@@ -41,30 +44,15 @@ pub enum Mutation {
 impl World {
     // ---- the tick: observe (model) → decide (real) → act (model) → persist (real) ----
 
+    /// 2.3 as the tick decides it: the real `eligibility_of` over what the readers made of the
+    /// registry row, PROJECT.md and the ITERATION.md files.
     pub fn eligibility(&self, e: &RegistryEntry, p: usize) -> Eligibility {
         let proj = &self.projects[p];
-        if e.status != Some(ProjectStatus::Active) || proj.cfg.status != Some(ProjectStatus::Active)
-        {
-            return Eligibility::Inactive {
-                why: format!("registry {:?}, PROJECT.md {:?}", e.status, proj.cfg.status),
-            };
-        }
-        let active: Vec<u32> = proj
-            .iters
-            .iter()
-            .filter(|i| i.status == Some(IterationStatus::Active))
-            .map(|i| i.number)
-            .collect();
-        match active.as_slice() {
-            [] => Eligibility::NoActiveIteration,
-            [n] => Eligibility::Eligible { iteration: *n },
-            many => {
-                if self.mutation == Mutation::FirstOfSeveralActive {
-                    Eligibility::Eligible { iteration: many[0] }
-                } else {
-                    Eligibility::SeveralActive(many.to_vec())
-                }
+        match eligibility_of(e, &proj.cfg, &proj.read) {
+            Eligibility::SeveralActive(many) if self.mutation == Mutation::FirstOfSeveralActive => {
+                Eligibility::Eligible { iteration: many[0] }
             }
+            verdict => verdict,
         }
     }
 
@@ -373,20 +361,15 @@ impl World {
                 );
             }
         }
-        let settled = |slug: &str, bead: &BeadId| {
-            plan.settled_claims
-                .iter()
-                .chain(plan.releases.iter())
-                .any(|r| r.slug == slug && &r.bead == bead)
-        };
-        next.claims.retain(|c| !settled(&c.project, &c.bead));
-        for (slug, bead) in &spawned {
-            next.claims.push(Claim {
+        let new_claims: Vec<Claim> = spawned
+            .iter()
+            .map(|(slug, bead)| Claim {
                 project: slug.clone(),
                 bead: bead.clone(),
                 claimed_at: now,
-            });
-        }
+            })
+            .collect();
+        next.settle_claims(plan.settled(), &new_claims);
         let uniq: BTreeSet<(&str, &BeadId)> = next
             .claims
             .iter()
@@ -446,82 +429,81 @@ impl World {
                 self.log(format!("{}: released {}", r.slug, r.bead));
             }
         }
-        // claim, then spawn
+        // claim, then spawn: the real walk over the plan's slots (per-project MaxWorkers and
+        // the global cap), each offer answered by the model tracker and backend
         let mut spawned = Vec::new();
-        let mut global = plan.global_slots;
-        'projects: for ps in &plan.spawns {
+        let mut failed: Option<Fail> = None;
+        plan.walk(|c| {
             let Some(p) = snap
                 .projects
                 .iter()
-                .find(|v| v.slug == ps.slug)
+                .find(|v| v.slug == c.slug)
                 .and_then(|v| self.project_at(&v.path))
             else {
-                continue;
+                return Slot::NextProject;
             };
-            let mut slots = ps.slots;
-            for c in &ps.candidates {
-                if slots == 0 {
-                    break;
+            match self.claim(p, &c.bead) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.stats.refused_claims += 1;
+                    return Slot::Passed;
                 }
-                if global == Some(0) {
-                    break 'projects;
-                }
-                match self.claim(p, &c.bead) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        self.stats.refused_claims += 1;
-                        continue;
-                    }
-                    Err(()) => continue 'projects,
-                }
-                // no bead spawned twice: nothing may run for it already
-                ensure!(
-                    !self
-                        .sessions
-                        .iter()
-                        .any(|s| s.running && s.label == c.label),
-                    "2.2",
-                    "{} spawned while a worker for it still runs (a bead spawned twice)",
-                    c.label
-                );
-                if self.rng.pct(3) {
-                    // the spawn fails: the claim is undone
-                    self.transition(p, &c.bead, BeadStatus::Open, None);
-                    self.log(format!("spawn of {} fails; claim undone", c.label));
-                    continue 'projects;
-                }
-                let behaviour = *self.rng.pick(&[
-                    Behaviour::Finish,
-                    Behaviour::Finish,
-                    Behaviour::Finish,
-                    Behaviour::Finish,
-                    Behaviour::Block,
-                    Behaviour::Crash,
-                    Behaviour::Hang,
-                ]);
-                let work = Duration::minutes(self.rng.range(1, 120));
-                let linger = self
-                    .rng
-                    .pct(20)
-                    .then(|| Duration::minutes(self.rng.range(1, 30)));
-                let sid = format!("{}:{}", 40000 + self.next_session, self.next_session * 7);
-                self.next_session += 1;
-                self.sessions.push(SessM {
-                    label: c.label.clone(),
-                    id: sid,
-                    started: self.now,
-                    running: true,
-                    behaviour,
-                    done_at: self.now + work,
-                    linger,
-                    unreadable: false,
-                });
-                self.projects[p].aliases.insert(c.slug.clone());
-                spawned.push((c.slug.clone(), c.bead.clone()));
-                self.stats.spawns += 1;
-                slots -= 1;
-                global = global.map(|g| g - 1);
+                Err(()) => return Slot::NextProject,
             }
+            // no bead spawned twice: nothing may run for it already
+            if self
+                .sessions
+                .iter()
+                .any(|s| s.running && s.label == c.label)
+            {
+                failed = Some((
+                    "2.2",
+                    format!(
+                        "{} spawned while a worker for it still runs (a bead spawned twice)",
+                        c.label
+                    ),
+                ));
+                return Slot::Stop;
+            }
+            if self.rng.pct(3) {
+                // the spawn fails: the claim is undone
+                self.transition(p, &c.bead, BeadStatus::Open, None);
+                self.log(format!("spawn of {} fails; claim undone", c.label));
+                return Slot::NextProject;
+            }
+            let behaviour = *self.rng.pick(&[
+                Behaviour::Finish,
+                Behaviour::Finish,
+                Behaviour::Finish,
+                Behaviour::Finish,
+                Behaviour::Block,
+                Behaviour::Crash,
+                Behaviour::Hang,
+            ]);
+            let work = Duration::minutes(self.rng.range(1, 120));
+            let linger = self
+                .rng
+                .pct(20)
+                .then(|| Duration::minutes(self.rng.range(1, 30)));
+            let sid = format!("{}:{}", 40000 + self.next_session, self.next_session * 7);
+            self.next_session += 1;
+            self.sessions.push(SessM {
+                label: c.label.clone(),
+                id: sid,
+                started: self.now,
+                running: true,
+                behaviour,
+                done_at: self.now + work,
+                linger,
+                unreadable: false,
+            });
+            self.projects[p].aliases.insert(c.slug.clone());
+            spawned.push((c.slug.clone(), c.bead.clone()));
+            self.stats.spawns += 1;
+            Slot::Taken
+        });
+        if let Some(f) = failed {
+            return Err(f);
         }
         if self.mutation == Mutation::TouchCompleteIteration {
             for p in &mut self.projects {

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use braids::format::iteration::{parse_iteration, set_status};
+use braids::format::iteration::{parse_iteration, set_status, Iteration};
 use braids::format::project::{parse_project, ProjectConfig};
 use braids::format::registry::{parse_registry, RegistryEntry};
 use braids::model::{Bead, BeadId, BeadStatus, IterationStatus, SessionLabel};
@@ -47,6 +47,9 @@ pub struct ProjM {
     pub md: String,
     pub cfg: ProjectConfig,
     pub iters: Vec<IterM>,
+    /// What the reader made of each of `iters` (same order): what observe hands the real
+    /// `eligibility_of`.
+    pub read: Vec<Iteration>,
     pub beads: Vec<BeadM>,
     pub next_bead: usize,
     /// The tracker fails every call this tick.
@@ -175,6 +178,7 @@ impl World {
                 md,
                 cfg,
                 iters: Vec::new(),
+                read: Vec::new(),
                 beads: Vec::new(),
                 next_bead: 1,
                 tracker_down: false,
@@ -472,9 +476,15 @@ impl World {
             PathBuf::from("it"),
         )
         .value;
-        let it = &mut self.projects[p].iters[k];
+        let proj = &mut self.projects[p];
+        let it = &mut proj.iters[k];
         it.status = parsed.status;
-        it.stories = parsed.stories.into_iter().map(|s| s.id).collect();
+        it.stories = parsed.stories.iter().map(|s| s.id.clone()).collect();
+        if k < proj.read.len() {
+            proj.read[k] = parsed;
+        } else {
+            proj.read.push(parsed);
+        }
         if it.status == Some(IterationStatus::Complete) && it.frozen.is_none() {
             it.frozen = Some(it.text.clone());
             self.stats.completed_iterations += 1;
