@@ -131,7 +131,7 @@ fn c2_8_a_locked_run_is_skipped_and_writes_nothing_sighup_is_ignored_sigint_stop
 
     // SIGHUP does not stop it.
     d.signal(Signal::SIGHUP);
-    wait_for("the SIGHUP note", Duration::from_secs(10), || {
+    wait_for("the SIGHUP note", Duration::from_secs(30), || {
         d.log().contains("SIGHUP ignored").then_some(())
     });
     assert_eq!(d.wait(Duration::from_millis(300)), None, "still running");
@@ -139,7 +139,7 @@ fn c2_8_a_locked_run_is_skipped_and_writes_nothing_sighup_is_ignored_sigint_stop
     // Between runs: SIGINT stops it at once.
     let start = Instant::now();
     d.signal(Signal::SIGINT);
-    assert_eq!(d.wait(Duration::from_secs(10)), Some(0), "{}", d.log());
+    assert_eq!(d.wait(Duration::from_secs(30)), Some(0), "{}", d.log());
     assert!(start.elapsed() < Duration::from_secs(5));
     assert!(d.log().contains("daemon stopped (SIGINT)"));
 }
@@ -155,6 +155,6 @@ fn cron_schedule_waits_for_the_next_minute() {
     assert!(log.contains("first run at "), "{log}");
     assert!(log.contains("-01-01 00:00:00"), "{log}");
     d.signal(Signal::SIGTERM);
-    assert_eq!(d.wait(Duration::from_secs(10)), Some(0));
+    assert_eq!(d.wait(Duration::from_secs(30)), Some(0));
     assert!(!d.log().contains("full run"), "no run before its time");
 }

@@ -21,7 +21,7 @@ use crate::support::{test_name, wait_for};
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-const WAIT: Duration = Duration::from_secs(15);
+const WAIT: Duration = Duration::from_secs(30);
 
 fn label(bead: &str) -> SessionLabel {
     SessionLabel::new("t", BeadId::new(bead).unwrap()).unwrap()

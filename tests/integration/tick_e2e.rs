@@ -545,7 +545,7 @@ fn c2_6_a_reused_pid_is_not_running_and_never_signalled() {
     let pid = other.pid();
     let start = wait_for(
         "/proc of the unrelated process",
-        Duration::from_secs(5),
+        Duration::from_secs(30),
         || proc_starttime(pid),
     );
     let long_ago = (Utc::now() - chrono::Duration::hours(2)).to_rfc3339();
