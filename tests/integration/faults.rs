@@ -15,7 +15,7 @@ use braids::tick::{RunType, TickReport};
 use crate::support::checks::{assert_intact, assert_no_stranded_beads, status_md_whole};
 use crate::support::files::copy_tree;
 use crate::support::procs::{alive, proc_starttime, Bystander};
-use crate::support::{br_path, Install, ReportExt, Run, Sandbox, SLEEPER};
+use crate::support::{br_path, wait_for, Install, ReportExt, Run, Sandbox, SLEEPER};
 
 /// An installation for faults: its runs see no `br` but the test's stubs, its workers record
 /// their spawn message and sleep, and its registry is a bare table of hand-written projects.
@@ -69,7 +69,7 @@ fn assert_healthy_spawned(s: &Sandbox, r: &TickReport) {
 #[track_caller]
 fn wait_for_messages(s: &Sandbox, labels: &[&str]) {
     for label in labels {
-        let msg = crate::support::wait_for(
+        let msg = wait_for(
             &format!("the worker for {label} to get its message"),
             Duration::from_secs(20),
             || s.spawn_message(label).filter(|m| m.lines().count() >= 4),
@@ -723,7 +723,7 @@ fn c2_6_fault_a_worker_ignoring_sigterm_is_sigkilled_after_the_grace() {
     ));
     tick(&s).assert_ok();
     let pidfile = s.home().join("stubborn-project:mule:mule-1.pid");
-    let pid: u32 = crate::support::wait_for("mule-1 to start", Duration::from_secs(20), || {
+    let pid: u32 = wait_for("mule-1 to start", Duration::from_secs(20), || {
         std::fs::read_to_string(&pidfile)
             .ok()
             .and_then(|t| t.trim().parse().ok())

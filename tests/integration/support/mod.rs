@@ -9,8 +9,8 @@
 //! ```
 //!
 //! - [`Sandbox`]: a throwaway HOME with the real `braids` binary, real git, the real `br` when a
-//!   test asks for one, and a `bin/` first on PATH for stubs. Dropping it kills the workers its
-//!   session records name.
+//!   test asks for one, and a `bin/` first on PATH for stubs (`sandbox.rs`), and what tests read
+//!   back from it (`readback.rs`). Dropping it kills the workers its session records name.
 //! - [`Install`]: builds a sandbox with `braids init` done, a worker (an `sh` script standing in
 //!   for the agent) and config.toml settings. Timeouts under 5 s are refused there: ordinary
 //!   load must not turn into red CI.
@@ -27,9 +27,12 @@ pub mod files;
 mod install;
 pub mod procs;
 pub mod project;
+mod readback;
+mod sandbox;
 mod tick;
 
-pub use install::{br_init, br_path, Install, Sandbox, QUITTER, SLEEPER};
+pub use install::{br_init, br_path, Install, QUITTER, SLEEPER};
+pub use sandbox::Sandbox;
 pub use tick::{label, ReportExt, Run, Tick};
 
 use std::time::{Duration, Instant};
