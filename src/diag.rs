@@ -69,6 +69,18 @@ impl Diagnostic {
         Diagnostic::new(Severity::Warning, path, line, section, message, fix)
     }
 
+    /// The same finding about another file.
+    pub fn about(&mut self, path: &Path) -> &mut Self {
+        self.path = path.to_path_buf();
+        self
+    }
+
+    /// The same finding under another contract section.
+    pub fn in_section(&mut self, section: &'static str) -> &mut Self {
+        self.section = section;
+        self
+    }
+
     /// `path:line`, or just the path.
     pub fn location(&self) -> String {
         match self.line {
@@ -95,6 +107,77 @@ impl fmt::Display for Diagnostic {
             write!(f, " (fix: {})", self.fix)?;
         }
         Ok(())
+    }
+}
+
+/// Collects one reader's findings about one file, under its contract section.
+///
+/// `diags.error(Some(line), message, fix)` records a finding; the finding is returned so the
+/// odd one can name another file or section: `diags.error(..).in_section("4.1")`.
+#[derive(Debug, Clone)]
+pub struct Diags {
+    file: PathBuf,
+    section: &'static str,
+    found: Vec<Diagnostic>,
+}
+
+impl Diags {
+    pub fn new(file: &Path, section: &'static str) -> Self {
+        Diags {
+            file: file.to_path_buf(),
+            section,
+            found: Vec::new(),
+        }
+    }
+
+    pub fn error(
+        &mut self,
+        line: Option<usize>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> &mut Diagnostic {
+        self.add(Severity::Error, line, message.into(), fix.into())
+    }
+
+    pub fn warn(
+        &mut self,
+        line: Option<usize>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> &mut Diagnostic {
+        self.add(Severity::Warning, line, message.into(), fix.into())
+    }
+
+    fn add(
+        &mut self,
+        severity: Severity,
+        line: Option<usize>,
+        message: String,
+        fix: String,
+    ) -> &mut Diagnostic {
+        let d = Diagnostic::new(severity, &self.file, line, self.section, message, fix);
+        self.found.push(d);
+        self.found.last_mut().expect("just pushed")
+    }
+
+    pub fn extend(&mut self, found: impl IntoIterator<Item = Diagnostic>) {
+        self.found.extend(found);
+    }
+
+    /// The findings in the order they were made.
+    pub fn into_vec(self) -> Vec<Diagnostic> {
+        self.found
+    }
+
+    /// `value` with the findings in the order they were made.
+    pub fn parsed<T>(self, value: T) -> Parsed<T> {
+        Parsed::new(value, self.found)
+    }
+
+    /// `value` with the findings in line order (findings about the whole file first).
+    pub fn by_line<T>(mut self, value: T) -> Parsed<T> {
+        self.found.sort_by_key(|d| d.line);
+        Parsed::new(value, self.found)
     }
 }
 

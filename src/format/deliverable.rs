@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Diags};
 use crate::model::BeadId;
 
 use super::md::Doc;
@@ -181,51 +181,49 @@ fn is_kebab(s: &str) -> bool {
 /// Checks a deliverable's name and content against 1.4: `<id-suffix>-<kebab-name>.md` and a
 /// non-empty Summary section.
 pub fn check(path: &Path, text: &str) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
+    let mut out = Diags::new(path, SECTION);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     match parse_name(&name) {
-        None => out.push(Diagnostic::error(
-            path,
-            None,
-            SECTION,
-            format!("deliverable file name `{name}` is not of the form `<id-suffix>-<descriptive-name>.md`"),
-            "rename it to the bead id's suffix, a dash and a short kebab-case name, such as `a1b-parser-design.md`",
-        )),
-        Some((prefix, desc)) if !is_kebab(&desc) => out.push(Diagnostic::error(
-            path,
-            None,
-            SECTION,
-            format!("the descriptive part `{desc}` of deliverable `{name}` is not kebab-case"),
-            format!("rename the file to `{prefix}-{}.md`", kebab(&desc)),
-        )),
+        None => {
+            out.error(
+                None,
+                format!("deliverable file name `{name}` is not of the form `<id-suffix>-<descriptive-name>.md`"),
+                "rename it to the bead id's suffix, a dash and a short kebab-case name, such as `a1b-parser-design.md`",
+            );
+        }
+        Some((prefix, desc)) if !is_kebab(&desc) => {
+            out.error(
+                None,
+                format!("the descriptive part `{desc}` of deliverable `{name}` is not kebab-case"),
+                format!("rename the file to `{prefix}-{}.md`", kebab(&desc)),
+            );
+        }
         Some(_) => {}
     }
     let doc = Doc::new(text);
     match summary_heading(&doc) {
         Some(h) => {
             if summary(text).is_none() {
-                out.push(Diagnostic::error(
-                    path,
+                out.error(
                     Some(doc.headings[h].first + 1),
-                    SECTION,
                     "the Summary section of this deliverable is empty",
                     "write a few sentences under the Summary heading saying what was done and where",
-                ));
+                );
             }
         }
         None if summary_field(&doc).is_some() => {}
-        None => out.push(Diagnostic::error(
-            path,
-            None,
-            SECTION,
-            "this deliverable has no Summary section",
-            "add a `## Summary` heading followed by a few sentences saying what was done",
-        )),
+        None => {
+            out.error(
+                None,
+                "this deliverable has no Summary section",
+                "add a `## Summary` heading followed by a few sentences saying what was done",
+            );
+        }
     }
-    out
+    out.into_vec()
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 
-use crate::diag::{Diagnostic, Parsed};
+use crate::diag::{Diags, Parsed};
 
 use super::md::{self, Doc, FIELD};
 
@@ -137,9 +137,9 @@ pub fn extract_except(
     skip: &[&str],
 ) -> Parsed<Vec<Field>> {
     let doc = Doc::new(text);
-    let mut diags = Vec::new();
-    let fields = first_only(scan(&doc, skip), file, section, &mut diags);
-    Parsed::new(fields.into_iter().map(|f| f.field).collect(), diags)
+    let mut diags = Diags::new(file, section);
+    let fields = first_only(scan(&doc, skip), &mut diags);
+    diags.parsed(fields.into_iter().map(|f| f.field).collect())
 }
 
 /// Reads one line as a field: `(key as written, value)`. List markers, task boxes, emphasis
@@ -231,12 +231,7 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
 }
 
 /// Keeps the first field of each key; each repeat is a warning.
-pub(crate) fn first_only(
-    raw: Vec<RawField>,
-    file: &Path,
-    section: &'static str,
-    diags: &mut Vec<Diagnostic>,
-) -> Vec<RawField> {
+pub(crate) fn first_only(raw: Vec<RawField>, diags: &mut Diags) -> Vec<RawField> {
     // a linear scan is faster for the usual handful of fields; a map keeps huge inputs linear
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut out: Vec<RawField> = Vec::with_capacity(raw.len());
@@ -255,16 +250,14 @@ pub(crate) fn first_only(
         };
         if let Some(i) = prior {
             let first = &out[i];
-            diags.push(Diagnostic::warning(
-                file,
+            diags.warn(
                 Some(f.field.line),
-                section,
                 format!(
                     "field `{}` is set again here, but the first value `{}` from line {} is the one used",
                     f.raw_key, first.field.value, first.field.line
                 ),
                 format!("delete line {} or line {} so the field is set once", f.field.line, first.field.line),
-            ));
+            );
         } else {
             if !seen.is_empty() {
                 seen.insert(f.field.key.clone(), out.len());

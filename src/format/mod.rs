@@ -1,5 +1,6 @@
 //! Tolerant readers and byte-preserving writers for the markdown files people and agents edit:
-//! registry.md, PROJECT.md, ITERATION.md and deliverables (CONTRACTS 1.1–1.4).
+//! registry.md, PROJECT.md, ITERATION.md and deliverables (CONTRACTS 1.1–1.4), and the native
+//! tracker's WORKPLAN.md.
 //!
 //! Readers take text and return a typed model plus line-numbered [`crate::diag::Diagnostic`]s;
 //! they never panic and never fail on a missing or unknown field (3.9). Structure (tables,
@@ -12,6 +13,7 @@ pub mod iteration;
 mod md;
 pub mod project;
 pub mod registry;
+pub mod workplan;
 
 /// Decodes file bytes for the readers: strips a UTF-8 BOM and replaces invalid UTF-8, so binary
 /// garbage yields diagnostics rather than an error.
@@ -44,6 +46,7 @@ mod robustness {
         let _ = fields::section_text(text, "Stories");
         let _ = deliverable::summary(text);
         let _ = deliverable::check(Path::new("/x/a1b-x.md"), text);
+        let _ = workplan::Checklist::parse(text);
         for line in text.lines().take(50) {
             let _ = fields::parse_line(line);
         }

@@ -6,18 +6,23 @@
 //! are skipped with an error naming the line; rows with a bad status or priority are kept with
 //! the value unset, so the project is visible but not scheduled by accident.
 //!
-//! [`upsert_row`] adds or updates one row and keeps every other byte of the file: column order,
-//! extra columns (filled with empty cells), alignment where the value fits, CRLF endings.
+//! [`upsert_row`] (in `upsert.rs`) adds or updates one row and keeps every other byte of the
+//! file: column order, extra columns (filled with empty cells), alignment where the value fits,
+//! CRLF endings.
+
+mod upsert;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::diag::{Diagnostic, Parsed};
+use crate::diag::{Diagnostic, Diags, Parsed};
 use crate::model::{validate_slug, Priority, ProjectStatus};
 use crate::paths::Paths;
 
 use super::fields::{clean_value, normalize_key, strip_decor};
 use super::md::{Doc, Row, Table};
+
+pub use upsert::upsert_row;
 
 const SECTION: &str = "1.1";
 
@@ -147,29 +152,25 @@ fn suggest_slug(raw: &str) -> String {
 /// Reads registry.md text. Never fails: unusable rows are skipped with a diagnostic.
 pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry> {
     let doc = Doc::new(text);
-    let mut diags = Vec::new();
+    let mut diags = Diags::new(file, SECTION);
     let mut reg = Registry::default();
     let (table, cols) = match locate(&doc) {
         Ok(found) => found,
         Err(Missing::NoTable) => {
-            let d = if text.trim_start_matches('\u{feff}').trim().is_empty() {
-                Diagnostic::warning(
-                    file,
+            if text.trim_start_matches('\u{feff}').trim().is_empty() {
+                diags.warn(
                     None,
-                    SECTION,
                     "the registry is empty, so no project is scheduled",
                     "add the table header `| Slug | Status | Priority | Path |` and one row per project (`braids new` does it)",
-                )
+                );
             } else {
-                Diagnostic::error(
-                    file,
+                diags.error(
                     None,
-                    SECTION,
                     "the registry has no table with the columns Slug, Status, Priority and Path, so no project is scheduled",
                     "add the table header `| Slug | Status | Priority | Path |` followed by `|---|---|---|---|` and one row per project",
-                )
-            };
-            return Parsed::new(reg, vec![d]);
+                );
+            }
+            return diags.parsed(reg);
         }
         Err(Missing::Columns(line, missing)) => {
             let names = missing
@@ -177,19 +178,15 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
                 .map(|m| format!("`{m}`"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            return Parsed::new(
-                reg,
-                vec![Diagnostic::error(
-                    file,
-                    Some(line),
-                    SECTION,
-                    format!(
-                        "the registry table lacks the required column{} {names}, so no project is scheduled",
-                        if missing.len() == 1 { "" } else { "s" }
-                    ),
-                    format!("add {names} to the header row (the columns are Slug, Status, Priority and Path, in any order)"),
-                )],
+            diags.error(
+                Some(line),
+                format!(
+                    "the registry table lacks the required column{} {names}, so no project is scheduled",
+                    if missing.len() == 1 { "" } else { "s" }
+                ),
+                format!("add {names} to the header row (the columns are Slug, Status, Priority and Path, in any order)"),
             );
+            return diags.parsed(reg);
         }
     };
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -201,13 +198,11 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
         }
         let slug = cell_of(&doc, row, cols.slug);
         if slug.is_empty() {
-            diags.push(Diagnostic::error(
-                file,
+            diags.error(
                 Some(line),
-                SECTION,
                 "this registry row has no slug, so it is ignored",
                 "write the project's slug (lowercase letters, digits and `-`) in the Slug cell",
-            ));
+            );
             continue;
         }
         if validate_slug(&slug).is_err() {
@@ -218,39 +213,33 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
             } else {
                 format!("rename it to `{hint}` (lowercase letters, digits and `-`)")
             };
-            diags.push(Diagnostic::error(
-                file,
+            diags.error(
                 Some(line),
-                SECTION,
                 format!(
                     "slug `{}` is not valid, so this row is ignored",
                     slug.escape_debug()
                 ),
                 fix,
-            ));
+            );
             continue;
         }
         if let Some(&first) = seen.get(&slug) {
-            diags.push(Diagnostic::error(
-                file,
+            diags.error(
                 Some(line),
-                SECTION,
                 format!("slug `{slug}` is listed twice, on lines {first} and {line}; only line {first} is used"),
                 format!("delete or rename one of the rows on lines {first} and {line}"),
-            ));
+            );
             continue;
         }
         seen.insert(slug.clone(), line);
 
         let status_raw = cell_of(&doc, row, cols.status);
         let status = if status_raw.is_empty() {
-            diags.push(Diagnostic::error(
-                file,
+            diags.error(
                 Some(line),
-                SECTION,
                 format!("project `{slug}` has no status, so it is not scheduled"),
                 "write active, paused or blocked in the Status cell",
-            ));
+            );
             None
         } else {
             match ProjectStatus::parse(strip_decor(&status_raw)) {
@@ -277,7 +266,7 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
                             "write active, paused or blocked in the Status cell".to_string(),
                         )
                     };
-                    diags.push(Diagnostic::error(file, Some(line), SECTION, msg, fix));
+                    diags.error(Some(line), msg, fix);
                     None
                 }
             }
@@ -285,28 +274,24 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
 
         let priority_raw = cell_of(&doc, row, cols.priority);
         let priority = if priority_raw.is_empty() {
-            diags.push(Diagnostic::warning(
-                file,
+            diags.warn(
                 Some(line),
-                SECTION,
                 format!("project `{slug}` has no priority, so the default normal applies"),
                 "write high, normal or low in the Priority cell",
-            ));
+            );
             None
         } else {
             match Priority::parse(strip_decor(&priority_raw)) {
                 Ok(p) => Some(p),
                 Err(e) => {
-                    diags.push(Diagnostic::error(
-                        file,
+                    diags.error(
                         Some(line),
-                        SECTION,
                         format!(
                             "project `{slug}` has priority `{}`, which is not one of {}, so the default normal applies",
                             e.value, e.expected
                         ),
                         "write high, normal or low in the Priority cell",
-                    ));
+                    );
                     None
                 }
             }
@@ -314,30 +299,26 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
 
         let raw_path = cell_of(&doc, row, cols.path);
         if raw_path.is_empty() {
-            diags.push(Diagnostic::error(
-                file,
+            diags.error(
                 Some(line),
-                SECTION,
                 format!("project `{slug}` has an empty Path, so its row is ignored"),
                 format!(
                     "write the project directory in the Path cell, such as `$BRAIDS_HOME/{slug}`"
                 ),
-            ));
+            );
             continue;
         }
         let path = paths.expand(&raw_path);
         // Two slugs for one directory would schedule its beads twice, once per label.
         if let Some((first_slug, first)) = seen_paths.get(&path) {
-            diags.push(Diagnostic::error(
-                file,
+            diags.error(
                 Some(line),
-                SECTION,
                 format!(
                     "project `{slug}` has the same Path as `{first_slug}` on line {first} ({}), so its row is ignored: one directory is one project",
                     path.display()
                 ),
                 format!("give `{slug}` its own directory, or delete one of the rows on lines {first} and {line}"),
-            ));
+            );
             continue;
         }
         seen_paths.insert(path.clone(), (slug.clone(), line));
@@ -350,268 +331,60 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
             line,
         });
     }
-    Parsed::new(reg, diags)
+    diags.parsed(reg)
 }
 
 /// Reads `~/.openclaw/braids/registry.md`. A missing file is an empty registry and a warning.
 pub fn read_registry(paths: &Paths) -> Parsed<Registry> {
     let file = paths.registry();
+    let mut diags = Diags::new(&file, SECTION);
     match crate::atomic::read(&file) {
-        Ok(bytes) => parse_registry(&super::decode(&bytes), &file, paths),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Parsed::new(
-            Registry::default(),
-            vec![Diagnostic::warning(
-                &file,
-                None,
-                SECTION,
-                "the registry does not exist yet, so no project is scheduled",
-                "run `braids init` to create it",
-            )],
+        Ok(bytes) => return parse_registry(&super::decode(&bytes), &file, paths),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => diags.warn(
+            None,
+            "the registry does not exist yet, so no project is scheduled",
+            "run `braids init` to create it",
         ),
-        Err(e) => Parsed::new(
-            Registry::default(),
-            vec![Diagnostic::error(
-                &file,
-                None,
-                SECTION,
-                format!("the registry cannot be read ({e}), so no project is scheduled"),
-                "make the file readable by the user braids runs as",
-            )],
+        Err(e) => diags.error(
+            None,
+            format!("the registry cannot be read ({e}), so no project is scheduled"),
+            "make the file readable by the user braids runs as",
         ),
-    }
+    };
+    diags.parsed(Registry::default())
 }
 
 /// Checks what parsing cannot: each Path is a directory with `.braids/PROJECT.md` (1.1) and is
 /// outside the agent workspace (4.1).
 pub fn check_paths(registry: &Registry, file: &Path, paths: &Paths) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
+    let mut out = Diags::new(file, SECTION);
     for e in &registry.entries {
         let shown = e.path.display();
         if paths.in_workspace(&e.path) {
-            out.push(Diagnostic::error(
-                file,
+            out.error(
                 Some(e.line),
-                "4.1",
                 format!("project `{}` lives in the agent workspace ({shown}), where project files must never be", e.slug),
                 "move the project under BRAIDS_HOME and update its Path",
-            ));
+            ).in_section("4.1");
         }
         if !e.path.is_dir() {
-            out.push(Diagnostic::error(
-                file,
+            out.error(
                 Some(e.line),
-                SECTION,
                 format!(
                     "the Path of project `{}` ({shown}) is not an existing directory",
                     e.slug
                 ),
                 "fix the Path cell or create the project with `braids new`",
-            ));
+            );
         } else if !e.path.join(".braids/PROJECT.md").is_file() {
-            out.push(Diagnostic::error(
-                file,
+            out.error(
                 Some(e.line),
-                SECTION,
                 format!("project `{}` has no .braids/PROJECT.md in {shown}", e.slug),
                 "create .braids/PROJECT.md there (`braids new` writes one) or fix the Path cell",
-            ));
+            );
         }
     }
-    out
-}
-
-/// Adds a row for `slug` at the end of the registry table, or updates the cells of the row
-/// that has it, keeping every other byte. Extra columns get empty cells; the file's line ending
-/// is used. An empty text starts from [`REGISTRY_TEMPLATE`].
-pub fn upsert_row(
-    text: &str,
-    slug: &str,
-    status: ProjectStatus,
-    priority: Priority,
-    path: &str,
-) -> Result<String, String> {
-    validate_slug(slug).map_err(|e| e.to_string())?;
-    let path = path.trim();
-    if path.is_empty() {
-        return Err(format!("the path for `{slug}` is empty"));
-    }
-    if path.contains(['|', '\n', '\r']) {
-        return Err(format!(
-            "the path `{}` contains `|` or a line break, which a table cannot hold",
-            path.escape_debug()
-        ));
-    }
-    if text.trim().is_empty() {
-        return upsert_row(REGISTRY_TEMPLATE, slug, status, priority, path);
-    }
-    let doc = Doc::new(text);
-    let (table, cols) = locate(&doc).map_err(|m| match m {
-        Missing::NoTable => "the registry has no table with the columns Slug, Status, Priority and Path; add the header row `| Slug | Status | Priority | Path |`".to_string(),
-        Missing::Columns(line, missing) => format!("the registry table on line {line} lacks the column(s) {}", missing.join(", ")),
-    })?;
-    let ncols = table.header.cells.len();
-    let value_for = |i: usize| -> Option<&str> {
-        if i == cols.slug {
-            Some(slug)
-        } else if i == cols.status {
-            Some(status.as_str())
-        } else if i == cols.priority {
-            Some(priority.as_str())
-        } else if i == cols.path {
-            Some(path)
-        } else {
-            None
-        }
-    };
-
-    if let Some(row) = table
-        .rows
-        .iter()
-        .find(|r| cell_of(&doc, r, cols.slug) == slug)
-    {
-        if [cols.status, cols.priority, cols.path]
-            .iter()
-            .any(|&c| c >= row.cells.len())
-        {
-            // a short row: rewrite it whole, keeping the cells it has
-            let values: Vec<String> = (0..ncols.max(row.cells.len()))
-                .map(|i| match value_for(i) {
-                    Some(v) => v.to_string(),
-                    None => row
-                        .cells
-                        .get(i)
-                        .map(|c| doc.cell(c).to_string())
-                        .unwrap_or_default(),
-                })
-                .collect();
-            let l = &doc.lines[row.line];
-            let mut out = String::with_capacity(text.len() + 64);
-            out.push_str(&text[..l.start]);
-            out.push_str(&format_row(&doc, &table, &values));
-            out.push_str(&text[l.end..]);
-            return Ok(out);
-        }
-        let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        let aligned = is_aligned(&doc, &table);
-        let mut edit = |i: usize, v: &str| {
-            let inner = row.cells[i].inner.clone();
-            let width = if aligned {
-                doc.text[inner.clone()].chars().count()
-            } else {
-                0
-            };
-            edits.push((inner, pad_cell(v, width)));
-        };
-        if ProjectStatus::parse(strip_decor(&cell_of(&doc, row, cols.status))).ok() != Some(status)
-        {
-            edit(cols.status, status.as_str());
-        }
-        if Priority::parse(strip_decor(&cell_of(&doc, row, cols.priority))).ok() != Some(priority) {
-            edit(cols.priority, priority.as_str());
-        }
-        if cell_of(&doc, row, cols.path) != path {
-            edit(cols.path, path);
-        }
-        edits.sort_by_key(|e| std::cmp::Reverse(e.0.start));
-        let mut out = text.to_string();
-        for (r, s) in edits {
-            out.replace_range(r, &s);
-        }
-        return Ok(out);
-    }
-
-    let values: Vec<String> = (0..ncols)
-        .map(|i| value_for(i).unwrap_or("").to_string())
-        .collect();
-    let row = format_row(&doc, &table, &values);
-    let eol = doc.eol();
-    let last = &doc.lines[table.last_line()];
-    let mut out = String::with_capacity(text.len() + row.len() + 2);
-    if last.next > last.end {
-        out.push_str(&text[..last.next]);
-        out.push_str(&row);
-        out.push_str(eol);
-        out.push_str(&text[last.next..]);
-    } else {
-        out.push_str(&text[..last.end]);
-        out.push_str(eol);
-        out.push_str(&row);
-        out.push_str(&text[last.end..]);
-    }
-    Ok(out)
-}
-
-/// ` value ` padded with spaces to `width` characters when it is shorter.
-fn pad_cell(value: &str, width: usize) -> String {
-    let mut s = if value.is_empty() {
-        " ".to_string()
-    } else {
-        format!(" {value} ")
-    };
-    let n = s.chars().count();
-    if n < width {
-        s.extend(std::iter::repeat_n(' ', width - n));
-    }
-    s
-}
-
-/// Whether the table's columns are padded to equal widths (the delimiter row, or else the first
-/// row, has the header's cell widths); if so, written cells are padded too.
-fn is_aligned(doc: &Doc, table: &Table) -> bool {
-    let widths = |cells: Vec<std::ops::Range<usize>>| -> Vec<usize> {
-        cells
-            .into_iter()
-            .map(|r| doc.text[r].chars().count())
-            .collect()
-    };
-    let header = widths(table.header.cells.iter().map(|c| c.inner.clone()).collect());
-    let other = match (table.delim, table.rows.first()) {
-        (Some(d), _) => doc.row_cells(d),
-        (None, Some(r)) => r.cells.clone(),
-        (None, None) => return false,
-    };
-    header == widths(other.iter().map(|c| c.inner.clone()).collect())
-}
-
-/// A row in the style of the table's header: same indentation and outer pipes, cells padded to
-/// the header's widths when the table is aligned.
-fn format_row(doc: &Doc, table: &Table, values: &[String]) -> String {
-    let header = doc.line(table.header.line);
-    let indent = &header[..header.len() - header.trim_start().len()];
-    let lead = header.trim_start().starts_with('|');
-    let trail = header.trim_end().ends_with('|');
-    let aligned = is_aligned(doc, table);
-    let mut s = String::from(indent);
-    if lead {
-        s.push('|');
-    }
-    let last = values.len().saturating_sub(1);
-    for (i, v) in values.iter().enumerate() {
-        if i > 0 {
-            s.push('|');
-        }
-        let width = match table.header.cells.get(i) {
-            Some(c) if aligned && (trail || i < last) => doc.text[c.inner.clone()].chars().count(),
-            _ => 0,
-        };
-        let cell = pad_cell(v, width);
-        // without outer pipes, no space before the first cell or after the last
-        let cell = if !lead && i == 0 {
-            cell.strip_prefix(' ').unwrap_or(&cell)
-        } else {
-            &cell
-        };
-        let cell = if !trail && i == last {
-            cell.trim_end()
-        } else {
-            cell
-        };
-        s.push_str(cell);
-    }
-    if trail {
-        s.push('|');
-    }
-    s
+    out.into_vec()
 }
 
 #[cfg(test)]
@@ -623,7 +396,7 @@ mod tests {
         Paths::new("/home/u".into(), None)
     }
 
-    fn parse(text: &str) -> Parsed<Registry> {
+    pub(super) fn parse(text: &str) -> Parsed<Registry> {
         parse_registry(
             text,
             Path::new("/home/u/.openclaw/braids/registry.md"),
@@ -727,105 +500,6 @@ mod tests {
         assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
         assert_eq!(p.value.entries[0].path, PathBuf::from("/home/u/a"));
         assert_eq!(p.value.entries[0].priority, Some(Priority::Low));
-    }
-
-    #[test]
-    fn upsert_appends_in_the_tables_style() {
-        let t = "# R\n\n| Slug | Status | Priority | Path | Notes |\n|------|--------|----------|------|-------|\n| a    | active | high     | ~/a  | hi    |\n\nFooter text.\n";
-        let out = upsert_row(t, "b", ProjectStatus::Paused, Priority::Low, "~/b").unwrap();
-        assert_eq!(
-            out,
-            "# R\n\n| Slug | Status | Priority | Path | Notes |\n|------|--------|----------|------|-------|\n| a    | active | high     | ~/a  | hi    |\n| b    | paused | low      | ~/b  |       |\n\nFooter text.\n"
-        );
-    }
-
-    #[test]
-    fn upsert_updates_only_changed_cells() {
-        let t = "| Path | Slug | Status | Priority | Owner |\n|---|---|---|---|---|\n| ~/a | **a** | `active` | high | me |\n| ~/b | b | active | low | you |\n";
-        let out = upsert_row(t, "a", ProjectStatus::Paused, Priority::High, "~/a").unwrap();
-        assert_eq!(
-            out,
-            "| Path | Slug | Status | Priority | Owner |\n|---|---|---|---|---|\n| ~/a | **a** | paused | high | me |\n| ~/b | b | active | low | you |\n"
-        );
-        // nothing to change: not a byte changes
-        assert_eq!(
-            upsert_row(t, "a", ProjectStatus::Active, Priority::High, "~/a").unwrap(),
-            t
-        );
-    }
-
-    #[test]
-    fn upsert_keeps_crlf_and_a_missing_final_newline() {
-        let t = "| Slug | Status | Priority | Path |\r\n|---|---|---|---|\r\n| a | active | high | /a |";
-        let out = upsert_row(t, "b", ProjectStatus::Active, Priority::Normal, "/b").unwrap();
-        assert_eq!(out, format!("{t}\r\n| b | active | normal | /b |"));
-        let empty_table = "| Slug | Status | Priority | Path |\r\n|---|---|---|---|\r\n\r\nend\r\n";
-        let out = upsert_row(
-            empty_table,
-            "c",
-            ProjectStatus::Blocked,
-            Priority::High,
-            "/c",
-        )
-        .unwrap();
-        assert_eq!(out, "| Slug | Status | Priority | Path |\r\n|---|---|---|---|\r\n| c | blocked | high | /c |\r\n\r\nend\r\n");
-    }
-
-    #[test]
-    fn upsert_into_template_and_errors() {
-        let out = upsert_row(
-            "",
-            "app",
-            ProjectStatus::Active,
-            Priority::Normal,
-            "$BRAIDS_HOME/app",
-        )
-        .unwrap();
-        assert!(out.starts_with(REGISTRY_TEMPLATE));
-        assert!(
-            out.ends_with("| app  | active | normal   | $BRAIDS_HOME/app |\n"),
-            "{out}"
-        );
-        let p = parse(&out);
-        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
-        assert_eq!(
-            p.value.entries[0].path,
-            PathBuf::from("/home/u/Projects/app")
-        );
-        assert!(upsert_row(
-            "no table",
-            "a",
-            ProjectStatus::Active,
-            Priority::Normal,
-            "/a"
-        )
-        .is_err());
-        assert!(upsert_row(
-            REGISTRY_TEMPLATE,
-            "A b",
-            ProjectStatus::Active,
-            Priority::Normal,
-            "/a"
-        )
-        .is_err());
-        assert!(upsert_row(
-            REGISTRY_TEMPLATE,
-            "a",
-            ProjectStatus::Active,
-            Priority::Normal,
-            "/a|b"
-        )
-        .is_err());
-    }
-
-    #[test]
-    fn upsert_short_row_is_completed() {
-        let t = "| Slug | Status | Priority | Path |\n|---|---|---|---|\n| a | active |\n";
-        let out = upsert_row(t, "a", ProjectStatus::Active, Priority::Low, "/a").unwrap();
-        assert_eq!(
-            out,
-            "| Slug | Status | Priority | Path |\n|---|---|---|---|\n| a | active | low | /a |\n"
-        );
     }
 
     #[test]

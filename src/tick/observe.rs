@@ -218,6 +218,7 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
         sessions: (*sessions).clone(),
         claims: (*claims).clone(),
         global_max_workers: ctx.config.tick.max_workers,
+        orphan_timeout_secs: format::project::DEFAULT_WORKER_TIMEOUT,
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
         unreadable: Vec::new(),
     };
@@ -281,15 +282,6 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
     }
 }
 
-/// The workspace a project asked for in PROJECT.md (`Workspace: shared`), else a worktree per
-/// bead.
-pub fn workspace_mode(config: &ProjectConfig) -> WorkspaceMode {
-    config
-        .field("workspace")
-        .and_then(|f| WorkspaceMode::parse(&f.value))
-        .unwrap_or_default()
-}
-
 /// The tracker a project asked for in PROJECT.md (`Tracker: br`), else the installation's.
 pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind) -> TrackerKind {
     config
@@ -332,7 +324,7 @@ fn observe_project(
     view.max_workers = config.max_workers;
     view.worker_timeout = config.worker_timeout;
     view.channel = config.channel.clone();
-    view.workspace = workspace_mode(&config);
+    view.workspace = WorkspaceMode::of(&config);
     let mut report = base_report(entry);
     report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
     report.project_status = config.status;

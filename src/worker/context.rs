@@ -87,6 +87,32 @@ pub(super) fn load(paths: &Paths, msg: &SpawnMessage, run: &mut Run<'_, '_>) -> 
     })
 }
 
+/// The Guardrails of PROJECT.md and of the iteration, as the prompt lists them.
+fn guardrails(l: &Loaded) -> String {
+    let mut parts = Vec::new();
+    if let Some(g) = l
+        .project
+        .guardrails
+        .as_deref()
+        .filter(|g| !g.trim().is_empty())
+    {
+        parts.push(format!("From PROJECT.md:\n\n{}", g.trim()));
+    }
+    if let Some(g) = l
+        .iteration
+        .guardrails
+        .as_deref()
+        .filter(|g| !g.trim().is_empty())
+    {
+        parts.push(format!("From this iteration:\n\n{}", g.trim()));
+    }
+    if parts.is_empty() {
+        "None are written for this project or iteration.".into()
+    } else {
+        parts.join("\n\n")
+    }
+}
+
 fn autonomy_rules(a: Autonomy) -> &'static str {
     match a {
         Autonomy::Full => "You may change code, tests and docs as the bead requires.",
@@ -97,14 +123,20 @@ fn autonomy_rules(a: Autonomy) -> &'static str {
 
 /// The agent's prompt: the bead, the autonomy rules, the context read by [`load`], and where
 /// the deliverable and the status report go.
-pub(super) fn prompt(l: &Loaded, bead: &Bead, msg: &SpawnMessage, deliverable: &Path) -> String {
+pub(super) fn prompt(
+    l: &Loaded,
+    bead: &Bead,
+    msg: &SpawnMessage,
+    work_in: &Path,
+    deliverable: &Path,
+) -> String {
     let context: String = l
         .context
         .iter()
         .map(|(p, t)| format!("## {}\n\n{}\n\n", p.display(), t.trim_end()))
         .collect();
     let it = msg.iteration.to_string();
-    let path = msg.project.to_string_lossy();
+    let path = work_in.to_string_lossy();
     let dl = deliverable.to_string_lossy();
     crate::templates::render(
         crate::templates::PROMPT,
@@ -122,6 +154,7 @@ pub(super) fn prompt(l: &Loaded, bead: &Bead, msg: &SpawnMessage, deliverable: &
                 },
             ),
             ("autonomy", l.project.autonomy.as_str()),
+            ("guardrails", &guardrails(l)),
             ("autonomy_rules", autonomy_rules(l.project.autonomy)),
             ("context", &context),
             ("project_path", &path),
@@ -129,4 +162,44 @@ pub(super) fn prompt(l: &Loaded, bead: &Bead, msg: &SpawnMessage, deliverable: &
             ("result_file", &report::own_file(&bead.id).to_string_lossy()),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{BeadId, BeadStatus};
+
+    #[test]
+    fn c3_10_the_prompt_lists_the_guardrails_and_how_to_stop_on_a_conflict() {
+        let project = format::project::parse_project(
+            "# App\n\n- **Status:** active\n- **Priority:** normal\n- **Autonomy:** full\n\n## Guardrails\n\n- Never touch the billing schema.\n",
+            Path::new("/p/.braids/PROJECT.md"),
+        )
+        .value;
+        let iteration = format::iteration::parse_iteration(
+            "# Iteration 1\n\n- **Status:** active\n\n## Stories\n\n- a-1: x\n\n## Guardrails\n\n- No new dependencies.\n",
+            Path::new("/p/.braids/iterations/001/ITERATION.md"),
+            1,
+            PathBuf::from("/p/.braids/iterations/001"),
+        )
+        .value;
+        let l = Loaded {
+            slug: "app".into(),
+            project,
+            iteration,
+            context: vec![],
+        };
+        let bead = Bead::new(BeadId::new("a-1").unwrap(), "x", BeadStatus::Open);
+        let msg = SpawnMessage::new(PathBuf::from("/p"), bead.id.clone(), 1, "").unwrap();
+        let p = prompt(&l, &bead, &msg, Path::new("/w"), Path::new("/w/d.md"));
+        assert!(p.contains("Never touch the billing schema."), "{p}");
+        assert!(p.contains("No new dependencies."), "{p}");
+        assert!(p.contains("reason: guardrail_conflict"), "{p}");
+        // nothing written: the prompt says so rather than leaving an empty section
+        let mut bare = l;
+        bare.project.guardrails = None;
+        bare.iteration.guardrails = None;
+        let p = prompt(&bare, &bead, &msg, Path::new("/w"), Path::new("/w/d.md"));
+        assert!(p.contains("None are written"), "{p}");
+    }
 }

@@ -11,9 +11,12 @@ use crate::app::iteration::RepoLock;
 use crate::format::deliverable;
 use crate::model::{Bead, NotificationEvent};
 
+use crate::workspace::Workspace;
+
 use super::context::Loaded;
 use super::execute::Failure;
 use super::finish::{push, tracker_files};
+use super::report::StatusReport;
 use super::{clip, first_line, Ending, Run, Worker};
 
 impl Worker<'_> {
@@ -22,12 +25,20 @@ impl Worker<'_> {
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
+        ws: &Workspace,
         bead: &Bead,
         expected: &Path,
         failure: &Failure,
     ) -> Result<Ending> {
         let why = failure.why;
-        let path = write_partial(l, bead, expected, failure)?;
+        let mut path = write_partial(l, bead, expected, failure)?;
+        // From a worktree, the partial deliverable lands in the project on its own; the agent's
+        // other changes are kept on a branch for a person when the run ends.
+        if !ws.is_shared() && path.starts_with(&ws.dir) {
+            let in_project = ws.in_project(&path);
+            crate::atomic::write(&in_project, &std::fs::read(&path)?)?;
+            path = in_project;
+        }
         run.step(
             "deliverable",
             format!("partial deliverable written to {}", path.display()),
@@ -59,6 +70,32 @@ impl Worker<'_> {
         Ok(Ending::Blocked {
             reason: why.to_string(),
         })
+    }
+
+    /// The agent stopped because the work would break a guardrail: the bead is blocked at once,
+    /// without another attempt, with the guardrail (the agent's summary) in its reason, and a
+    /// person told (3.10: never violate; block and escalate).
+    pub(super) fn guardrail(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        bead: &Bead,
+        report: &StatusReport,
+    ) -> Result<Ending> {
+        let which = report
+            .summary
+            .as_deref()
+            .map(|s| clip(s, 300))
+            .unwrap_or_else(|| "the agent named no guardrail (see the session log)".into());
+        let reason = format!("guardrail conflict: {which}");
+        self.tracker.block(&bead.id, &reason)?;
+        run.step("block", format!("bead blocked, not retried: {reason}"));
+        run.notify(
+            l,
+            NotificationEvent::Blocker,
+            &format!("[{}] {} is blocked: {reason}", l.slug, bead.id),
+        );
+        Ok(Ending::Blocked { reason })
     }
 
     /// After an error past the claim: block the bead if it still can be, and tell a person.

@@ -15,6 +15,8 @@ use crate::proc::{Detach, ProcessGroup};
 #[derive(Debug, Clone)]
 pub struct ExecRequest {
     pub project: PathBuf,
+    /// Where the agent runs: the bead's own worktree, or the project when shared.
+    pub workspace: PathBuf,
     pub bead: BeadId,
     pub prompt_file: PathBuf,
     /// Where the deliverable must be written.
@@ -35,8 +37,8 @@ pub trait Executor {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult>;
 }
 
-/// An argv template with `{prompt_file}`, `{project}`, `{bead}`, `{deliverable}`,
-/// `{result_file}`, `{timeout}` placeholders.
+/// An argv template with `{prompt_file}`, `{project}`, `{workspace}`, `{bead}`,
+/// `{deliverable}`, `{result_file}`, `{timeout}` placeholders.
 pub struct ArgvExecutor {
     pub template: Vec<String>,
     /// Between SIGTERM and SIGKILL on timeout.
@@ -47,12 +49,14 @@ impl ArgvExecutor {
     pub fn argv(&self, req: &ExecRequest) -> Vec<String> {
         let prompt = req.prompt_file.to_string_lossy();
         let project = req.project.to_string_lossy();
+        let workspace = req.workspace.to_string_lossy();
         let timeout = req.timeout.as_secs().to_string();
         let deliverable = req.deliverable.to_string_lossy();
         let result_file = req.result_file.to_string_lossy();
         let vars = [
             ("prompt_file", &*prompt),
             ("project", &*project),
+            ("workspace", &*workspace),
             ("bead", req.bead.as_str()),
             ("deliverable", &*deliverable),
             ("result_file", &*result_file),
@@ -74,12 +78,19 @@ impl Executor for ArgvExecutor {
             .unwrap_or_else(|_| Stdio::null());
         let mut cmd = Command::new(program);
         cmd.args(args)
-            .current_dir(&req.project)
+            .current_dir(&req.workspace)
             .stdin(stdin)
             .stdout(Stdio::from(std::io::stderr()))
             .env("BRAIDS_BEAD", req.bead.as_str())
             .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
-            .env("BRAIDS_RESULT_FILE", &req.result_file);
+            .env("BRAIDS_RESULT_FILE", &req.result_file)
+            .env("BRAIDS_PROJECT", &req.project)
+            .env("BRAIDS_WORKSPACE", &req.workspace);
+        // From a worktree, `br`/`bd` must still reach the project's one database.
+        let beads = req.project.join(".beads");
+        if req.workspace != req.project && beads.is_dir() {
+            cmd.env("BEADS_DIR", &beads);
+        }
         // A group of its own, so a timeout stops everything the agent started but not the worker.
         let mut group = ProcessGroup::spawn(&mut cmd, Detach::Group)
             .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;

@@ -14,6 +14,8 @@ use crate::model::{Bead, BeadId, NotificationEvent};
 
 use super::context::{self, Loaded};
 use super::report::{self, StatusReport};
+use crate::workspace::Workspace;
+
 use super::{stop, work_dir, ArgvExecutor, ExecRequest, ExecResult, Run, Worker};
 
 /// How the attempts ended.
@@ -25,6 +27,8 @@ pub(super) enum Attempts {
     },
     /// The agent asked a question: the bead is blocked and a person told.
     Question,
+    /// The work would break a guardrail: blocked at once, never retried (3.10).
+    Guardrail(StatusReport),
     /// No attempt passed.
     Failed(Failure),
 }
@@ -69,6 +73,7 @@ impl Worker<'_> {
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
+        ws: &Workspace,
         bead: &Bead,
         expected: &Path,
         started: Instant,
@@ -84,14 +89,19 @@ impl Worker<'_> {
         }
         let wd = work_dir(&self.paths.braids_dir, &l.slug, bead_id);
         let prompt_file = wd.join("prompt.md");
-        let prompt = context::prompt(l, bead, msg, expected);
+        // The agent writes its deliverable in its workspace; it lands with its work.
+        let expected = ws.here(expected);
+        let iteration_dir = ws.here(&l.iteration.dir);
+        let prompt = context::prompt(l, bead, msg, &ws.dir, &expected);
         crate::atomic::write(&prompt_file, prompt.as_bytes())?;
         // A deliverable counts only if this run wrote it, not one left by an earlier run.
-        let before = deliverables_now(&l.iteration.dir, bead_id);
+        let before = deliverables_now(&iteration_dir, bead_id);
         let timeout = Duration::from_secs(l.project.worker_timeout);
         let deadline = started + agent_budget(timeout);
         let attempts = 1 + self.config.worker.retries;
-        let mut inbox = report::Inbox::new(&msg.project, bead_id, l.project.max_workers <= 1);
+        // In a worktree of its own the agent is alone, so the shared report file is its own.
+        let alone = l.project.max_workers <= 1 || !ws.is_shared();
+        let mut inbox = report::Inbox::new(&ws.dir, bead_id, alone);
         let mut tried = Vec::new();
         let mut fresh = None;
         for attempt in 1..=attempts {
@@ -106,21 +116,26 @@ impl Worker<'_> {
             }
             let req = ExecRequest {
                 project: msg.project.clone(),
+                workspace: ws.dir.clone(),
                 bead: bead_id.clone(),
                 prompt_file: prompt_file.clone(),
-                deliverable: expected.to_path_buf(),
-                result_file: msg.project.join(report::own_file(bead_id)),
+                deliverable: expected.clone(),
+                result_file: ws.dir.join(report::own_file(bead_id)),
                 timeout: left,
             };
             let res = self.executor.run(&req);
             let report = inbox.take();
-            fresh = find_deliverable(&l.iteration.dir, bead_id, &before);
+            fresh = find_deliverable(&iteration_dir, bead_id, &before);
             let verdict = judge(&res, report.as_ref(), fresh.as_ref());
             run.step(
                 "execute",
                 format!("attempt {attempt}/{attempts}: {verdict}"),
             );
             tried.push(format!("attempt {attempt}: {verdict}"));
+            if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
+                run.hold = Some(stop::Hold::new());
+                return Ok(Attempts::Guardrail(r.clone()));
+            }
             if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
                 self.ask(run, l, r)?;
                 return Ok(Attempts::Question);

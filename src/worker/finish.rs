@@ -12,6 +12,7 @@ use anyhow::Result;
 use crate::app::iteration::{self as app_iteration, Completion, RepoLock};
 use crate::format::{self, deliverable};
 use crate::model::{Autonomy, Bead, IterationStatus, NotificationEvent};
+use crate::workspace::{Landing, Prepared, Workspace, Workspaces};
 
 use super::context::Loaded;
 use super::report::{self, StatusReport};
@@ -28,6 +29,7 @@ impl Worker<'_> {
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
+        ws: &Workspace,
         bead: &Bead,
         report: &StatusReport,
         deliverable: &Path,
@@ -36,6 +38,26 @@ impl Worker<'_> {
         run.step("deliverable", format!("verified {}", deliverable.display()));
         let root = &run.msg.project;
         let lock = RepoLock::acquire(root)?;
+        if !ws.is_shared() {
+            let exclude = landing_excludes(l);
+            let (why, paths) = match self.workspaces().prepare_landing(ws, bead_id, &exclude)? {
+                Prepared::Ready { .. } => (None, vec![]),
+                Prepared::Conflict { paths } => (
+                    Some("its work conflicts with work that landed meanwhile"),
+                    paths,
+                ),
+                Prepared::InTheWay { paths } => (
+                    Some(
+                        "landing it would overwrite uncommitted changes in the project's work tree",
+                    ),
+                    paths,
+                ),
+            };
+            if let Some(why) = why {
+                drop(lock);
+                return self.cannot_land(run, l, ws, why, &paths);
+            }
+        }
         self.tracker
             .close(bead_id, report.summary.as_deref().unwrap_or("done"))?;
         run.step("close", "bead closed");
@@ -44,7 +66,28 @@ impl Worker<'_> {
                 .or(report.summary.clone())
                 .unwrap_or_else(|| bead.title.clone());
         let message = format!("{} ({bead_id})", first_line(&summary));
-        let commit = self.commit(root, l, report, deliverable, &message)?;
+        let commit = if ws.is_shared() {
+            self.commit(root, l, report, deliverable, &message)?
+        } else {
+            // Everything the agent changed lands, unless it is research-only (the deliverable
+            // alone) or its report lists the files it changed (those, as 3.6 says).
+            let mut include = vec![relative(ws, deliverable)];
+            let exclude = if l.project.autonomy == Autonomy::ResearchOnly {
+                vec![PathBuf::from(".")]
+            } else if !report.files_changed.is_empty() {
+                include.extend(listed_files(report));
+                vec![PathBuf::from(".")]
+            } else {
+                landing_excludes(l)
+            };
+            let landing = Landing {
+                message: message.clone(),
+                exclude,
+                include,
+                tracker_files: TRACKER_FILES.iter().map(PathBuf::from).collect(),
+            };
+            self.workspaces().land(ws, &landing)?
+        };
         run.step(
             "commit",
             format!(
@@ -55,6 +98,7 @@ impl Worker<'_> {
         let iteration_completed = self.complete_iteration_if_done(run, l, &lock)?;
         let pushed = push(run, root);
         drop(lock);
+        self.drop_workspace(run);
 
         let unpushed = match &pushed {
             Push::Failed(e) => format!(" Committed, but not pushed: {}", clip(e, 200)),
@@ -79,6 +123,36 @@ impl Worker<'_> {
             pushed: pushed.as_option(),
             iteration_completed,
         })
+    }
+
+    /// The work cannot land: the bead is blocked with the paths in its reason, the agent's
+    /// work kept on a branch for a person, and nothing half-merged left anywhere.
+    fn cannot_land(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        ws: &Workspace,
+        why: &str,
+        paths: &[String],
+    ) -> Result<Ending> {
+        let bead_id = &run.msg.bead;
+        let wss = self.workspaces();
+        let kept = wss.keep(ws, bead_id)?;
+        let _ = wss.remove(ws);
+        run.ws = None;
+        let reason = format!(
+            "{why} ({}); the work is kept on branch {}",
+            clip(&paths.join(", "), 300),
+            kept.as_deref().unwrap_or("(none: nothing changed)")
+        );
+        self.tracker.block(bead_id, &reason)?;
+        run.step("block", format!("bead blocked: {reason}"));
+        run.notify(
+            l,
+            NotificationEvent::Blocker,
+            &format!("[{}] {bead_id} is blocked: {reason}.", l.slug),
+        );
+        Ok(Ending::Blocked { reason })
     }
 
     /// Commits the bead's work with the tracker's record of its closure: research-only commits
@@ -152,6 +226,38 @@ impl Worker<'_> {
         run.step("iteration", detail);
         Ok(done == Completion::Completed)
     }
+}
+
+/// What a worktree's landing leaves out (project-relative): the iterations directory (other
+/// beads' deliverables and frozen iterations, 4.5; the bead's own deliverable is put back in)
+/// and the status reports, which are for braids, not for the history.
+fn landing_excludes(_l: &Loaded) -> Vec<PathBuf> {
+    vec![
+        PathBuf::from(".braids/iterations"),
+        PathBuf::from(report::SHARED),
+        PathBuf::from(report::OWN_DIR),
+        PathBuf::from(report::HANDOFF),
+    ]
+}
+
+/// The files a report says the agent changed, as project-relative paths that stay inside the
+/// project and out of the iterations directory.
+fn listed_files(report: &StatusReport) -> Vec<PathBuf> {
+    report
+        .files_changed
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| {
+            p.is_relative()
+                && !p.starts_with(".braids/iterations")
+                && !p.components().any(|c| c == std::path::Component::ParentDir)
+        })
+        .collect()
+}
+
+/// `p` (in the workspace) relative to the workspace.
+fn relative(ws: &Workspace, p: &Path) -> PathBuf {
+    p.strip_prefix(&ws.dir).unwrap_or(p).to_path_buf()
 }
 
 /// The tracker's files in the project, if it keeps any there.

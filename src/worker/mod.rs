@@ -33,6 +33,7 @@ use crate::model::{Autonomy, BeadId, NotificationEvent, SpawnMessage};
 use crate::notify::{self, Notifier};
 use crate::paths::Paths;
 use crate::tracker::Tracker;
+use crate::workspace::{GitWorktrees, Workspace, WorkspaceMode, Workspaces};
 
 use context::Loaded;
 use execute::Attempts;
@@ -97,6 +98,8 @@ struct Run<'w, 'a> {
     steps: Vec<Step>,
     /// Set once the agent is done: termination waits until the fixed steps are (see [`stop`]).
     hold: Option<stop::Hold>,
+    /// The bead's own worktree while it exists; cleaned up when the run ends, however it ends.
+    ws: Option<Workspace>,
 }
 
 impl Run<'_, '_> {
@@ -130,6 +133,7 @@ impl Worker<'_> {
             msg,
             steps: Vec::new(),
             hold: None,
+            ws: None,
         };
         let l = context::load(self.paths, msg, &mut run)?;
         let ending = match self.claim(&mut run, &l)? {
@@ -138,6 +142,7 @@ impl Worker<'_> {
                 .work(&mut run, &l, started)
                 .unwrap_or_else(|e| self.fail(&mut run, &l, &e)),
         };
+        self.close_workspace(&mut run);
         Ok(WorkerRun {
             bead: msg.bead.clone(),
             ending,
@@ -159,18 +164,88 @@ impl Worker<'_> {
         if l.project.autonomy == Autonomy::AskFirst && !self.approved(run, l, &bead, &expected)? {
             return Ok(Ending::AwaitingApproval);
         }
+        let ws = self.open_workspace(run, l)?;
         run.notify(
             l,
             NotificationEvent::BeadStart,
             &format!("[{}] Started {bead_id}: {}", l.slug, bead.title),
         );
-        match self.execute(run, l, &bead, &expected, started)? {
+        match self.execute(run, l, &ws, &bead, &expected, started)? {
             Attempts::Passed {
                 report,
                 deliverable,
-            } => self.finish(run, l, &bead, &report, &deliverable),
+            } => self.finish(run, l, &ws, &bead, &report, &deliverable),
             Attempts::Question => Ok(Ending::AwaitingHuman),
-            Attempts::Failed(failure) => self.give_up(run, l, &bead, &expected, &failure),
+            Attempts::Guardrail(report) => self.guardrail(run, l, &bead, &report),
+            Attempts::Failed(failure) => self.give_up(run, l, &ws, &bead, &expected, &failure),
+        }
+    }
+
+    /// Where workspaces live: outside every project (see [`crate::workspace`]).
+    fn workspaces(&self) -> GitWorktrees {
+        GitWorktrees {
+            root: self.paths.workspaces_dir(),
+        }
+    }
+
+    /// The bead's own worktree (the default), or the project itself for `Workspace: shared`
+    /// and for a project that is not a git repository.
+    fn open_workspace(&self, run: &mut Run<'_, '_>, l: &Loaded) -> Result<Workspace> {
+        let root = &run.msg.project;
+        if WorkspaceMode::of(&l.project) == WorkspaceMode::Shared {
+            run.step(
+                "workspace",
+                "shared: the agent works in the project's own work tree",
+            );
+            return Ok(Workspace::shared(root));
+        }
+        if !root.join(".git").exists() {
+            run.step("workspace", "shared: the project is not a git repository");
+            return Ok(Workspace::shared(root));
+        }
+        let ws = self.workspaces().create(root, &run.msg.bead)?;
+        run.step(
+            "workspace",
+            format!(
+                "worktree {} on branch {}",
+                ws.dir.display(),
+                ws.branch.as_deref().unwrap_or("-")
+            ),
+        );
+        run.ws = Some(ws.clone());
+        Ok(ws)
+    }
+
+    /// Removes the bead's worktree at the end of the run. Work that did not land is kept on a
+    /// branch for a person first, so nothing the agent did is lost.
+    fn close_workspace(&self, run: &mut Run<'_, '_>) {
+        let Some(ws) = run.ws.take() else {
+            return;
+        };
+        let wss = self.workspaces();
+        match wss.keep(&ws, &run.msg.bead) {
+            Ok(Some(kept)) => run.step("workspace", format!("unlanded work kept on branch {kept}")),
+            Ok(None) => {}
+            Err(e) => run.step("workspace", format!("could not keep the work: {e:#}")),
+        }
+        match wss.remove(&ws) {
+            Ok(()) => run.step("workspace", "worktree removed"),
+            Err(e) => run.step(
+                "workspace",
+                format!("worktree not removed (the next tick retries): {e:#}"),
+            ),
+        }
+    }
+
+    /// After a landing: the worktree and its branch go; nothing is left to keep.
+    fn drop_workspace(&self, run: &mut Run<'_, '_>) {
+        if let Some(ws) = run.ws.take() {
+            if let Err(e) = self.workspaces().remove(&ws) {
+                run.step(
+                    "workspace",
+                    format!("worktree not removed (the next tick retries): {e:#}"),
+                );
+            }
         }
     }
 }

@@ -58,6 +58,15 @@ impl WorkspaceMode {
             WorkspaceMode::Shared => "shared",
         }
     }
+
+    /// What a project asked for in PROJECT.md (`Workspace: shared`); a worktree per bead
+    /// otherwise.
+    pub fn of(config: &crate::format::project::ProjectConfig) -> WorkspaceMode {
+        config
+            .field("workspace")
+            .and_then(|f| WorkspaceMode::parse(&f.value))
+            .unwrap_or_default()
+    }
 }
 
 /// One agent's place to work.
@@ -87,6 +96,33 @@ impl Workspace {
     pub fn is_shared(&self) -> bool {
         self.branch.is_none()
     }
+
+    /// The place in this workspace of a path in the project (`<project>/x` → `<dir>/x`).
+    pub fn here(&self, in_project: &Path) -> PathBuf {
+        match in_project.strip_prefix(&self.project) {
+            Ok(rel) => self.dir.join(rel),
+            Err(_) => in_project.to_path_buf(),
+        }
+    }
+
+    /// The place in the project of a path in this workspace.
+    pub fn in_project(&self, here: &Path) -> PathBuf {
+        match here.strip_prefix(&self.dir) {
+            Ok(rel) => self.project.join(rel),
+            Err(_) => here.to_path_buf(),
+        }
+    }
+}
+
+/// What one landing commit holds: everything the agent changed except `exclude`, plus
+/// `include` (forced in even when excluded) and the project's current `tracker_files`. Paths
+/// are project-relative; `exclude` may name `.` to take nothing but `include` (research-only).
+#[derive(Debug, Clone, Default)]
+pub struct Landing {
+    pub message: String,
+    pub exclude: Vec<PathBuf>,
+    pub include: Vec<PathBuf>,
+    pub tracker_files: Vec<PathBuf>,
 }
 
 /// Whether a bead's work can land, decided before the bead is closed.
@@ -95,9 +131,9 @@ impl Workspace {
 pub enum Prepared {
     /// Replayed onto the project branch; these paths change when it lands.
     Ready { paths: Vec<String> },
-    /// The work conflicts with what landed meanwhile. Nothing is half-merged; the branch is
-    /// kept for a person under `kept`.
-    Conflict { paths: Vec<String>, kept: String },
+    /// The work conflicts with what landed meanwhile. Nothing is half-merged; the workspace
+    /// is as the agent left it.
+    Conflict { paths: Vec<String> },
     /// The person has uncommitted changes (or untracked files) at these paths in the
     /// project's work tree, which landing would overwrite: the bead waits.
     InTheWay { paths: Vec<String> },
@@ -107,19 +143,23 @@ pub enum Prepared {
 pub trait Workspaces: Send + Sync {
     /// A fresh workspace for `bead`, replacing any left by a crashed worker.
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace>;
-    /// Step 1 of landing (see the module docs). Nothing in the project changes.
-    fn prepare_landing(&self, ws: &Workspace, bead: &BeadId) -> Result<Prepared>;
-    /// Step 3: one commit with `message`, holding the work and the current content of
-    /// `tracker_files` (project-relative), fast-forwarded onto the project branch. Returns
-    /// the commit id, or `None` when there was nothing to commit.
-    fn land(
+    /// Step 1 of landing (see the module docs). Nothing in the project changes; `exclude`
+    /// as in [`Landing`].
+    fn prepare_landing(
         &self,
         ws: &Workspace,
-        message: &str,
-        tracker_files: &[PathBuf],
-    ) -> Result<Option<String>>;
-    /// Removes the worktree; its branch too unless `keep_branch`.
-    fn remove(&self, ws: &Workspace, keep_branch: bool) -> Result<()>;
+        bead: &BeadId,
+        exclude: &[PathBuf],
+    ) -> Result<Prepared>;
+    /// Step 3: one commit as `landing` says, fast-forwarded onto the project branch. Returns
+    /// the commit id, or `None` when there was nothing to commit.
+    fn land(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>>;
+    /// Commits whatever the agent left and keeps it on a branch of its own for a person
+    /// (`braids/kept/<bead>-<time>`), whose name is returned; `None` when the agent changed
+    /// nothing. The worktree stays until [`Workspaces::remove`].
+    fn keep(&self, ws: &Workspace, bead: &BeadId) -> Result<Option<String>>;
+    /// Removes the worktree and the bead's branch (a kept branch has another name).
+    fn remove(&self, ws: &Workspace) -> Result<()>;
     /// Removes the worktrees of `project` whose bead is not in `live`, and prunes git's
     /// worktree records. Returns the beads whose worktree was removed.
     fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<BeadId>>;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::{Prepared, Workspace, Workspaces};
+use super::{Landing, Prepared, Workspace, Workspaces};
 use crate::model::BeadId;
 use crate::proc::{Invocation, Output};
 
@@ -64,6 +64,69 @@ fn lines(s: &str) -> Vec<String> {
 
 pub fn branch_for(bead: &BeadId) -> String {
     format!("braids/{bead}")
+}
+
+/// Stages everything in the worktree but `exclude`, then `include` even if excluded.
+fn stage(dir: &Path, exclude: &[PathBuf], include: &[PathBuf]) -> Result<()> {
+    let mut args: Vec<String> = ["add", "--all", "--", "."].map(String::from).to_vec();
+    args.extend(
+        exclude
+            .iter()
+            .map(|p| format!(":(exclude,top){}", p.to_string_lossy())),
+    );
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    // `.` excluded means nothing but `include` (git reads `:(exclude).` as excluding nothing).
+    if !exclude.iter().any(|p| p == Path::new(".")) {
+        git_ok(dir, &refs)?;
+    }
+    let present: Vec<String> = include
+        .iter()
+        .filter(|p| dir.join(p).exists())
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if !present.is_empty() {
+        let mut args = vec!["add", "--force", "--"];
+        args.extend(present.iter().map(String::as_str));
+        git_ok(dir, &args)?;
+    }
+    Ok(())
+}
+
+/// Commits what is staged, if anything; returns whether it did.
+fn commit_staged(dir: &Path, message: &str) -> Result<bool> {
+    if git(dir, &["diff", "--cached", "--quiet"])?.success() {
+        return Ok(false);
+    }
+    git_ok(dir, &["commit", "--quiet", "--no-verify", "-m", message])?;
+    Ok(true)
+}
+
+/// Files under the project-relative `rel` that git would see: a directory (`.beads`) is
+/// expanded to its tracked and not-ignored files.
+fn tracker_paths(project: &Path, rel: &Path) -> Result<Vec<PathBuf>> {
+    if project.join(rel).is_file() {
+        return Ok(vec![rel.to_path_buf()]);
+    }
+    if !project.join(rel).is_dir() {
+        return Ok(vec![]);
+    }
+    let shown = rel.to_string_lossy();
+    let out = git_ok(
+        project,
+        &[
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+            &shown,
+        ],
+    )?;
+    Ok(lines(&out)
+        .into_iter()
+        .map(PathBuf::from)
+        .filter(|p| project.join(p).is_file())
+        .collect())
 }
 
 impl GitWorktrees {
@@ -164,25 +227,19 @@ impl Workspaces for GitWorktrees {
         })
     }
 
-    fn prepare_landing(&self, ws: &Workspace, bead: &BeadId) -> Result<Prepared> {
+    fn prepare_landing(
+        &self,
+        ws: &Workspace,
+        bead: &BeadId,
+        exclude: &[PathBuf],
+    ) -> Result<Prepared> {
         let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
             return Ok(Prepared::Ready { paths: vec![] });
         };
-        // Whatever the agent left, committed on its own branch first.
-        git_ok(&ws.dir, &["add", "--all"])?;
-        let staged = git(&ws.dir, &["diff", "--cached", "--quiet"])?;
-        if !staged.success() {
-            git_ok(
-                &ws.dir,
-                &[
-                    "commit",
-                    "--quiet",
-                    "--no-verify",
-                    "-m",
-                    &format!("wip {bead}"),
-                ],
-            )?;
-        }
+        // Whatever the agent left, committed on its own branch first: all of it, so the rebase
+        // finds a clean tree (what does not land is left out later, by `land`).
+        stage(&ws.dir, &[], &[])?;
+        commit_staged(&ws.dir, &format!("wip {bead}"))?;
         let rebase = git(&ws.dir, &["rebase", "--quiet", base])?;
         if !rebase.success() {
             let conflicted = lines(&git_ok(
@@ -190,18 +247,12 @@ impl Workspaces for GitWorktrees {
                 &["diff", "--name-only", "--diff-filter=U"],
             )?);
             let _ = git(&ws.dir, &["rebase", "--abort"]);
-            let kept = format!(
-                "braids/conflict/{bead}-{}",
-                chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
-            );
-            git_ok(&ws.dir, &["branch", "--quiet", "--move", &kept])?;
             return Ok(Prepared::Conflict {
                 paths: if conflicted.is_empty() {
                     vec![rebase.stderr.trim().to_string()]
                 } else {
                     conflicted
                 },
-                kept,
             });
         }
         let paths = lines(&git_ok(
@@ -209,9 +260,10 @@ impl Workspaces for GitWorktrees {
             &["diff", "--name-only", &format!("{base}..HEAD")],
         )?);
         let dirty = Self::dirty_paths(&ws.project)?;
+        let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
         let in_the_way: Vec<String> = paths
             .iter()
-            .filter(|p| dirty.contains(p))
+            .filter(|p| landing(p) && dirty.contains(p))
             .cloned()
             .collect();
         if !in_the_way.is_empty() {
@@ -220,12 +272,7 @@ impl Workspaces for GitWorktrees {
         Ok(Prepared::Ready { paths })
     }
 
-    fn land(
-        &self,
-        ws: &Workspace,
-        message: &str,
-        tracker_files: &[PathBuf],
-    ) -> Result<Option<String>> {
+    fn land(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>> {
         let (Some(branch), Some(base)) = (&ws.branch, &ws.base) else {
             bail!("a shared workspace lands through the project's own commit");
         };
@@ -233,25 +280,23 @@ impl Workspaces for GitWorktrees {
         // written both into the commit and into the project's index, so the fast-forward finds
         // the project's copy already matching and leaves any newer write in place.
         let mut tracked = Vec::new();
-        for rel in tracker_files {
-            let from = ws.project.join(rel);
-            if !from.is_file() {
-                continue;
+        for rel in &landing.tracker_files {
+            for file in tracker_paths(&ws.project, rel)? {
+                let from = ws.project.join(&file);
+                let bytes = crate::atomic::read(&from)
+                    .with_context(|| format!("cannot read {}", from.display()))?;
+                crate::atomic::write(&ws.dir.join(&file), &bytes)?;
+                tracked.push((file, bytes));
             }
-            let bytes = crate::atomic::read(&from)
-                .with_context(|| format!("cannot read {}", from.display()))?;
-            crate::atomic::write(&ws.dir.join(rel), &bytes)?;
-            tracked.push((rel.to_string_lossy().into_owned(), bytes));
         }
         git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
-        git_ok(&ws.dir, &["add", "--all"])?;
-        if git(&ws.dir, &["diff", "--cached", "--quiet"])?.success() {
+        git_ok(&ws.dir, &["reset", "--quiet"])?;
+        let mut include = landing.include.clone();
+        include.extend(tracked.iter().map(|(f, _)| f.clone()));
+        stage(&ws.dir, &landing.exclude, &include)?;
+        if !commit_staged(&ws.dir, &landing.message)? {
             return Ok(None);
         }
-        git_ok(
-            &ws.dir,
-            &["commit", "--quiet", "--no-verify", "-m", message],
-        )?;
         let commit = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
         for (rel, bytes) in &tracked {
             let blob = Invocation::new(["git", "hash-object", "-w", "--stdin"])
@@ -261,6 +306,7 @@ impl Workspaces for GitWorktrees {
                 .run()
                 .map_err(|e| anyhow!("{e}"))?;
             let sha = blob.stdout.trim();
+            let rel = rel.to_string_lossy();
             git_ok(
                 &ws.project,
                 &[
@@ -295,14 +341,31 @@ impl Workspaces for GitWorktrees {
         Ok(Some(commit))
     }
 
-    fn remove(&self, ws: &Workspace, keep_branch: bool) -> Result<()> {
+    fn keep(&self, ws: &Workspace, bead: &BeadId) -> Result<Option<String>> {
+        let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
+            return Ok(None);
+        };
+        stage(&ws.dir, &[], &[])?;
+        commit_staged(&ws.dir, &format!("wip {bead} (kept for a person)"))?;
+        let ahead = git_ok(&ws.dir, &["rev-list", "--count", &format!("{base}..HEAD")])?;
+        if ahead.trim() == "0" {
+            return Ok(None);
+        }
+        let kept = format!(
+            "braids/kept/{bead}-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        );
+        git_ok(&ws.dir, &["branch", "--quiet", "--move", &kept])?;
+        Ok(Some(kept))
+    }
+
+    fn remove(&self, ws: &Workspace) -> Result<()> {
         let Some(branch) = &ws.branch else {
             return Ok(());
         };
         Self::discard(&ws.project, &ws.dir)?;
-        if !keep_branch {
-            let _ = git(&ws.project, &["branch", "--quiet", "-D", branch]);
-        }
+        // Gone already when it was kept under another name.
+        let _ = git(&ws.project, &["branch", "--quiet", "-D", branch]);
         Ok(())
     }
 

@@ -1,6 +1,15 @@
 //! Worktrees against the real `git`: isolation, landing, conflicts, a person's files, cleanup.
 
 use super::*;
+use crate::workspace::Landing;
+
+fn landing(message: &str, tracker: &[&str]) -> Landing {
+    Landing {
+        message: message.into(),
+        tracker_files: tracker.iter().map(PathBuf::from).collect(),
+        ..Landing::default()
+    }
+}
 
 fn sh_git(dir: &Path, args: &[&str]) -> String {
     git_ok(dir, args).unwrap()
@@ -49,12 +58,8 @@ fn files_of(project: &Path, rev: &str) -> Vec<String> {
     lines(&sh_git(project, &["show", "--name-only", "--format=", rev]))
 }
 
-fn tracker() -> Vec<PathBuf> {
-    vec![PathBuf::from(".beads/issues.jsonl")]
-}
-
 #[test]
-fn a_worktree_is_private_and_outside_the_project() {
+fn c5_2_a_worktree_is_private_and_outside_the_project() {
     let w = world();
     let ws = w.ws.create(&w.project, &bead("b1")).unwrap();
     assert!(!ws.dir.starts_with(&w.project));
@@ -67,7 +72,7 @@ fn a_worktree_is_private_and_outside_the_project() {
 }
 
 #[test]
-fn two_beads_land_one_commit_each_with_only_their_own_files() {
+fn c5_2_two_beads_land_one_commit_each_with_only_their_own_files() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     let b = w.ws.create(&w.project, &bead("b1")).unwrap();
@@ -80,7 +85,7 @@ fn two_beads_land_one_commit_each_with_only_their_own_files() {
         "one\ntwo\nthree\nuser edit\n",
     );
     for (ws, id) in [(&a, "a1"), (&b, "b1")] {
-        let p = w.ws.prepare_landing(ws, &bead(id)).unwrap();
+        let p = w.ws.prepare_landing(ws, &bead(id), &[]).unwrap();
         assert!(matches!(p, Prepared::Ready { .. }), "{p:?}");
         // the tracker closes the bead in the project
         write(
@@ -88,7 +93,7 @@ fn two_beads_land_one_commit_each_with_only_their_own_files() {
             &format!("{{\"id\":\"{id}\",\"status\":\"closed\"}}\n"),
         );
         let c =
-            w.ws.land(ws, &format!("Did {id} ({id})"), &tracker())
+            w.ws.land(ws, &landing(&format!("Did {id} ({id})"), &[".beads"]))
                 .unwrap()
                 .unwrap();
         let mut files = files_of(&w.project, &c);
@@ -100,7 +105,7 @@ fn two_beads_land_one_commit_each_with_only_their_own_files() {
                 format!("{}.txt", &id[..1])
             ]
         );
-        w.ws.remove(ws, false).unwrap();
+        w.ws.remove(ws).unwrap();
     }
     let log = sh_git(&w.project, &["log", "--format=%s"]);
     assert_eq!(lines(&log), ["Did b1 (b1)", "Did a1 (a1)", "start"]);
@@ -128,30 +133,31 @@ fn two_beads_land_one_commit_each_with_only_their_own_files() {
 }
 
 #[test]
-fn a_conflict_keeps_the_branch_and_leaves_nothing_half_merged() {
+fn c5_4_a_conflict_keeps_the_work_and_leaves_nothing_half_merged() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     let b = w.ws.create(&w.project, &bead("b1")).unwrap();
     write(&a.dir.join("shared.txt"), "one\nA\nthree\n");
     write(&b.dir.join("shared.txt"), "one\nB\nthree\n");
     assert!(matches!(
-        w.ws.prepare_landing(&a, &bead("a1")).unwrap(),
+        w.ws.prepare_landing(&a, &bead("a1"), &[]).unwrap(),
         Prepared::Ready { .. }
     ));
-    w.ws.land(&a, "A (a1)", &tracker()).unwrap().unwrap();
-    w.ws.remove(&a, false).unwrap();
+    w.ws.land(&a, &landing("A (a1)", &[".beads"]))
+        .unwrap()
+        .unwrap();
+    w.ws.remove(&a).unwrap();
     let head = sh_git(&w.project, &["rev-parse", "HEAD"]);
-    match w.ws.prepare_landing(&b, &bead("b1")).unwrap() {
-        Prepared::Conflict { paths, kept } => {
-            assert_eq!(paths, ["shared.txt"]);
-            assert!(kept.starts_with("braids/conflict/b1-"), "{kept}");
-            assert!(!sh_git(&w.project, &["branch", "--list", &kept])
-                .trim()
-                .is_empty());
-        }
+    match w.ws.prepare_landing(&b, &bead("b1"), &[]).unwrap() {
+        Prepared::Conflict { paths } => assert_eq!(paths, ["shared.txt"]),
         other => panic!("expected a conflict, got {other:?}"),
     }
-    w.ws.remove(&b, true).unwrap();
+    // the agent's work is kept for a person on a branch of its own
+    let kept = w.ws.keep(&b, &bead("b1")).unwrap().unwrap();
+    assert!(kept.starts_with("braids/kept/b1-"), "{kept}");
+    w.ws.remove(&b).unwrap();
+    let on_kept = sh_git(&w.project, &["show", &format!("{kept}:shared.txt")]);
+    assert_eq!(on_kept, "one\nB\nthree\n");
     assert_eq!(sh_git(&w.project, &["rev-parse", "HEAD"]), head);
     assert_eq!(
         std::fs::read_to_string(w.project.join("shared.txt")).unwrap(),
@@ -162,12 +168,12 @@ fn a_conflict_keeps_the_branch_and_leaves_nothing_half_merged() {
 }
 
 #[test]
-fn a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
+fn c5_3_a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     write(&a.dir.join("shared.txt"), "one\nagent\nthree\n");
     write(&w.project.join("shared.txt"), "one\ntwo\nthree\nperson\n");
-    match w.ws.prepare_landing(&a, &bead("a1")).unwrap() {
+    match w.ws.prepare_landing(&a, &bead("a1"), &[]).unwrap() {
         Prepared::InTheWay { paths } => assert_eq!(paths, ["shared.txt"]),
         other => panic!("expected in-the-way, got {other:?}"),
     }
@@ -176,7 +182,7 @@ fn a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
     write(&b.dir.join("new.txt"), "agent\n");
     write(&w.project.join("new.txt"), "person\n");
     assert_eq!(
-        w.ws.prepare_landing(&b, &bead("b1")).unwrap(),
+        w.ws.prepare_landing(&b, &bead("b1"), &[]).unwrap(),
         Prepared::InTheWay {
             paths: vec!["new.txt".into()]
         }
@@ -188,7 +194,7 @@ fn a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
 }
 
 #[test]
-fn agent_commits_are_folded_into_one() {
+fn c5_2_agent_commits_are_folded_into_one() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     write(&a.dir.join("x.txt"), "1\n");
@@ -208,10 +214,10 @@ fn agent_commits_are_folded_into_one() {
     );
     write(&a.dir.join("y.txt"), "2\n");
     assert!(matches!(
-        w.ws.prepare_landing(&a, &bead("a1")).unwrap(),
+        w.ws.prepare_landing(&a, &bead("a1"), &[]).unwrap(),
         Prepared::Ready { .. }
     ));
-    let c = w.ws.land(&a, "Both (a1)", &[]).unwrap().unwrap();
+    let c = w.ws.land(&a, &landing("Both (a1)", &[])).unwrap().unwrap();
     let mut files = files_of(&w.project, &c);
     files.sort();
     assert_eq!(files, ["x.txt", "y.txt"]);
@@ -222,7 +228,7 @@ fn agent_commits_are_folded_into_one() {
 }
 
 #[test]
-fn sweep_removes_what_no_worker_holds_and_is_idempotent() {
+fn c5_5_sweep_removes_what_no_worker_holds_and_is_idempotent() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     let b = w.ws.create(&w.project, &bead("b1")).unwrap();
@@ -242,5 +248,54 @@ fn sweep_removes_what_no_worker_holds_and_is_idempotent() {
         2
     );
     // creating again over a leftover works
-    w.ws.create(&w.project, &bead("a1")).unwrap();
+    let again = w.ws.create(&w.project, &bead("a1")).unwrap();
+    // nothing changed: nothing to keep
+    assert_eq!(w.ws.keep(&again, &bead("a1")).unwrap(), None);
+}
+
+#[test]
+fn c5_2_a_landing_takes_only_what_it_should() {
+    let w = world();
+    let a = w.ws.create(&w.project, &bead("a1")).unwrap();
+    write(
+        &a.dir.join(".braids/iterations/001/a1-done.md"),
+        "## Summary\nok\n",
+    );
+    write(&a.dir.join(".braids/iterations/000/old.md"), "tampered\n");
+    write(&a.dir.join(".ai/executor-results/a1"), "status: pass\n");
+    write(&a.dir.join("src.txt"), "code\n");
+    let exclude = vec![PathBuf::from(".braids/iterations"), PathBuf::from(".ai")];
+    assert!(matches!(
+        w.ws.prepare_landing(&a, &bead("a1"), &exclude).unwrap(),
+        Prepared::Ready { .. }
+    ));
+    let l = Landing {
+        message: "Done (a1)".into(),
+        exclude: exclude.clone(),
+        include: vec![PathBuf::from(".braids/iterations/001/a1-done.md")],
+        tracker_files: vec![PathBuf::from(".beads")],
+    };
+    let c = w.ws.land(&a, &l).unwrap().unwrap();
+    let mut files = files_of(&w.project, &c);
+    files.sort();
+    assert_eq!(files, [".braids/iterations/001/a1-done.md", "src.txt"]);
+    // research-only: nothing but what is included
+    let b = w.ws.create(&w.project, &bead("b1")).unwrap();
+    write(&b.dir.join("notes.txt"), "x\n");
+    write(
+        &b.dir.join(".braids/iterations/001/b1-r.md"),
+        "## Summary\nr\n",
+    );
+    let l = Landing {
+        message: "Research (b1)".into(),
+        exclude: vec![PathBuf::from(".")],
+        include: vec![PathBuf::from(".braids/iterations/001/b1-r.md")],
+        tracker_files: vec![],
+    };
+    assert!(matches!(
+        w.ws.prepare_landing(&b, &bead("b1"), &[]).unwrap(),
+        Prepared::Ready { .. }
+    ));
+    let c = w.ws.land(&b, &l).unwrap().unwrap();
+    assert_eq!(files_of(&w.project, &c), [".braids/iterations/001/b1-r.md"]);
 }

@@ -788,8 +788,9 @@ esac
         "blocked",
         "HANDOFF.md about another story: {out:?}"
     );
-    // With MaxWorkers 2, `.ai/executor-result` may be another worker's.
+    // With MaxWorkers 2 in a shared work tree, `.ai/executor-result` may be another worker's.
     p.set_field("MaxWorkers", "2");
+    p.set_field("Workspace", "shared");
     p.commit_setup("Two workers");
     let out = p.worker(&ids[2]);
     assert_eq!(out.ending(), "blocked", "shared executor-result: {out:?}");
@@ -1296,6 +1297,8 @@ struct Recording<'a> {
     inner: Box<dyn Tracker>,
     root: PathBuf,
     iteration_dir: PathBuf,
+    /// Where the bead's worktrees are (its deliverable is written there before landing).
+    workspaces: braids::workspace::GitWorktrees,
     journal: &'a Mutex<Journal>,
     /// Runs right after the bead is closed.
     after_close: Option<Box<dyn Fn() + Send + Sync + 'a>>,
@@ -1307,6 +1310,9 @@ impl<'a> Recording<'a> {
             inner: br_tracker(p),
             root: p.root.clone(),
             iteration_dir: p.iteration_dir(),
+            workspaces: braids::workspace::GitWorktrees {
+                root: p.sb.braids_dir().join("workspaces"),
+            },
             journal,
             after_close: None,
         }
@@ -1353,8 +1359,15 @@ impl Tracker for Recording<'_> {
         self.inner.claim(id, actor)
     }
     fn close(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError> {
-        let written = braids::format::deliverable::find(&self.iteration_dir, id)
+        // In the project, or in the bead's own worktree, from which it lands after the close.
+        let in_worktree = self
+            .workspaces
+            .project_dir(&self.root)
+            .join(id.as_str())
+            .join(self.iteration_dir.strip_prefix(&self.root).unwrap());
+        let written = [&self.iteration_dir, &in_worktree]
             .iter()
+            .flat_map(|d| braids::format::deliverable::find(d, id))
             .any(|p| {
                 std::fs::read_to_string(p)
                     .ok()

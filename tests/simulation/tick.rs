@@ -150,6 +150,7 @@ impl World {
                 .collect(),
             claims: self.state.claims.clone(),
             global_max_workers: self.global_max,
+            orphan_timeout_secs: 3600,
             claim_grace: self.claim_grace,
         }
     }
