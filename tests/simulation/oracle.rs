@@ -73,6 +73,9 @@ impl World {
         let mut want_ended: BTreeSet<&str> = BTreeSet::new();
         let mut healthy: BTreeMap<String, usize> =
             snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect();
+        // Running sessions of projects missing from the registry, left alone: they still count
+        // against the global cap.
+        let mut orphans = 0;
         for s in &truth_sessions {
             if s.unreadable {
                 if by_slug.contains_key(s.label.slug()) {
@@ -81,8 +84,12 @@ impl World {
                 continue;
             }
             let Some(p) = by_slug.get(s.label.slug()) else {
+                // An orphan: its PROJECT.md is not read, so the rules that need none apply,
+                // with the default WorkerTimeout (1.2): ended → forgotten, too old → killed.
                 if !s.running {
                     want_ended.insert(&s.id);
+                } else if over(now, s.started, DEFAULT_WORKER_TIMEOUT_SECS) {
+                    want_kill.insert(&s.id, ZombieReason::Timeout);
                 } else {
                     ensure!(
                         plan.unmanaged.iter().any(|u| u.id == s.id),
@@ -90,6 +97,7 @@ impl World {
                         "{} of an unregistered project is not reported as unmanaged",
                         s.label
                     );
+                    orphans += 1;
                 }
                 continue;
             };
@@ -126,7 +134,9 @@ impl World {
                 "{} (started {}, bead {:?}) should be killed for {want:?}, plan says {:?}",
                 s.label,
                 s.started,
-                by_slug[s.label.slug()].beads.get(s.label.bead()),
+                by_slug
+                    .get(s.label.slug())
+                    .and_then(|p| p.beads.get(s.label.bead())),
                 got_kill.get(sid)
             );
         }
@@ -153,7 +163,8 @@ impl World {
                 plan.healthy.get(slug).copied().unwrap_or(0)
             );
         }
-        let total_healthy: usize = healthy.values().sum();
+        // every live session counts against the global cap, orphans included (2.2)
+        let total_healthy: usize = healthy.values().sum::<usize>() + orphans;
         let intended = plan.intended();
         let mut per: BTreeMap<&str, usize> = BTreeMap::new();
         for c in &intended {
@@ -383,6 +394,7 @@ impl World {
         };
         Ok(Expected {
             healthy,
+            orphans,
             idle_reason,
         })
     }
@@ -438,9 +450,15 @@ impl World {
     }
 }
 
+/// WorkerTimeout when PROJECT.md does not say (1.2), as it applies to a session whose project is
+/// missing from the registry.
+pub const DEFAULT_WORKER_TIMEOUT_SECS: u64 = 3600;
+
 /// What the oracle derived from the world for one tick.
 pub struct Expected {
     pub healthy: BTreeMap<String, usize>,
+    /// Running sessions of projects missing from the registry, left alone.
+    pub orphans: usize,
     pub idle_reason: IdleReason,
 }
 

@@ -150,7 +150,7 @@ impl World {
                 .collect(),
             claims: self.state.claims.clone(),
             global_max_workers: self.global_max,
-            orphan_timeout_secs: 3600,
+            orphan_timeout_secs: braids::format::project::DEFAULT_WORKER_TIMEOUT,
             claim_grace: self.claim_grace,
         }
     }
@@ -166,11 +166,13 @@ impl World {
             }
             Mutation::RuntimeBeforeBead => {
                 for z in &mut plan.zombies {
-                    let p = snap
+                    let Some(p) = snap
                         .projects
                         .iter()
                         .find(|p| p.slug == z.session.label.slug())
-                        .unwrap();
+                    else {
+                        continue; // an orphan: killed for its runtime already
+                    };
                     if over(self.now, z.session.started_at, p.worker_timeout) {
                         z.reason = ZombieReason::Timeout;
                     }
@@ -307,7 +309,8 @@ impl World {
             );
         }
         if self.global_max > 0 && !spawned.is_empty() {
-            let total: usize = expected.healthy.values().sum::<usize>() + spawned.len();
+            let total: usize =
+                expected.healthy.values().sum::<usize>() + expected.orphans + spawned.len();
             ensure!(
                 total <= self.global_max as usize,
                 "2.2",
