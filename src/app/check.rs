@@ -44,6 +44,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
     for entry in &registry.value.entries {
         out.extend(check_project(&entry.slug, &entry.path, &trackers));
     }
+    out.extend(check_config(&paths.config()));
     if let Err(w) = OrchestratorState::load(&paths.state()) {
         out.push(Diagnostic::error(
             &paths.state(),
@@ -65,6 +66,59 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
     }
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     Ok(out)
+}
+
+/// Findings in config.toml: a file that does not parse, and `[checkin]` values a tick would
+/// replace with its defaults (each run would warn about them).
+pub fn check_config(file: &Path) -> Vec<Diagnostic> {
+    let loaded = match crate::config::Config::load(file) {
+        Ok(l) => l,
+        Err(e) => {
+            return vec![Diagnostic::error(
+                file,
+                e.line.trim_start_matches(':').parse().ok(),
+                "config",
+                e.message.clone(),
+                "fix the TOML syntax at that line",
+            )]
+        }
+    };
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let (_, warnings) = crate::tick::checkin::CheckinTime::from_config(&loaded.config.checkin);
+    warnings
+        .into_iter()
+        .map(|w| {
+            let key = if w.contains("weekday") {
+                "weekday"
+            } else {
+                "time"
+            };
+            Diagnostic::error(
+                file,
+                key_line(&text, "checkin", key),
+                "1.2",
+                w,
+                match key {
+                    "weekday" => "write weekday = \"mon\" (mon, tue, wed, thu, fri, sat or sun)",
+                    _ => "write time = \"09:00\" (24-hour HH:MM, local time)",
+                },
+            )
+        })
+        .collect()
+}
+
+/// The line of `key = …` inside the TOML table `[table]`.
+fn key_line(text: &str, table: &str, key: &str) -> Option<usize> {
+    let mut inside = false;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            inside = t.trim_start_matches('[').trim_end_matches(']').trim() == table;
+        } else if inside && t.split('=').next().map(str::trim) == Some(key) {
+            return Some(i + 1);
+        }
+    }
+    None
 }
 
 /// Findings for one project's files. Its Path itself is checked with the registry
@@ -238,4 +292,36 @@ pub fn check_deliverables(dir: &Path, stories: &[BeadId]) -> Vec<Diagnostic> {
 pub fn tally(d: &[Diagnostic]) -> (usize, usize) {
     let e = d.iter().filter(|x| x.severity == Severity::Error).count();
     (e, d.len() - e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Vec<Diagnostic> {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("config.toml");
+        std::fs::write(&f, text).unwrap();
+        check_config(&f)
+    }
+
+    #[test]
+    fn c1_2_check_validates_checkin_time_and_weekday_with_their_lines() {
+        assert!(check("[checkin]\ntime = \"18:30\"\nweekday = \"fri\"\n").is_empty());
+        let d = check("# mine\n[tracker]\ntimeout_secs = 30\n[checkin]\nweekday = \"friday-ish\"\ntime = \"25:99\"\n");
+        assert_eq!(d.len(), 2, "{d:?}");
+        let time = d.iter().find(|x| x.message.contains("time")).unwrap();
+        assert_eq!(time.line, Some(6));
+        assert!(time.fix.contains("HH:MM"), "{time:?}");
+        let day = d.iter().find(|x| x.message.contains("weekday")).unwrap();
+        assert_eq!(day.line, Some(5));
+        assert!(d.iter().all(|x| x.severity == Severity::Error));
+    }
+
+    #[test]
+    fn a_config_that_does_not_parse_is_one_finding_with_its_line() {
+        let d = check("[tracker]\ntimeout_secs = = 3\n");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].line, Some(2));
+    }
 }

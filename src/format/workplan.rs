@@ -26,7 +26,7 @@
 //!   or reordering items keeps it.
 //! * Writers (`edit.rs`) change only the affected item's line (its checkbox and its metadata
 //!   comment), or append lines; every other byte is kept. Locking and atomic writes are the
-//!   tracker's ([`crate::tracker::workplan`]).
+//!   tracker's (the `workplan` tracker adapter).
 
 mod edit;
 mod meta;

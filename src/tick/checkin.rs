@@ -62,6 +62,13 @@ impl CheckinTime {
     }
 }
 
+/// A paused project (in the registry or PROJECT.md) is left alone, check-ins included.
+fn paused(r: &ProjectReport) -> bool {
+    use crate::model::ProjectStatus;
+    r.registry_status == Some(ProjectStatus::Paused)
+        || r.project_status == Some(ProjectStatus::Paused)
+}
+
 /// A local date and time as an instant. An ambiguous time (the clock went back) is its first
 /// occurrence; a time that does not exist (the clock jumped forward) is the first instant
 /// after the gap.
@@ -167,7 +174,7 @@ pub fn send_due(
 ) -> Vec<(String, DateTime<Utc>)> {
     let wanted: Vec<&ProjectReport> = reports
         .iter()
-        .filter(|r| r.checkin != Checkin::OnDemand)
+        .filter(|r| r.checkin != Checkin::OnDemand && !paused(r))
         .collect();
     if wanted.is_empty() {
         return vec![];
@@ -463,6 +470,13 @@ mod tests {
             push_pending: false,
             config: None,
         };
+        assert!(!paused(&r));
+        r.registry_status = Some(crate::model::ProjectStatus::Paused);
+        assert!(paused(&r), "a paused project sends no check-in");
+        r.registry_status = None;
+        r.project_status = Some(crate::model::ProjectStatus::Paused);
+        assert!(paused(&r));
+        r.project_status = None;
         assert_eq!(
             message(&r, 1),
             "Check-in — My App: iteration 003 (active); beads: 2 open, 1 in_progress, 5 closed; 2 ready; 1 live worker."

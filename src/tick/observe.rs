@@ -229,6 +229,7 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
         sessions: (*sessions).clone(),
         claims: (*claims).clone(),
         global_max_workers: ctx.config.tick.max_workers,
+        orphan_timeout_secs: format::project::DEFAULT_WORKER_TIMEOUT,
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
         unreadable: Vec::new(),
     };

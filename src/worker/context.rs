@@ -90,6 +90,32 @@ pub(super) fn load(paths: &Paths, msg: &SpawnMessage, run: &mut Run<'_, '_>) -> 
     })
 }
 
+/// The Guardrails of PROJECT.md and of the iteration, as the prompt lists them.
+fn guardrails(l: &Loaded) -> String {
+    let mut parts = Vec::new();
+    if let Some(g) = l
+        .project
+        .guardrails
+        .as_deref()
+        .filter(|g| !g.trim().is_empty())
+    {
+        parts.push(format!("From PROJECT.md:\n\n{}", g.trim()));
+    }
+    if let Some(g) = l
+        .iteration
+        .guardrails
+        .as_deref()
+        .filter(|g| !g.trim().is_empty())
+    {
+        parts.push(format!("From this iteration:\n\n{}", g.trim()));
+    }
+    if parts.is_empty() {
+        "None are written for this project or iteration.".into()
+    } else {
+        parts.join("\n\n")
+    }
+}
+
 fn autonomy_rules(a: Autonomy) -> &'static str {
     match a {
         Autonomy::Full => "You may change code, tests and docs as the bead requires.",
@@ -125,6 +151,7 @@ pub(super) fn prompt(l: &Loaded, bead: &Bead, work_in: &Path, deliverable: &Path
                 },
             ),
             ("autonomy", l.project.autonomy.as_str()),
+            ("guardrails", &guardrails(l)),
             ("autonomy_rules", autonomy_rules(l.project.autonomy)),
             ("context", &context),
             ("project_path", &path),
@@ -132,4 +159,43 @@ pub(super) fn prompt(l: &Loaded, bead: &Bead, work_in: &Path, deliverable: &Path
             ("result_file", &report::own_file(&bead.id).to_string_lossy()),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{BeadId, BeadStatus};
+
+    #[test]
+    fn c3_10_the_prompt_lists_the_guardrails_and_how_to_stop_on_a_conflict() {
+        let project = format::project::parse_project(
+            "# App\n\n- **Status:** active\n- **Priority:** normal\n- **Autonomy:** full\n\n## Guardrails\n\n- Never touch the billing schema.\n",
+            Path::new("/p/.braids/PROJECT.md"),
+        )
+        .value;
+        let iteration = format::iteration::parse_iteration(
+            "# Iteration 1\n\n- **Status:** active\n\n## Stories\n\n- a-1: x\n\n## Guardrails\n\n- No new dependencies.\n",
+            Path::new("/p/.braids/iterations/001/ITERATION.md"),
+            1,
+            PathBuf::from("/p/.braids/iterations/001"),
+        )
+        .value;
+        let l = Loaded {
+            slug: "app".into(),
+            project,
+            iteration,
+            context: vec![],
+        };
+        let bead = Bead::new(BeadId::new("a-1").unwrap(), "x", BeadStatus::Open);
+        let p = prompt(&l, &bead, Path::new("/w"), Path::new("/w/d.md"));
+        assert!(p.contains("Never touch the billing schema."), "{p}");
+        assert!(p.contains("No new dependencies."), "{p}");
+        assert!(p.contains("reason: guardrail_conflict"), "{p}");
+        // nothing written: the prompt says so rather than leaving an empty section
+        let mut bare = l;
+        bare.project.guardrails = None;
+        bare.iteration.guardrails = None;
+        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"));
+        assert!(p.contains("None are written"), "{p}");
+    }
 }

@@ -16,6 +16,7 @@ use crate::workspace::Workspace;
 use super::context::Loaded;
 use super::execute::Failure;
 use super::finish::{push, tracker_files};
+use super::report::StatusReport;
 use super::{clip, first_line, Ending, Run, Worker};
 
 impl Worker<'_> {
@@ -69,6 +70,32 @@ impl Worker<'_> {
         Ok(Ending::Blocked {
             reason: why.to_string(),
         })
+    }
+
+    /// The agent stopped because the work would break a guardrail: the bead is blocked at once,
+    /// without another attempt, with the guardrail (the agent's summary) in its reason, and a
+    /// person told (3.10: never violate; block and escalate).
+    pub(super) fn guardrail(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        bead: &Bead,
+        report: &StatusReport,
+    ) -> Result<Ending> {
+        let which = report
+            .summary
+            .as_deref()
+            .map(|s| clip(s, 300))
+            .unwrap_or_else(|| "the agent named no guardrail (see the session log)".into());
+        let reason = format!("guardrail conflict: {which}");
+        self.tracker.block(&bead.id, &reason)?;
+        run.step("block", format!("bead blocked, not retried: {reason}"));
+        run.notify(
+            l,
+            NotificationEvent::Blocker,
+            &format!("[{}] {} is blocked: {reason}", l.slug, bead.id),
+        );
+        Ok(Ending::Blocked { reason })
     }
 
     /// After an error past the claim: block the bead if it still can be, and tell a person.

@@ -27,6 +27,8 @@ pub(super) enum Attempts {
     },
     /// The agent asked a question: the bead is blocked and a person told.
     Question,
+    /// The work would break a guardrail: blocked at once, never retried (3.10).
+    Guardrail(StatusReport),
     /// No attempt passed.
     Failed(Failure),
 }
@@ -130,6 +132,10 @@ impl Worker<'_> {
                 format!("attempt {attempt}/{attempts}: {verdict}"),
             );
             tried.push(format!("attempt {attempt}: {verdict}"));
+            if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
+                run.hold = Some(stop::Hold::new());
+                return Ok(Attempts::Guardrail(r.clone()));
+            }
             if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
                 self.ask(run, l, r)?;
                 return Ok(Attempts::Question);

@@ -176,6 +176,7 @@ impl Worker<'_> {
                 deliverable,
             } => self.finish(run, l, &ws, &bead, &report, &deliverable),
             Attempts::Question => Ok(Ending::AwaitingHuman),
+            Attempts::Guardrail(report) => self.guardrail(run, l, &bead, &report),
             Attempts::Failed(failure) => self.give_up(run, l, &ws, &bead, &expected, &failure),
         }
     }

@@ -29,6 +29,9 @@ pub enum ExecStatus {
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     ConstitutionViolation,
+    /// The work would break a Guardrail of PROJECT.md or the iteration (3.10: never violate;
+    /// block and escalate).
+    GuardrailConflict,
     NeedsClarification,
     NfrMissing,
     ScopeWarning,
@@ -39,6 +42,7 @@ impl Reason {
     fn parse(s: &str) -> Option<Reason> {
         Some(match s {
             "constitution_violation" => Reason::ConstitutionViolation,
+            "guardrail_conflict" => Reason::GuardrailConflict,
             "needs_clarification" => Reason::NeedsClarification,
             "nfr_missing" => Reason::NfrMissing,
             "scope_warning" => Reason::ScopeWarning,
@@ -64,6 +68,11 @@ pub struct StatusReport {
 }
 
 impl StatusReport {
+    /// Whether the agent stopped because the work would break a guardrail: never retried.
+    pub fn guardrail_conflict(&self) -> bool {
+        self.reason == Some(Reason::GuardrailConflict)
+    }
+
     /// Whether a person must answer before work can go on.
     pub fn needs_human(&self) -> bool {
         self.status == ExecStatus::NeedsHuman || self.reason == Some(Reason::NeedsClarification)

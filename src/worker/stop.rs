@@ -12,12 +12,20 @@
 //!   the wait.
 //!
 //! Then the signal does what it would have done: the worker dies of it.
+//!
+//! While holding, the signals are also blocked in the worker's thread. A signal sent to the
+//! worker's process group at the instant the worker starts a helper (`git`) would otherwise
+//! reach the new child before it leaves the group, with its handlers already reset, and kill
+//! it: a landing cut in half. Blocked, it waits in the child too, which runs to completion (its
+//! own deadline still bounds it), and the worker takes the signal when it unblocks.
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::Once;
 
 use nix::libc;
-use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::signal::{
+    pthread_sigmask, sigaction, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal,
+};
 
 /// The process group of the agent running now; 0 when none. One agent at a time: a worker
 /// process runs one bead.
@@ -79,10 +87,21 @@ pub(crate) fn agent_gone() {
 /// While alive, a termination signal waits; dropping it lets a pending one take effect.
 pub(crate) struct Hold(());
 
+/// The signals a stop arrives as.
+fn stop_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(sig);
+    }
+    set
+}
+
 impl Hold {
     pub(crate) fn new() -> Hold {
         install();
-        HOLDING.fetch_add(1, Ordering::SeqCst);
+        if HOLDING.fetch_add(1, Ordering::SeqCst) == 0 {
+            let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&stop_signals()), None);
+        }
         Hold(())
     }
 }
@@ -97,5 +116,17 @@ impl Drop for Hold {
             tracing::warn!("stopping now: signal {sig} arrived during the fixed steps");
             die_of(sig);
         }
+        // A signal that waited, blocked, is delivered now and ends the worker (nothing holds).
+        // SAFETY: sigpending only writes the set it is given.
+        let mut pending: libc::sigset_t = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigpending(&mut pending) } == 0 {
+            let waiting = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP]
+                .into_iter()
+                .find(|s| unsafe { libc::sigismember(&pending, *s) } == 1);
+            if let Some(sig) = waiting {
+                tracing::warn!("stopping now: signal {sig} arrived during the fixed steps");
+            }
+        }
+        let _ = pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&stop_signals()), None);
     }
 }

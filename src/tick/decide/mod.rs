@@ -80,6 +80,9 @@ pub struct Snapshot {
     pub claims: Vec<Claim>,
     /// 0 means no global cap.
     pub global_max_workers: u32,
+    /// WorkerTimeout for sessions of projects missing from the registry (their PROJECT.md is
+    /// not read): the default WorkerTimeout.
+    pub orphan_timeout_secs: u64,
     pub claim_grace: Duration,
     /// Session records the backend found but could not read. Whether their worker runs is
     /// unknown, so one that names its label counts as running: it holds its slot, its bead is
@@ -173,10 +176,16 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     for s in &snap.sessions {
         let slug = s.label.slug();
         let Some(p) = by_slug.get(slug) else {
-            if s.running {
-                unmanaged.push(s.clone());
-            } else {
-                ended.push(s.clone());
+            // A session of a project missing from the registry (removed, or its row unreadable
+            // for a while): an orphan. It still counts against the global cap, and the zombie
+            // rules that need no PROJECT.md still apply: ended → forgotten, too old → killed.
+            match classify(s, BeadLookup::Unknown, snap.orphan_timeout_secs, now) {
+                SessionVerdict::Ended => ended.push(s.clone()),
+                SessionVerdict::Kill(reason) => zombies.push(Zombie {
+                    session: s.clone(),
+                    reason,
+                }),
+                SessionVerdict::Healthy => unmanaged.push(s.clone()),
             }
             continue;
         };
@@ -241,7 +250,8 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     }
 
     // 2.2 / 2.3 / ordering.
-    let total_healthy: usize = healthy.values().sum();
+    // Every live braids session counts against the global cap, orphans included.
+    let total_healthy: usize = healthy.values().sum::<usize>() + unmanaged.len();
     let global_slots = (snap.global_max_workers > 0)
         .then(|| (snap.global_max_workers as usize).saturating_sub(total_healthy));
     let mut order: Vec<(usize, &ProjectView)> = snap.projects.iter().enumerate().collect();

@@ -86,6 +86,7 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
         sessions,
         claims: vec![],
         global_max_workers: 0,
+        orphan_timeout_secs: 3600,
         claim_grace: Duration::seconds(120),
         unreadable: vec![],
     }
@@ -382,7 +383,18 @@ fn c2_6_paused_projects_still_get_their_zombies_killed() {
 }
 
 #[test]
-fn unregistered_sessions_are_reported_not_touched() {
+fn c2_2_orphan_sessions_count_against_the_global_cap_and_time_out() {
+    // a young orphan: reported, left running, and it holds one of the global slots
+    let mut s = snap(
+        vec![project("a").max(3).ready(&["a-1", "a-2", "a-3"])],
+        vec![session("gone", "g-1", true, 60)],
+    );
+    s.global_max_workers = 2;
+    let plan = decide(&s, now());
+    assert!(plan.zombies.is_empty());
+    assert_eq!(plan.unmanaged.len(), 1);
+    assert_eq!(spawned(&plan), ["project:a:a-1"]);
+    // one past the default WorkerTimeout: killed as a zombie like any other
     let plan = decide(
         &snap(
             vec![project("a")],
@@ -390,8 +402,15 @@ fn unregistered_sessions_are_reported_not_touched() {
         ),
         now(),
     );
-    assert!(plan.zombies.is_empty());
-    assert_eq!(plan.unmanaged.len(), 1);
+    assert_eq!(plan.zombies.len(), 1);
+    assert_eq!(plan.zombies[0].reason, ZombieReason::Timeout);
+    assert!(plan.unmanaged.is_empty());
+    // an ended one is forgotten
+    let plan = decide(
+        &snap(vec![project("a")], vec![session("gone", "g-1", false, 60)]),
+        now(),
+    );
+    assert_eq!(plan.ended.len(), 1);
 }
 
 // ---- Ordering and no double spawn ----
@@ -414,7 +433,7 @@ fn projects_in_priority_order_ties_in_registry_order() {
 }
 
 #[test]
-fn iteration_scope_stories_in_order_and_nothing_else() {
+fn c5_1_iteration_scope_stories_in_order_and_nothing_else() {
     // Stories listed: only those beads, in Stories order; a-9 and a-2 are ready but out of
     // scope; a-x is not ready and waits.
     let p = project("a")

@@ -1,0 +1,37 @@
+//! The integration tests: one binary (one link on a small machine), a module per suite, and
+//! one support module ([`support`]) every suite builds its installations with.
+//!
+//! Tests checking a contract are named after its section (contracts/CONTRACTS.md names them by
+//! their function name; `scripts/contracts` matches the tail of the test path).
+//!
+//! - `check`, `checkin`, `cli`, `logging`, `push_retry`, `read_only`, `tick_notices`: commands
+//!   as a person runs them.
+//! - `tick_e2e`, `contracts`, `worker_e2e`: the tick and the worker end to end, with a real `br`,
+//!   real git and real processes.
+//! - `faults`, `hostile`, `corpus`: faults, hostile input and fuzzing, the real-world corpus.
+//! - `sessions`, `trackers`, `formats`: the session backends, tracker adapters and file formats
+//!   against real processes and files.
+//! - `schedule`, `daemon`, `schedule_cron`: scheduling; `schedule_cron` drives the real cron
+//!   daemon and is ignored by default (root only: `scripts/test` runs it).
+
+mod support;
+
+mod check;
+mod checkin;
+mod cli;
+mod contracts;
+mod corpus;
+mod daemon;
+mod faults;
+mod formats;
+mod hostile;
+mod logging;
+mod push_retry;
+mod read_only;
+mod schedule;
+mod schedule_cron;
+mod sessions;
+mod tick_e2e;
+mod tick_notices;
+mod trackers;
+mod worker_e2e;

@@ -1,0 +1,200 @@
+//! A deterministic simulation of the tick against a model world (CONTRACTS 2.2–2.7, 4.5, 4.6).
+//!
+//! The world has projects (registry rows, PROJECT.md and ITERATION.md *text*, read by the real
+//! readers), beads in a model tracker that enforces the lifecycle, worker sessions that finish,
+//! block, crash, hang or linger, a clock that jumps both ways, and the orchestrator state. A
+//! seeded random sequence of events drives it: beads created, blocked, reopened, deferred,
+//! closed by people and deleted; iterations planned, activated (sometimes two at once) and
+//! completed; registry and PROJECT.md rewritten in the forms people use and sometimes mangled
+//! into garbage; tracker outages and stale ready lists; failed spawns and kills; clock jumps.
+//!
+//! Every tick runs the real code wherever there is real code to run: `eligibility_of` (2.3) on
+//! what the real readers made of the files, `decide` on a snapshot built the way `observe`
+//! builds it, `Plan::walk` for the slots and the global cap while a model tracker and backend
+//! answer each offer (`act`'s I/O is the model's part), then `OrchestratorState::after_run` and
+//! `settle_claims`. After every step the invariants are checked by an oracle written from the
+//! contracts, independently of that code (`oracle.rs`). A violation stops the seed and is
+//! reported as `2.2 violated at seed 1234 step 17: …` with the last events; replay one seed with
+//! `BRAIDS_SIM_SEED=1234 cargo test --test simulation` (add `BRAIDS_SIM_TRACE=1` for every
+//! event). `BRAIDS_SIM_SEEDS` and `BRAIDS_SIM_STEPS` size the run (default 6000 × 50).
+//!
+//! Files: `world.rs` (the model world and people's file edits), `events.rs` (what happens
+//! between ticks), `tick.rs` (observe, decide, act, persist, and the deliberate breakages),
+//! `oracle.rs` (the contract checks), `generator.rs` (the PRNG and the text people write),
+//! `run.rs` (seeds and violations).
+//!
+//! Known gap, found by this simulation and not fixed: claims are keyed by slug. When a garbled
+//! registry points a slug at another project's directory for a run, a claim made then is looked
+//! up in the wrong project afterwards, forgotten as settled, and its bead is stranded if its
+//! worker then crashes (`BRAIDS_SIM_SEED=16002` reproduces it; 2 seeds in 40,000). Renaming a
+//! slug while its workers run has the same root. The default seeds do not hit it.
+//!
+//! The suite runs once per process and each `c*_sim_*` test asserts its own invariant over it,
+//! so the coverage table shows which invariant failed. `sim_oracle_catches_broken_decides`
+//! proves the oracle can fail: it runs seeds against deliberately broken decisions (an extra
+//! slot, runtime checked before bead status, a second active iteration ignored, live sessions
+//! hidden, a complete iteration rewritten, a forbidden bead transition) and requires each to be
+//! caught under the right invariant.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use braids::config::Config;
+
+/// A failed check: the section it violates and what happened.
+type Fail = (&'static str, String);
+
+macro_rules! ensure {
+    ($cond:expr, $sec:literal, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(($sec, format!($($fmt)+)));
+        }
+    };
+}
+
+mod events;
+mod generator;
+mod oracle;
+mod run;
+mod tick;
+mod world;
+
+use run::{report, run_many, run_seed, Violation};
+use tick::Mutation;
+
+fn assert_section(sections: &[&str]) {
+    let r = report();
+    let mine: Vec<&Violation> = r
+        .violations
+        .iter()
+        .filter(|v| sections.contains(&v.section))
+        .collect();
+    if let Some(first) = mine.first() {
+        panic!(
+            "{} seed(s) of {} violate {}; the first:\n{first}",
+            mine.len(),
+            r.seeds,
+            sections.join("/")
+        );
+    }
+}
+
+#[test]
+fn c2_2_sim_never_more_healthy_workers_than_max_workers_and_no_bead_spawned_twice() {
+    assert_section(&["2.2"]);
+    let r = report();
+    assert!(
+        r.stats.spawns > 0 && r.stats.ticks > 0,
+        "the simulation spawned nothing: {:?}",
+        r.stats
+    );
+}
+
+#[test]
+fn c2_3_sim_no_spawn_without_exactly_one_active_iteration() {
+    assert_section(&["2.3"]);
+}
+
+#[test]
+fn c2_4_sim_spawn_messages_have_exactly_four_fields() {
+    assert_section(&["2.4"]);
+}
+
+#[test]
+fn c2_5_sim_labels_and_claims() {
+    assert_section(&["2.5"]);
+}
+
+#[test]
+fn c2_6_sim_zombie_order() {
+    assert_section(&["2.6"]);
+    let r = report();
+    assert!(
+        r.stats.kills > 0 || r.seeds < 100,
+        "no zombie was ever killed: {:?}",
+        r.stats
+    );
+}
+
+#[test]
+fn c2_7_sim_idle_state_transitions_and_backoff() {
+    assert_section(&["2.7", "1.6"]);
+    let r = report();
+    assert!(
+        r.stats.skipped > 0 || r.seeds < 100,
+        "no run was ever skipped: {:?}",
+        r.stats
+    );
+}
+
+#[test]
+fn c4_5_sim_completed_iterations_never_change() {
+    assert_section(&["4.5"]);
+}
+
+#[test]
+fn c4_6_sim_bead_lifecycle() {
+    assert_section(&["4.6"]);
+}
+
+#[test]
+fn c1_sim_readers_agree_with_what_was_written() {
+    assert_section(&["1.1", "1.2", "1.3"]);
+}
+
+#[test]
+fn sim_every_violation_is_attributed() {
+    let r = report();
+    let known = [
+        "1.1", "1.2", "1.3", "1.6", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "4.5", "4.6",
+    ];
+    for v in &r.violations {
+        assert!(known.contains(&v.section), "unattributed: {v}");
+    }
+}
+
+/// The oracle is only worth something if it fails on a broken decision: each deliberate
+/// breakage must be caught, under its invariant, within a few hundred seeds.
+#[test]
+fn sim_oracle_catches_broken_decides() {
+    if std::env::var_os("BRAIDS_SIM_SEED").is_some() {
+        return;
+    }
+    let cases = [
+        (Mutation::ExtraSlot, "2.2"),
+        (Mutation::RuntimeBeforeBead, "2.6"),
+        (Mutation::FirstOfSeveralActive, "2.3"),
+        (Mutation::HideLiveSessions, "2.2"),
+        (Mutation::TouchCompleteIteration, "4.5"),
+        (Mutation::ReleaseAnyClaim, "4.6"),
+        (Mutation::ResetIdleSince, "2.7"),
+    ];
+    let mut out = String::new();
+    for (m, section) in cases {
+        let r = run_many(0..400, 50, m);
+        let hit = r.violations.iter().find(|v| v.section == section);
+        match hit {
+            Some(v) => {
+                let _ = writeln!(out, "{m:?}: caught at seed {} step {}", v.seed, v.step);
+            }
+            None => panic!(
+                "the oracle missed {m:?} ({section}) in 400 seeds; it caught: {:?}",
+                r.violations
+                    .iter()
+                    .map(|v| v.section)
+                    .collect::<BTreeSet<_>>()
+            ),
+        }
+    }
+    eprintln!("{out}");
+}
+
+#[test]
+fn sim_is_deterministic() {
+    let a = run_seed(7, 40, Mutation::None, false);
+    let b = run_seed(7, 40, Mutation::None, false);
+    assert_eq!(format!("{:?}", a.0), format!("{:?}", b.0));
+    // and the config reader the tick would use accepts the defaults this model assumes
+    let c = Config::default();
+    assert_eq!(c.sessions.claim_grace_secs, 120);
+}
