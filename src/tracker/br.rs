@@ -1,7 +1,7 @@
 //! The `br` adapter (beads_rust, SQLite + JSONL).
 //!
 //! Facts about br 0.7.6 this adapter relies on (verified against the real binary; see
-//! `tests/trackers.rs`):
+//! `tests/integration/trackers.rs`):
 //!
 //! * Every command takes `--json`. Reads print an array (`ready`, `show`), or
 //!   `{"issues": [...], "total", "limit", "offset", "has_more"}` (`list`); `create` prints the

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::support::files::files_under;
 use crate::support::procs::alive;
-use crate::support::{br_path, poll_until, Install, Sandbox};
+use crate::support::{br_path, poll_until, wait_for, Install, Sandbox};
 
 // ---------------------------------------------------------------------------------------------
 // A webhook: a real HTTP server on 127.0.0.1, recording every request body
@@ -591,6 +591,41 @@ fn c3_10_question_notifies_and_blocks_without_retry() {
         "{questions:?}"
     );
     assert!(p.hook.messages("bead-complete").is_empty());
+    assert_no_success_commit(&p, &ids[0]);
+}
+
+#[test]
+fn c3_10_a_guardrail_conflict_blocks_at_once_naming_the_guardrail() {
+    let p = Project::new();
+    p.sb.write(
+        p.root.join(".braids/PROJECT.md"),
+        &(std::fs::read_to_string(p.root.join(".braids/PROJECT.md")).unwrap()
+            + "\n## Guardrails\n\n- Never touch the billing schema.\n"),
+    );
+    p.commit_setup("Guardrails");
+    let ids = p.plan("active", &["Migrate invoices"]);
+    // The agent reads the guardrail in its prompt, and stops as the prompt tells it to.
+    p.agent(
+        "grep -q 'Never touch the billing schema.' \"$2\" || exit 9\n\
+         grep -q 'reason: guardrail_conflict' \"$2\" || exit 9\n\
+         printf 'status: failing\\nreason: guardrail_conflict\\nsummary: Guardrail \"Never touch the billing schema\" forbids the migration\\n' > \"$BRAIDS_RESULT_FILE\"\n",
+    );
+    let out = p.worker(&ids[0]);
+    assert_eq!(out.ending(), "blocked", "{out:?}");
+    assert_eq!(p.calls(), 1, "a guardrail conflict is not retried");
+    assert_eq!(p.status(&ids[0]), "blocked");
+    let shown = p.br(&["show", &ids[0], "--json"]);
+    assert!(
+        shown.contains("guardrail conflict") && shown.contains("billing schema"),
+        "{shown}"
+    );
+    let blockers = p.hook.messages("blocker");
+    assert_eq!(blockers.len(), 1, "{:?}", p.hook.events());
+    assert!(blockers[0].contains("billing schema"), "{blockers:?}");
+    assert!(
+        p.hook.messages("question").is_empty(),
+        "a blocker, not a question"
+    );
     assert_no_success_commit(&p, &ids[0]);
 }
 
@@ -1182,6 +1217,51 @@ fn c2_6_a_killed_worker_takes_its_agent_along() {
             "agent process {pid} outlived its worker"
         );
     }
+}
+
+#[test]
+fn c2_6_a_stop_signal_storm_during_the_fixed_steps_never_cuts_a_landing() {
+    // A zombie kill signals the worker's whole process group. The worker holds the signal
+    // over its fixed steps, but a signal arriving while it starts a helper (each landing runs
+    // a dozen `git`s) used to reach the new child before it left the group and kill it.
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let p = Project::new();
+    let ids = p.plan("active", &["Land under fire"]);
+    p.agent(GOOD_AGENT);
+    let msg = p.root.join("spawn-message");
+    p.sb.write(&msg, &p.spawn_message(&ids[0]));
+    let mut child =
+        p.sb.command(&["worker", "--message-file", msg.to_str().unwrap()])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    wait_for("the close", Duration::from_secs(120), || {
+        (p.status(&ids[0]) == "closed").then_some(())
+    });
+    // From the close on, SIGTERM to the group every 2 ms until the worker is gone.
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert_eq!(
+        status.signal(),
+        Some(15),
+        "the worker dies of the signal, at the end"
+    );
+    assert_eq!(
+        p.log()[..2],
+        ["Complete iteration 1".to_string(), success_subject(&ids[0])],
+        "every fixed step ran"
+    );
+    let files = p.files_of("HEAD~1");
+    assert!(files.contains(&"src/main.txt".to_string()), "{files:?}");
+    assert_eq!(p.upstream_log(), p.log(), "pushed");
+    let trees = p.sb.git(&p.root, &["worktree", "list", "--porcelain"]);
+    assert_eq!(trees.matches("worktree ").count(), 1, "{trees}");
 }
 
 #[test]

@@ -593,7 +593,7 @@ fn decide_is_deterministic() {
 
 #[test]
 fn claims_survive_a_registry_that_lost_their_project_for_a_while() {
-    // found by tests/simulation.rs: the registry row vanished for one run, the claim was
+    // found by the simulation (tests/simulation/): the registry row vanished for one run, the claim was
     // forgotten, the worker then crashed, and the bead stayed in_progress for good
     let claim = Claim {
         project: "a".into(),

@@ -2,7 +2,6 @@
 //! worktree of its own, real `br`, a bare upstream, stand-in agents.
 
 use super::*;
-use crate::support::wait_for;
 
 /// Ticks until every bead in `ids` is closed or blocked and nothing runs, or panics with the
 /// session logs after `limit` (a hang detector, far above what the run takes).
