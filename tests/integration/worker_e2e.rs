@@ -1254,7 +1254,10 @@ fn c2_6_a_stop_signal_storm_during_the_fixed_steps_never_cuts_a_landing() {
     );
     assert_eq!(
         p.log()[..2],
-        ["Complete iteration 001".to_string(), success_subject(&ids[0])],
+        [
+            "Complete iteration 001".to_string(),
+            success_subject(&ids[0])
+        ],
         "every fixed step ran"
     );
     let files = p.files_of("HEAD~1");
