@@ -25,6 +25,7 @@ mod daemon;
 mod faults;
 mod formats;
 mod hostile;
+mod iteration_names;
 mod logging;
 mod push_retry;
 mod read_only;
