@@ -6,7 +6,9 @@ use crate::config::Config;
 use crate::paths::Paths;
 use crate::session::SessionBackend;
 
-/// An installation as a tick sees it: where things are, the settings, and the session backend.
+/// An installation as a tick sees it: where things are, the settings, and the session backend
+/// (a [`crate::session::Composite`]: spawns go to the configured backend, the sessions of every
+/// backend are seen and stopped).
 pub struct Installation {
     pub paths: Paths,
     pub config: Config,
@@ -19,7 +21,11 @@ pub fn open(paths: &Paths) -> Result<Installation> {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
-    let backend = crate::session::backend(loaded.config.sessions.backend, paths.sessions_dir());
+    // Every backend, so workers started before a change of `[sessions] backend` stay seen.
+    let backend = Box::new(crate::session::installed(
+        loaded.config.sessions.backend,
+        paths.sessions_dir(),
+    ));
     Ok(Installation {
         paths: paths.clone(),
         config: loaded.config,

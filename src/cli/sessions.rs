@@ -30,7 +30,10 @@ impl Output for SessionList {
                 .as_ref()
                 .map(|l| format!("  log {}", l.display()))
                 .unwrap_or_default();
-            o.push_str(&format!("{}  {}m  {pid}{log}\n", s.label, mins));
+            o.push_str(&format!(
+                "{}  {}m  {}  {pid}{log}\n",
+                s.label, mins, s.backend
+            ));
         }
         o
     }

@@ -3,9 +3,16 @@
 //! A session is identified by its label `project:<slug>:<bead-id>` (CONTRACTS 2.5). Backends
 //! report every session they know of, running or ended, so `decide` can apply the zombie order
 //! of 2.6 itself; they never guess at liveness from a pid alone (a reused pid is not a worker).
+//!
+//! The backend is a property of the session, not of today's config (CONTRACTS 2.9): a worker
+//! started under `tmux` keeps running after config.toml says `process`, so it must stay
+//! counted, killable and subject to the zombie rules. An installation therefore works through a
+//! [`Composite`] of every backend braids knows ([`all_backends`]): new workers start under the
+//! configured one, while listing, killing and forgetting reach every backend, each
+//! [`Session`] naming the backend that owns it.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -13,18 +20,39 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{SessionLabel, SpawnMessage};
 
+mod composite;
 pub mod process;
 mod procfs;
 mod spec;
 pub mod tmux;
 
-/// Which backend runs workers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub use composite::Composite;
+
+/// Which backend runs workers (config.toml `[sessions] backend`), and which one owns a session.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     #[default]
     Process,
     Tmux,
+}
+
+impl BackendKind {
+    /// The name config.toml and `braids sessions --json` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Process => "process",
+            BackendKind::Tmux => "tmux",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// What to start.
@@ -48,6 +76,9 @@ pub struct Session {
     pub label: SessionLabel,
     /// Backend-specific identity, for example `pid:starttime` or a tmux session name.
     pub id: String,
+    /// The backend that started the session and alone can stop it, whatever the config says
+    /// now.
+    pub backend: BackendKind,
     pub pid: Option<u32>,
     pub started_at: DateTime<Utc>,
     /// False when the process has exited, or its pid now belongs to another process.
@@ -114,7 +145,20 @@ pub struct Survey {
 }
 
 pub trait SessionBackend: Send + Sync {
-    fn name(&self) -> &'static str;
+    /// Which backend this is; every [`Session`] it reports carries it.
+    fn kind(&self) -> BackendKind;
+
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Whether this backend may have sessions at all, answered without starting a program: a
+    /// composite skips a backend that is not configured when this is false, so an installation
+    /// that never used tmux starts no tmux process to learn that. Only a certain "none" may
+    /// return false.
+    fn may_have_sessions(&self) -> bool {
+        true
+    }
 
     /// Every braids session this backend knows, running or ended, in a stable order. Records
     /// that cannot be read are left out here (and logged); [`SessionBackend::survey`] reports them.
@@ -140,11 +184,26 @@ pub trait SessionBackend: Send + Sync {
     fn forget(&self, session: &Session) -> Result<(), SessionError>;
 }
 
-/// The backend for `kind`, with the default tmux socket; records and message files live in
-/// `sessions_dir` (`Paths::sessions_dir()`).
+/// Every backend braids knows, with the default tmux socket; records and message files live
+/// in `sessions_dir` (`Paths::sessions_dir()`). Adding a backend is one line here (beside its
+/// [`BackendKind`] variant): the composite then lists, kills and forgets its sessions too.
+pub fn all_backends(sessions_dir: &Path) -> Vec<Box<dyn SessionBackend>> {
+    vec![
+        Box::new(process::ProcessBackend::new(sessions_dir.to_path_buf())),
+        Box::new(tmux::TmuxBackend::new(sessions_dir.to_path_buf())),
+    ]
+}
+
+/// The backend for `kind` alone.
 pub fn backend(kind: BackendKind, sessions_dir: PathBuf) -> Box<dyn SessionBackend> {
-    match kind {
-        BackendKind::Process => Box::new(process::ProcessBackend::new(sessions_dir)),
-        BackendKind::Tmux => Box::new(tmux::TmuxBackend::new(sessions_dir)),
-    }
+    all_backends(&sessions_dir)
+        .into_iter()
+        .find(|b| b.kind() == kind)
+        .expect("all_backends has every BackendKind")
+}
+
+/// What an installation works through: new workers start under `configured`, and the sessions
+/// of every backend in [`all_backends`] are listed, killed and forgotten by their owner.
+pub fn installed(configured: BackendKind, sessions_dir: PathBuf) -> Composite {
+    Composite::new(configured, all_backends(&sessions_dir))
 }

@@ -40,7 +40,8 @@ use super::procfs::{
 };
 use super::spec::{file_stem, label_from_stem, open_log, remove_if_present, validate_spec};
 use super::{
-    KillOutcome, Session, SessionBackend, SessionError, SessionProblem, SpawnSpec, Survey,
+    BackendKind, KillOutcome, Session, SessionBackend, SessionError, SessionProblem, SpawnSpec,
+    Survey,
 };
 use crate::model::SessionLabel;
 use crate::proc::{reap_detached, Detach, ProcessGroup};
@@ -196,6 +197,7 @@ impl ProcessBackend {
         Session {
             label,
             id: rec.id(),
+            backend: BackendKind::Process,
             pid: Some(rec.pid),
             started_at: rec.started_at,
             running,
@@ -205,8 +207,8 @@ impl ProcessBackend {
 }
 
 impl SessionBackend for ProcessBackend {
-    fn name(&self) -> &'static str {
-        "process"
+    fn kind(&self) -> BackendKind {
+        BackendKind::Process
     }
 
     fn survey(&self) -> Result<Survey, SessionError> {

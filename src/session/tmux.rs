@@ -43,7 +43,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use super::procfs::{is_alive, kill_group, read_stat, runs};
 use super::spec::{file_stem, open_log, remove_if_present, validate_spec};
 use super::{
-    KillOutcome, Session, SessionBackend, SessionError, SessionProblem, SpawnSpec, Survey,
+    BackendKind, KillOutcome, Session, SessionBackend, SessionError, SessionProblem, SpawnSpec,
+    Survey,
 };
 use crate::model::SessionLabel;
 use crate::proc::{Invocation, Output, RunError};
@@ -118,6 +119,18 @@ impl TmuxBackend {
             }
         }
         name
+    }
+
+    /// Where the server's socket is, worked out as tmux does: `-S` as given; for `-L <name>`,
+    /// `<dir>/tmux-<uid>/<name>`, where `<dir>` is `$TMUX_TMPDIR` when it is set and resolves,
+    /// and `/tmp` otherwise.
+    pub fn socket_path(&self) -> PathBuf {
+        match &self.socket {
+            Socket::Path(p) => p.clone(),
+            Socket::Name(name) => wire::socket_dir(std::env::var_os("TMUX_TMPDIR"))
+                .join(format!("tmux-{}", nix::unistd::getuid()))
+                .join(name),
+        }
     }
 
     /// Stops the whole tmux server of this socket, every session on it included.
@@ -246,8 +259,14 @@ impl TmuxBackend {
 }
 
 impl SessionBackend for TmuxBackend {
-    fn name(&self) -> &'static str {
-        "tmux"
+    fn kind(&self) -> BackendKind {
+        BackendKind::Tmux
+    }
+
+    /// Whether a server listens on the socket: without one no session can run, and nothing
+    /// needs to start tmux to find that out (see [`wire::server_may_listen`]).
+    fn may_have_sessions(&self) -> bool {
+        wire::server_may_listen(&self.socket_path())
     }
 
     fn survey(&self) -> Result<Survey, SessionError> {
@@ -299,6 +318,7 @@ impl SessionBackend for TmuxBackend {
             out.sessions.push(Session {
                 label,
                 id: format!("{}/{}:{start}", row.session_id, row.pane_pid),
+                backend: BackendKind::Tmux,
                 pid: Some(row.pane_pid),
                 started_at,
                 running,
@@ -377,6 +397,7 @@ impl SessionBackend for TmuxBackend {
         Ok(Session {
             label: spec.label.clone(),
             id: format!("{sid}/{pid}:{start}"),
+            backend: BackendKind::Tmux,
             pid: Some(pid),
             started_at: DateTime::parse_from_rfc3339(&started)
                 .map(|t| t.with_timezone(&Utc))

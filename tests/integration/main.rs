@@ -16,6 +16,7 @@
 
 mod support;
 
+mod backend_switch;
 mod check;
 mod checkin;
 mod cli;

@@ -132,6 +132,7 @@ impl World {
                 .map(|s| Session {
                     label: s.label.clone(),
                     id: s.id.clone(),
+                    backend: braids::session::BackendKind::Process,
                     pid: Some(1000 + s.id.len() as u32),
                     started_at: s.started,
                     running: s.running,

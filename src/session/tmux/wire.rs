@@ -67,6 +67,43 @@ pub(super) fn no_server(out: &Output) -> bool {
             && (e.contains("No such file or directory") || e.contains("Connection refused")))
 }
 
+/// The directory under which tmux keeps its `tmux-<uid>` socket directory, given
+/// `$TMUX_TMPDIR`: that directory when it is set and resolves (tmux takes its real path), and
+/// `/tmp` otherwise, as tmux's own `"$TMUX_TMPDIR:/tmp/"` search does.
+pub(super) fn socket_dir(tmux_tmpdir: Option<OsString>) -> PathBuf {
+    tmux_tmpdir
+        .filter(|d| !d.is_empty())
+        .and_then(|d| std::fs::canonicalize(d).ok())
+        .unwrap_or_else(|| std::fs::canonicalize("/tmp").unwrap_or_else(|_| "/tmp".into()))
+}
+
+/// Whether a tmux server may be listening on `socket`, found out with one non-blocking
+/// `connect` instead of a tmux process. False only for a certain "no server": no such file, or
+/// nothing listening (tmux leaves its socket behind when the server exits, so a socket file
+/// alone proves nothing). Anything else (a server that answers, a full backlog, a permission
+/// problem, a path too long to connect to) may hide a server, so tmux is asked.
+pub(super) fn server_may_listen(socket: &Path) -> bool {
+    use nix::errno::Errno;
+    use nix::sys::socket::{connect, socket as open_socket, AddressFamily, SockFlag, SockType};
+    use std::os::fd::AsRawFd;
+    let Ok(addr) = nix::sys::socket::UnixAddr::new(socket) else {
+        return true;
+    };
+    let Ok(fd) = open_socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    ) else {
+        return true;
+    };
+    // The connection, if made, is closed at once with `fd`; the server drops the client.
+    !matches!(
+        connect(fd.as_raw_fd(), &addr),
+        Err(Errno::ENOENT | Errno::ECONNREFUSED | Errno::ENOTDIR)
+    )
+}
+
 /// `$n/pid:starttime`.
 pub(super) fn parse_id(id: &str) -> Option<(String, u32, u64)> {
     let (sid, rest) = id.split_once('/')?;
@@ -204,6 +241,41 @@ mod tests {
             assert_eq!(decode_path(&enc), Some(PathBuf::from(p)));
         }
         assert_eq!(decode_path("%4"), None);
+    }
+
+    #[test]
+    fn the_socket_directory_is_where_tmux_looks() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let tmp = std::fs::canonicalize("/tmp").unwrap();
+        assert_eq!(socket_dir(Some(dir.path().into())), real);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(
+            socket_dir(Some(link.into())),
+            real,
+            "resolved, as tmux does"
+        );
+        assert_eq!(socket_dir(None), tmp);
+        assert_eq!(socket_dir(Some("".into())), tmp);
+        assert_eq!(socket_dir(Some(dir.path().join("missing").into())), tmp);
+    }
+
+    #[test]
+    fn a_server_is_seen_listening_without_starting_tmux() {
+        use std::os::unix::net::UnixListener;
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("braids");
+        assert!(!server_may_listen(&socket), "no such file");
+        assert!(!server_may_listen(&dir.path().join("file/braids")));
+        let listener = UnixListener::bind(&socket).unwrap();
+        assert!(server_may_listen(&socket), "a server listens");
+        drop(listener);
+        assert!(socket.exists());
+        assert!(!server_may_listen(&socket), "a socket left behind");
+        std::fs::remove_file(&socket).unwrap();
+        std::fs::write(&socket, "").unwrap();
+        assert!(!server_may_listen(&socket), "not a socket");
     }
 
     #[test]

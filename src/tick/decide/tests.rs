@@ -73,6 +73,7 @@ fn session(slug: &str, bead: &str, running: bool, age_secs: i64) -> Session {
     Session {
         label: SessionLabel::new(slug, id(bead)).unwrap(),
         id: format!("pid:{bead}"),
+        backend: crate::session::BackendKind::Process,
         pid: Some(100),
         started_at: now() - Duration::seconds(age_secs),
         running,
