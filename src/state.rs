@@ -71,6 +71,11 @@ pub struct OrchestratorState {
     /// Projects already told `no-ready-beads` in their current dry spell.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub dry: BTreeSet<String>,
+    /// Per project slug, the fingerprint of the files the last full run observed, for the
+    /// projects whose tracker answers it kept (`tick::reuse`): the same fingerprint next run
+    /// means those answers stand in for the tracker.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tracker_fingerprints: BTreeMap<String, String>,
     /// Fields written by another version, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -85,6 +90,7 @@ impl Default for OrchestratorState {
             claims: Vec::new(),
             checkins: BTreeMap::new(),
             dry: BTreeSet::new(),
+            tracker_fingerprints: BTreeMap::new(),
             extra: serde_json::Map::new(),
         }
     }

@@ -26,6 +26,7 @@ use crate::state::Claim;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 
 use super::decide::{eligibility_of, BeadLookup, Eligibility, ProjectView, Snapshot};
+use super::reuse::{self, Answers, Prior};
 
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -86,14 +87,17 @@ pub struct Observed {
     pub reports: Vec<ProjectReport>,
     pub trackers: BTreeMap<String, Arc<dyn Tracker>>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Tracker answers a later run may reuse, per project ([`reuse`]).
+    pub answers: BTreeMap<String, Answers>,
 }
 
 /// Surveys the sessions, then observes every project: the observe step of a tick, and what
 /// `braids status` shows. `read_only` writes nothing (a dry run, `status`).
 pub fn observe_installation(
     inst: &crate::installation::Installation,
-    claims: Vec<crate::state::Claim>,
+    state: &crate::state::OrchestratorState,
     read_only: bool,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Observed> {
     use anyhow::Context as _;
     let survey = inst
@@ -105,8 +109,10 @@ pub fn observe_installation(
         config: &inst.config,
         config_warnings: &inst.config_warnings,
         read_only,
+        now,
     };
-    let mut observed = observe(&ctx, survey.sessions, claims);
+    let prior = Prior::load(&inst.paths.braids_dir, &state.tracker_fingerprints);
+    let mut observed = observe(&ctx, survey.sessions, state.claims.clone(), prior);
     observed.snapshot.unreadable = survey.problems;
     Ok(observed)
 }
@@ -118,8 +124,11 @@ pub struct Context<'a> {
     /// Unknown keys found in config.toml, shown on STATUS.md.
     pub config_warnings: &'a [String],
     /// Observe without writing anything (a dry run, `braids status`): the native tracker then
-    /// assigns missing ids in memory instead of writing them into WORKPLAN.md.
+    /// assigns missing ids in memory instead of writing them into WORKPLAN.md. It also records
+    /// nothing for a later run to reuse.
     pub read_only: bool,
+    /// The run's clock: when deferrals end and whether reused answers still hold.
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 /// One project's observation, made on a blocking thread.
@@ -127,11 +136,17 @@ struct ProjectObservation {
     view: ProjectView,
     report: ProjectReport,
     tracker: Option<Arc<dyn Tracker>>,
+    answers: Option<Answers>,
 }
 
 /// Reads every project. The sessions are listed by the caller first: without them braids
 /// cannot know who is running, so a backend failure stops the run before this point.
-pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) -> Observed {
+pub fn observe(
+    ctx: &Context<'_>,
+    sessions: Vec<Session>,
+    claims: Vec<Claim>,
+    mut prior: Prior,
+) -> Observed {
     let registry = format::registry::read_registry(ctx.paths);
     let mut diagnostics = registry.diagnostics;
     let entries = registry.value.entries;
@@ -143,6 +158,7 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
     let claims = Arc::new(claims);
     let default_kind = ctx.config.tracker.kind;
     let read_only = ctx.read_only;
+    let now = ctx.now;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(ctx.config.tick.concurrency.max(1))
@@ -157,13 +173,18 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
             let paths = ctx.paths.clone();
             let slug = entry.slug.clone();
             let fallback = entry.clone();
+            let prior = prior.answers.remove(&slug);
             let task = tokio::task::spawn_blocking(move || {
                 observe_project(
                     &entry,
                     &paths,
-                    default_kind,
-                    read_only,
-                    tracker_timeout,
+                    Reading {
+                        default_kind,
+                        read_only,
+                        timeout: tracker_timeout,
+                        prior,
+                        now,
+                    },
                     &sessions,
                     &claims,
                 )
@@ -193,9 +214,13 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
     let mut projects = Vec::with_capacity(observations.len());
     let mut reports = Vec::with_capacity(observations.len());
     let mut trackers = BTreeMap::new();
+    let mut answers = BTreeMap::new();
     for o in observations {
         if let Some(t) = o.tracker {
             trackers.insert(o.view.slug.clone(), t);
+        }
+        if let Some(a) = o.answers {
+            answers.insert(o.view.slug.clone(), a);
         }
         projects.push(o.view);
         reports.push(o.report);
@@ -222,6 +247,7 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
         reports,
         trackers,
         diagnostics,
+        answers,
     }
 }
 
@@ -272,6 +298,7 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
         view: base_view(entry, Eligibility::Broken(why)),
         report,
         tracker: None,
+        answers: None,
     }
 }
 
@@ -283,15 +310,30 @@ pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind) -> TrackerKind
         .unwrap_or(default)
 }
 
-fn observe_project(
-    entry: &RegistryEntry,
-    paths: &Paths,
+/// How one project's tracker is read this run.
+struct Reading {
     default_kind: TrackerKind,
     read_only: bool,
     timeout: Duration,
+    /// The last full run's answers for this project, if its fingerprint was recorded.
+    prior: Option<Answers>,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+fn observe_project(
+    entry: &RegistryEntry,
+    paths: &Paths,
+    how: Reading,
     sessions: &[Session],
     claims: &[Claim],
 ) -> ProjectObservation {
+    let Reading {
+        default_kind,
+        read_only,
+        timeout,
+        prior,
+        now,
+    } = how;
     let root = &entry.path;
     if paths.in_workspace(root) {
         return broken(
@@ -303,6 +345,9 @@ fn observe_project(
             ),
         );
     }
+    // Stamped before they are read, so a write in between shows as a change next run.
+    let fingerprinting = !read_only || prior.is_some();
+    let project_stamps = fingerprinting.then(|| reuse::stamps(reuse::project_files(root)));
     let project_md = root.join(".braids/PROJECT.md");
     let text = match crate::atomic::read(&project_md) {
         Ok(b) => b,
@@ -367,11 +412,7 @@ fn observe_project(
         timeout,
         program: None,
     };
-    let opened = if read_only {
-        tracker::open_read_only(kind, options)
-    } else {
-        tracker::open(kind, options)
-    };
+    let opened = tracker::open_observing(kind, options, read_only);
     let tracker: Arc<dyn Tracker> = match opened {
         Ok(t) => Arc::from(t),
         Err(e) => {
@@ -381,6 +422,7 @@ fn observe_project(
                 view,
                 report,
                 tracker: None,
+                answers: None,
             };
         }
     };
@@ -392,61 +434,68 @@ fn observe_project(
         .map(|s| s.label.bead())
         .chain(claimed.iter().copied())
         .collect();
-    let all = match tracker.list() {
-        Ok(all) => {
-            let status: BTreeMap<&BeadId, BeadStatus> =
-                all.iter().map(|b| (&b.id, b.status)).collect();
-            for id in &wanted {
-                let l = status
-                    .get(id)
-                    .map_or(BeadLookup::Missing, |s| BeadLookup::Known(*s));
-                view.beads.insert((*id).clone(), l);
+    let state_files = tracker.state_files();
+    let stamps = project_stamps
+        .filter(|_| !state_files.is_empty())
+        .map(|mut s| {
+            s.extend(reuse::stamps(state_files));
+            s
+        });
+    let read =
+        match reuse::read_tracker(&*tracker, prior.as_ref(), stamps.as_deref(), eligible, now) {
+            Ok(read) => read,
+            Err(e) => {
+                for id in &wanted {
+                    view.beads.insert((*id).clone(), BeadLookup::Unknown);
+                }
+                view.tracker_error = Some(e.to_string());
+                report.error = Some(e.to_string());
+                return ProjectObservation {
+                    view,
+                    report,
+                    tracker: Some(tracker),
+                    answers: None,
+                };
             }
-            let mut counts = BTreeMap::new();
-            for b in &all {
-                *counts.entry(b.status.as_str().to_string()).or_insert(0) += 1;
-            }
-            report.counts = Some(counts);
-            if let Some(it) = shown {
-                report.stories = it
-                    .stories
-                    .iter()
-                    .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
-                    .collect();
-            }
-            all
-        }
-        Err(e) => {
-            for id in &wanted {
-                view.beads.insert((*id).clone(), BeadLookup::Unknown);
-            }
-            view.tracker_error = Some(e.to_string());
-            report.error = Some(e.to_string());
-            return ProjectObservation {
-                view,
-                report,
-                tracker: Some(tracker),
-            };
-        }
-    };
+        };
+    tracing::debug!(project = slug, reads = %read.path, "tracker read");
+    let status: BTreeMap<&BeadId, BeadStatus> = read.beads.iter().map(|(id, s)| (id, *s)).collect();
+    for id in &wanted {
+        let l = status
+            .get(id)
+            .map_or(BeadLookup::Missing, |s| BeadLookup::Known(*s));
+        view.beads.insert((*id).clone(), l);
+    }
+    let mut counts = BTreeMap::new();
+    for (_, s) in &read.beads {
+        *counts.entry(s.as_str().to_string()).or_insert(0) += 1;
+    }
+    report.counts = Some(counts);
+    if let Some(it) = shown {
+        report.stories = it
+            .stories
+            .iter()
+            .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
+            .collect();
+    }
 
     // `ready` wherever an open bead could be: with a free slot it is what to spawn, at
     // capacity it is what makes the idle reason `all-at-capacity` rather than `no-ready-beads`.
-    if eligible && all.iter().any(|b| b.status == BeadStatus::Open) {
-        match tracker.ready_among(&all) {
-            Ok(ready) => {
-                report.ready = ready.len();
-                view.ready = ready;
-            }
-            Err(e) => {
-                view.tracker_error = Some(e.to_string());
-                report.error = Some(e.to_string());
-            }
+    match read.ready {
+        Some(Ok(ready)) => {
+            report.ready = ready.len();
+            view.ready = ready;
         }
+        Some(Err(e)) => {
+            view.tracker_error = Some(e.to_string());
+            report.error = Some(e.to_string());
+        }
+        None => {}
     }
     ProjectObservation {
         view,
         report,
         tracker: Some(tracker),
+        answers: read.answers,
     }
 }
