@@ -111,14 +111,14 @@ pub fn fingerprint(stamps: &[(PathBuf, Option<Stamp>)]) -> String {
     format!("{h:016x}")
 }
 
-/// Whether every file was last written (or changed) at least [`RACY`] before `now`.
+/// Whether every file was last written at least [`RACY`] before `now`.
 pub fn settled(stamps: &[(PathBuf, Option<Stamp>)], now: DateTime<Utc>) -> bool {
     let limit = i128::from(now.timestamp_nanos_opt().unwrap_or(i64::MAX))
         - i128::from(RACY.num_nanoseconds().unwrap_or(0));
     stamps
         .iter()
         .filter_map(|(_, s)| s.as_ref())
-        .all(|s| s.mtime < limit && s.ctime < limit)
+        .all(|s| s.mtime < limit)
 }
 
 /// One project's tracker answers, as a full run found them.

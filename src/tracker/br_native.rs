@@ -17,7 +17,8 @@
 //! failed, one in progress) or a JSONL written later (a `git pull` br has not imported yet)
 //! means asking br. So does any configuration that moves or changes what br reads: a
 //! `BEADS_CACHE_DIR`, non-default file names in `metadata.json`, `no-db` or auto-flush
-//! settings in `config.yaml`, a `policy.yaml` (custom ready statuses).
+//! settings in `config.yaml`, a `policy.yaml` (custom ready statuses). `BRAIDS_BR_READS=br`
+//! turns the read path off (every read asks br).
 //!
 //! Known blind spot: br never exports ephemeral beads (wisps), so an epic whose only open child
 //! is ephemeral reads as ready here. Any exported bead that depends on a wisp is caught (the
@@ -61,6 +62,8 @@ pub struct BeadsDir {
     pub policy: bool,
     /// `BEADS_CACHE_DIR` is set: br keeps its database (and `last-touched`) elsewhere.
     pub cache_dir_env: bool,
+    /// `BRAIDS_BR_READS=br`: every read asks br.
+    pub br_only: bool,
 }
 
 impl BeadsDir {
@@ -82,12 +85,16 @@ impl BeadsDir {
             config: text(CONFIG),
             policy: beads.join(POLICY).exists(),
             cache_dir_env: std::env::var_os("BEADS_CACHE_DIR").is_some_and(|v| !v.is_empty()),
+            br_only: std::env::var("BRAIDS_BR_READS").is_ok_and(|v| v.trim() == "br"),
         }
     }
 }
 
 /// Whether the JSONL export says what br's database says; `Err` says why br must be asked.
 pub fn trust_jsonl(d: &BeadsDir) -> Result<(), String> {
+    if d.br_only {
+        return Err("BRAIDS_BR_READS=br".into());
+    }
     if d.cache_dir_env {
         return Err("BEADS_CACHE_DIR moves br's database".into());
     }
@@ -340,5 +347,6 @@ mod tests {
         assert_eq!(with(&|d| d.config = Some("# no-db: true\n".into())), Ok(()));
         assert!(with(&|d| d.policy = true).is_err());
         assert!(with(&|d| d.cache_dir_env = true).is_err());
+        assert!(with(&|d| d.br_only = true).is_err());
     }
 }
