@@ -173,12 +173,13 @@ fn c2_1_fault_a_tracker_that_vanishes_mid_run_leaves_its_bead_unclaimed() {
     let s = base("");
     br_project(&s, "vanish", &["Only bead"]);
     let real = br_path();
-    // answers `list` and `ready` through the real br, and deletes itself during `ready`: the
-    // claim that follows finds no `br` on PATH
+    // answers through the real br, and deletes itself during `ready` (or, when `list` and
+    // `ready` were read from br's JSONL, 5.1, during the claim's first read): the claim that
+    // follows finds no `br` on PATH
     s.script(
         "bin/br",
         &format!(
-            "echo \"$*\" >> \"$HOME/br-calls\"\ncase \"$1\" in ready) rm -f \"$0\";; esac\nexec {} \"$@\"",
+            "echo \"$*\" >> \"$HOME/br-calls\"\ncase \"$1\" in ready|show) rm -f \"$0\";; esac\nexec {} \"$@\"",
             real.display()
         ),
     );
@@ -187,7 +188,7 @@ fn c2_1_fault_a_tracker_that_vanishes_mid_run_leaves_its_bead_unclaimed() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let v = r.json();
     assert_healthy_spawned(&s, &v);
-    assert!(!s.bin().join("br").exists(), "the stub never ran `ready`");
+    assert!(!s.bin().join("br").exists(), "the stub never ran `ready` or `show`");
     assert!(
         errors(&v).contains("vanish") && errors(&v).contains("cannot claim"),
         "{}",

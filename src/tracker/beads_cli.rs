@@ -72,8 +72,9 @@ impl BeadsCli {
 
     /// [`BeadsCli::ready`] with `--sort=<sort>`, or the tracker's default order.
     pub(crate) fn ready_sorted(&self, sort: Option<&str>) -> Result<Vec<Bead>, TrackerError> {
-        let mut args: Vec<String> = ["ready", "--json", "--limit=0"].map(String::from).into();
+        let mut args: Vec<String> = vec!["ready".into(), "--json".into()];
         args.extend(sort.map(|s| format!("--sort={s}")));
+        args.push("--limit=0".into());
         let mut beads: Vec<_> = self
             .issues(&args)?
             .into_iter()
