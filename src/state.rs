@@ -307,6 +307,14 @@ mod tests {
         .unwrap();
         let s = OrchestratorState::load(&p).unwrap().unwrap();
         assert!(s.to_json().contains("\"future\""));
+        assert!(s.tracker_fingerprints.is_empty(), "older files have none");
+        // fingerprints (5.2) round-trip under their camelCase name
+        let mut s = s;
+        s.tracker_fingerprints.insert("web".into(), "00ff".into());
+        std::fs::write(&p, s.to_json()).unwrap();
+        let back = OrchestratorState::load(&p).unwrap().unwrap();
+        assert!(s.to_json().contains("\"trackerFingerprints\""));
+        assert_eq!(back.tracker_fingerprints["web"], "00ff");
     }
 
     #[test]

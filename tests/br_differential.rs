@@ -643,7 +643,7 @@ fn one_graph(template: &Project, seed: u64, tally: &Mutex<Tally>) {
 }
 
 #[test]
-fn br_native_reads_agree_with_br_ready_and_list() {
+fn c5_1_br_native_reads_agree_with_br_ready_and_list() {
     let template = Project::init(&br_program());
     let graphs = env_num("BRAIDS_BR_DIFF_GRAPHS", 200) as usize;
     let first = env_num("BRAIDS_BR_DIFF_SEED", 1);

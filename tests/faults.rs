@@ -188,7 +188,10 @@ fn c2_1_fault_a_tracker_that_vanishes_mid_run_leaves_its_bead_unclaimed() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let v = r.json();
     assert_healthy_spawned(&s, &v);
-    assert!(!s.bin().join("br").exists(), "the stub never ran `ready` or `show`");
+    assert!(
+        !s.bin().join("br").exists(),
+        "the stub never ran `ready` or `show`"
+    );
     assert!(
         errors(&v).contains("vanish") && errors(&v).contains("cannot claim"),
         "{}",

@@ -226,7 +226,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_log_line_names_a_few_labels_then_counts_the_rest() {
+    fn c5_3_the_log_line_names_a_few_labels_then_counts_the_rest() {
         let labels: Vec<String> = (0..1800).map(|i| format!("project:p{i}:t-{i}")).collect();
         let line = first_few(labels.iter().map(String::as_str));
         assert_eq!(

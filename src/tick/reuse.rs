@@ -313,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn fingerprints_change_with_any_stamp_and_only_then() {
+    fn c5_2_fingerprints_change_with_any_stamp_and_only_then() {
         let files =
             |s: Option<Stamp>| vec![(PathBuf::from("/p/a"), st(0, 1, 1)), ("/p/b".into(), s)];
         let base = fingerprint(&files(st(0, 5, 7)));
@@ -330,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn files_written_just_now_are_not_vouched_for() {
+    fn c5_2_files_written_just_now_are_not_vouched_for() {
         let files = vec![
             (PathBuf::from("/p/a"), st(0, 1, 1)),
             ("/p/gone".into(), None),
@@ -340,7 +340,7 @@ mod tests {
     }
 
     #[test]
-    fn answers_are_reused_only_while_they_hold() {
+    fn c5_2_answers_are_reused_only_while_they_hold() {
         let open = (BeadId::new("t-1").unwrap(), BeadStatus::Open);
         let a = Answers {
             fingerprint: "f".into(),
@@ -364,7 +364,7 @@ mod tests {
     }
 
     #[test]
-    fn the_sidecar_round_trips_and_only_vouched_entries_load() {
+    fn c5_2_the_sidecar_round_trips_and_only_vouched_entries_load() {
         let dir = tempfile::tempdir().unwrap();
         let a = Answers {
             fingerprint: "f1".into(),

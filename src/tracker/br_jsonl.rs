@@ -405,7 +405,7 @@ mod tests {
     }
 
     #[test]
-    fn ready_follows_brs_rules() {
+    fn c5_1_ready_follows_brs_rules() {
         let g = graph(&[
             row("t-open", 1, &[]),
             row("t-closed", 2, &["status=closed"]),
@@ -434,7 +434,7 @@ mod tests {
     }
 
     #[test]
-    fn parents_epics_and_the_hybrid_order() {
+    fn c5_1_parents_epics_and_the_hybrid_order() {
         let g = graph(&[
             row("t-blocker", 1, &["status=in_progress"]),
             row("t-parent", 2, &["dep=blocks:t-blocker"]),
@@ -454,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn what_br_alone_can_answer_is_refused() {
+    fn c5_1_what_br_alone_can_answer_is_refused() {
         let refused = |rows: &[String]| parse(&rows.join("\n")).is_err();
         assert!(
             refused(&[row("t-a", 1, &["status=review"])]),
@@ -478,7 +478,7 @@ mod tests {
     }
 
     #[test]
-    fn beads_read_as_the_br_adapter_reads_brs_output() {
+    fn c5_1_beads_read_as_the_br_adapter_reads_brs_output() {
         let g = graph(&[row(
             "t-a",
             1,

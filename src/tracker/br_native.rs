@@ -317,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn the_jsonl_is_trusted_only_when_it_is_the_databases_export() {
+    fn c5_1_the_jsonl_is_trusted_only_when_it_is_the_databases_export() {
         assert_eq!(trust_jsonl(&synced()), Ok(()), "br's own write order");
         let with = |f: &dyn Fn(&mut BeadsDir)| {
             let mut d = synced();
