@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
 use crate::model::{
-    Autonomy, BeadId, BeadStatus, Checkin, IterationStatus, Priority, ProjectStatus,
+    Autonomy, Bead, BeadId, BeadStatus, Checkin, IterationStatus, Priority, ProjectStatus,
 };
 use crate::paths::Paths;
 use crate::session::Session;
@@ -56,7 +56,7 @@ pub struct ProjectReport {
     pub checkin: Checkin,
     /// PROJECT.md `Channel`: where check-ins go; none means none are sent.
     pub channel: Option<String>,
-    /// PROJECT.md as read this run, for notifications.
+    /// PROJECT.md as read this run, for notifications (`None` in read-only runs).
     #[serde(skip)]
     pub config: Option<ProjectConfig>,
 }
@@ -110,6 +110,7 @@ pub fn observe_installation(
         config_warnings: &inst.config_warnings,
         read_only,
         now,
+        unreadable: survey.problems.len(),
     };
     let prior = Prior::load(&inst.paths.braids_dir, &state.tracker_fingerprints);
     let mut observed = observe(&ctx, survey.sessions, state.claims.clone(), prior);
@@ -129,6 +130,8 @@ pub struct Context<'a> {
     pub read_only: bool,
     /// The run's clock: when deferrals end and whether reused answers still hold.
     pub now: chrono::DateTime<chrono::Utc>,
+    /// Session records that cannot be read: each may hold a bead of any project.
+    pub unreadable: usize,
 }
 
 /// One project's observation, made on a blocking thread.
@@ -159,6 +162,7 @@ pub fn observe(
     let default_kind = ctx.config.tracker.kind;
     let read_only = ctx.read_only;
     let now = ctx.now;
+    let unreadable = ctx.unreadable;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(ctx.config.tick.concurrency.max(1))
@@ -184,6 +188,7 @@ pub fn observe(
                         timeout: tracker_timeout,
                         prior,
                         now,
+                        unreadable,
                     },
                     &sessions,
                     &claims,
@@ -318,6 +323,7 @@ struct Reading {
     /// The last full run's answers for this project, if its fingerprint was recorded.
     prior: Option<Answers>,
     now: chrono::DateTime<chrono::Utc>,
+    unreadable: usize,
 }
 
 fn observe_project(
@@ -333,6 +339,7 @@ fn observe_project(
         timeout,
         prior,
         now,
+        unreadable,
     } = how;
     let root = &entry.path;
     if paths.in_workspace(root) {
@@ -371,7 +378,8 @@ fn observe_project(
     report.push_pending = crate::git::push_pending(root);
     report.checkin = config.checkin;
     report.channel = config.channel.clone();
-    report.config = Some(config.clone());
+    // For notifications, which read-only runs never send.
+    report.config = (!read_only).then(|| config.clone());
 
     let shown = match &eligibility {
         Eligibility::Eligible { iteration } => iterations.iter().find(|i| i.number == *iteration),
@@ -484,7 +492,25 @@ fn observe_project(
     match read.ready {
         Some(Ok(ready)) => {
             report.ready = ready.len();
-            view.ready = ready;
+            // Only the beads `decide` can reach: its slots and stand-ins, past the ones it must
+            // skip (beads with a live session or a claim). A project's whole ready list, kept
+            // for every project until the plan is made, was most of a large tick's memory.
+            let reach = view.max_workers as usize
+                + super::decide::STAND_INS
+                + mine.len()
+                + claimed.len()
+                + unreadable;
+            let mut seen = BTreeSet::new();
+            view.ready = super::decide::spawn_order(&view.stories, &ready)
+                .into_iter()
+                .filter(|b| b.status == BeadStatus::Open && seen.insert(&b.id))
+                .take(reach)
+                .map(|b| Bead {
+                    description: String::new(),
+                    dependencies: Vec::new(),
+                    ..b.clone()
+                })
+                .collect();
         }
         Some(Err(e)) => {
             view.tracker_error = Some(e.to_string());

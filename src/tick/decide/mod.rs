@@ -138,6 +138,25 @@ fn lookup(p: &ProjectView, bead: &BeadId) -> BeadLookup {
     p.beads.get(bead).copied().unwrap_or(BeadLookup::Unknown)
 }
 
+/// Ready beads in the order a project offers them: the active iteration's Stories first, in
+/// their order (a bead's first place counts), then the rest in the tracker's order.
+pub fn spawn_order<'a>(
+    stories: &[BeadId],
+    ready: impl IntoIterator<Item = &'a Bead>,
+) -> Vec<&'a Bead> {
+    let mut story_at: BTreeMap<&BeadId, usize> = BTreeMap::new();
+    for (i, s) in stories.iter().enumerate() {
+        story_at.entry(s).or_insert(i);
+    }
+    let mut ready: Vec<(usize, usize, &Bead)> = ready
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| (story_at.get(&b.id).copied().unwrap_or(usize::MAX), i, b))
+        .collect();
+    ready.sort_by_key(|(story, i, _)| (*story, *i));
+    ready.into_iter().map(|(_, _, b)| b).collect()
+}
+
 /// Decides a run. Pure: same snapshot and clock, same plan.
 pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let by_slug: BTreeMap<&str, &ProjectView> =
@@ -254,23 +273,14 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .filter(|r| r.slug == p.slug)
             .map(|r| &r.bead)
             .collect();
-        // The first place each bead has in the Stories list.
-        let mut story_at: BTreeMap<&BeadId, usize> = BTreeMap::new();
-        for (i, s) in p.stories.iter().enumerate() {
-            story_at.entry(s).or_insert(i);
-        }
-        let mut ready: Vec<(usize, usize, &Bead)> = p
-            .ready
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| {
+        let ready = spawn_order(
+            &p.stories,
+            p.ready.iter().filter(|b| {
                 b.status == BeadStatus::Open
                     && !live.contains(&(p.slug.as_str(), &b.id))
                     && !released.contains(&b.id)
-            })
-            .map(|(i, b)| (story_at.get(&b.id).copied().unwrap_or(usize::MAX), i, b))
-            .collect();
-        ready.sort_by_key(|(story, i, _)| (*story, *i));
+            }),
+        );
         let slots =
             (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0));
         // A project at capacity needs one candidate to know that ready work is waiting; one
@@ -279,7 +289,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         let wanted = if slots == 0 { 1 } else { slots + STAND_INS };
         let mut seen = BTreeSet::new();
         let mut candidates = Vec::with_capacity(wanted.min(ready.len()));
-        for (_, _, b) in ready {
+        for b in ready {
             if candidates.len() == wanted {
                 break;
             }
