@@ -64,6 +64,9 @@ pub struct BeadsDir {
     pub cache_dir_env: bool,
     /// `BRAIDS_BR_READS=br`: every read asks br.
     pub br_only: bool,
+    /// `br` is on PATH. Without it no claim can be made, so reads go to br too, and the
+    /// project reports br missing as it always has.
+    pub br_installed: bool,
 }
 
 impl BeadsDir {
@@ -86,14 +89,24 @@ impl BeadsDir {
             policy: beads.join(POLICY).exists(),
             cache_dir_env: std::env::var_os("BEADS_CACHE_DIR").is_some_and(|v| !v.is_empty()),
             br_only: std::env::var("BRAIDS_BR_READS").is_ok_and(|v| v.trim() == "br"),
+            br_installed: br_installed(),
         }
     }
+}
+
+/// Whether `br` is on PATH, looked up once per process.
+fn br_installed() -> bool {
+    static ON_PATH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON_PATH.get_or_init(|| super::on_path("br"))
 }
 
 /// Whether the JSONL export says what br's database says; `Err` says why br must be asked.
 pub fn trust_jsonl(d: &BeadsDir) -> Result<(), String> {
     if d.br_only {
         return Err("BRAIDS_BR_READS=br".into());
+    }
+    if !d.br_installed {
+        return Err("br is not on PATH".into());
     }
     if d.cache_dir_env {
         return Err("BEADS_CACHE_DIR moves br's database".into());
@@ -312,6 +325,7 @@ mod tests {
             wal: t(40),
             metadata: Some(r#"{"database": "beads.db", "jsonl_export": "issues.jsonl"}"#.into()),
             config: Some("# issue_prefix: t\nissue_prefix: t\n".into()),
+            br_installed: true,
             ..BeadsDir::default()
         }
     }
@@ -348,5 +362,6 @@ mod tests {
         assert!(with(&|d| d.policy = true).is_err());
         assert!(with(&|d| d.cache_dir_env = true).is_err());
         assert!(with(&|d| d.br_only = true).is_err());
+        assert!(with(&|d| d.br_installed = false).is_err());
     }
 }
