@@ -91,25 +91,27 @@ fn main() {
         println!();
         println!("br ({BEADS_PER_PROJECT} beads, MaxWorkers {MAX_WORKERS}), one world per row, measured in one run:");
         println!();
-        println!("| projects | naive loop | braids cold (median / min) | cold ×naive | cold CPU | cold peak RSS (tick + br) | br calls / project | unchanged dry run (median / min) | unchanged ×naive | unchanged full run | unchanged peak RSS |");
+        println!("| projects | naive loop | braids cold (median / min) | cold ×naive | cold CPU | cold peak RSS: whole tick / largest br | br calls / project | unchanged dry run (median / min) | unchanged ×naive | unchanged full run | unchanged peak RSS: whole tick / largest br |");
         println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for r in &br_rows {
             println!(
-                "| {:>8} | {:>8.2} s | {:>10} / {:<10} | {:>6.0}× | {:>10} | {:>6.1} MB | {:.2} cold, {:.2} unchanged | {:>10} / {:<10} | {:>6.0}× | {:>10} | {:>6.1} MB |",
+                "| {:>8} | {:>8.2} s | {:>10} / {:<10} | {:>6.0}× | {:>10} | {:>5.1} / {:.1} MB | {:.2} cold, {:.2} unchanged | {:>10} / {:<10} | {:>6.0}× | {:>10} | {:>5.1} / {:.1} MB |",
                 r.projects,
                 r.naive.as_secs_f64(),
                 ms(r.cold.0),
                 ms(r.cold.1),
                 r.naive.as_secs_f64() / r.cold.0.as_secs_f64(),
                 ms(r.cold_cpu),
-                r.cold_peak_kb as f64 / 1024.0,
+                r.cold_peak_kb.0 as f64 / 1024.0,
+                r.cold_peak_kb.1 as f64 / 1024.0,
                 r.cold_calls,
                 r.unchanged_calls,
                 ms(r.unchanged.0),
                 ms(r.unchanged.1),
                 r.naive.as_secs_f64() / r.unchanged.0.as_secs_f64(),
                 ms(r.unchanged_full),
-                r.unchanged_peak_kb as f64 / 1024.0,
+                r.unchanged_peak_kb.0 as f64 / 1024.0,
+                r.unchanged_peak_kb.1 as f64 / 1024.0,
             );
         }
         println!();
@@ -175,10 +177,11 @@ fn missed_targets(rows: &[Row], br_rows: &[br_world::BrRow]) -> Vec<String> {
                 "br × 1000: cold is {ratio:.0}× the naive loop, < 90×"
             ));
         }
-        if mb(r.cold_peak_kb) > 40.0 {
+        let whole = r.cold_peak_kb.0.max(r.cold_peak_kb.1);
+        if mb(whole) > 40.0 {
             missed.push(format!(
                 "br × 1000: cold peak RSS {:.1} MB > 40 MB",
-                mb(r.cold_peak_kb)
+                mb(whole)
             ));
         }
         if r.unchanged.0 > Duration::from_millis(300) {
@@ -238,16 +241,14 @@ struct Row {
     full: (Duration, Duration),
     /// Median CPU time (user + system) of the full dry run.
     full_cpu: Duration,
-    /// ru_maxrss from wait4.
+    /// The whole dry run's peak RSS ([`peak_rss_kb`]).
     peak_rss_kb: i64,
-    /// Sampled VmHWM.
-    own_peak_kb: i64,
     spawns: usize,
 }
 
 impl Row {
     fn peak_kb(&self) -> i64 {
-        self.peak_rss_kb.max(self.own_peak_kb)
+        self.peak_rss_kb
     }
 }
 
@@ -403,13 +404,12 @@ struct Run {
     wall: Duration,
     /// User + system CPU time, all threads.
     cpu: Duration,
-    max_rss_kb: i64,
     stdout: String,
     stderr: String,
 }
 
 /// Runs `braids <args>` in `home` and waits for it with `wait4(2)`, which reports that one
-/// child's resource usage (its peak RSS among them).
+/// child's CPU time.
 fn run(bin: &Path, home: &Path, path_var: &str, args: &[&str]) -> Run {
     run_sampled(bin, home, path_var, args, false, &[]).0
 }
@@ -420,9 +420,8 @@ fn run_env(bin: &Path, home: &Path, path_var: &str, args: &[&str], env: &[(&str,
 }
 
 /// [`run`], optionally sampling the braids process's own `VmHWM` (peak RSS) from
-/// `/proc/<pid>/status` every millisecond: `wait4` folds the peak of the processes braids
-/// waited for (br) into its answer, the samples do not. The sampler costs CPU, so timed runs
-/// do not sample.
+/// `/proc/<pid>/status` every millisecond (see [`peak_rss_kb`]). The sampler costs CPU, so
+/// timed runs do not sample.
 #[allow(clippy::zombie_processes)] // reaped by wait4(2) below, which also reports its rusage
 fn run_sampled(
     bin: &Path,
@@ -483,11 +482,47 @@ fn run_sampled(
     let run = Run {
         wall,
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kb: usage.ru_maxrss,
         stdout,
         stderr: std::fs::read_to_string(&stderr_file).unwrap_or_default(),
     };
     (run, own_peak)
+}
+
+/// The peak RSS of `braids <args>` and of every process it ran, in kB: the most of three runs
+/// under GNU time, which starts braids with `fork` from its own small process. (The `wait4`
+/// figure of a child this benchmark spawns is useless: Rust spawns with `vfork`, and exec hands
+/// the benchmark's own peak to the child's accounting.) Without `/usr/bin/time`, braids' own
+/// `VmHWM`, sampled.
+fn peak_rss_kb(bin: &Path, home: &Path, path_var: &str, args: &[&str]) -> i64 {
+    let time = Path::new("/usr/bin/time");
+    (0..3)
+        .filter_map(|_| {
+            if !time.is_file() {
+                return run_sampled(bin, home, path_var, args, true, &[]).1;
+            }
+            let out = home.join("bench-rss");
+            let status = Command::new(time)
+                .arg("-f")
+                .arg("%M")
+                .arg("-o")
+                .arg(&out)
+                .arg(bin)
+                .args(args)
+                .env_clear()
+                .env("HOME", home)
+                .env("PATH", path_var)
+                .env("BRAIDS_LOG", "error")
+                .current_dir(home)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "braids {args:?} failed");
+            std::fs::read_to_string(&out).ok()?.trim().parse().ok()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// `VmHWM` of a live process, in kB.
@@ -525,19 +560,14 @@ fn measure(bin: &Path, n: usize) -> Row {
 
     let mut walls = Vec::new();
     let mut cpus = Vec::new();
-    let mut peak = 0;
     for _ in 0..runs(7) {
         let r = run(bin, h, path, &["tick", "--dry-run", "--force"]);
         walls.push(r.wall);
         cpus.push(r.cpu);
-        peak = peak.max(r.max_rss_kb);
     }
     let full = median_min(walls);
     let full_cpu = median_min(cpus).0;
-    let own_peak = (0..3)
-        .filter_map(|_| run_sampled(bin, h, path, &["tick", "--dry-run", "--force"], true, &[]).1)
-        .max()
-        .unwrap_or(0);
+    let peak = peak_rss_kb(bin, h, path, &["tick", "--dry-run", "--force"]);
 
     // Skipped runs: an idle state whose backoff has not passed.
     let now = chrono::Utc::now().to_rfc3339();
@@ -566,7 +596,6 @@ fn measure(bin: &Path, n: usize) -> Row {
         full,
         full_cpu,
         peak_rss_kb: peak,
-        own_peak_kb: own_peak,
         spawns,
     }
 }

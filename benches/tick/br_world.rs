@@ -10,15 +10,16 @@
 //!   spawns one `sleep` worker under a global cap of 1, so it claims one bead and changes
 //!   nothing else; a second full run then re-reads that one project), and the full run itself.
 //!
-//! For each it reports wall time (median / min), the peak RSS of the whole tick including any
-//! `br` it started (`ru_maxrss` from `wait4(2)`), how many `br` processes it started per
-//! project (a counting wrapper on PATH), and which read path each project took (`-v`).
+//! For each it reports wall time (median / min), the peak RSS of the whole tick (braids and any
+//! `br` it ran, see `peak_rss_kb`) and of the largest `br` alone (the counting wrapper on PATH
+//! runs each under `/usr/bin/time`), how many `br` processes it started per project, and which
+//! read path each project took (`-v`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{build, median_min, ms, run, run_env, runs, BrTemplate, Tracker};
+use super::{build, median_min, ms, peak_rss_kb, run, run_env, runs, BrTemplate, Tracker};
 
 /// `naive-tick.sh` from the shared benchmark kit, verbatim: what a user would cron instead.
 const NAIVE_TICK: &str = r#"#!/usr/bin/env bash
@@ -44,12 +45,13 @@ pub struct BrRow {
     pub naive_spawns: usize,
     pub cold: (Duration, Duration),
     pub cold_cpu: Duration,
-    pub cold_peak_kb: i64,
+    /// The whole tick's peak, and the largest br it ran.
+    pub cold_peak_kb: (i64, i64),
     pub cold_calls: f64,
     pub cold_paths: BTreeMap<String, usize>,
     pub spawns: usize,
     pub unchanged: (Duration, Duration),
-    pub unchanged_peak_kb: i64,
+    pub unchanged_peak_kb: (i64, i64),
     pub unchanged_calls: f64,
     pub unchanged_paths: BTreeMap<String, usize>,
     pub unchanged_full: Duration,
@@ -74,7 +76,7 @@ pub fn measure(bin: &Path, br: &Path, template: &BrTemplate, n: usize) -> BrRow 
     eprint!("{:.1}s; ", t.elapsed().as_secs_f64());
     let h = home.path();
 
-    let (plain, counting, calls_file) = paths(h, br);
+    let (plain, counting, calls_file, rss_file) = paths(h, br);
 
     // The naive loop, once.
     let script = h.join("naive-tick.sh");
@@ -105,18 +107,17 @@ pub fn measure(bin: &Path, br: &Path, template: &BrTemplate, n: usize) -> BrRow 
         "{report:#}"
     );
     let spawns = report["spawns"].as_array().map_or(0, Vec::len);
-    let (cold_calls, cold_log) = counted(bin, h, &counting, &calls_file, n);
+    let (cold_calls, cold_log, cold_br_kb) = counted(bin, h, &counting, &calls_file, &rss_file, n);
     let mut walls = Vec::new();
     let mut cpus = Vec::new();
-    let mut cold_peak_kb = first.max_rss_kb;
     for _ in 0..runs(5) {
         let r = run(bin, h, &plain, &dry);
         walls.push(r.wall);
         cpus.push(r.cpu);
-        cold_peak_kb = cold_peak_kb.max(r.max_rss_kb);
     }
     let cold = median_min(walls);
     let cold_cpu = median_min(cpus).0;
+    let cold_peak_kb = (peak_rss_kb(bin, h, &plain, &dry), cold_br_kb);
 
     // Record: files must be older than the window in which a fingerprint is not trusted.
     if let Some(wait) = Duration::from_millis(2100).checked_sub(built.elapsed()) {
@@ -145,15 +146,13 @@ pub fn measure(bin: &Path, br: &Path, template: &BrTemplate, n: usize) -> BrRow 
     let unchanged_full = t.elapsed();
     assert!(again.stdout.contains("\"spawns\": []"), "{}", again.stdout);
 
-    let (unchanged_calls, unchanged_log) = counted(bin, h, &counting, &calls_file, n);
-    let mut walls = Vec::new();
-    let mut unchanged_peak_kb = 0;
-    for _ in 0..runs(5) {
-        let r = run(bin, h, &plain, &dry);
-        walls.push(r.wall);
-        unchanged_peak_kb = unchanged_peak_kb.max(r.max_rss_kb);
-    }
+    let (unchanged_calls, unchanged_log, unchanged_br_kb) =
+        counted(bin, h, &counting, &calls_file, &rss_file, n);
+    let walls = (0..runs(5))
+        .map(|_| run(bin, h, &plain, &dry).wall)
+        .collect();
     let unchanged = median_min(walls);
+    let unchanged_peak_kb = (peak_rss_kb(bin, h, &plain, &dry), unchanged_br_kb);
     for l in &labels {
         run(bin, h, &plain, &["kill", l]);
     }
@@ -179,19 +178,26 @@ pub fn measure(bin: &Path, br: &Path, template: &BrTemplate, n: usize) -> BrRow 
     }
 }
 
-/// PATH without and with a `br` that counts its calls, and the count file.
-fn paths(h: &Path, br: &Path) -> (String, String, PathBuf) {
+/// PATH without and with a `br` that counts its calls (and records each one's peak RSS), and
+/// the two files it writes.
+fn paths(h: &Path, br: &Path) -> (String, String, PathBuf, PathBuf) {
     let wrap_dir = h.join("bin-counting");
     let real_dir = h.join("bin");
     std::fs::create_dir_all(&wrap_dir).unwrap();
     std::fs::create_dir_all(&real_dir).unwrap();
     std::os::unix::fs::symlink(br, real_dir.join("br")).unwrap();
     let calls = h.join("br-calls");
+    let rss = h.join("br-rss");
     let wrapper = wrap_dir.join("br");
+    let timed = if Path::new("/usr/bin/time").is_file() {
+        format!("/usr/bin/time -a -o '{}' -f %M ", rss.display())
+    } else {
+        String::new()
+    };
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec {timed}'{}' \"$@\"\n",
             calls.display(),
             br.display()
         ),
@@ -204,12 +210,22 @@ fn paths(h: &Path, br: &Path) -> (String, String, PathBuf) {
         format!("{}:{system}", real_dir.display()),
         format!("{}:{system}", wrap_dir.display()),
         calls,
+        rss,
     )
 }
 
-/// One dry run with the counting `br` and `-v`: br calls per project, and the log.
-fn counted(bin: &Path, h: &Path, counting: &str, calls: &Path, n: usize) -> (f64, String) {
+/// One dry run with the counting `br` and `-v`: br calls per project, the log, and the
+/// largest br's peak RSS.
+fn counted(
+    bin: &Path,
+    h: &Path,
+    counting: &str,
+    calls: &Path,
+    rss: &Path,
+    n: usize,
+) -> (f64, String, i64) {
     let _ = std::fs::remove_file(calls);
+    let _ = std::fs::remove_file(rss);
     let r = run_env(
         bin,
         h,
@@ -218,5 +234,11 @@ fn counted(bin: &Path, h: &Path, counting: &str, calls: &Path, n: usize) -> (f64
         &[("BRAIDS_LOG", "debug")],
     );
     let text = std::fs::read_to_string(calls).unwrap_or_default();
-    (text.lines().count() as f64 / n as f64, r.stderr)
+    let largest = std::fs::read_to_string(rss)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .max()
+        .unwrap_or(0);
+    (text.lines().count() as f64 / n as f64, r.stderr, largest)
 }
