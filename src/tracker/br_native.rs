@@ -16,8 +16,9 @@
 //! written later (a mutation not yet or never exported: `--no-auto-flush`, a flush that
 //! failed, one in progress) or a JSONL written later (a `git pull` br has not imported yet)
 //! means asking br. So does any configuration that moves or changes what br reads: a
-//! `BEADS_CACHE_DIR`, non-default file names in `metadata.json`, `no-db` or auto-flush
-//! settings in `config.yaml`, a `policy.yaml` (custom ready statuses). `BRAIDS_BR_READS=br`
+//! `BEADS_CACHE_DIR`, a `redirect` to another `.beads`, non-default file names in
+//! `metadata.json`, `no-db` or auto-flush settings in `config.yaml`, a `policy.yaml` (custom
+//! ready statuses). `BRAIDS_BR_READS=br`
 //! turns the read path off (every read asks br).
 //!
 //! Known blind spot: br never exports ephemeral beads (wisps), so an epic whose only open child
@@ -49,6 +50,7 @@ const LAST_TOUCHED: &str = "last-touched";
 const METADATA: &str = "metadata.json";
 const CONFIG: &str = "config.yaml";
 const POLICY: &str = "policy.yaml";
+const REDIRECT: &str = "redirect";
 
 /// What [`trust_jsonl`] looks at: modification times, and the two small settings files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,6 +62,8 @@ pub struct BeadsDir {
     pub metadata: Option<String>,
     pub config: Option<String>,
     pub policy: bool,
+    /// A `redirect` file: br reads another `.beads` directory.
+    pub redirect: bool,
     /// `BEADS_CACHE_DIR` is set: br keeps its database (and `last-touched`) elsewhere.
     pub cache_dir_env: bool,
     /// `BRAIDS_BR_READS=br`: every read asks br.
@@ -87,6 +91,7 @@ impl BeadsDir {
             metadata: text(METADATA),
             config: text(CONFIG),
             policy: beads.join(POLICY).exists(),
+            redirect: beads.join(REDIRECT).exists(),
             cache_dir_env: std::env::var_os("BEADS_CACHE_DIR").is_some_and(|v| !v.is_empty()),
             br_only: std::env::var("BRAIDS_BR_READS").is_ok_and(|v| v.trim() == "br"),
             br_installed: br_installed(),
@@ -113,6 +118,9 @@ pub fn trust_jsonl(d: &BeadsDir) -> Result<(), String> {
     }
     if d.policy {
         return Err("policy.yaml may change what ready means".into());
+    }
+    if d.redirect {
+        return Err("a redirect sends br to another .beads".into());
     }
     if let Some(m) = &d.metadata {
         let v: serde_json::Value =
@@ -274,10 +282,19 @@ impl Tracker for BrNative {
     }
 
     fn state_files(&self) -> Vec<PathBuf> {
-        [JSONL, DB, WAL, LAST_TOUCHED, METADATA, CONFIG, POLICY]
-            .iter()
-            .map(|n| self.beads.join(n))
-            .collect()
+        [
+            JSONL,
+            DB,
+            WAL,
+            LAST_TOUCHED,
+            METADATA,
+            CONFIG,
+            POLICY,
+            REDIRECT,
+        ]
+        .iter()
+        .map(|n| self.beads.join(n))
+        .collect()
     }
 
     fn answers_valid(&self) -> Option<Option<DateTime<Utc>>> {
@@ -360,6 +377,7 @@ mod tests {
         assert!(with(&|d| d.config = Some("no_db: true # x\n".into())).is_err());
         assert_eq!(with(&|d| d.config = Some("# no-db: true\n".into())), Ok(()));
         assert!(with(&|d| d.policy = true).is_err());
+        assert!(with(&|d| d.redirect = true).is_err());
         assert!(with(&|d| d.cache_dir_env = true).is_err());
         assert!(with(&|d| d.br_only = true).is_err());
         assert!(with(&|d| d.br_installed = false).is_err());
