@@ -76,6 +76,11 @@ pub struct OrchestratorState {
     /// iteration name, so the tick log warns once, not on every run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown_stories: UnknownStories,
+    /// Per project slug, the fingerprint of the files the last full run observed, for the
+    /// projects whose tracker answers it kept (`tick::reuse`): the same fingerprint next run
+    /// means those answers stand in for the tracker.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tracker_fingerprints: BTreeMap<String, String>,
     /// Fields written by another version, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -91,6 +96,7 @@ impl Default for OrchestratorState {
             checkins: BTreeMap::new(),
             dry: BTreeSet::new(),
             unknown_stories: BTreeMap::new(),
+            tracker_fingerprints: BTreeMap::new(),
             extra: serde_json::Map::new(),
         }
     }
@@ -310,6 +316,14 @@ mod tests {
         .unwrap();
         let s = OrchestratorState::load(&p).unwrap().unwrap();
         assert!(s.to_json().contains("\"future\""));
+        assert!(s.tracker_fingerprints.is_empty(), "older files have none");
+        // fingerprints (5.2) round-trip under their camelCase name
+        let mut s = s;
+        s.tracker_fingerprints.insert("web".into(), "00ff".into());
+        std::fs::write(&p, s.to_json()).unwrap();
+        let back = OrchestratorState::load(&p).unwrap().unwrap();
+        assert!(s.to_json().contains("\"trackerFingerprints\""));
+        assert_eq!(back.tracker_fingerprints["web"], "00ff");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod decide;
 mod notices;
 pub mod observe;
 mod report;
+pub mod reuse;
 mod run;
 pub mod status_md;
 

@@ -18,7 +18,8 @@ use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
 use crate::model::{
-    Autonomy, BeadId, BeadStatus, Checkin, IterationName, IterationStatus, Priority, ProjectStatus,
+    Autonomy, Bead, BeadId, BeadStatus, Checkin, IterationName, IterationStatus, Priority,
+    ProjectStatus,
 };
 use crate::paths::Paths;
 use crate::session::Session;
@@ -26,6 +27,7 @@ use crate::state::Claim;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 
 use super::decide::{eligibility_of, BeadLookup, Eligibility, ProjectView, Snapshot};
+use super::reuse::{self, Answers, Prior};
 use crate::workspace::WorkspaceMode;
 
 /// What STATUS.md says about one project.
@@ -63,7 +65,7 @@ pub struct ProjectReport {
     pub checkin: Checkin,
     /// PROJECT.md `Channel`: where check-ins go; none means none are sent.
     pub channel: Option<String>,
-    /// PROJECT.md as read this run, for notifications.
+    /// PROJECT.md as read this run, for notifications (`None` in read-only runs).
     #[serde(skip)]
     pub config: Option<ProjectConfig>,
 }
@@ -101,14 +103,17 @@ pub struct Observed {
     pub reports: Vec<ProjectReport>,
     pub trackers: BTreeMap<String, Arc<dyn Tracker>>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Tracker answers a later run may reuse, per project ([`reuse`]).
+    pub answers: BTreeMap<String, Answers>,
 }
 
 /// Surveys the sessions, then observes every project: the observe step of a tick, and what
 /// `braids status` shows. `read_only` writes nothing (a dry run, `status`).
 pub fn observe_installation(
     inst: &crate::installation::Installation,
-    claims: Vec<crate::state::Claim>,
+    state: &crate::state::OrchestratorState,
     read_only: bool,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Observed> {
     use anyhow::Context as _;
     let survey = inst
@@ -120,8 +125,11 @@ pub fn observe_installation(
         config: &inst.config,
         config_warnings: &inst.config_warnings,
         read_only,
+        now,
+        unreadable: survey.problems.len(),
     };
-    let mut observed = observe(&ctx, survey.sessions, claims);
+    let prior = Prior::load(&inst.paths.braids_dir, &state.tracker_fingerprints);
+    let mut observed = observe(&ctx, survey.sessions, state.claims.clone(), prior);
     observed.snapshot.unreadable = survey.problems;
     Ok(observed)
 }
@@ -133,8 +141,13 @@ pub struct Context<'a> {
     /// Unknown keys found in config.toml, shown on STATUS.md.
     pub config_warnings: &'a [String],
     /// Observe without writing anything (a dry run, `braids status`): the native tracker then
-    /// assigns missing ids in memory instead of writing them into WORKPLAN.md.
+    /// assigns missing ids in memory instead of writing them into WORKPLAN.md. It also records
+    /// nothing for a later run to reuse.
     pub read_only: bool,
+    /// The run's clock: when deferrals end and whether reused answers still hold.
+    pub now: chrono::DateTime<chrono::Utc>,
+    /// Session records that cannot be read: each may hold a bead of any project.
+    pub unreadable: usize,
 }
 
 /// One project's observation, made on a blocking thread.
@@ -142,11 +155,17 @@ struct ProjectObservation {
     view: ProjectView,
     report: ProjectReport,
     tracker: Option<Arc<dyn Tracker>>,
+    answers: Option<Answers>,
 }
 
 /// Reads every project. The sessions are listed by the caller first: without them braids
 /// cannot know who is running, so a backend failure stops the run before this point.
-pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) -> Observed {
+pub fn observe(
+    ctx: &Context<'_>,
+    sessions: Vec<Session>,
+    claims: Vec<Claim>,
+    mut prior: Prior,
+) -> Observed {
     let registry = format::registry::read_registry(ctx.paths);
     let mut diagnostics = registry.diagnostics;
     let entries = registry.value.entries;
@@ -158,6 +177,8 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
     let claims = Arc::new(claims);
     let default_kind = ctx.config.tracker.kind;
     let read_only = ctx.read_only;
+    let now = ctx.now;
+    let unreadable = ctx.unreadable;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(ctx.config.tick.concurrency.max(1))
@@ -172,13 +193,19 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
             let paths = ctx.paths.clone();
             let slug = entry.slug.clone();
             let fallback = entry.clone();
+            let prior = prior.answers.remove(&slug);
             let task = tokio::task::spawn_blocking(move || {
                 observe_project(
                     &entry,
                     &paths,
-                    default_kind,
-                    read_only,
-                    tracker_timeout,
+                    Reading {
+                        default_kind,
+                        read_only,
+                        timeout: tracker_timeout,
+                        prior,
+                        now,
+                        unreadable,
+                    },
                     &sessions,
                     &claims,
                 )
@@ -208,9 +235,13 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
     let mut projects = Vec::with_capacity(observations.len());
     let mut reports = Vec::with_capacity(observations.len());
     let mut trackers = BTreeMap::new();
+    let mut answers = BTreeMap::new();
     for o in observations {
         if let Some(t) = o.tracker {
             trackers.insert(o.view.slug.clone(), t);
+        }
+        if let Some(a) = o.answers {
+            answers.insert(o.view.slug.clone(), a);
         }
         projects.push(o.view);
         reports.push(o.report);
@@ -238,6 +269,7 @@ pub fn observe(ctx: &Context<'_>, sessions: Vec<Session>, claims: Vec<Claim>) ->
         reports,
         trackers,
         diagnostics,
+        answers,
     }
 }
 
@@ -291,6 +323,7 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
         view: base_view(entry, Eligibility::Broken(why)),
         report,
         tracker: None,
+        answers: None,
     }
 }
 
@@ -302,15 +335,32 @@ pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind) -> TrackerKind
         .unwrap_or(default)
 }
 
-fn observe_project(
-    entry: &RegistryEntry,
-    paths: &Paths,
+/// How one project's tracker is read this run.
+struct Reading {
     default_kind: TrackerKind,
     read_only: bool,
     timeout: Duration,
+    /// The last full run's answers for this project, if its fingerprint was recorded.
+    prior: Option<Answers>,
+    now: chrono::DateTime<chrono::Utc>,
+    unreadable: usize,
+}
+
+fn observe_project(
+    entry: &RegistryEntry,
+    paths: &Paths,
+    how: Reading,
     sessions: &[Session],
     claims: &[Claim],
 ) -> ProjectObservation {
+    let Reading {
+        default_kind,
+        read_only,
+        timeout,
+        prior,
+        now,
+        unreadable,
+    } = how;
     let root = &entry.path;
     if paths.in_workspace(root) {
         return broken(
@@ -322,6 +372,9 @@ fn observe_project(
             ),
         );
     }
+    // Stamped before they are read, so a write in between shows as a change next run.
+    let fingerprinting = !read_only || prior.is_some();
+    let project_stamps = fingerprinting.then(|| reuse::stamps(reuse::project_files(root)));
     let project_md = root.join(".braids/PROJECT.md");
     let text = match crate::atomic::read(&project_md) {
         Ok(b) => b,
@@ -346,7 +399,8 @@ fn observe_project(
     report.push_pending = crate::git::push_pending(root);
     report.checkin = config.checkin;
     report.channel = config.channel.clone();
-    report.config = Some(config.clone());
+    // For notifications, which read-only runs never send.
+    report.config = (!read_only).then(|| config.clone());
 
     let shown = match &eligibility {
         Eligibility::Eligible { iteration } => iteration.find(&iterations, |i| i.name),
@@ -388,11 +442,7 @@ fn observe_project(
         timeout,
         program: None,
     };
-    let opened = if read_only {
-        tracker::open_read_only(kind, options)
-    } else {
-        tracker::open(kind, options)
-    };
+    let opened = tracker::open_observing(kind, options, read_only);
     let tracker: Arc<dyn Tracker> = match opened {
         Ok(t) => Arc::from(t),
         Err(e) => {
@@ -402,6 +452,7 @@ fn observe_project(
                 view,
                 report,
                 tracker: None,
+                answers: None,
             };
         }
     };
@@ -413,81 +464,105 @@ fn observe_project(
         .map(|s| s.label.bead())
         .chain(claimed.iter().copied())
         .collect();
-    let all = match tracker.list() {
-        Ok(all) => {
-            let status: BTreeMap<&BeadId, BeadStatus> =
-                all.iter().map(|b| (&b.id, b.status)).collect();
-            for id in &wanted {
-                let l = status
-                    .get(id)
-                    .map_or(BeadLookup::Missing, |s| BeadLookup::Known(*s));
-                view.beads.insert((*id).clone(), l);
-            }
-            let mut counts = BTreeMap::new();
-            for b in &all {
-                *counts.entry(b.status.as_str().to_string()).or_insert(0) += 1;
-            }
-            report.counts = Some(counts);
-            let mut unknown = Vec::new();
-            if let Some(it) = shown {
-                let known = |id: &BeadId| status.contains_key(id);
-                let stories = it.stories_known(known);
-                report.stories = stories
-                    .iter()
-                    .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
-                    .collect();
-                if eligible {
-                    // plain-word ids (`readme`) the tracker knows are stories too
-                    view.stories = stories.iter().map(|s| s.id.clone()).collect();
+    let state_files = tracker.state_files();
+    let stamps = project_stamps
+        .filter(|_| !state_files.is_empty())
+        .map(|mut s| {
+            s.extend(reuse::stamps(state_files));
+            s
+        });
+    let read =
+        match reuse::read_tracker(&*tracker, prior.as_ref(), stamps.as_deref(), eligible, now) {
+            Ok(read) => read,
+            Err(e) => {
+                for id in &wanted {
+                    view.beads.insert((*id).clone(), BeadLookup::Unknown);
                 }
-                let kind = tracker.kind().as_str();
-                unknown = format::iteration::unknown_stories(it, known, kind)
-                    .into_iter()
-                    .map(|(s, problem)| UnknownStory {
-                        bead: s.id.clone(),
-                        problem,
-                    })
-                    .collect();
+                view.tracker_error = Some(e.to_string());
+                report.error = Some(e.to_string());
+                return ProjectObservation {
+                    view,
+                    report,
+                    tracker: Some(tracker),
+                    answers: None,
+                };
             }
-            report.unknown_stories = Some(unknown);
-            all
+        };
+    tracing::debug!(project = slug, reads = %read.path, "tracker read");
+    let status: BTreeMap<&BeadId, BeadStatus> = read.beads.iter().map(|(id, s)| (id, *s)).collect();
+    for id in &wanted {
+        let l = status
+            .get(id)
+            .map_or(BeadLookup::Missing, |s| BeadLookup::Known(*s));
+        view.beads.insert((*id).clone(), l);
+    }
+    let mut counts = BTreeMap::new();
+    for (_, s) in &read.beads {
+        *counts.entry(s.as_str().to_string()).or_insert(0) += 1;
+    }
+    report.counts = Some(counts);
+    let mut unknown = Vec::new();
+    if let Some(it) = shown {
+        let known = |id: &BeadId| status.contains_key(id);
+        let stories = it.stories_known(known);
+        report.stories = stories
+            .iter()
+            .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
+            .collect();
+        if eligible {
+            // plain-word ids (`readme`) the tracker knows are stories too
+            view.stories = stories.iter().map(|s| s.id.clone()).collect();
         }
-        Err(e) => {
-            for id in &wanted {
-                view.beads.insert((*id).clone(), BeadLookup::Unknown);
-            }
-            view.tracker_error = Some(e.to_string());
-            report.error = Some(e.to_string());
-            return ProjectObservation {
-                view,
-                report,
-                tracker: Some(tracker),
-            };
-        }
-    };
+        let kind = tracker.kind().as_str();
+        unknown = format::iteration::unknown_stories(it, known, kind)
+            .into_iter()
+            .map(|(s, problem)| UnknownStory {
+                bead: s.id.clone(),
+                problem,
+            })
+            .collect();
+    }
+    report.unknown_stories = Some(unknown);
 
     // `ready` wherever an open bead could be: with a free slot it is what to spawn, at
     // capacity it is what makes the idle reason `all-at-capacity` rather than `no-ready-beads`.
-    if eligible && all.iter().any(|b| b.status == BeadStatus::Open) {
-        match tracker.ready_among(&all) {
-            Ok(ready) => {
-                let out = ready
-                    .iter()
-                    .filter(|b| !view.stories.is_empty() && !view.stories.contains(&b.id))
-                    .count();
-                report.ready = ready.len() - out;
-                report.ready_out_of_scope = out;
-                view.ready = ready;
-            }
-            Err(e) => {
-                view.tracker_error = Some(e.to_string());
-                report.error = Some(e.to_string());
-            }
+    match read.ready {
+        Some(Ok(ready)) => {
+            // Iteration scope (5.1): ready beads the Stories do not list are only counted.
+            let in_scope = |b: &&Bead| super::decide::in_scope(&view.stories, &b.id);
+            let out = ready.iter().filter(|b| !in_scope(b)).count();
+            report.ready = ready.len() - out;
+            report.ready_out_of_scope = out;
+            // Only the beads `decide` can reach: its slots and stand-ins, past the ones it must
+            // skip (beads with a live session or a claim). A project's whole ready list, kept
+            // for every project until the plan is made, was most of a large tick's memory.
+            let reach = view.max_workers as usize
+                + super::decide::STAND_INS
+                + mine.len()
+                + claimed.len()
+                + unreadable;
+            let mut seen = BTreeSet::new();
+            view.ready = super::decide::spawn_order(&view.stories, &ready)
+                .into_iter()
+                .filter(|b| in_scope(b) && b.status == BeadStatus::Open && seen.insert(&b.id))
+                .take(reach)
+                .map(|b| Bead {
+                    description: String::new(),
+                    dependencies: Vec::new(),
+                    ..b.clone()
+                })
+                .collect();
         }
+        Some(Err(e)) => {
+            view.tracker_error = Some(e.to_string());
+            report.error = Some(e.to_string());
+        }
+        None => {}
     }
     ProjectObservation {
         view,
         report,
         tracker: Some(tracker),
+        answers: read.answers,
     }
 }

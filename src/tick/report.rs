@@ -132,16 +132,17 @@ impl TickReport {
         }
     }
 
-    /// Which workers were started and killed, for the log line: ` [spawned: a b; killed: c]`.
+    /// Which workers were started and killed, for the log line: ` [spawned: a b; killed: c]`,
+    /// the first few of each and then how many more.
     fn details(&self) -> String {
         let mut parts = Vec::new();
         if !self.spawns.is_empty() {
-            let labels: Vec<&str> = self.spawns.iter().map(|s| s.label.as_str()).collect();
-            parts.push(format!("spawned: {}", labels.join(" ")));
+            let labels = self.spawns.iter().map(|s| s.label.as_str());
+            parts.push(format!("spawned: {}", first_few(labels)));
         }
         if !self.zombies.is_empty() {
-            let labels: Vec<&str> = self.zombies.iter().map(|z| z.label.as_str()).collect();
-            parts.push(format!("killed: {}", labels.join(" ")));
+            let labels = self.zombies.iter().map(|z| z.label.as_str());
+            parts.push(format!("killed: {}", first_few(labels)));
         }
         if parts.is_empty() {
             String::new()
@@ -151,10 +152,9 @@ impl TickReport {
     }
 
     fn log_fields(&self, summary: &str) {
-        // Space-separated: labels never contain spaces.
-        let spawned_labels: Vec<&str> = self.spawns.iter().map(|s| s.label.as_str()).collect();
-        let killed_labels: Vec<&str> = self.zombies.iter().map(|z| z.label.as_str()).collect();
-        let (spawned_labels, killed_labels) = (spawned_labels.join(" "), killed_labels.join(" "));
+        // Space-separated (labels never contain spaces), the first few and how many more.
+        let spawned_labels = first_few(self.spawns.iter().map(|s| s.label.as_str()));
+        let killed_labels = first_few(self.zombies.iter().map(|z| z.label.as_str()));
         tracing::info!(
             run = match self.run {
                 RunType::Full => "full",
@@ -211,5 +211,44 @@ impl TickReport {
                 s
             }
         }
+    }
+}
+
+/// How many labels a log line names before it only counts the rest.
+const LABELS_SHOWN: usize = 5;
+
+/// `a b c`, or `a b c d e and 1795 more`: one readable line at any scale.
+fn first_few<'a>(labels: impl ExactSizeIterator<Item = &'a str>) -> String {
+    let total = labels.len();
+    let mut s = labels.take(LABELS_SHOWN).collect::<Vec<_>>().join(" ");
+    if total > LABELS_SHOWN {
+        s.push_str(&format!(" and {} more", total - LABELS_SHOWN));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c5_3_the_log_line_names_a_few_labels_then_counts_the_rest() {
+        let labels: Vec<String> = (0..1800).map(|i| format!("project:p{i}:t-{i}")).collect();
+        let line = first_few(labels.iter().map(String::as_str));
+        assert_eq!(
+            line,
+            "project:p0:t-0 project:p1:t-1 project:p2:t-2 project:p3:t-3 project:p4:t-4 and 1795 more"
+        );
+        assert_eq!(
+            first_few(labels[..2].iter().map(String::as_str)),
+            "project:p0:t-0 project:p1:t-1"
+        );
+        assert_eq!(
+            first_few(labels[..5].iter().map(String::as_str))
+                .matches(' ')
+                .count(),
+            4
+        );
+        assert_eq!(first_few(std::iter::empty()), "");
     }
 }

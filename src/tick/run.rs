@@ -35,7 +35,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
 
     // observe
-    let observed = observe::observe_installation(inst, state.claims.clone(), opts.dry_run)?;
+    let observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
 
     // decide
     let plan = decide::decide(&observed.snapshot, now);
@@ -92,6 +92,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.unknown_stories = unknown_stories;
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), &outcome.new_claims);
+    next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
     persist(inst, &next, observed, &outcome, &sessions_now, &report, now)?;
     Ok(report)
 }

@@ -67,9 +67,14 @@ impl BeadsCli {
     /// `ready`, shared by br and bd: every ready bead (no page limit), open ones only (older bd
     /// also lists in_progress beads), most urgent first.
     pub(crate) fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
-        let args: Vec<String> = ["ready", "--json", "--sort=priority", "--limit=0"]
-            .map(String::from)
-            .into();
+        self.ready_sorted(Some("priority"))
+    }
+
+    /// [`BeadsCli::ready`] with `--sort=<sort>`, or the tracker's default order.
+    pub(crate) fn ready_sorted(&self, sort: Option<&str>) -> Result<Vec<Bead>, TrackerError> {
+        let mut args: Vec<String> = vec!["ready".into(), "--json".into()];
+        args.extend(sort.map(|s| format!("--sort={s}")));
+        args.push("--limit=0".into());
         let mut beads: Vec<_> = self
             .issues(&args)?
             .into_iter()

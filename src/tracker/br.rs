@@ -20,8 +20,9 @@
 //!   inside the same transaction), retrying when another writer got there first.
 //! * `br update --status closed` is refused; closing is `br close`. Closing a closed issue
 //!   exits 3 with `NOTHING_TO_DO`.
-//! * `ready` sorts "hybrid" by default (P0/P1 by age, then the rest by age); the adapter asks
-//!   for `--sort=priority`.
+//! * `ready` sorts "hybrid" by default (P0/P1 by age, then the rest by age). The adapter keeps
+//!   that order (br sorts it by parsed timestamps, which the JSONL read path reproduces
+//!   exactly; `--sort=priority` compares the stored text) and then sorts by priority.
 //! * br discovers `.beads` by walking up from the cwd. `BEADS_DIR` pins it to the project
 //!   (`CONFIG_ERROR` when that directory does not exist), and empty `BEADS_DB`/`BD_DB`/…
 //!   values count as unset.
@@ -159,7 +160,7 @@ impl Tracker for Br {
     }
 
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
-        self.cli.ready()
+        self.cli.ready_sorted(None)
     }
 
     fn list(&self) -> Result<Vec<Bead>, TrackerError> {

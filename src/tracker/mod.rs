@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Bead, BeadId, BeadStatus};
@@ -16,6 +18,8 @@ use crate::model::{Bead, BeadId, BeadStatus};
 pub mod bd;
 mod beads_cli;
 pub mod br;
+pub mod br_jsonl;
+pub mod br_native;
 mod rules;
 pub mod workplan;
 
@@ -130,6 +134,25 @@ pub trait Tracker: Send + Sync {
     fn is_cheap(&self) -> bool {
         false
     }
+
+    /// The files whose (size, mtime, inode) change whenever this tracker's answers can: what
+    /// lets a tick reuse the last run's answers for a project nothing touched. Empty (the
+    /// default) when no set of files can tell, so answers are never reused.
+    fn state_files(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// After this run's reads: whether their answers stay true while [`Tracker::state_files`]
+    /// are unchanged, `Some(None)` for as long as they are, `Some(Some(t))` until `t` (a
+    /// deferral ending); `None` (the default) means never reuse them.
+    fn answers_valid(&self) -> Option<Option<DateTime<Utc>>> {
+        None
+    }
+
+    /// How this run's reads were answered, for `-v` (`native (issues.jsonl)`, `br (why)`).
+    fn read_path(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Settings every adapter needs.
@@ -173,6 +196,27 @@ pub fn open_read_only(
             workplan::Workplan::with_options(&opts).read_only(),
         )),
         k => open(k, opts),
+    }
+}
+
+/// As [`open`] / [`open_read_only`], for the tick's observation: a br project's reads come from
+/// its JSONL export whenever that file is known to say what br's database says
+/// ([`br_native`]); writes still go through `br`.
+pub fn open_observing(
+    kind: TrackerKind,
+    opts: TrackerOptions,
+    read_only: bool,
+) -> Result<Box<dyn Tracker>, TrackerError> {
+    let resolved = match kind {
+        TrackerKind::Auto => detect(&opts.project),
+        k => k,
+    };
+    match (resolved, read_only) {
+        (TrackerKind::Br, _) if opts.program.is_none() => {
+            Ok(Box::new(br_native::BrNative::new(opts)))
+        }
+        (_, true) => open_read_only(resolved, opts),
+        (_, false) => open(resolved, opts),
     }
 }
 

@@ -178,6 +178,15 @@ impl Tracker for Workplan {
         true
     }
 
+    fn state_files(&self) -> Vec<PathBuf> {
+        vec![self.file.clone()]
+    }
+
+    /// The items alone decide every answer; nothing changes them but the file.
+    fn answers_valid(&self) -> Option<Option<chrono::DateTime<chrono::Utc>>> {
+        Some(None)
+    }
+
     fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
         Ok(ready_of(&self.list()?))
     }

@@ -59,7 +59,7 @@ fn files_of(project: &Path, rev: &str) -> Vec<String> {
 }
 
 #[test]
-fn c5_2_a_worktree_is_private_and_outside_the_project() {
+fn c6_2_a_worktree_is_private_and_outside_the_project() {
     let w = world();
     let ws = w.ws.create(&w.project, &bead("b1")).unwrap();
     assert!(!ws.dir.starts_with(&w.project));
@@ -72,7 +72,7 @@ fn c5_2_a_worktree_is_private_and_outside_the_project() {
 }
 
 #[test]
-fn c5_2_two_beads_land_one_commit_each_with_only_their_own_files() {
+fn c6_2_two_beads_land_one_commit_each_with_only_their_own_files() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     let b = w.ws.create(&w.project, &bead("b1")).unwrap();
@@ -133,7 +133,7 @@ fn c5_2_two_beads_land_one_commit_each_with_only_their_own_files() {
 }
 
 #[test]
-fn c5_4_a_conflict_keeps_the_work_and_leaves_nothing_half_merged() {
+fn c6_4_a_conflict_keeps_the_work_and_leaves_nothing_half_merged() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     let b = w.ws.create(&w.project, &bead("b1")).unwrap();
@@ -168,7 +168,7 @@ fn c5_4_a_conflict_keeps_the_work_and_leaves_nothing_half_merged() {
 }
 
 #[test]
-fn c5_3_a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
+fn c6_3_a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     write(&a.dir.join("shared.txt"), "one\nagent\nthree\n");
@@ -194,7 +194,7 @@ fn c5_3_a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
 }
 
 #[test]
-fn c5_2_agent_commits_are_folded_into_one() {
+fn c6_2_agent_commits_are_folded_into_one() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     write(&a.dir.join("x.txt"), "1\n");
@@ -228,7 +228,7 @@ fn c5_2_agent_commits_are_folded_into_one() {
 }
 
 #[test]
-fn c5_5_sweep_removes_what_no_worker_holds_and_is_idempotent() {
+fn c6_5_sweep_removes_what_no_worker_holds_and_is_idempotent() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     let b = w.ws.create(&w.project, &bead("b1")).unwrap();
@@ -254,7 +254,7 @@ fn c5_5_sweep_removes_what_no_worker_holds_and_is_idempotent() {
 }
 
 #[test]
-fn c5_2_a_landing_takes_only_what_it_should() {
+fn c6_2_a_landing_takes_only_what_it_should() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     write(

@@ -169,19 +169,23 @@ fn c2_1_fault_a_tracker_that_vanishes_mid_run_leaves_its_bead_unclaimed() {
         .titled(&["Only bead"])
         .create();
     let real = br_path();
-    // answers `list` and `ready` through the real br, and deletes itself during `ready`: the
-    // claim that follows finds no `br` on PATH
+    // answers through the real br, and deletes itself during `ready` (or, when `list` and
+    // `ready` were read from br's JSONL, 5.1, during the claim's first read): the claim that
+    // follows finds no `br` on PATH
     s.script(
         "bin/br",
         &format!(
-            "echo \"$*\" >> \"$HOME/br-calls\"\ncase \"$1\" in ready) rm -f \"$0\";; esac\nexec {} \"$@\"",
+            "echo \"$*\" >> \"$HOME/br-calls\"\ncase \"$1\" in ready|show) rm -f \"$0\";; esac\nexec {} \"$@\"",
             real.display()
         ),
     );
     let reg = s.registry_text();
     let v = tick(&s).assert_ok().report();
     assert_healthy_spawned(&s, &v);
-    assert!(!s.bin().join("br").exists(), "the stub never ran `ready`");
+    assert!(
+        !s.bin().join("br").exists(),
+        "the stub never ran `ready` or `show`"
+    );
     assert!(
         v.errors_text().contains("vanish") && v.errors_text().contains("cannot claim"),
         "{}",

@@ -17,6 +17,8 @@
 mod support;
 
 mod backend_switch;
+mod br_differential;
+mod br_native_ticks;
 mod check;
 mod checkin;
 mod cli;

@@ -143,12 +143,31 @@ pub struct Zombie {
 
 /// Iteration scope: when the active iteration lists Stories, only those beads are worked;
 /// with no Stories, every ready bead is in scope (4.3).
-pub fn in_scope(stories: &[BeadId], story_at: &BTreeMap<&BeadId, usize>, bead: &BeadId) -> bool {
-    stories.is_empty() || story_at.contains_key(bead)
+pub fn in_scope(stories: &[BeadId], bead: &BeadId) -> bool {
+    stories.is_empty() || stories.contains(bead)
 }
 
 fn lookup(p: &ProjectView, bead: &BeadId) -> BeadLookup {
     p.beads.get(bead).copied().unwrap_or(BeadLookup::Unknown)
+}
+
+/// Ready beads in the order a project offers them: the active iteration's Stories first, in
+/// their order (a bead's first place counts), then the rest in the tracker's order.
+pub fn spawn_order<'a>(
+    stories: &[BeadId],
+    ready: impl IntoIterator<Item = &'a Bead>,
+) -> Vec<&'a Bead> {
+    let mut story_at: BTreeMap<&BeadId, usize> = BTreeMap::new();
+    for (i, s) in stories.iter().enumerate() {
+        story_at.entry(s).or_insert(i);
+    }
+    let mut ready: Vec<(usize, usize, &Bead)> = ready
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| (story_at.get(&b.id).copied().unwrap_or(usize::MAX), i, b))
+        .collect();
+    ready.sort_by_key(|(story, i, _)| (*story, *i));
+    ready.into_iter().map(|(_, _, b)| b).collect()
 }
 
 /// Decides a run. Pure: same snapshot and clock, same plan.
@@ -274,24 +293,15 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .filter(|r| r.slug == p.slug)
             .map(|r| &r.bead)
             .collect();
-        // The first place each bead has in the Stories list.
-        let mut story_at: BTreeMap<&BeadId, usize> = BTreeMap::new();
-        for (i, s) in p.stories.iter().enumerate() {
-            story_at.entry(s).or_insert(i);
-        }
-        let mut ready: Vec<(usize, usize, &Bead)> = p
-            .ready
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| {
+        let ready = spawn_order(
+            &p.stories,
+            p.ready.iter().filter(|b| {
                 b.status == BeadStatus::Open
-                    && in_scope(&p.stories, &story_at, &b.id)
+                    && in_scope(&p.stories, &b.id)
                     && !live.contains(&(p.slug.as_str(), &b.id))
                     && !released.contains(&b.id)
-            })
-            .map(|(i, b)| (story_at.get(&b.id).copied().unwrap_or(usize::MAX), i, b))
-            .collect();
-        ready.sort_by_key(|(story, i, _)| (*story, *i));
+            }),
+        );
         let slots =
             (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0));
         // A project at capacity needs one candidate to know that ready work is waiting; one
@@ -300,7 +310,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         let wanted = if slots == 0 { 1 } else { slots + STAND_INS };
         let mut seen = BTreeSet::new();
         let mut candidates = Vec::with_capacity(wanted.min(ready.len()));
-        for (_, _, b) in ready {
+        for b in ready {
             if candidates.len() == wanted {
                 break;
             }

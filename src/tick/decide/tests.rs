@@ -434,7 +434,7 @@ fn projects_in_priority_order_ties_in_registry_order() {
 }
 
 #[test]
-fn c5_1_iteration_scope_stories_in_order_and_nothing_else() {
+fn c6_1_iteration_scope_stories_in_order_and_nothing_else() {
     // Stories listed: only those beads, in Stories order; a-9 and a-2 are ready but out of
     // scope; a-x is not ready and waits.
     let p = project("a")

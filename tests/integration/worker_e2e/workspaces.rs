@@ -63,7 +63,7 @@ fn shared_text(ids: &[String]) -> String {
 }
 
 #[test]
-fn c5_2_three_workers_at_once_land_only_their_own_files_and_never_a_persons() {
+fn c6_2_three_workers_at_once_land_only_their_own_files_and_never_a_persons() {
     let p = Project::new();
     p.set_field("MaxWorkers", "3");
     let ids = p.plan("active", &["One", "Two", "Three"]);
@@ -121,7 +121,7 @@ fn c5_2_three_workers_at_once_land_only_their_own_files_and_never_a_persons() {
 }
 
 #[test]
-fn c5_4_a_conflict_blocks_the_bead_names_the_paths_and_keeps_the_work() {
+fn c6_4_a_conflict_blocks_the_bead_names_the_paths_and_keeps_the_work() {
     let p = Project::new();
     p.set_field("MaxWorkers", "2");
     let ids = p.plan("active", &["Left", "Right"]);
@@ -176,7 +176,7 @@ fn c5_4_a_conflict_blocks_the_bead_names_the_paths_and_keeps_the_work() {
 }
 
 #[test]
-fn c5_5_a_worker_killed_mid_work_leaves_no_worktree_behind() {
+fn c6_5_a_worker_killed_mid_work_leaves_no_worktree_behind() {
     let p = Project::new();
     p.configure("[sessions]\nclaim_grace_secs = 1\n");
     let ids = p.plan("active", &["Interrupted"]);
@@ -212,7 +212,7 @@ fn c5_5_a_worker_killed_mid_work_leaves_no_worktree_behind() {
 }
 
 #[test]
-fn c5_2_br_create_in_a_workspace_reaches_the_projects_database() {
+fn c6_2_br_create_in_a_workspace_reaches_the_projects_database() {
     let p = Project::new();
     let ids = p.plan("active", &["Find more work"]);
     p.agent(&format!(
@@ -228,7 +228,7 @@ fn c5_2_br_create_in_a_workspace_reaches_the_projects_database() {
 }
 
 #[test]
-fn c5_5_fifty_beads_through_max_workers_3_leave_git_clean_and_one_commit_each() {
+fn c6_5_fifty_beads_through_max_workers_3_leave_git_clean_and_one_commit_each() {
     let p = Project::new();
     p.set_field("MaxWorkers", "3");
     let titles: Vec<String> = (1..=50).map(|i| format!("Bead number {i}")).collect();
