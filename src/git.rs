@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use git2::{Repository, Signature};
 
+use crate::lock::TickLock;
 use crate::model::IterationStatus;
 use crate::proc::Invocation;
 
@@ -299,6 +300,42 @@ pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
     } else {
         Frozen::Modified { commit: id, paths }
     })
+}
+
+/// How long a worker waits for another to finish with the repository.
+const REPO_LOCK_WAIT: Duration = Duration::from_secs(600);
+
+/// The repository's commit lock, held; released on drop. Commits, pushes and iteration status
+/// changes of one repository happen one at a time: concurrent index writes or `git push`es fail
+/// or lose work, and an iteration checked without it could be completed twice, or frozen before
+/// a bead's commit.
+pub struct RepoLock {
+    _lock: TickLock,
+}
+
+impl RepoLock {
+    /// The lock if no one holds it now; `None` if someone does (the tick does not wait).
+    pub fn try_acquire(root: &Path) -> Result<Option<RepoLock>> {
+        let path = lock_path(root)?;
+        Ok(TickLock::try_acquire(&path)
+            .with_context(|| format!("cannot lock {}", path.display()))?
+            .map(|lock| RepoLock { _lock: lock }))
+    }
+
+    /// Waits up to ten minutes for the lock of the repository at `root`.
+    pub fn acquire(root: &Path) -> Result<RepoLock> {
+        let path = lock_path(root)?;
+        let lock = TickLock::acquire(&path, REPO_LOCK_WAIT)
+            .with_context(|| format!("cannot lock {}", path.display()))?
+            .ok_or_else(|| {
+                anyhow!(
+                    "another worker held {} for over {}s",
+                    path.display(),
+                    REPO_LOCK_WAIT.as_secs()
+                )
+            })?;
+        Ok(RepoLock { _lock: lock })
+    }
 }
 
 #[cfg(test)]

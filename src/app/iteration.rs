@@ -8,45 +8,18 @@
 //! notifications alike; a name given on the command line finds its directory by text, else by
 //! number, so `8` and `008` both name `008`.
 
+pub use crate::git::RepoLock;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::format::{self, iteration, iteration::Iteration, registry::RegistryEntry};
-use crate::lock::TickLock;
 use crate::model::{BeadStatus, IterationName, IterationStatus, NotificationEvent};
 use crate::paths::Paths;
 use crate::tracker::Tracker;
 
 /// How long to wait for another holder of the repository lock, such as a worker committing and
 /// pushing.
-const REPO_LOCK_WAIT: Duration = Duration::from_secs(600);
-
-/// The repository's commit lock, held; released on drop. Commits, pushes and iteration status
-/// changes of one repository happen one at a time: concurrent index writes or `git push`es fail
-/// or lose work, and an iteration checked without it could be completed twice, or frozen before
-/// a bead's commit.
-pub struct RepoLock {
-    _lock: TickLock,
-}
-
-impl RepoLock {
-    /// Waits up to ten minutes for the lock of the repository at `root`.
-    pub fn acquire(root: &Path) -> Result<RepoLock> {
-        let path = crate::git::lock_path(root)?;
-        let lock = TickLock::acquire(&path, REPO_LOCK_WAIT)
-            .with_context(|| format!("cannot lock {}", path.display()))?
-            .ok_or_else(|| {
-                anyhow!(
-                    "another worker held {} for over {}s",
-                    path.display(),
-                    REPO_LOCK_WAIT.as_secs()
-                )
-            })?;
-        Ok(RepoLock { _lock: lock })
-    }
-}
 
 /// An iteration after a change was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -343,7 +316,7 @@ mod tests {
         std::thread::scope(|s| {
             let complete = s.spawn(|| set_status(&paths, "app", None, IterationStatus::Complete));
             // Not a deadline: a correct run never changes the file while the lock is held.
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(std::time::Duration::from_millis(300));
             assert_eq!(
                 status(),
                 Some(IterationStatus::Active),

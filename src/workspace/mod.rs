@@ -144,7 +144,10 @@ pub trait Workspaces: Send + Sync {
     /// A fresh workspace for `bead`, replacing any left by a crashed worker.
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace>;
     /// Step 1 of landing (see the module docs). Nothing in the project changes; `exclude`
-    /// as in [`Landing`].
+    /// as in [`Landing`]. The caller holds the repository lock for this step and [`land`];
+    /// the other methods take it themselves.
+    ///
+    /// [`land`]: Workspaces::land
     fn prepare_landing(
         &self,
         ws: &Workspace,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::{Landing, Prepared, Workspace, Workspaces};
+use crate::git::RepoLock;
 use crate::model::BeadId;
 use crate::proc::{Invocation, Output};
 
@@ -206,6 +207,8 @@ impl GitWorktrees {
 
 impl Workspaces for GitWorktrees {
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace> {
+        // No repository lock here: a worker starts while another lands, and `git worktree add`
+        // marks a new worktree locked until it is whole, so a concurrent prune spares it.
         let base = Self::current_branch(project)?;
         let dir = self.dir_for(project, bead);
         Self::discard(project, &dir)?;
@@ -345,6 +348,7 @@ impl Workspaces for GitWorktrees {
         let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
             return Ok(None);
         };
+        let _lock = RepoLock::acquire(&ws.project)?;
         stage(&ws.dir, &[], &[])?;
         commit_staged(&ws.dir, &format!("wip {bead} (kept for a person)"))?;
         let ahead = git_ok(&ws.dir, &["rev-list", "--count", &format!("{base}..HEAD")])?;
@@ -363,6 +367,7 @@ impl Workspaces for GitWorktrees {
         let Some(branch) = &ws.branch else {
             return Ok(());
         };
+        let _lock = RepoLock::acquire(&ws.project)?;
         Self::discard(&ws.project, &ws.dir)?;
         // Gone already when it was kept under another name.
         let _ = git(&ws.project, &["branch", "--quiet", "-D", branch]);
@@ -376,6 +381,10 @@ impl Workspaces for GitWorktrees {
         if !dir.is_dir() {
             return Ok(removed);
         }
+        // A worker busy with the repository sweeps its own; the next run sweeps the rest.
+        let Some(_lock) = RepoLock::try_acquire(project)? else {
+            return Ok(removed);
+        };
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
