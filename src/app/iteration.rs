@@ -18,9 +18,6 @@ use crate::model::{BeadStatus, IterationName, IterationStatus, NotificationEvent
 use crate::paths::Paths;
 use crate::tracker::Tracker;
 
-/// How long to wait for another holder of the repository lock, such as a worker committing and
-/// pushing.
-
 /// An iteration after a change was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
