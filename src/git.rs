@@ -210,6 +210,15 @@ pub fn push_recorded(root: &Path, timeout: Duration) -> Result<()> {
     result
 }
 
+/// Marks the repository as having a push to make, before the commit that needs it: a worker
+/// killed between its commit and its push leaves the mark, and the next tick pushes (4.4).
+pub fn expect_push(root: &Path) -> Result<()> {
+    crate::atomic::write(
+        &push_marker(root),
+        b"a commit was being made; its push had not happened yet\n",
+    )
+}
+
 /// Whether an earlier push of this repository failed and has not been retried successfully.
 pub fn push_pending(root: &Path) -> bool {
     push_marker(root).exists()

@@ -76,6 +76,9 @@ pub struct OrchestratorState {
     /// iteration name, so the tick log warns once, not on every run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown_stories: UnknownStories,
+    /// Orphan sessions (`<label> <id>`) already warned about, so the log warns once (2.2).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub orphans: BTreeSet<String>,
     /// Per project slug, the fingerprint of the files the last full run observed, for the
     /// projects whose tracker answers it kept (`tick::reuse`): the same fingerprint next run
     /// means those answers stand in for the tracker.
@@ -96,6 +99,7 @@ impl Default for OrchestratorState {
             checkins: BTreeMap::new(),
             dry: BTreeSet::new(),
             unknown_stories: BTreeMap::new(),
+            orphans: BTreeSet::new(),
             tracker_fingerprints: BTreeMap::new(),
             extra: serde_json::Map::new(),
         }

@@ -9,39 +9,14 @@
 //! number, so `8` and `008` both name `008`.
 
 pub use crate::git::RepoLock;
-use std::path::{Path, PathBuf};
+pub use crate::lifecycle::{complete_if_done, notice, Change, Completion};
+use crate::lifecycle::transition;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 
 use crate::format::{self, iteration, iteration::Iteration, registry::RegistryEntry};
-use crate::model::{BeadStatus, IterationName, IterationStatus, NotificationEvent};
+use crate::model::{IterationName, IterationStatus};
 use crate::paths::Paths;
-use crate::tracker::Tracker;
-
-/// An iteration after a change was asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
-    /// The iteration's directory name as written.
-    pub name: IterationName,
-    /// Its ITERATION.md.
-    pub file: PathBuf,
-    pub status: IterationStatus,
-    /// False when it already had that status.
-    pub changed: bool,
-}
-
-/// What [`complete_if_done`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Completion {
-    /// ITERATION.md lists no stories: a person completes it.
-    NoStories,
-    /// This many stories are not closed yet.
-    StoriesOpen(usize),
-    /// Someone else completed it first.
-    AlreadyComplete,
-    /// Marked complete and committed now.
-    Completed,
-}
 
 /// The registry row of `slug`, or a sentence saying how to create it.
 pub fn locate(paths: &Paths, slug: &str) -> Result<RegistryEntry> {
@@ -156,115 +131,6 @@ fn default_name(slug: &str, its: &[Iteration], to: IterationStatus) -> Result<It
         .ok_or_else(|| {
             anyhow!("{slug} has no iteration in planning; create one with `braids iteration new {slug}`")
         })
-}
-
-/// 3.7: marks `iteration` complete and commits it, with `also` (the tracker's files), when every
-/// story it lists is closed — exactly once even when two workers finish together: the caller
-/// holds the repository lock and the status is re-read under it. The caller pushes and notifies
-/// (see [`notice`]).
-pub fn complete_if_done(
-    root: &Path,
-    slug: &str,
-    held: &RepoLock,
-    iteration: &Iteration,
-    tracker: &dyn Tracker,
-    also: &[PathBuf],
-) -> Result<Completion> {
-    if iteration.stories.is_empty() && iteration.maybe_stories.is_empty() {
-        return Ok(Completion::NoStories);
-    }
-    let all = tracker.list()?;
-    let stories = iteration.stories_known(|id| all.iter().any(|b| &b.id == id));
-    if stories.is_empty() {
-        return Ok(Completion::NoStories);
-    }
-    let open = stories
-        .iter()
-        .filter(|s| {
-            !all.iter()
-                .any(|b| b.id == s.id && b.status == BeadStatus::Closed)
-        })
-        .count();
-    if open > 0 {
-        return Ok(Completion::StoriesOpen(open));
-    }
-    let its = iteration::read_iterations(root).value;
-    let now = its
-        .iter()
-        .find(|i| i.dir == iteration.dir)
-        .ok_or_else(|| anyhow!("cannot read {}", iteration.file().display()))?;
-    let to = IterationStatus::Complete;
-    let change = transition(root, slug, held, &its, now, to, also)?;
-    Ok(if change.changed {
-        Completion::Completed
-    } else {
-        Completion::AlreadyComplete
-    })
-}
-
-/// The notification of an iteration reaching `status` (3.8).
-pub fn notice(
-    slug: &str,
-    name: IterationName,
-    status: IterationStatus,
-) -> (NotificationEvent, String) {
-    match status {
-        IterationStatus::Active => (
-            NotificationEvent::IterationStart,
-            format!("[{slug}] Iteration {name} started."),
-        ),
-        _ => (
-            NotificationEvent::IterationComplete,
-            format!("[{slug}] Iteration {name} is complete."),
-        ),
-    }
-}
-
-/// Sets `it`'s status to `to` and commits its directory with `also`, after the checks of 1.3
-/// and 4.5 against `its`, read under the lock. Setting the status it has is no change.
-fn transition(
-    root: &Path,
-    slug: &str,
-    _held: &RepoLock,
-    its: &[Iteration],
-    it: &Iteration,
-    to: IterationStatus,
-    also: &[PathBuf],
-) -> Result<Change> {
-    let name = it.name;
-    let file = it.file();
-    let mut change = Change {
-        name,
-        file: file.clone(),
-        status: to,
-        changed: false,
-    };
-    if it.status == Some(to) {
-        return Ok(change);
-    }
-    if it.status == Some(IterationStatus::Complete) {
-        bail!("iteration {name} of {slug} is complete and may not be modified (4.5); plan a new one with `braids iteration new {slug}`");
-    }
-    if to == IterationStatus::Active {
-        let other = its
-            .iter()
-            .find(|i| i.status == Some(IterationStatus::Active) && i.dir != it.dir);
-        if let Some(other) = other.map(|i| i.name) {
-            bail!("iteration {other} of {slug} is active; at most one iteration may be active (1.3): complete it first with `braids iteration complete {slug} {other}`");
-        }
-    }
-    iteration::write_status(&file, to)
-        .with_context(|| format!("cannot update {}", file.display()))?;
-    let verb = if to == IterationStatus::Active {
-        "Activate"
-    } else {
-        "Complete"
-    };
-    let mut paths = vec![it.dir.clone()];
-    paths.extend_from_slice(also);
-    crate::git::commit_paths(root, &paths, &format!("{verb} iteration {name}"))?;
-    change.changed = true;
-    Ok(change)
 }
 
 /// Sends the notice of a status change made outside a worker, when the project asks for it.

@@ -4,25 +4,27 @@ use anyhow::Result;
 use chrono::Utc;
 use serde::Serialize;
 
+use crate::app::sessions::Listed;
 use crate::installation;
 use crate::paths::Paths;
-use crate::session::{KillOutcome, Session};
+use crate::session::KillOutcome;
 
 use super::{Output, EXIT_OK};
 
 #[derive(Serialize)]
 #[serde(transparent)]
-struct SessionList(Vec<Session>);
+struct SessionList(Vec<Listed>);
 
 impl Output for SessionList {
     fn text(&self) -> String {
-        let live: Vec<&Session> = self.0.iter().filter(|s| s.running).collect();
+        let live: Vec<&Listed> = self.0.iter().filter(|l| l.session.running).collect();
         if live.is_empty() {
             return "no live worker sessions\n".into();
         }
         let now = Utc::now();
         let mut o = String::new();
-        for s in live {
+        for l in live {
+            let s = &l.session;
             let mins = (now - s.started_at).num_minutes();
             let pid = s.pid.map(|p| format!("pid {p}")).unwrap_or_default();
             let log = s
@@ -30,8 +32,13 @@ impl Output for SessionList {
                 .as_ref()
                 .map(|l| format!("  log {}", l.display()))
                 .unwrap_or_default();
+            let orphan = if l.orphan {
+                "  orphan: its project is not in the registry"
+            } else {
+                ""
+            };
             o.push_str(&format!(
-                "{}  {}m  {}  {pid}{log}\n",
+                "{}  {}m  {}  {pid}{log}{orphan}\n",
                 s.label, mins, s.backend
             ));
         }
@@ -41,9 +48,9 @@ impl Output for SessionList {
 
 pub fn list(paths: &Paths, json: bool) -> Result<i32> {
     let inst = installation::open(paths)?;
-    let mut sessions = inst.backend.list()?;
+    let mut sessions = crate::app::sessions::list(&inst)?;
     if json {
-        sessions.retain(|s| s.running);
+        sessions.retain(|l| l.session.running);
     }
     SessionList(sessions).print(json);
     Ok(EXIT_OK)

@@ -6,7 +6,10 @@
 //!
 //! A JSON record per session, `<sessions_dir>/<slug>_<bead>.json`, holds its identity: the pid
 //! and that pid's start time as the kernel reports it (`/proc/<pid>/stat` field 22, clock ticks
-//! since boot). A process whose start time differs is somebody else's process that happens to
+//! since boot). The record is written ahead of the spawn, with the session's token and no pid,
+//! and completed once the worker runs: a braids killed in between leaves a pending record, and
+//! whoever reads it finds the worker by its token in `/proc` (CONTRACTS 7.1). So no worker
+//! braids started is ever unknown to it. A process whose start time differs is somebody else's process that happens to
 //! have the same pid: it is never reported running and never signalled. Records stay after the
 //! worker exits, so an ended session is still reported (not running) until it is forgotten.
 //!
@@ -36,7 +39,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::procfs::{
-    group_has_live_members, group_has_marked_member, kill_group, read_stat, runs, stop_group,
+    find_marked, group_has_live_members, group_has_marked_member, kill_group, read_stat, runs,
+    stop_group,
 };
 use super::spec::{file_stem, label_from_stem, open_log, remove_if_present, validate_spec};
 use super::{
@@ -117,8 +121,12 @@ fn abort(group: ProcessGroup) {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Record {
     label: String,
-    pid: u32,
-    /// `/proc/<pid>/stat` field 22 when the worker was started.
+    /// Absent while the spawn is under way: the record is written first (see the module docs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
+    /// `/proc/<pid>/stat` field 22 when the worker was started; 0 when it is not known (a
+    /// pending record whose leader had already exited when it was found).
+    #[serde(default)]
     starttime: u64,
     started_at: DateTime<Utc>,
     log: PathBuf,
@@ -134,11 +142,28 @@ struct Record {
 
 impl Record {
     fn id(&self) -> String {
-        format!("{}:{}", self.pid, self.starttime)
+        format!("{}:{}", self.pid.unwrap_or(0), self.starttime)
     }
 
     fn runs(&self) -> io::Result<bool> {
-        session_runs(self.pid, self.starttime, self.token.as_deref())
+        match self.pid {
+            Some(pid) => session_runs(pid, self.starttime, self.token.as_deref()),
+            None => Ok(false),
+        }
+    }
+
+    /// A pending record with the worker found by its token, if it runs; otherwise as it is
+    /// (and a pending record whose worker is not found is an ended session).
+    fn resolved(mut self) -> Record {
+        if self.pid.is_none() {
+            if let Some((pid, starttime)) =
+                self.token.as_deref().and_then(|t| find_marked(&mark(t)))
+            {
+                self.pid = Some(pid);
+                self.starttime = starttime.unwrap_or(0);
+            }
+        }
+        self
     }
 }
 
@@ -187,10 +212,10 @@ impl ProcessBackend {
         };
         let rec: Record =
             serde_json::from_str(&text).map_err(|e| format!("not a session record: {e}"))?;
-        if rec.pid <= 1 || rec.pid > i32::MAX as u32 {
-            return Err(format!("pid {} cannot be a worker", rec.pid));
+        if let Some(pid) = rec.pid.filter(|p| *p <= 1 || *p > i32::MAX as u32) {
+            return Err(format!("pid {pid} cannot be a worker"));
         }
-        Ok(Some(rec))
+        Ok(Some(rec.resolved()))
     }
 
     fn session(label: SessionLabel, rec: &Record, running: bool) -> Session {
@@ -198,7 +223,7 @@ impl ProcessBackend {
             label,
             id: rec.id(),
             backend: BackendKind::Process,
-            pid: Some(rec.pid),
+            pid: rec.pid,
             started_at: rec.started_at,
             running,
             log: Some(rec.log.clone()),
@@ -289,7 +314,10 @@ impl SessionBackend for ProcessBackend {
             Ok(None) => {}
             Ok(Some(old)) => {
                 if old.runs()? {
-                    return Err(fail(format!("already running as pid {}", old.pid)));
+                    return Err(fail(format!(
+                        "already running as pid {}",
+                        old.pid.unwrap_or(0)
+                    )));
                 }
             }
             Err(detail) => {
@@ -303,13 +331,39 @@ impl SessionBackend for ProcessBackend {
         std::fs::create_dir_all(&self.dir)?;
         crate::atomic::write(&message_path, spec.message.to_string().as_bytes())
             .map_err(|e| fail(format!("{e:#}")))?;
+        let token = new_token();
+        let mut rec = Record {
+            label: label.clone(),
+            pid: None,
+            starttime: 0,
+            started_at: Utc::now(),
+            log,
+            token: Some(token.clone()),
+            argv: spec
+                .argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            cwd: std::path::absolute(&spec.cwd).ok(),
+        };
+        let write = |rec: &Record| {
+            serde_json::to_vec_pretty(rec)
+                .map_err(anyhow::Error::from)
+                .and_then(|json| crate::atomic::write(&record_path, &json))
+        };
+        // Written ahead: from here on, a worker that starts is findable by its token even if
+        // this process dies before it learns the pid.
+        if let Err(e) = write(&rec) {
+            let _ = remove_if_present(&message_path);
+            return Err(fail(format!("cannot record the session: {e:#}")));
+        }
+        crate::crash_point!("session::after_pending_record");
         let started = (|| {
             let stdin = File::open(&message_path)?;
-            let out = open_log(&log)
-                .map_err(|e| fail(format!("cannot open log {}: {e}", log.display())))?;
+            let out = open_log(&rec.log)
+                .map_err(|e| fail(format!("cannot open log {}: {e}", rec.log.display())))?;
             let err = out.try_clone()?;
 
-            let token = new_token();
             let mut cmd = Command::new(&spec.argv[0]);
             cmd.args(&spec.argv[1..])
                 .current_dir(&spec.cwd)
@@ -324,47 +378,35 @@ impl SessionBackend for ProcessBackend {
                     spec.argv[0].to_string_lossy()
                 ))
             })?;
-            let started_at = Utc::now();
+            crate::crash_point!("session::after_spawn");
+            rec.started_at = Utc::now();
             let pid = group.id();
             // Not reaped before it is recorded, so the pid cannot be reused before it is read.
-            let starttime = match read_stat(pid) {
+            rec.starttime = match read_stat(pid) {
                 Ok(Some(s)) => s.starttime,
                 other => {
                     abort(group);
                     return Err(fail(format!("cannot read /proc/{pid}/stat: {other:?}")));
                 }
             };
-            let rec = Record {
-                label: label.clone(),
-                pid,
-                starttime,
-                started_at,
-                log,
-                token: Some(token),
-                argv: spec
-                    .argv
-                    .iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect(),
-                cwd: std::path::absolute(&spec.cwd).ok(),
-            };
-            let written = serde_json::to_vec_pretty(&rec)
-                .map_err(anyhow::Error::from)
-                .and_then(|json| crate::atomic::write(&record_path, &json));
-            if let Err(e) = written {
-                // An unrecorded worker would be invisible to every later tick.
+            rec.pid = Some(pid);
+            if let Err(e) = write(&rec) {
+                // The pending record would still find it, but a worker braids cannot describe
+                // is not worth keeping: stop it.
                 abort(group);
                 return Err(fail(format!(
                     "cannot record the session, so it was stopped: {e:#}"
                 )));
             }
             group.detach();
+            crate::crash_point!("session::after_record");
             // Recorded now, so any later list tells the truth even if this look fails.
             let running = rec.runs().unwrap_or(true);
             Ok(Self::session(spec.label.clone(), &rec, running))
         })();
         if started.is_err() {
             let _ = remove_if_present(&message_path);
+            let _ = remove_if_present(&record_path);
         }
         started
     }
@@ -409,7 +451,7 @@ impl SessionBackend for ProcessBackend {
                         backend: "process",
                         detail: format!(
                             "session {} is still running as pid {}; kill it first",
-                            session.label, rec.pid
+                            session.label, rec.pid.unwrap_or(0)
                         ),
                     });
                 }
@@ -488,6 +530,57 @@ mod tests {
         );
         assert!(!backend.list().unwrap()[0].running);
         backend.forget(&listed[0]).unwrap();
+    }
+
+    #[test]
+    fn c7_1_a_pending_record_finds_its_worker_by_its_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = ProcessBackend::new(dir.path().join("sessions"));
+        let label = SessionLabel::new("app", BeadId::new("app-1").unwrap()).unwrap();
+        let spec = SpawnSpec {
+            label: label.clone(),
+            message: crate::model::SpawnMessage::new(
+                dir.path().to_path_buf(),
+                BeadId::new("app-1").unwrap(),
+                1,
+                "",
+            )
+            .unwrap(),
+            argv: ["/bin/sleep", "30"].map(std::ffi::OsString::from).into(),
+            cwd: dir.path().to_path_buf(),
+            env: vec![],
+            log: dir.path().join("log"),
+        };
+        let s = backend.spawn(&spec).unwrap();
+        let pid = s.pid.unwrap();
+        // The record as a braids killed right after the spawn leaves it: token, no pid.
+        let path = backend.record_path(&label).unwrap();
+        let mut rec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let obj = rec.as_object_mut().unwrap();
+        obj.remove("pid");
+        obj.remove("starttime");
+        std::fs::write(&path, serde_json::to_vec(&rec).unwrap()).unwrap();
+
+        let found = backend.list().unwrap();
+        assert_eq!(found.len(), 1);
+        assert!(found[0].running, "found by its token");
+        assert_eq!((found[0].pid, &found[0].id), (Some(pid), &s.id));
+        assert!(
+            backend.spawn(&spec).is_err(),
+            "no second worker over a pending one"
+        );
+        assert_eq!(
+            backend.kill(&found[0], Duration::from_secs(5)).unwrap(),
+            KillOutcome::Terminated
+        );
+        reap_children();
+
+        // Its worker gone, a pending record is an ended session, and it can be forgotten.
+        let ended = backend.list().unwrap();
+        assert!(!ended[0].running && ended[0].pid.is_none(), "{ended:?}");
+        backend.forget(&ended[0]).unwrap();
+        assert!(backend.list().unwrap().is_empty());
     }
 
     #[test]

@@ -126,10 +126,44 @@ pub(crate) fn group_has_marked_member(pgid: i32, var: &str) -> bool {
     let Some(mut members) = live_members(pgid) else {
         return false;
     };
-    members.any(|pid| {
-        std::fs::read(format!("/proc/{pid}/environ"))
-            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == var.as_bytes()))
-    })
+    members.any(|pid| is_marked(pid, var))
+}
+
+/// Whether process `pid` carries `var` (`NAME=value`) in its environment.
+fn is_marked(pid: u32, var: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == var.as_bytes()))
+}
+
+/// Finds the session whose processes carry `var`, by looking at every process of the
+/// machine: its group (the leader's pid) and, when the leader still runs, the leader's start
+/// time. A marked group leader is preferred to a member whose group it is not, and the oldest
+/// leader to younger ones (a worker's `git commit` detaches `git maintenance` into a session of
+/// its own, carrying the mark too); `None` when no live process carries the mark.
+pub(crate) fn find_marked(var: &str) -> Option<(u32, Option<u64>)> {
+    let mut leader: Option<(u32, u64)> = None;
+    let mut group = None;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Some(stat) = read_stat(pid).ok().flatten() else {
+            continue;
+        };
+        if !runs(pid, &stat) || !is_marked(pid, var) {
+            continue;
+        }
+        if stat.pgrp == pid as i32 {
+            if leader.is_none_or(|(_, t)| stat.starttime < t) {
+                leader = Some((pid, stat.starttime));
+            }
+        } else {
+            group.get_or_insert(stat.pgrp as u32);
+        }
+    }
+    leader
+        .map(|(pid, t)| (pid, Some(t)))
+        .or(group.map(|g| (g, None)))
 }
 
 /// Stops the process group led by `pid`, but only if `pid` is still the process that started

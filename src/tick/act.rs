@@ -207,6 +207,14 @@ fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
         match fx.workspaces.sweep(&s.path, &s.live) {
             Ok(removed) if !removed.is_empty() => {
                 tracing::info!(project = %s.slug, removed = removed.len(), "left-over workspaces removed");
+                // Shown in STATUS.md and the log until a person looks: the bead may be closed
+                // while its work never landed.
+                for (bead, branch) in removed.iter().filter_map(|r| Some((&r.bead, r.kept.as_ref()?))) {
+                    out.errors.push(format!(
+                        "{}: the worker of {bead} ended before its work landed; the work is kept on branch {branch} for a person to merge or drop",
+                        s.slug
+                    ));
+                }
             }
             Ok(_) => {}
             Err(e) => out
@@ -238,8 +246,9 @@ fn claim_and_spawn(
         ));
         return Slot::Stop;
     }
+    crate::crash_point!("tick::after_claim_recorded");
     match tracker.claim(&c.bead, fx.actor) {
-        Ok(ClaimOutcome::Claimed) => {}
+        Ok(ClaimOutcome::Claimed) => crate::crash_point!("tick::after_claim"),
         Ok(ClaimOutcome::Refused { status, holder }) => {
             tracing::debug!(project = %c.slug, bead = %c.bead, %status, holder = holder.as_deref().unwrap_or("-"), "claim refused; trying the next bead");
             // not ours: a later run must never release it
@@ -320,4 +329,84 @@ pub fn retry_pushes(
         }
     }
     (pushed, errors)
+}
+
+/// Completes the iterations a dead worker left behind (3.7, 7.2): every story closed, the
+/// iteration still active, because the worker that closed the last one died before completing
+/// it. Only in projects with no worker running and none started this run (a live worker
+/// completes its own), under the repository lock without waiting, and with the same check and
+/// commit a worker makes (`lifecycle::complete_if_done`), pushed like a worker's. Returns the
+/// iterations completed, for their notifications, and the errors.
+pub fn finish_iterations(
+    reports: &[super::observe::ProjectReport],
+    plan: &Plan,
+    outcome: &Outcome,
+    trackers: &BTreeMap<String, Arc<dyn Tracker>>,
+    push_timeout: Duration,
+) -> (Vec<(String, IterationName)>, Vec<String>) {
+    let mut done = Vec::new();
+    let mut errors = Vec::new();
+    for r in reports.iter().filter(|r| looks_finished(r)) {
+        let busy = plan.healthy.get(&r.slug).copied().unwrap_or(0) > 0
+            || outcome.spawned.iter().any(|s| s.project == r.slug);
+        let (Some((name, _)), Some(tracker), false) = (r.iteration, trackers.get(&r.slug), busy)
+        else {
+            continue;
+        };
+        match finish_one(&r.path, &r.slug, name, tracker.as_ref(), push_timeout) {
+            Ok(true) => {
+                tracing::info!(project = %r.slug, iteration = %name, "iteration completed: its last worker ended before completing it");
+                done.push((r.slug.clone(), name));
+            }
+            Ok(false) => {}
+            Err(e) => errors.push(format!(
+                "{}: cannot complete iteration {name}, whose stories are all closed: {e:#}",
+                r.slug
+            )),
+        }
+    }
+    (done, errors)
+}
+
+/// What the run saw: an active iteration whose Stories are all closed (prose entries, with no
+/// status, aside). The tracker has the last word in [`finish_one`].
+fn looks_finished(r: &super::observe::ProjectReport) -> bool {
+    use crate::model::{BeadStatus, IterationStatus};
+    let known: Vec<BeadStatus> = r.stories.iter().filter_map(|(_, _, s)| *s).collect();
+    matches!(r.iteration, Some((_, Some(IterationStatus::Active))))
+        && !known.is_empty()
+        && known.iter().all(|s| *s == BeadStatus::Closed)
+}
+
+/// Completes iteration `name` of the project at `root` if every story is closed; `Ok(false)`
+/// when the repository is busy (the next run tries again) or a story is still open.
+fn finish_one(
+    root: &std::path::Path,
+    slug: &str,
+    name: IterationName,
+    tracker: &dyn Tracker,
+    push_timeout: Duration,
+) -> anyhow::Result<bool> {
+    let Some(lock) = crate::git::RepoLock::try_acquire(root)? else {
+        return Ok(false);
+    };
+    let its = crate::format::iteration::read_iterations(root).value;
+    let Some(it) = name.find(&its, |i| i.name) else {
+        return Ok(false);
+    };
+    let upstream = crate::git::has_upstream(root);
+    if upstream {
+        crate::git::expect_push(root)?;
+    }
+    let all = tracker.list()?;
+    let files = crate::lifecycle::tracker_files(root);
+    let completed = crate::lifecycle::complete_if_done(root, slug, &lock, it, &all, &files)?
+        == crate::lifecycle::Completion::Completed;
+    if upstream {
+        // A failure leaves the mark: the next run retries the push (4.4).
+        if let Err(e) = crate::git::push_recorded(root, push_timeout) {
+            tracing::warn!(project = %slug, "iteration completed, push failed (retried next run): {e:#}");
+        }
+    }
+    Ok(completed)
 }

@@ -5,7 +5,8 @@
 //!
 //! The same once-only rule holds for the log's warning about a story its tracker does not know
 //! (1.3): a scheduled tick runs every few minutes, and a warning repeated on every run would bury
-//! the log; [`unknown_stories`] says which warnings are new.
+//! the log; [`unknown_stories`] says which warnings are new, and [`orphans`] does the same for
+//! sessions whose project left the registry.
 
 use std::collections::BTreeSet;
 
@@ -76,6 +77,49 @@ pub fn send(
         }
     }
     dry
+}
+
+/// Sends iteration-complete for the iterations this run completed for a dead worker.
+pub fn iterations_completed(
+    observed: &Observed,
+    completed: &[(String, crate::model::IterationName)],
+    notifier: &dyn Notifier,
+) {
+    for (slug, name) in completed {
+        let config = observed
+            .reports
+            .iter()
+            .find(|r| &r.slug == slug)
+            .and_then(|r| r.config.as_ref());
+        if let Some(c) = config {
+            let (event, text) =
+                crate::lifecycle::notice(slug, *name, crate::model::IterationStatus::Complete);
+            notify::send(notifier, c, slug, event, None, &text);
+        }
+    }
+}
+
+/// The warnings this run owes about orphan sessions (a session of no registered project, 2.2),
+/// and what to remember: each session is warned about once, in the run that first finds it.
+/// Pure.
+pub fn orphans(
+    unmanaged: &[crate::session::Session],
+    before: &BTreeSet<String>,
+) -> (Vec<String>, BTreeSet<String>) {
+    let mut warnings = Vec::new();
+    let mut next = BTreeSet::new();
+    for s in unmanaged {
+        let key = format!("{} {}", s.label, s.id);
+        if !before.contains(&key) {
+            warnings.push(format!(
+                "orphan session {}: its project is not in the registry; it counts against \
+                 [tick] max_workers until it ends, times out or is ended with `braids kill {}`",
+                s.label, s.label
+            ));
+        }
+        next.insert(key);
+    }
+    (warnings, next)
 }
 
 /// The warnings this run owes about stories their trackers do not know, and what to remember.

@@ -53,10 +53,21 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         opts.dry_run,
         &mut |a| ahead.record(a),
     );
-    let (pushed, push_errors) = match opts.dry_run {
+    let (completed, completion_errors) = match opts.dry_run {
+        true => (Vec::new(), Vec::new()),
+        false => act::finish_iterations(
+            &observed.reports,
+            &plan,
+            &outcome,
+            &observed.trackers,
+            PUSH_TIMEOUT,
+        ),
+    };
+    let (pushed, mut push_errors) = match opts.dry_run {
         true => (Vec::new(), Vec::new()),
         false => act::retry_pushes(&observed.reports, &plan, PUSH_TIMEOUT),
     };
+    push_errors.extend(completion_errors);
     let mut report = TickReport::full(
         &plan,
         &outcome,
@@ -66,12 +77,15 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     );
     let (warnings, unknown_stories) =
         notices::unknown_stories(&observed.reports, &state.unknown_stories);
-    report.warnings = warnings;
+    let (orphan_warnings, orphans) = notices::orphans(&plan.unmanaged, &state.orphans);
+    report.warnings = orphan_warnings;
+    report.warnings.extend(warnings);
     if opts.dry_run {
         return Ok(report);
     }
     let notifier = crate::notify::from_config(&inst.config.notify);
     let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
+    notices::iterations_completed(&observed, &completed, &notifier);
     let sessions_now = inst
         .backend
         .list()
@@ -86,10 +100,12 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     );
     report.checkins = sent.iter().map(|(slug, _)| slug.clone()).collect();
 
+    crate::crash_point!("tick::after_act");
     // persist
     let mut next = state.after_run(now, !outcome.spawned.is_empty(), plan.idle_reason);
     next.dry = dry;
     next.unknown_stories = unknown_stories;
+    next.orphans = orphans;
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), &outcome.new_claims);
     next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);

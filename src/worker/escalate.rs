@@ -15,7 +15,8 @@ use crate::workspace::Workspace;
 
 use super::context::Loaded;
 use super::execute::Failure;
-use super::finish::{push, tracker_files};
+use super::finish::push;
+use crate::lifecycle::tracker_files;
 use super::report::StatusReport;
 use super::{clip, first_line, Ending, Run, Worker};
 

@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use crate::app::iteration::{self as app_iteration, Completion, RepoLock};
 use crate::format::{self, deliverable};
+use crate::lifecycle::{tracker_files, TRACKER_FILES};
 use crate::model::{Autonomy, Bead, IterationStatus, NotificationEvent};
 use crate::workspace::{Landing, Prepared, Workspace, Workspaces};
 
@@ -19,9 +20,6 @@ use super::report::{self, StatusReport};
 use super::{clip, first_line, Ending, Run, Worker};
 
 const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
-/// Where trackers keep bead state inside a project: it travels with every commit the worker
-/// makes, so git carries the bead's closure with its work (4.4).
-const TRACKER_FILES: [&str; 2] = [".beads", ".braids/WORKPLAN.md"];
 
 impl Worker<'_> {
     /// Closes, commits, completes the iteration when done, pushes and notifies.
@@ -58,9 +56,14 @@ impl Worker<'_> {
                 return self.cannot_land(run, l, ws, why, &paths);
             }
         }
+        crate::crash_point!("worker::after_deliverable");
         self.tracker
             .close(bead_id, report.summary.as_deref().unwrap_or("done"))?;
         run.step("close", "bead closed");
+        crate::crash_point!("worker::after_close");
+        if crate::git::has_upstream(root) {
+            crate::git::expect_push(root)?;
+        }
         let summary =
             deliverable::summary(&std::fs::read_to_string(deliverable).unwrap_or_default())
                 .or(report.summary.clone())
@@ -95,8 +98,11 @@ impl Worker<'_> {
                 commit.as_deref().unwrap_or("(nothing to commit)")
             ),
         );
+        crate::crash_point!("worker::after_commit");
         let iteration_completed = self.complete_iteration_if_done(run, l, &lock)?;
+        crate::crash_point!("worker::after_iteration");
         let pushed = push(run, root);
+        crate::crash_point!("worker::after_push");
         drop(lock);
         self.drop_workspace(run);
 
@@ -212,7 +218,7 @@ impl Worker<'_> {
             &l.slug,
             held,
             &l.iteration,
-            self.tracker,
+            &self.tracker.list()?,
             &tracker_files(root),
         )?;
         let detail = match done {
@@ -258,15 +264,6 @@ fn listed_files(report: &StatusReport) -> Vec<PathBuf> {
 /// `p` (in the workspace) relative to the workspace.
 fn relative(ws: &Workspace, p: &Path) -> PathBuf {
     p.strip_prefix(&ws.dir).unwrap_or(p).to_path_buf()
-}
-
-/// The tracker's files in the project, if it keeps any there.
-pub(super) fn tracker_files(root: &Path) -> Vec<PathBuf> {
-    TRACKER_FILES
-        .iter()
-        .map(|f| root.join(f))
-        .filter(|p| p.exists())
-        .collect()
 }
 
 /// How a push went.

@@ -138,9 +138,11 @@ impl Worker<'_> {
         let l = context::load(self.paths, msg, &mut run)?;
         let ending = match self.claim(&mut run, &l)? {
             Some(stop) => stop,
-            None => self
-                .work(&mut run, &l, started)
-                .unwrap_or_else(|e| self.fail(&mut run, &l, &e)),
+            None => {
+                crate::crash_point!("worker::after_claim");
+                self.work(&mut run, &l, started)
+                    .unwrap_or_else(|e| self.fail(&mut run, &l, &e))
+            }
         };
         self.close_workspace(&mut run);
         Ok(WorkerRun {
@@ -170,7 +172,9 @@ impl Worker<'_> {
             NotificationEvent::BeadStart,
             &format!("[{}] Started {bead_id}: {}", l.slug, bead.title),
         );
-        match self.execute(run, l, &ws, &bead, &expected, started)? {
+        let attempts = self.execute(run, l, &ws, &bead, &expected, started)?;
+        crate::crash_point!("worker::after_agent");
+        match attempts {
             Attempts::Passed {
                 report,
                 deliverable,

@@ -164,6 +164,15 @@ pub trait Workspaces: Send + Sync {
     /// Removes the worktree and the bead's branch (a kept branch has another name).
     fn remove(&self, ws: &Workspace) -> Result<()>;
     /// Removes the worktrees of `project` whose bead is not in `live`, and prunes git's
-    /// worktree records. Returns the beads whose worktree was removed.
-    fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<BeadId>>;
+    /// worktree records; work a worktree holds that no branch has is kept first. Returns what
+    /// was removed.
+    fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<Swept>>;
+}
+
+/// A worktree [`Workspaces::sweep`] removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Swept {
+    pub bead: BeadId,
+    /// The branch that keeps the work its worker left (it died before landing it).
+    pub kept: Option<String>,
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::{Landing, Prepared, Workspace, Workspaces};
+use super::{Landing, Prepared, Swept, Workspace, Workspaces};
 use crate::git::RepoLock;
 use crate::model::BeadId;
 use crate::proc::{Invocation, Output};
@@ -178,6 +178,29 @@ impl GitWorktrees {
         }
         git_ok(project, &["worktree", "prune"])?;
         Ok(())
+    }
+
+    /// The work a crashed or killed worker left in its worktree, committed and moved to a
+    /// `braids/kept/…` branch for a person; `None` when the worktree holds nothing that no
+    /// other branch has (its work landed, or it never changed a file). A worker can die after
+    /// closing its bead and before landing it: this is where that work survives.
+    fn keep_left_over(dir: &Path, bead: &BeadId) -> Result<Option<String>> {
+        if !dir.join(".git").exists() {
+            return Ok(None);
+        }
+        stage(dir, &[], &[])?;
+        commit_staged(dir, &format!("wip {bead} (left by a worker that did not finish)"))?;
+        let own = format!("--exclude={}", branch_for(bead));
+        let unique = git_ok(dir, &["rev-list", "--count", "HEAD", "--not", &own, "--branches"])?;
+        if unique.trim() == "0" {
+            return Ok(None);
+        }
+        let kept = format!(
+            "braids/kept/{bead}-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        );
+        git_ok(dir, &["branch", "--quiet", "--move", &kept])?;
+        Ok(Some(kept))
     }
 
     /// Paths where the project's work tree has uncommitted changes or untracked files.
@@ -374,7 +397,7 @@ impl Workspaces for GitWorktrees {
         Ok(())
     }
 
-    fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<BeadId>> {
+    fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<Swept>> {
         let dir = self.project_dir(project);
         let mut removed = Vec::new();
         // No folder, no worktrees: one `stat`, and git is not run.
@@ -394,9 +417,14 @@ impl Workspaces for GitWorktrees {
                 if live.contains(&bead) {
                     continue;
                 }
+                // Work that cannot be kept is not thrown away: the worktree stays, and the
+                // error says why.
+                let kept = Self::keep_left_over(&e.path(), &bead).with_context(|| {
+                    format!("cannot keep the work left in {}", e.path().display())
+                })?;
                 Self::discard(project, &e.path())?;
                 let _ = git(project, &["branch", "--quiet", "-D", &branch_for(&bead)]);
-                removed.push(bead);
+                removed.push(Swept { bead, kept });
             }
         }
         if !removed.is_empty() && project.join(".git").exists() {

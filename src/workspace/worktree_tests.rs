@@ -1,7 +1,7 @@
 //! Worktrees against the real `git`: isolation, landing, conflicts, a person's files, cleanup.
 
 use super::*;
-use crate::workspace::Landing;
+use crate::workspace::{Landing, Swept};
 
 fn landing(message: &str, tracker: &[&str]) -> Landing {
     Landing {
@@ -236,7 +236,13 @@ fn c6_5_sweep_removes_what_no_worker_holds_and_is_idempotent() {
     std::fs::remove_dir_all(&b.dir).unwrap();
     let c = w.ws.create(&w.project, &bead("c1")).unwrap();
     let removed = w.ws.sweep(&w.project, &[bead("a1")]).unwrap();
-    assert_eq!(removed, [bead("c1")]);
+    assert_eq!(
+        removed,
+        [Swept {
+            bead: bead("c1"),
+            kept: None
+        }]
+    );
     assert!(a.dir.exists() && !c.dir.exists());
     assert!(w.ws.sweep(&w.project, &[bead("a1")]).unwrap().is_empty());
     let list = sh_git(&w.project, &["worktree", "list", "--porcelain"]);
@@ -298,4 +304,24 @@ fn c6_2_a_landing_takes_only_what_it_should() {
     ));
     let c = w.ws.land(&b, &l).unwrap().unwrap();
     assert_eq!(files_of(&w.project, &c), [".braids/iterations/001/b1-r.md"]);
+}
+
+#[test]
+fn c6_5_sweep_keeps_the_work_a_dead_worker_left_before_removing_its_worktree() {
+    let w = world();
+    let a = w.ws.create(&w.project, &bead("a1")).unwrap();
+    // The worker died after its agent wrote a file and before the landing.
+    std::fs::write(a.dir.join("done.txt"), "work\n").unwrap();
+    let removed = w.ws.sweep(&w.project, &[]).unwrap();
+    assert_eq!(removed.len(), 1);
+    let kept = removed[0].kept.clone().expect("kept on a branch");
+    assert!(kept.starts_with("braids/kept/a1-"), "{kept}");
+    assert!(!a.dir.exists());
+    assert_eq!(
+        sh_git(&w.project, &["show", &format!("{kept}:done.txt")]),
+        "work\n"
+    );
+    // Nothing to keep the second time, and the project's branch is untouched.
+    assert!(w.ws.sweep(&w.project, &[]).unwrap().is_empty());
+    assert!(!w.project.join("done.txt").exists());
 }

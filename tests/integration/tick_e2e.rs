@@ -1033,3 +1033,60 @@ fn tick_json_has_exactly_the_documented_keys() {
         );
     }
 }
+
+#[test]
+fn c2_2_an_orphan_session_holds_a_global_slot_is_told_once_and_can_be_killed() {
+    let sb = Install::new()
+        .worker(SLEEPER)
+        .config("[tick]\nmax_workers = 2\n")
+        .build();
+    let old = br_project(&sb, "old", 1, 1);
+    let r1 = sb.tick().run();
+    assert_eq!(r1.spawned_beads(), old, "{r1:#?}");
+    let orphan = label("old", &old[0]);
+    let _group = KillGroup(sb.pid_of(&orphan));
+
+    // The project leaves the registry while its worker runs; another one has work.
+    let without: String = sb
+        .registry_text()
+        .lines()
+        .filter(|l| !l.contains("Projects/old"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(sb.registry_path(), without).unwrap();
+    let app = br_project(&sb, "app", 3, 3);
+
+    // The orphan holds one of the two global slots, and the log says so, once.
+    let run = sb.tick().force().output();
+    let r2 = run.assert_ok().report();
+    assert_eq!(r2.spawned_beads(), app[..1], "{r2:#?}");
+    let told = |stderr: &str| {
+        stderr
+            .lines()
+            .filter(|l| l.contains("orphan session") && l.contains(&orphan))
+            .count()
+    };
+    assert_eq!(told(&run.stderr), 1, "{}", run.stderr);
+    let again = sb.tick().force().output();
+    again.assert_ok();
+    assert_eq!(told(&again.stderr), 0, "told once: {}", again.stderr);
+    let status = std::fs::read_to_string(sb.status_path()).unwrap();
+    assert!(
+        status.contains("Sessions of unregistered projects") && status.contains(&orphan),
+        "{status}"
+    );
+
+    // `braids sessions` marks it, in text and JSON.
+    let text = sb.ok(&["sessions"]);
+    let line = text.lines().find(|l| l.starts_with(&orphan)).unwrap();
+    assert!(line.contains("orphan"), "{text}");
+    let other = text.lines().find(|l| l.starts_with("project:app:")).unwrap();
+    assert!(!other.contains("orphan"), "{text}");
+    assert_eq!(sb.live()[&orphan]["orphan"], true);
+    assert_eq!(sb.live()[other.split_whitespace().next().unwrap()]["orphan"], false);
+
+    // `braids kill` ends it, and its slot goes to the registered project.
+    sb.ok(&["kill", &orphan]);
+    let r3 = sb.tick().force().run();
+    assert_eq!(r3.spawned_beads(), app[1..2], "{r3:#?}");
+}

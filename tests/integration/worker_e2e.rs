@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "failpoints")]
+mod crash;
 mod workspaces;
 
 use braids::config::Config;

@@ -374,7 +374,8 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     };
 
     // Workspaces no worker can still be using: every bead with a running session (a zombie
-    // too, until its kill is confirmed by a later run) or a claim kept this run is live.
+    // too, until its kill is confirmed by a later run) or a claim kept this run (neither
+    // released nor settled) is live.
     let sweeps = snap
         .projects
         .iter()
@@ -392,6 +393,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                     .filter(|c| {
                         !releases
                             .iter()
+                            .chain(&settled_claims)
                             .any(|r| r.slug == c.project && r.bead == c.bead)
                     })
                     .map(|c| c.bead.clone()),
