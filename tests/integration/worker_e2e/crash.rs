@@ -63,7 +63,7 @@ fn workers_by_label(home: &Path) -> BTreeMap<String, Vec<String>> {
         let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
         // Only this sandbox's workers: tests run side by side.
         let home_var = format!("HOME={}", home.display());
-        if !vars.iter().any(|v| *v == home_var.as_bytes()) {
+        if !vars.contains(&home_var.as_bytes()) {
             continue;
         }
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
