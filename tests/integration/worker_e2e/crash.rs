@@ -125,6 +125,12 @@ fn crash_once(point: &str) -> Crash {
         );
     };
     check_doubles("after the crash");
+    if matches!(point, "session::after_spawn" | "session::after_record") {
+        // The tick died at its first spawn, around the record: that one worker is found and
+        // counted (its slot taken) by whoever looks next.
+        let live = p.sb.live_labels();
+        assert_eq!(live.len(), 1, "{point}: the worker started before the crash: {live:?}");
+    }
 
     // Ticks until every bead is closed or blocked, no worker runs and no worktree is left (a
     // hang detector far above what the run takes).
