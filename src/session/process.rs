@@ -470,28 +470,28 @@ mod tests {
     use crate::session::procfs::POLL;
     use std::time::Instant;
 
+    /// A spawn of `argv` for bead app-1, working and logging in `dir`.
+    fn spec(dir: &Path, argv: &[&str]) -> SpawnSpec {
+        let bead = BeadId::new("app-1").unwrap();
+        SpawnSpec {
+            label: SessionLabel::new("app", bead.clone()).unwrap(),
+            message: crate::model::SpawnMessage::new(dir.to_path_buf(), bead, 1, "").unwrap(),
+            argv: argv.iter().map(std::ffi::OsString::from).collect(),
+            cwd: dir.to_path_buf(),
+            env: vec![],
+            log: dir.join("log"),
+        }
+    }
+
     #[test]
     fn a_session_runs_while_its_marked_group_outlives_the_leader() {
         let dir = tempfile::tempdir().unwrap();
         let backend = ProcessBackend::new(dir.path().join("sessions"));
-        let label = SessionLabel::new("app", BeadId::new("app-1").unwrap()).unwrap();
-        let spec = SpawnSpec {
-            label: label.clone(),
-            message: crate::model::SpawnMessage::new(
-                dir.path().to_path_buf(),
-                BeadId::new("app-1").unwrap(),
-                1,
-                "",
-            )
-            .unwrap(),
-            // The leader backgrounds the "agent" and exits at once.
-            argv: ["/bin/sh", "-c", "sleep 30 & echo $! > child; exit 0"]
-                .map(std::ffi::OsString::from)
-                .into(),
-            cwd: dir.path().to_path_buf(),
-            env: vec![],
-            log: dir.path().join("log"),
-        };
+        // The leader backgrounds the "agent" and exits at once.
+        let spec = spec(
+            dir.path(),
+            &["/bin/sh", "-c", "sleep 30 & echo $! > child; exit 0"],
+        );
         let s = backend.spawn(&spec).unwrap();
         let leader = s.pid.unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -536,21 +536,8 @@ mod tests {
     fn c7_1_a_pending_record_finds_its_worker_by_its_token() {
         let dir = tempfile::tempdir().unwrap();
         let backend = ProcessBackend::new(dir.path().join("sessions"));
-        let label = SessionLabel::new("app", BeadId::new("app-1").unwrap()).unwrap();
-        let spec = SpawnSpec {
-            label: label.clone(),
-            message: crate::model::SpawnMessage::new(
-                dir.path().to_path_buf(),
-                BeadId::new("app-1").unwrap(),
-                1,
-                "",
-            )
-            .unwrap(),
-            argv: ["/bin/sleep", "30"].map(std::ffi::OsString::from).into(),
-            cwd: dir.path().to_path_buf(),
-            env: vec![],
-            log: dir.path().join("log"),
-        };
+        let spec = spec(dir.path(), &["/bin/sleep", "30"]);
+        let label = spec.label.clone();
         let s = backend.spawn(&spec).unwrap();
         let pid = s.pid.unwrap();
         // The record as a braids killed right after the spawn leaves it: token, no pid.

@@ -403,6 +403,19 @@ impl Project {
         self.sb.set_field(SLUG, key, value);
     }
 
+    /// Every log braids wrote (the workers' session logs), for a failure message.
+    fn logs(&self) -> String {
+        let mut dump = String::new();
+        for e in files_under(&self.sb.braids_dir().join("logs")) {
+            dump.push_str(&format!(
+                "--- {}\n{}\n",
+                e.display(),
+                std::fs::read_to_string(&e).unwrap_or_default()
+            ));
+        }
+        dump
+    }
+
     /// Replaces text in PROJECT.md.
     fn edit_project(&self, from: &str, to: &str) {
         let p = self.root.join(".braids/PROJECT.md");

@@ -156,7 +156,7 @@ fn crash_once(point: &str) -> Crash {
             start.elapsed() < Duration::from_secs(300),
             "{point}: not quiet after 300 s: {:?}\n{}",
             ids.iter().map(|id| p.status(id)).collect::<Vec<_>>(),
-            logs(&p)
+            p.logs()
         );
         // Three ticks while every worker started before the crash still works: a run that
         // lost sight of one starts a second on its bead here.
@@ -202,7 +202,7 @@ fn crash_once(point: &str) -> Crash {
         );
         1
     };
-    assert!(fired > 0, "{point}: the crash point never fired\n{}", logs(&p));
+    assert!(fired > 0, "{point}: the crash point never fired\n{}", p.logs());
 
     // No bead lost: closed with its work in the history or kept on a branch, or blocked
     // with a reason.
@@ -257,18 +257,6 @@ fn crash_once(point: &str) -> Crash {
     let status = std::fs::read_to_string(p.sb.status_path()).unwrap();
     status_md_whole(&status, &[SLUG]).unwrap_or_else(|e| panic!("{point}: {e}"));
     Crash { fired, ticks, kept }
-}
-
-fn logs(p: &Project) -> String {
-    let mut dump = String::new();
-    for e in files_under(&p.sb.braids_dir().join("logs")) {
-        dump.push_str(&format!(
-            "--- {}\n{}\n",
-            e.display(),
-            std::fs::read_to_string(&e).unwrap_or_default()
-        ));
-    }
-    dump
 }
 
 /// Runs `point` `BRAIDS_CRASH_RUNS` times (default once) and prints one summary line.

@@ -16,16 +16,8 @@ fn tick_until_settled(p: &Project, ids: &[String], limit: Duration) -> usize {
             return most;
         }
         if start.elapsed() > limit {
-            let mut dump = String::new();
-            for e in files_under(&p.sb.braids_dir().join("logs")) {
-                dump.push_str(&format!(
-                    "--- {}\n{}\n",
-                    e.display(),
-                    std::fs::read_to_string(&e).unwrap_or_default()
-                ));
-            }
             let statuses: Vec<String> = ids.iter().map(|id| p.status(id)).collect();
-            panic!("not settled after {limit:?}: {statuses:?}\n{dump}");
+            panic!("not settled after {limit:?}: {statuses:?}\n{}", p.logs());
         }
         let report = p.sb.tick().force().log("info").run();
         most = most.max(p.sb.live_labels().len().max(report.spawns.len()));
