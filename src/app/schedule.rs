@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::config::Config;
@@ -114,7 +114,15 @@ fn install_cron(
     let expr = schedule.crontab_expr().map_err(|e| anyhow!(e))?;
     let tag = crontab::tag(&braids_dir_str(paths)?);
     let line = crontab::entry_line(&expr, cmd, &tag)?;
-    let current = crontab::read()?;
+    let current = match crontab::read_if_installed()? {
+        Some(text) => text,
+        // A dry run shows the line it would write wherever it runs.
+        None if dry_run => {
+            warnings.push(crontab::NOT_INSTALLED.to_string());
+            String::new()
+        }
+        None => bail!("{}", crontab::NOT_INSTALLED),
+    };
     let new = crontab::upsert(&current, &line, &tag);
     for l in crontab::untagged_ticks(&current) {
         warnings.push(format!(

@@ -306,26 +306,32 @@ fn read_number(
     match parse_positive(&f.field.value, seconds).filter(|&n| n <= max) {
         Some(n) => n,
         None => {
-            let what = if seconds {
-                "a positive number of seconds"
+            let (what, fix) = if seconds {
+                (
+                    "a positive duration",
+                    format!("write seconds or a duration, such as `{name}: 3600`, `90m` or `2h30m`"),
+                )
             } else {
-                "a positive integer"
+                (
+                    "a positive integer",
+                    format!("write a whole number of 1 or more, such as `{name}: 2`"),
+                )
             };
-            let example = if seconds { "3600" } else { "2" };
             diags.error(
                 Some(f.field.line),
                 format!(
                     "{name} `{}` is not {what}, so the default {default} is used",
                     f.field.value.trim()
                 ),
-                format!("write a whole number of 1 or more, such as `{name}: {example}`"),
+                fix,
             );
             default
         }
     }
 }
 
-/// `3`, `3600`, `3600s`, `3,600`, `60 min`, `1h`, `2 (keep it low)`; `0`, `-1`, `abc` → `None`.
+/// `3`, `3600`, `3600s`, `3,600`, `60 min`, `90m`, `1h`, `2h30m`, `2 (keep it low)`; `0`, `-1`,
+/// `abc` → `None`.
 pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
     let v = clean_value(raw);
     let mut words = v
@@ -350,7 +356,11 @@ pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
     let n = if unit.is_empty() {
         num
     } else if units {
-        num.checked_mul(multiplier(unit)?)?
+        match multiplier(unit) {
+            Some(m) => num.checked_mul(m)?,
+            // `2h30m`, `1h 30min`: several units, read by humantime.
+            None => humantime::parse_duration(first).ok()?.as_secs(),
+        }
     } else {
         return None;
     };
@@ -522,12 +532,19 @@ mod tests {
         assert_eq!(parse_positive("1h", true), Some(3600));
         assert_eq!(parse_positive("2 (keep it low)", false), Some(2));
         assert_eq!(parse_positive("2s", false), None);
+        // Durations as people write them (issue 15 item 10).
+        assert_eq!(parse_positive("90m", true), Some(5400));
+        assert_eq!(parse_positive("2h30m", true), Some(9000));
+        assert_eq!(parse_positive("1h30min", true), Some(5400));
+        assert_eq!(parse_positive("2h30m", false), None);
         for bad in [
             "0",
             "-1",
             "abc",
             "",
             "1,00",
+            "2h30x",
+            "0h0m",
             "99999999999999999999999",
             "3.5",
         ] {

@@ -155,18 +155,24 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `crontab -l`; no crontab yet is an empty one.
 pub fn read() -> Result<String> {
+    read_if_installed()?.ok_or_else(|| anyhow::anyhow!("{NOT_INSTALLED}"))
+}
+
+/// Why nothing can be installed on a machine without `crontab`.
+pub const NOT_INSTALLED: &str = "`crontab` is not installed; install cron (Debian/Ubuntu: `apt-get install cron`), use a systemd timer (--systemd), or run `braids daemon`";
+
+/// [`read`], with `None` when `crontab` is not installed (a dry run still shows its line).
+pub fn read_if_installed() -> Result<Option<String>> {
     let out = match Invocation::new(["crontab", "-l"]).timeout(TIMEOUT).run() {
         Ok(o) => o,
-        Err(crate::proc::RunError::NotFound { .. }) => bail!(
-            "`crontab` is not installed; install cron (Debian/Ubuntu: `apt-get install cron`), use a systemd timer (--systemd), or run `braids daemon`"
-        ),
+        Err(crate::proc::RunError::NotFound { .. }) => return Ok(None),
         Err(e) => bail!("cannot run `crontab -l`: {e}"),
     };
     if out.success() {
-        return Ok(out.stdout);
+        return Ok(Some(out.stdout));
     }
     if out.stderr.to_ascii_lowercase().contains("no crontab") {
-        return Ok(String::new());
+        return Ok(Some(String::new()));
     }
     bail!(
         "`crontab -l` failed ({}): {}",

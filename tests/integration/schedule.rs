@@ -518,3 +518,28 @@ fn on_calendar_fires_when_cron_would_per_systemd_analyze_calendar() {
         }
     }
 }
+
+#[test]
+fn a_cron_dry_run_works_without_crontab_and_the_install_says_what_to_do() {
+    let sb = Sandbox::new();
+    // A machine without cron: nothing on PATH but the sandbox's empty bin.
+    let run = |args: &[&str]| {
+        sb.command(args)
+            .env("PATH", sb.bin())
+            .output()
+            .expect("braids runs")
+    };
+    let dry = run(&["schedule", "install", "--cron", "--dry-run", "--at", "@hourly"]);
+    let out = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.status.success(), "{dry:?}");
+    assert!(
+        out.starts_with("dry run: would install this crontab:\n0 * * * * "),
+        "{out}"
+    );
+    assert!(out.contains("`crontab` is not installed"), "{out}");
+    let real = run(&["schedule", "install", "--cron", "--at", "@hourly"]);
+    assert!(!real.status.success());
+    let err = String::from_utf8_lossy(&real.stderr);
+    assert!(err.contains("install cron"), "{err}");
+    assert!(!sb.home().join("crontab.txt").exists());
+}
