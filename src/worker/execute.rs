@@ -124,8 +124,11 @@ impl Worker<'_> {
                 timeout: left,
             };
             let res = self.executor.run(&req);
-            let report = inbox.take();
+            let mut report = inbox.take();
             fresh = find_deliverable(&iteration_dir, bead_id, &before);
+            if report.is_none() {
+                report = tolerated(run, &res, fresh.as_deref());
+            }
             let verdict = judge(&res, report.as_ref(), fresh.as_ref());
             run.step(
                 "execute",
@@ -198,6 +201,42 @@ fn find_deliverable(dir: &Path, bead: &BeadId, before: &[(PathBuf, Vec<u8>)]) ->
 }
 
 /// One line on an attempt: `pass` only with exit 0, a `pass` report and a deliverable.
+/// Exit 0 and a fresh deliverable with a Summary, but no status report: the work is taken as
+/// done, with a warning in the log and a note in the deliverable saying so.
+fn tolerated(
+    run: &mut Run<'_, '_>,
+    res: &Result<ExecResult>,
+    fresh: Option<&Path>,
+) -> Option<StatusReport> {
+    let (Ok(r), Some(path)) = (res, fresh) else {
+        return None;
+    };
+    if r.timed_out || r.code != Some(0) {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let summary = deliverable::summary(&text)?;
+    let noted = format!(
+        "{}\n\n> Note: the agent sent no status report; braids took its exit status 0 and this \
+         deliverable as success.\n",
+        text.trim_end()
+    );
+    if let Err(e) = crate::atomic::write(path, noted.as_bytes()) {
+        tracing::warn!(bead = %run.msg.bead, "cannot note the missing status report in the deliverable: {e:#}");
+    }
+    tracing::warn!(bead = %run.msg.bead, "the agent sent no status report; exit 0 and a fresh deliverable count as a pass");
+    run.step(
+        "report",
+        "no status report: exit 0 and a fresh deliverable with a Summary count as a pass",
+    );
+    Some(StatusReport::assumed(Some(summary)))
+}
+
+/// An exit status for people: `exit 3`, `killed by a signal`.
+fn exit_text(code: Option<i32>) -> String {
+    code.map_or("killed by a signal".into(), |c| format!("exit {c}"))
+}
+
 fn judge(
     res: &Result<ExecResult>,
     report: Option<&StatusReport>,
@@ -209,7 +248,7 @@ fn judge(
         Ok(r) => r.code,
     };
     let Some(rep) = report else {
-        return format!("exit {exit:?}, no status report");
+        return format!("{}, no status report", exit_text(exit));
     };
     let invalid = if rep.invalid.is_empty() {
         String::new()
@@ -221,7 +260,7 @@ fn judge(
         (Some(0), report::ExecStatus::Pass, None) => {
             "reported pass but wrote no deliverable with a Summary".into()
         }
-        (code, status, _) => format!("exit {code:?}, status {status:?}{invalid}"),
+        (code, status, _) => format!("{}, status {}{invalid}", exit_text(code), status.as_str()),
     }
 }
 

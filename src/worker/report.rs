@@ -67,7 +67,45 @@ pub struct StatusReport {
     pub invalid: Vec<String>,
 }
 
+impl ExecStatus {
+    /// As agents write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecStatus::Pass => "pass",
+            ExecStatus::Failing => "failing",
+            ExecStatus::NeedsHuman => "needs_human",
+        }
+    }
+}
+
 impl StatusReport {
+    /// The report of an agent that exited 0 and wrote a fresh deliverable with a Summary but
+    /// no status report: real agents forget it, and the work is there (issue 15 item 8).
+    pub fn assumed(summary: Option<String>) -> StatusReport {
+        StatusReport {
+            status: ExecStatus::Pass,
+            reason: None,
+            summary,
+            story: None,
+            files_changed: Vec::new(),
+            source: "none (assumed from exit 0 and a fresh deliverable)",
+            invalid: Vec::new(),
+        }
+    }
+
+    /// A report the run wrote that cannot be read or is about another story: failing.
+    pub fn unusable() -> StatusReport {
+        StatusReport {
+            status: ExecStatus::Failing,
+            reason: None,
+            summary: None,
+            story: None,
+            files_changed: Vec::new(),
+            source: "an unreadable report",
+            invalid: vec!["the report itself".into()],
+        }
+    }
+
     /// Whether the agent stopped because the work would break a guardrail: never retried.
     pub fn guardrail_conflict(&self) -> bool {
         self.reason == Some(Reason::GuardrailConflict)
@@ -202,7 +240,19 @@ pub struct Inbox {
     /// Whether this worker is the only one in the project (MaxWorkers 1), so that the shared
     /// `.ai/executor-result` can only be its agent's.
     alone: bool,
-    handoff_before: Option<Vec<u8>>,
+    handoff_before: Option<Stamp>,
+    /// The shared `.ai/executor-result` before the attempt, when it is not this worker's to
+    /// read: a change to it is a report nobody can attribute.
+    shared_before: Option<Stamp>,
+}
+
+/// A file's bytes and modification time: a rewrite with the same text is still a new report.
+type Stamp = (Vec<u8>, Option<std::time::SystemTime>);
+
+fn stamp(p: &Path) -> Option<Stamp> {
+    let bytes = std::fs::read(p).ok()?;
+    let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    Some((bytes, modified))
 }
 
 impl Inbox {
@@ -212,6 +262,7 @@ impl Inbox {
             bead: bead.clone(),
             alone,
             handoff_before: None,
+            shared_before: None,
         }
     }
 
@@ -232,29 +283,42 @@ impl Inbox {
         if let Some(dir) = self.project.join(own_file(&self.bead)).parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        self.handoff_before = std::fs::read(self.project.join(HANDOFF)).ok();
+        self.handoff_before = stamp(&self.project.join(HANDOFF));
+        self.shared_before = stamp(&self.project.join(SHARED));
     }
 
     /// After an attempt: the report it left, if any; report files are removed (a status report
     /// is for braids, not for the project's history).
+    /// `None` only when the run left no report at all; a report it wrote that cannot be read,
+    /// a HANDOFF.md it wrote about another story, or a shared report changed while other
+    /// workers share the work tree, is a failing one (3.10).
     pub fn take(&self) -> Option<StatusReport> {
         let read = |p: &Path| std::fs::read(p).ok();
         let mut report = None;
+        let mut unusable = !self.alone && {
+            let now = stamp(&self.project.join(SHARED));
+            now.is_some() && now != self.shared_before
+        };
         for f in self.own_files() {
             let text = read(&f);
             let _ = std::fs::remove_file(&f);
-            if report.is_none() {
-                report = text.and_then(|b| parse_executor_result(&String::from_utf8_lossy(&b)));
+            if let (None, Some(b)) = (&report, text) {
+                report = parse_executor_result(&String::from_utf8_lossy(&b));
+                unusable |= report.is_none();
             }
         }
-        report.or_else(|| {
-            let now = read(&self.project.join(HANDOFF))?;
-            if self.handoff_before.as_ref() == Some(&now) {
-                return None; // left by an earlier session: says nothing about this one
-            }
-            parse_handoff(&String::from_utf8_lossy(&now))
-                .filter(|r| r.story.as_deref().is_none_or(|s| s == self.bead.as_str()))
-        })
+        report
+            .or_else(|| {
+                let now = stamp(&self.project.join(HANDOFF))?;
+                if self.handoff_before.as_ref() == Some(&now) {
+                    return None; // left by an earlier session: says nothing about this one
+                }
+                let found = parse_handoff(&String::from_utf8_lossy(&now.0))
+                    .filter(|r| r.story.as_deref().is_none_or(|s| s == self.bead.as_str()));
+                unusable |= found.is_none();
+                found
+            })
+            .or_else(|| unusable.then(StatusReport::unusable))
     }
 }
 

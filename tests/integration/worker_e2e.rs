@@ -586,6 +586,43 @@ fn c3_10_no_deliverable_is_retried_once_then_blocked_with_a_partial_deliverable(
 }
 
 #[test]
+fn an_agent_that_did_the_work_but_sent_no_report_completes_with_a_note() {
+    let p = Project::new();
+    let ids = p.plan("active", &["Write the parser"]);
+    // GOOD_AGENT without its status report.
+    p.agent(&GOOD_AGENT.replace(
+        "printf 'status: pass\\nreason: null\\nsummary: did the work\\n' > \"$BRAIDS_RESULT_FILE\"\n",
+        "",
+    ));
+    let out = p.worker(&ids[0]);
+    assert_eq!(out.ending(), "completed", "{out:?}");
+    assert_eq!(p.calls(), 1, "not retried");
+    assert_eq!(p.status(&ids[0]), "closed");
+    assert!(
+        p.log().contains(&success_subject(&ids[0])),
+        "not a Partial: commit: {:?}",
+        p.log()
+    );
+    assert!(
+        out.details("report")[0].contains("no status report"),
+        "{out:?}"
+    );
+    let text = std::fs::read_to_string(p.root.join(&p.deliverables(&ids[0])[0])).unwrap();
+    assert!(text.contains("Did "), "{text}");
+    assert!(text.contains("the agent sent no status report"), "{text}");
+    // Without a fresh deliverable, or with a failing exit, no report is still a failure.
+    let q = Project::new();
+    let ids = q.plan("active", &["Write the parser"]);
+    q.agent("echo 'did nothing'\n");
+    let out = q.worker(&ids[0]);
+    assert_eq!(out.ending(), "blocked", "{out:?}");
+    assert!(
+        out.details("execute")[0].contains("exit 0, no status report"),
+        "no Debug text: {out:?}"
+    );
+}
+
+#[test]
 fn c3_10_question_notifies_and_blocks_without_retry() {
     let p = Project::new();
     let ids = p.plan("active", &["Design the API"]);
@@ -832,8 +869,14 @@ esac
 "#,
         ids[0], ids[1], ids[2]
     ));
+    // The stale HANDOFF.md is not read as this run's report: the run has none, and its exit
+    // 0 and fresh deliverable complete the bead (issue 15 item 8), saying so.
     let out = p.worker(&ids[0]);
-    assert_eq!(out.ending(), "blocked", "unchanged HANDOFF.md: {out:?}");
+    assert_eq!(out.ending(), "completed", "unchanged HANDOFF.md: {out:?}");
+    assert!(
+        out.details("report")[0].contains("no status report"),
+        "unchanged HANDOFF.md: {out:?}"
+    );
     let out = p.worker(&ids[1]);
     assert_eq!(
         out.ending(),
@@ -846,11 +889,12 @@ esac
     p.commit_setup("Two workers");
     let out = p.worker(&ids[2]);
     assert_eq!(out.ending(), "blocked", "shared executor-result: {out:?}");
-    for id in &ids {
+    assert_eq!(p.status(&ids[0]), "closed");
+    for id in &ids[1..] {
         assert_eq!(p.status(id), "blocked");
         assert_no_success_commit(&p, id);
     }
-    assert_eq!(p.calls(), 6);
+    assert_eq!(p.calls(), 5, "the first once, the others retried once");
 }
 
 #[test]
