@@ -80,6 +80,12 @@ pub enum NotifyError {
 
 pub trait Notifier: Send + Sync {
     fn send(&self, n: &Notification) -> Result<(), NotifyError>;
+
+    /// Whether anything is configured to deliver to: with nothing, a notification is skipped,
+    /// never reported sent.
+    fn configured(&self) -> bool {
+        true
+    }
 }
 
 /// The 3.8 policy: `None` when the event is off or there is no Channel.
@@ -121,7 +127,7 @@ impl std::fmt::Display for Delivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Delivery::Sent => f.write_str("sent"),
-            Delivery::Skipped => f.write_str("skipped (event off or no Channel)"),
+            Delivery::Skipped => f.write_str("skipped (event off, no Channel, or no notifier)"),
             Delivery::Failed(e) => write!(f, "not delivered: {e}"),
         }
     }
@@ -140,6 +146,10 @@ pub fn deliver(
         tracing::debug!(%slug, event = %event, "notification skipped (event off or no channel)");
         return Delivery::Skipped;
     };
+    if !notifier.configured() {
+        tracing::debug!(%slug, event = %event, "notification skipped: no [notify] command or webhook in config.toml");
+        return Delivery::Skipped;
+    }
     match notifier.send(&n) {
         Ok(()) => {
             tracing::info!(%slug, event = %event, channel = %n.channel, "notification sent");
@@ -225,8 +235,8 @@ impl Notifier for CommandNotifier {
             )))
         } else {
             Err(NotifyError::Command(format!(
-                "exit {:?}: {}",
-                out.code,
+                "{}: {}",
+                out.status_text(),
                 out.stderr.trim()
             )))
         }
@@ -265,6 +275,10 @@ impl Notifier for WebhookNotifier {
 pub struct Fanout(pub Vec<Box<dyn Notifier>>);
 
 impl Notifier for Fanout {
+    fn configured(&self) -> bool {
+        !self.0.is_empty()
+    }
+
     fn send(&self, n: &Notification) -> Result<(), NotifyError> {
         let mut last = None;
         let mut any = false;
@@ -303,6 +317,33 @@ pub fn from_config(c: &NotifyConfig) -> Fanout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nothing_is_reported_sent_without_a_notifier() {
+        let md = "Status: active\nPriority: normal\nAutonomy: full\nChannel: #dev\n";
+        let project =
+            crate::format::project::parse_project(md, std::path::Path::new("PROJECT.md")).value;
+        let none = from_config(&NotifyConfig::default());
+        assert!(!none.configured());
+        let event = NotificationEvent::BeadComplete;
+        assert_eq!(
+            deliver(&none, &project, "app", event, None, "done"),
+            Delivery::Skipped
+        );
+        struct Recorder(std::sync::Mutex<usize>);
+        impl Notifier for Recorder {
+            fn send(&self, _: &Notification) -> Result<(), NotifyError> {
+                *self.0.lock().unwrap() += 1;
+                Ok(())
+            }
+        }
+        let rec = Recorder(std::sync::Mutex::new(0));
+        assert_eq!(
+            deliver(&rec, &project, "app", event, None, "done"),
+            Delivery::Sent
+        );
+        assert_eq!(*rec.0.lock().unwrap(), 1);
+    }
 
     #[test]
     fn expand_is_single_pass_and_literal() {

@@ -28,6 +28,16 @@ impl Output {
     pub fn success(&self) -> bool {
         self.code == Some(0) && !self.timed_out
     }
+
+    /// How it ended, for people: `exit 3`, `killed by a signal`.
+    pub fn status_text(&self) -> String {
+        exit_text(self.code)
+    }
+}
+
+/// An exit status for people: `exit 3`, or `killed by a signal` for no code.
+pub fn exit_text(code: Option<i32>) -> String {
+    code.map_or("killed by a signal".into(), |c| format!("exit {c}"))
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -176,7 +176,7 @@ pub fn read_if_installed() -> Result<Option<String>> {
     }
     bail!(
         "`crontab -l` failed ({}): {}",
-        out.code.map_or("killed".into(), |c| format!("exit {c}")),
+        out.status_text(),
         out.stderr.trim()
     )
 }
@@ -191,7 +191,7 @@ pub fn write(text: &str) -> Result<()> {
     if !out.success() {
         bail!(
             "`crontab -` refused the new crontab ({}): {}",
-            out.code.map_or("killed".into(), |c| format!("exit {c}")),
+            out.status_text(),
             format!("{}{}", out.stdout, out.stderr).trim()
         );
     }

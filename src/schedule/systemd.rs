@@ -162,7 +162,7 @@ pub fn run_all(cmds: &[Vec<String>]) -> Result<()> {
             bail!(
                 "`{}` failed ({}): {}; is a user systemd instance running (`loginctl enable-linger $USER` keeps it up without a login)?",
                 c.join(" "),
-                out.code.map_or("killed".into(), |c| format!("exit {c}")),
+                out.status_text(),
                 format!("{}{}", out.stdout, out.stderr).trim()
             );
         }

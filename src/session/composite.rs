@@ -121,8 +121,9 @@ impl SessionBackend for Composite {
                 .find(|s| s.label == spec.label && s.running)
             {
                 return Err(refuse(format!(
-                    "already running under the {} backend (pid {:?})",
-                    s.backend, s.pid
+                    "already running under the {} backend{}",
+                    s.backend,
+                    s.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
                 )));
             }
         }

@@ -386,7 +386,11 @@ impl SessionBackend for ProcessBackend {
                 Ok(Some(s)) => s.starttime,
                 other => {
                     abort(group);
-                    return Err(fail(format!("cannot read /proc/{pid}/stat: {other:?}")));
+                    let why = match other {
+                        Err(e) => e.to_string(),
+                        _ => "the process is already gone".into(),
+                    };
+                    return Err(fail(format!("cannot read /proc/{pid}/stat: {why}")));
                 }
             };
             rec.pid = Some(pid);

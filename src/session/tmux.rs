@@ -176,7 +176,7 @@ impl TmuxBackend {
     fn failed(&self, what: &str, out: &Output) -> SessionError {
         SessionError::Backend {
             backend: "tmux",
-            detail: format!("{what} failed ({:?}): {}", out.code, out.stderr.trim()),
+            detail: format!("{what} failed ({}): {}", out.status_text(), out.stderr.trim()),
         }
     }
 
@@ -354,8 +354,8 @@ impl SessionBackend for TmuxBackend {
         for old in survey.sessions.iter().filter(|s| s.label == spec.label) {
             if old.running {
                 return Err(fail(format!(
-                    "already running in tmux as pid {:?}",
-                    old.pid
+                    "already running in tmux{}",
+                    old.pid.map(|p| format!(" as pid {p}")).unwrap_or_default()
                 )));
             }
             // Never an empty target: tmux would take that to mean some other session.

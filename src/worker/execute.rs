@@ -13,6 +13,7 @@ use crate::format::{deliverable, project::ProjectConfig};
 use crate::model::{Bead, BeadId, NotificationEvent};
 
 use super::context::{self, Loaded};
+use crate::proc::exit_text;
 use super::report::{self, StatusReport};
 use crate::workspace::Workspace;
 
@@ -230,11 +231,6 @@ fn tolerated(
         "no status report: exit 0 and a fresh deliverable with a Summary count as a pass",
     );
     Some(StatusReport::assumed(Some(summary)))
-}
-
-/// An exit status for people: `exit 3`, `killed by a signal`.
-fn exit_text(code: Option<i32>) -> String {
-    code.map_or("killed by a signal".into(), |c| format!("exit {c}"))
 }
 
 fn judge(
