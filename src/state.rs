@@ -206,6 +206,30 @@ impl OrchestratorState {
     }
 }
 
+/// Ends the idle backoff (2.7) because a person's command just made work eligible (`init`,
+/// `new`, `iteration activate`): the next scheduled run is a full one instead of 10–30 minutes
+/// away. Under the tick lock, waited for up to `wait` (a running tick writes its state first,
+/// and this comes after). Best effort, as the backoff only delays: says whether it was ended.
+pub fn wake(paths: &crate::paths::Paths, wait: std::time::Duration) -> bool {
+    let file = paths.state();
+    let Ok(Some(mut state)) = OrchestratorState::load(&file) else {
+        return false;
+    };
+    if state.idle_since.is_none() && state.idle_reason.is_none() {
+        return false;
+    }
+    let Ok(Some(_lock)) = crate::lock::TickLock::acquire(&paths.lock(), wait) else {
+        return false;
+    };
+    // Read again under the lock: a tick may have written it meanwhile.
+    if let Ok(Some(now)) = OrchestratorState::load(&file) {
+        state = now;
+    }
+    state.idle_since = None;
+    state.idle_reason = None;
+    crate::atomic::write(&file, state.to_json().as_bytes()).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1090,3 +1090,23 @@ fn c2_2_an_orphan_session_holds_a_global_slot_is_told_once_and_can_be_killed() {
     let r3 = sb.tick().force().run();
     assert_eq!(r3.spawned_beads(), app[1..2], "{r3:#?}");
 }
+
+#[test]
+fn c2_7_activating_an_iteration_ends_the_backoff() {
+    let sb = install(SLEEPER);
+    let ids = sb
+        .new_project("app")
+        .br()
+        .beads(1)
+        .iteration("planning")
+        .create()
+        .beads;
+    let r1 = sb.tick().run();
+    assert_eq!(r1.idle_reason, Some(IdleReason::NoActiveIterations), "{r1:#?}");
+    assert_eq!(sb.tick().run().run, RunType::Skipped, "30 minutes of backoff");
+
+    sb.ok(&["iteration", "activate", "app"]);
+    let r2 = sb.tick().run();
+    assert_eq!(r2.run, RunType::Full, "the backoff ended with the activation");
+    assert_eq!(r2.spawned_beads(), ids, "{r2:#?}");
+}
