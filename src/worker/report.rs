@@ -368,11 +368,14 @@ mod tests {
         shared.clear();
         assert!(root.join(OWN_DIR).is_dir(), "ready for the agent");
         write(SHARED, "status: pass\n");
+        let taken = shared.take().expect("a report nobody can attribute");
         assert_eq!(
-            shared.take(),
-            None,
-            "not alone: the shared file and an unchanged handoff"
+            (taken.status, taken.source),
+            (ExecStatus::Failing, "an unreadable report"),
+            "not alone: the shared file changed is not this agent's pass"
         );
+        shared.clear();
+        assert_eq!(shared.take(), None, "nothing changed: no report at all");
         assert!(
             root.join(SHARED).exists(),
             "another worker's report is left alone"
