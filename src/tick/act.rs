@@ -228,6 +228,7 @@ fn claim_and_spawn(
 ) -> Slot {
     let pending = Claim {
         project: c.slug.clone(),
+        path: Some(c.path.clone()),
         bead: c.bead.clone(),
         claimed_at: now,
     };

@@ -128,6 +128,17 @@ fn c2_7_sim_idle_state_transitions_and_backoff() {
 }
 
 #[test]
+fn c2_10_sim_claims_belong_to_the_directory_through_renames() {
+    assert_section(&["2.10"]);
+    let r = report();
+    assert!(
+        r.stats.renames_while_running > 0 || r.seeds < 100,
+        "no slug was renamed while its workers ran: {:?}",
+        r.stats
+    );
+}
+
+#[test]
 fn c4_5_sim_completed_iterations_never_change() {
     assert_section(&["4.5"]);
 }
@@ -146,7 +157,8 @@ fn c1_sim_readers_agree_with_what_was_written() {
 fn sim_every_violation_is_attributed() {
     let r = report();
     let known = [
-        "1.1", "1.2", "1.3", "1.6", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "4.5", "4.6",
+        "1.1", "1.2", "1.3", "1.6", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.10", "4.5",
+        "4.6",
     ];
     for v in &r.violations {
         assert!(known.contains(&v.section), "unattributed: {v}");

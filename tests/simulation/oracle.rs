@@ -208,6 +208,12 @@ impl World {
             .filter(|s| s.running || s.unreadable)
             .map(|s| (s.label.slug(), s.label.bead()))
             .collect();
+        // beads a worker may hold under a slug no registered project has (renamed since)
+        let orphan_held: BTreeSet<&BeadId> = truth_sessions
+            .iter()
+            .filter(|s| (s.running || s.unreadable) && !by_slug.contains_key(s.label.slug()))
+            .map(|s| s.label.bead())
+            .collect();
         let mut seen = BTreeSet::new();
         for c in &intended {
             let p = by_slug[c.slug.as_str()];
@@ -219,7 +225,7 @@ impl World {
                 c.label
             );
             ensure!(
-                !live.contains(&(c.slug.as_str(), &c.bead)),
+                !live.contains(&(c.slug.as_str(), &c.bead)) && !orphan_held.contains(&c.bead),
                 "2.2",
                 "{} planned while a worker for it may still run (a bead spawned twice)",
                 c.label
@@ -330,23 +336,49 @@ impl World {
                 r.slug,
                 r.bead
             );
+            // 2.10: a live session carrying the bead under any label may be its worker
             ensure!(
-                !live.contains(&(r.slug.as_str(), &r.bead)),
-                "2.2",
-                "plan releases {}:{} while its worker may still run",
+                !live.iter().any(|(_, b)| *b == &r.bead),
+                "2.10",
+                "plan releases {}:{} while a worker for it may still run",
                 r.slug,
                 r.bead
             );
-            let claim = snap
-                .claims
-                .iter()
-                .find(|c| c.project == r.slug && c.bead == r.bead);
+            let claim = snap.claims.iter().find(|c| **c == r.claim);
             ensure!(
                 claim.is_some_and(|c| now - c.claimed_at >= snap.claim_grace),
                 "2.2",
                 "plan releases {}:{} inside the claim grace",
                 r.slug,
                 r.bead
+            );
+            // 2.10: a claim goes back through the project at its directory
+            let owner = p.map(|p| &p.path);
+            ensure!(
+                r.claim.bead == r.bead
+                    && owner.is_some_and(|path| match &r.claim.path {
+                        Some(at) => at == path,
+                        None => r.claim.project == r.slug,
+                    }),
+                "2.10",
+                "plan releases {:?} through {} at {owner:?}",
+                r.claim,
+                r.slug
+            );
+        }
+        // 2.10: a claim is forgotten only by the project at its directory
+        for r in &plan.settled_claims {
+            let at = by_slug.get(r.slug.as_str()).map(|p| &p.path);
+            ensure!(
+                snap.claims.contains(&r.claim)
+                    && at.is_some_and(|path| match &r.claim.path {
+                        Some(claimed) => claimed == path,
+                        None => r.claim.project == r.slug,
+                    }),
+                "2.10",
+                "plan forgets {:?} as settled by {} at {at:?}",
+                r.claim,
+                r.slug
             );
         }
 
@@ -375,6 +407,7 @@ impl World {
                 b.status == BeadStatus::Open
                     && (p.stories.is_empty() || p.stories.contains(&b.id))
                     && !live.contains(&(p.slug.as_str(), &b.id))
+                    && !orphan_held.contains(&b.id)
                     && !released.contains(&(p.slug.as_str(), &b.id))
             }) && !p
                 .channel
@@ -431,11 +464,14 @@ impl World {
                             && p.aliases.contains(s.label.slug())
                             && s.label.bead() == &b.id
                     });
-                    let remembered = self
-                        .state
-                        .claims
-                        .iter()
-                        .any(|c| p.aliases.contains(&c.project) && c.bead == b.id);
+                    // by the project's directory (by one of its slugs for an old claim)
+                    let remembered = self.state.claims.iter().any(|c| {
+                        c.bead == b.id
+                            && match &c.path {
+                                Some(at) => *at == p.path,
+                                None => p.aliases.contains(&c.project),
+                            }
+                    });
                     ensure!(
                         held || remembered,
                         "4.6",
