@@ -252,7 +252,11 @@ mod tests {
         let a1 = claim("a", Some("/p/a"), "a1");
         let old = claim("a", None, "a2");
         let mut s = OrchestratorState {
-            claims: vec![a1.clone(), old.clone(), claim("gone", Some("/p/gone"), "g1")],
+            claims: vec![
+                a1.clone(),
+                old.clone(),
+                claim("gone", Some("/p/gone"), "g1"),
+            ],
             ..OrchestratorState::default()
         };
         // the same bead and slug at another directory is another claim: it stays
@@ -283,7 +287,10 @@ mod tests {
         let new = claim("web", Some("/p/web"), "w1");
         assert!(new.belongs_to("web", Path::new("/p/web")));
         assert!(new.belongs_to("site", Path::new("/p/web")), "slug renamed");
-        assert!(!new.belongs_to("web", Path::new("/p/api")), "slug on another dir");
+        assert!(
+            !new.belongs_to("web", Path::new("/p/api")),
+            "slug on another dir"
+        );
         let old = claim("web", None, "w1");
         assert!(old.belongs_to("web", Path::new("/p/web")));
         assert!(!old.belongs_to("site", Path::new("/p/web")));
@@ -321,10 +328,19 @@ mod tests {
         let mut s = OrchestratorState::load(&p).unwrap().unwrap();
         assert_eq!(s.claims.len(), 1);
         let c = s.claims[0].clone();
-        assert_eq!((c.project.as_str(), c.bead.as_str()), ("web-app", "web-app-3f2"));
+        assert_eq!(
+            (c.project.as_str(), c.bead.as_str()),
+            ("web-app", "web-app-3f2")
+        );
         assert_eq!(c.path, None);
-        assert_eq!(c.claimed_at.to_rfc3339(), "2026-11-23T11:18:09.728702097+00:00");
-        assert!(c.belongs_to("web-app", Path::new("/anywhere")), "matched by slug");
+        assert_eq!(
+            c.claimed_at.to_rfc3339(),
+            "2026-11-23T11:18:09.728702097+00:00"
+        );
+        assert!(
+            c.belongs_to("web-app", Path::new("/anywhere")),
+            "matched by slug"
+        );
         assert_eq!(s.tracker_fingerprints["web-app"], "9c1e");
         // written back unchanged in form: no path invented, unknown fields kept
         assert_eq!(s.to_json(), PREVIOUS_RELEASE_STATE);
@@ -332,7 +348,10 @@ mod tests {
         s.settle_claims([], [(&c, Path::new("/home/u/web"))], &[]);
         std::fs::write(&p, s.to_json()).unwrap();
         let back = OrchestratorState::load(&p).unwrap().unwrap();
-        assert_eq!(back.claims[0].path.as_deref(), Some(Path::new("/home/u/web")));
+        assert_eq!(
+            back.claims[0].path.as_deref(),
+            Some(Path::new("/home/u/web"))
+        );
         assert!(back.claims[0].belongs_to("renamed", Path::new("/home/u/web")));
         assert!(!back.claims[0].belongs_to("web-app", Path::new("/home/u/api")));
         assert!(back.to_json().contains("\"path\": \"/home/u/web\""));

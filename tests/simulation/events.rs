@@ -230,7 +230,12 @@ impl World {
         }
         let taken: BTreeSet<String> = self.projects.iter().map(|x| x.slug.clone()).collect();
         let proj = &self.projects[p];
-        let base = proj.path.file_name().unwrap().to_string_lossy().into_owned();
+        let base = proj
+            .path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         let earlier: Vec<String> = proj
             .aliases
             .iter()
@@ -249,7 +254,9 @@ impl World {
         let from = std::mem::replace(&mut self.projects[p].slug, to.clone());
         self.projects[p].aliases.insert(to.clone());
         self.rewrite_registry(false);
-        self.log(format!("person renames slug {from} -> {to} in the registry"));
+        self.log(format!(
+            "person renames slug {from} -> {to} in the registry"
+        ));
         self.check_registry_reading()
     }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use braids::model::{
     BeadId, BeadStatus, IterationStatus, Priority, ProjectStatus, SessionLabel, SpawnMessage,
 };
-use braids::state::IdleReason;
+use braids::state::{Claim, IdleReason};
 use braids::tick::decide::{BeadLookup, Eligibility, Plan, ProjectView, Snapshot, ZombieReason};
 use chrono::{DateTime, Duration, Utc};
 
@@ -380,6 +380,36 @@ impl World {
                 r.claim,
                 r.slug
             );
+        }
+
+        // 2.10: and every such claim is released, whatever slug its directory has now: a claim
+        // that no run can match strands its bead as surely as one forgotten
+        for (wp, proj) in self.projects.iter().enumerate() {
+            let Some(view) = snap.projects.iter().find(|v| v.path == proj.path) else {
+                continue;
+            };
+            if proj.tracker_down {
+                continue;
+            }
+            let mine = |c: &&Claim| match &c.path {
+                Some(at) => *at == proj.path,
+                None => proj.aliases.contains(&c.project),
+            };
+            for c in snap.claims.iter().filter(mine) {
+                let stranded = self.bead(wp, &c.bead).is_some_and(|b| {
+                    b.status == BeadStatus::InProgress && b.assignee.as_deref() == Some(ACTOR)
+                }) && !live.iter().any(|(_, b)| *b == &c.bead)
+                    && now - c.claimed_at >= snap.claim_grace;
+                ensure!(
+                    !stranded || plan.releases.iter().any(|r| r.claim == *c),
+                    "2.10",
+                    "{}:{} (claimed as {}) has no worker and is past the grace, but is not released through {}",
+                    proj.slug,
+                    c.bead,
+                    c.project,
+                    view.slug
+                );
+            }
         }
 
         // 2.7: the idle reason when nothing can be spawned

@@ -39,6 +39,10 @@ pub enum Mutation {
     ReleaseAnyClaim,
     /// the state forgets `idleSince` on every idle run (2.7).
     ResetIdleSince,
+    /// claims are remembered by slug alone, as before 2.10.
+    ClaimsBySlug,
+    /// a claim is released when no worker runs under its project's own label (2.10).
+    OwnLabelOnly,
 }
 
 impl World {
@@ -181,13 +185,47 @@ impl World {
             }
             Mutation::ReleaseAnyClaim => {
                 for c in &snap.claims {
-                    let owner = snap.projects.iter().find(|p| c.belongs_to(&p.slug, &p.path));
+                    let owner = snap
+                        .projects
+                        .iter()
+                        .find(|p| c.belongs_to(&p.slug, &p.path));
                     let r = braids::tick::decide::Release {
                         slug: owner.map_or(c.project.clone(), |p| p.slug.clone()),
                         bead: c.bead.clone(),
                         claim: c.clone(),
                     };
                     if !plan.releases.contains(&r) {
+                        plan.releases.push(r);
+                    }
+                }
+            }
+            Mutation::OwnLabelOnly => {
+                let grace = snap.claim_grace;
+                for c in &snap.claims {
+                    let Some(p) = snap
+                        .projects
+                        .iter()
+                        .find(|p| c.belongs_to(&p.slug, &p.path))
+                    else {
+                        continue;
+                    };
+                    let own_label = format!("project:{}:{}", p.slug, c.bead);
+                    let own = snap.sessions.iter().any(|s| {
+                        s.running && s.label.slug() == p.slug && s.label.bead() == &c.bead
+                    }) || snap
+                        .unreadable
+                        .iter()
+                        .any(|u| u.label.as_deref() == Some(own_label.as_str()));
+                    let r = braids::tick::decide::Release {
+                        slug: p.slug.clone(),
+                        bead: c.bead.clone(),
+                        claim: c.clone(),
+                    };
+                    if !own
+                        && p.beads.get(&c.bead) == Some(&BeadLookup::Known(BeadStatus::InProgress))
+                        && self.now - c.claimed_at >= grace
+                        && !plan.releases.contains(&r)
+                    {
                         plan.releases.push(r);
                     }
                 }
@@ -382,6 +420,11 @@ impl World {
             })
             .collect();
         next.settle_claims(plan.settled(), plan.upgraded(), &new_claims);
+        if self.mutation == Mutation::ClaimsBySlug {
+            for c in &mut next.claims {
+                c.path = None;
+            }
+        }
         // one claim per bead of a project (by directory; by slug for a claim without one)
         let uniq: BTreeSet<(Option<&std::path::Path>, &str, &BeadId)> = next
             .claims

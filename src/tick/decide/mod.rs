@@ -37,9 +37,7 @@ mod eligibility;
 mod plan;
 
 pub use eligibility::{eligibility_of, Eligibility};
-pub use plan::{
-    Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, Upgrade, STAND_INS,
-};
+pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, Upgrade, STAND_INS};
 
 /// What a tracker said about one bead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,8 +255,11 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     // Claims whose worker is gone. A claim is its project's by directory (by slug for one an
     // older braids recorded), so a renamed slug keeps its claims and a row pointing a slug at
     // another project's directory never settles a claim against that project's tracker.
-    let by_path: BTreeMap<&Path, &ProjectView> =
-        snap.projects.iter().map(|p| (p.path.as_path(), p)).collect();
+    let by_path: BTreeMap<&Path, &ProjectView> = snap
+        .projects
+        .iter()
+        .map(|p| (p.path.as_path(), p))
+        .collect();
     let held_anywhere: BTreeSet<&BeadId> = live
         .iter()
         .map(|(_, b)| *b)

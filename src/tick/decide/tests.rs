@@ -635,13 +635,13 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
     assert_eq!(plan.releases, [release("site", &w1)]);
     assert_eq!(plan.settled_claims, [release("site", &w2)]);
     assert_eq!(plan.settled().collect::<Vec<_>>(), [&w2, &w1]);
-    assert!(!plan.sweeps[0].live.contains(&id("w-1")), "released: its worktree goes");
+    assert!(
+        !plan.sweeps[0].live.contains(&id("w-1")),
+        "released: its worktree goes"
+    );
 
     // within the grace, or with the tracker down, the claim is kept and its worktree too
-    let mut s = snap(
-        vec![site().bead("w-1", BeadLookup::Unknown)],
-        vec![],
-    );
+    let mut s = snap(vec![site().bead("w-1", BeadLookup::Unknown)], vec![]);
     s.claims = vec![w1.clone()];
     let plan = decide(&s, now());
     assert!(plan.releases.is_empty() && plan.settled_claims.is_empty());
@@ -649,7 +649,10 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
 
     // a claim an older braids wrote (no directory) is matched by its slug, as before, and
     // gets the directory the first run its tracker knows the bead ...
-    let old = Claim { path: None, ..w1.clone() };
+    let old = Claim {
+        path: None,
+        ..w1.clone()
+    };
     let web = || project("web").bead("w-1", BeadLookup::Known(BeadStatus::InProgress));
     let mut s = snap(vec![web()], vec![session("web", "w-1", true, 60)]);
     s.claims = vec![old.clone()];
@@ -667,9 +670,12 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
         ..Default::default()
     };
     state.settle_claims(plan.settled(), plan.upgraded(), &[]);
-    assert_eq!(state.claims, [w1.clone()], "now a claim of /p/web");
+    assert_eq!(state.claims, std::slice::from_ref(&w1), "now a claim of /p/web");
     // ... but not when the tracker cannot say (nothing proves the slug found the right project)
-    let mut s = snap(vec![project("web").bead("w-1", BeadLookup::Unknown)], vec![]);
+    let mut s = snap(
+        vec![project("web").bead("w-1", BeadLookup::Unknown)],
+        vec![],
+    );
     s.claims = vec![old.clone()];
     assert!(decide(&s, now()).upgrades.is_empty());
     // and an old claim under a slug that is gone stays as it is, as it always did
@@ -742,7 +748,11 @@ fn c2_10_a_live_session_under_another_label_holds_its_bead() {
         let plan = decide(&s, now());
         assert!(plan.releases.is_empty(), "{label}: {:?}", plan.releases);
         assert!(plan.settled_claims.is_empty(), "{label}");
-        assert_eq!(plan.sweeps[0].live, [id("w-1")], "{label}: its worktree stays");
+        assert_eq!(
+            plan.sweeps[0].live,
+            [id("w-1")],
+            "{label}: its worktree stays"
+        );
         if label.contains("web") {
             // a worker under a slug no project has may be this project's
             assert_eq!(spawned(&plan), ["project:site:w-2"], "{label}");
