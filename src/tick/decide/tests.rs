@@ -670,7 +670,11 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
         ..Default::default()
     };
     state.settle_claims(plan.settled(), plan.upgraded(), &[]);
-    assert_eq!(state.claims, std::slice::from_ref(&w1), "now a claim of /p/web");
+    assert_eq!(
+        state.claims,
+        std::slice::from_ref(&w1),
+        "now a claim of /p/web"
+    );
     // ... but not when the tracker cannot say (nothing proves the slug found the right project)
     let mut s = snap(
         vec![project("web").bead("w-1", BeadLookup::Unknown)],
