@@ -76,14 +76,26 @@ impl World {
         // Running sessions of projects missing from the registry, left alone: they still count
         // against the global cap.
         let mut orphans = 0;
+        // 2.10: a session labelled for a slug no registered project has, for which a claim
+        // under that label is remembered, is the worker of the project at the claim's directory
+        let owner = |s: &SessM| -> Option<&ProjectView> {
+            by_slug.get(s.label.slug()).copied().or_else(|| {
+                let c = snap.claims.iter().find(|c| {
+                    c.project == s.label.slug() && c.bead == *s.label.bead() && c.path.is_some()
+                })?;
+                snap.projects
+                    .iter()
+                    .find(|p| Some(&p.path) == c.path.as_ref())
+            })
+        };
         for s in &truth_sessions {
             if s.unreadable {
-                if by_slug.contains_key(s.label.slug()) {
-                    *healthy.get_mut(s.label.slug()).unwrap() += 1;
+                if let Some(p) = owner(s) {
+                    *healthy.get_mut(&p.slug).unwrap() += 1;
                 }
                 continue;
             }
-            let Some(p) = by_slug.get(s.label.slug()) else {
+            let Some(p) = owner(s) else {
                 // An orphan: its PROJECT.md is not read, so the rules that need none apply,
                 // with the default WorkerTimeout (1.2): ended → forgotten, too old → killed.
                 if !s.running {
@@ -118,7 +130,7 @@ impl World {
             } else if over(now, s.started, p.worker_timeout) {
                 want_kill.insert(&s.id, ZombieReason::Timeout);
             } else {
-                *healthy.get_mut(s.label.slug()).unwrap() += 1;
+                *healthy.get_mut(&p.slug).unwrap() += 1;
             }
         }
         let got_kill: BTreeMap<&str, ZombieReason> = plan

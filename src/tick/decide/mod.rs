@@ -20,7 +20,8 @@
 //! - Claims braids made whose worker is gone and whose bead is still in_progress after the
 //!   grace period are released. A claim is its project's by directory (2.10), and a worker
 //!   counts as present under any label carrying its bead: one started before its project's
-//!   slug was renamed runs on under the old slug.
+//!   slug was renamed runs on under the old slug, and is that project's worker when the claim
+//!   made with it says so.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -177,6 +178,30 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let by_slug: BTreeMap<&str, &ProjectView> =
         snap.projects.iter().map(|p| (p.slug.as_str(), p)).collect();
 
+    let by_path: BTreeMap<&Path, &ProjectView> = snap
+        .projects
+        .iter()
+        .map(|p| (p.path.as_path(), p))
+        .collect();
+    // A worker started before its project's slug was renamed runs on under the old label. The
+    // claim made with it names that label and, by directory, the project: it is that project's
+    // worker, counted against its MaxWorkers and under its zombie rules.
+    let renamed: BTreeMap<(&str, &BeadId), &ProjectView> = snap
+        .claims
+        .iter()
+        .filter(|c| !by_slug.contains_key(c.project.as_str()))
+        .filter_map(|c| {
+            let p = by_path.get(c.path.as_deref()?)?;
+            Some(((c.project.as_str(), &c.bead), *p))
+        })
+        .collect();
+    let owner_of = |l: &SessionLabel| {
+        by_slug
+            .get(l.slug())
+            .or_else(|| renamed.get(&(l.slug(), l.bead())))
+            .copied()
+    };
+
     // 2.6, session by session.
     let mut zombies = Vec::new();
     let mut ended = Vec::new();
@@ -198,14 +223,14 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         })
         .collect();
     for s in &snap.sessions {
-        let slug = s.label.slug();
-        let Some(p) = by_slug.get(slug) else {
+        let bead = s.label.bead();
+        if s.running && !by_slug.contains_key(s.label.slug()) {
+            orphan_live.insert(bead);
+        }
+        let Some(p) = owner_of(&s.label) else {
             // A session of a project missing from the registry (removed, or its row unreadable
             // for a while): an orphan. It still counts against the global cap, and the zombie
             // rules that need no PROJECT.md still apply: ended → forgotten, too old → killed.
-            if s.running {
-                orphan_live.insert(s.label.bead());
-            }
             match classify(s, BeadLookup::Unknown, snap.orphan_timeout_secs, now) {
                 SessionVerdict::Ended => ended.push(s.clone()),
                 SessionVerdict::Kill(reason) => zombies.push(Zombie {
@@ -217,15 +242,15 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             continue;
         };
         if s.running {
-            live.insert((slug, s.label.bead()));
+            live.insert((p.slug.as_str(), bead));
         }
-        match classify(s, lookup(p, s.label.bead()), p.worker_timeout, now) {
+        match classify(s, lookup(p, bead), p.worker_timeout, now) {
             SessionVerdict::Ended => ended.push(s.clone()),
             SessionVerdict::Kill(reason) => zombies.push(Zombie {
                 session: s.clone(),
                 reason,
             }),
-            SessionVerdict::Healthy => *healthy.entry(slug.to_string()).or_default() += 1,
+            SessionVerdict::Healthy => *healthy.entry(p.slug.clone()).or_default() += 1,
         }
     }
     for (label, problem) in &unreadable {
@@ -234,10 +259,10 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         }
         let held = label
             .as_ref()
-            .filter(|l| by_slug.contains_key(l.slug()))
-            .filter(|l| live.insert((l.slug(), l.bead())));
-        if let Some(l) = held {
-            *healthy.entry(l.slug().to_string()).or_default() += 1;
+            .and_then(|l| Some((owner_of(l)?, l.bead())))
+            .filter(|(p, bead)| live.insert((p.slug.as_str(), bead)));
+        if let Some((p, _)) = held {
+            *healthy.entry(p.slug.clone()).or_default() += 1;
         }
         errors.push(match label {
             Some(l) => format!(
@@ -255,11 +280,6 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     // Claims whose worker is gone. A claim is its project's by directory (by slug for one an
     // older braids recorded), so a renamed slug keeps its claims and a row pointing a slug at
     // another project's directory never settles a claim against that project's tracker.
-    let by_path: BTreeMap<&Path, &ProjectView> = snap
-        .projects
-        .iter()
-        .map(|p| (p.path.as_path(), p))
-        .collect();
     let held_anywhere: BTreeSet<&BeadId> = live
         .iter()
         .map(|(_, b)| *b)

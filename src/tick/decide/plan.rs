@@ -74,7 +74,8 @@ pub struct Plan {
     pub zombies: Vec<Zombie>,
     /// Sessions that are no longer running (2.6 rule 1), to forget.
     pub ended: Vec<Session>,
-    /// Sessions labelled for a slug that is not in the registry: reported, left alone.
+    /// Sessions labelled for a slug that is not in the registry (and not the label a claim of a
+    /// registered project was made under, 2.10): reported, left alone.
     pub unmanaged: Vec<Session>,
     /// Healthy workers per project after zombies are excluded.
     pub healthy: BTreeMap<String, usize>,

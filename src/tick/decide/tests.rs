@@ -778,3 +778,59 @@ fn c2_10_a_live_session_under_another_label_holds_its_bead() {
     s.claims = vec![w1.clone()];
     assert_eq!(decide(&s, now()).releases, [release("site", &w1)]);
 }
+
+#[test]
+fn c2_10_a_worker_under_its_old_slug_is_its_projects_worker() {
+    // `web` became `site` while project:web:w-1 ran; the claim made with it says whose it is
+    let w1 = claim("web", "w-1", 30);
+    let site = |w1: BeadStatus| {
+        project("site")
+            .at("/p/web")
+            .bead("w-1", BeadLookup::Known(w1))
+            .ready(&["w-2"])
+    };
+    let mut s = snap(
+        vec![site(BeadStatus::InProgress)],
+        vec![session("web", "w-1", true, 600)],
+    );
+    s.claims = vec![w1.clone()];
+    s.global_max_workers = 5;
+    let plan = decide(&s, now());
+    assert_eq!(plan.healthy["site"], 1, "it holds site's one slot");
+    assert!(plan.unmanaged.is_empty() && spawned(&plan).is_empty());
+    assert_eq!(plan.idle_reason, IdleReason::AllAtCapacity);
+    assert_eq!(plan.global_slots, Some(4), "counted once");
+    // site's zombie rules apply to it: its bead closed, it is killed; past site's timeout too
+    let mut s = snap(
+        vec![site(BeadStatus::Closed)],
+        vec![session("web", "w-1", true, 600)],
+    );
+    s.claims = vec![w1.clone()];
+    assert_eq!(
+        decide(&s, now()).zombies[0].reason,
+        ZombieReason::BeadClosed
+    );
+    let mut s = snap(
+        vec![site(BeadStatus::InProgress).timeout(300)],
+        vec![session("web", "w-1", true, 600)],
+    );
+    s.claims = vec![w1.clone()];
+    assert_eq!(decide(&s, now()).zombies[0].reason, ZombieReason::Timeout);
+    // an unreadable record under the old label holds site's slot the same way
+    let mut s = snap(vec![site(BeadStatus::InProgress)], vec![]);
+    s.unreadable = vec![SessionProblem {
+        label: Some("project:web:w-1".into()),
+        location: "/s/web_w-1.json".into(),
+        detail: "not a session record".into(),
+    }];
+    s.claims = vec![w1.clone()];
+    assert_eq!(decide(&s, now()).healthy["site"], 1);
+    // with no claim to say whose it is, it stays an orphan: left alone, on the global cap only
+    let s = snap(
+        vec![site(BeadStatus::InProgress)],
+        vec![session("web", "w-1", true, 600)],
+    );
+    let plan = decide(&s, now());
+    assert_eq!(plan.unmanaged.len(), 1);
+    assert_eq!(spawned(&plan), ["project:site:w-2"]);
+}
