@@ -8,7 +8,7 @@
 //! The transitions are pure functions of the previous state and the clock.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
@@ -50,12 +50,34 @@ impl std::fmt::Display for IdleReason {
 }
 
 /// A bead braids claimed for a worker, remembered until the bead leaves `in_progress`.
+///
+/// A claim belongs to the project's directory, not its slug: a slug renamed in the registry (or
+/// a garbled row pointing a slug at another directory for a run) must neither hand the claim to
+/// another project's tracker nor lose it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Claim {
+    /// The slug the project had when the bead was claimed: for people and logs, and the key of
+    /// a claim with no `path`.
     pub project: String,
+    /// The project's directory as the registry resolves it. `None` in files written before
+    /// claims carried it: such a claim is matched by slug until a run upgrades it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
     pub bead: BeadId,
     pub claimed_at: DateTime<Utc>,
+}
+
+impl Claim {
+    /// Whether this claim belongs to the registered project `slug` at `path`: by directory, or
+    /// by slug for a claim an older braids recorded without one. Slugs and paths are unique in
+    /// a registry, so at most one project owns a claim.
+    pub fn belongs_to(&self, slug: &str, path: &Path) -> bool {
+        match &self.path {
+            Some(p) => p == path,
+            None => self.project == slug,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,18 +146,23 @@ pub enum RunKind {
 impl OrchestratorState {
     /// The claim-retention rule after a run: forget the claims the run settled (released, or
     /// whose bead left in_progress), keep every other one (a project briefly missing from the
-    /// registry keeps its claims), and remember the run's new claims.
+    /// registry keeps its claims), give the project's directory to the old claims the run
+    /// matched by slug (`upgrades`: the claim as remembered, and its project's directory), and
+    /// remember the run's new claims. Claims are named as they were remembered, so a slug
+    /// renamed since cannot make the wrong claim go.
     pub fn settle_claims<'a>(
         &mut self,
-        settled: impl IntoIterator<Item = (&'a str, &'a BeadId)>,
+        settled: impl IntoIterator<Item = &'a Claim>,
+        upgrades: impl IntoIterator<Item = (&'a Claim, &'a Path)>,
         new_claims: &[Claim],
     ) {
-        let settled: Vec<(&str, &BeadId)> = settled.into_iter().collect();
-        self.claims.retain(|c| {
-            !settled
-                .iter()
-                .any(|(s, b)| *s == c.project && *b == &c.bead)
-        });
+        let settled: Vec<&Claim> = settled.into_iter().collect();
+        self.claims.retain(|c| !settled.contains(&c));
+        for (old, path) in upgrades {
+            for c in self.claims.iter_mut().filter(|c| *c == old) {
+                c.path = Some(path.to_path_buf());
+            }
+        }
         self.claims.extend(new_claims.iter().cloned());
     }
 
@@ -239,26 +266,124 @@ mod tests {
         Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap() + Duration::minutes(min)
     }
 
-    #[test]
-    fn settle_claims_forgets_settled_keeps_the_rest_and_adds_new() {
-        let claim = |p: &str, b: &str| Claim {
+    fn claim(p: &str, path: Option<&str>, b: &str) -> Claim {
+        Claim {
             project: p.into(),
+            path: path.map(PathBuf::from),
             bead: BeadId::new(b).unwrap(),
             claimed_at: t(0),
-        };
+        }
+    }
+
+    #[test]
+    fn settle_claims_forgets_settled_keeps_the_rest_upgrades_and_adds_new() {
+        let a1 = claim("a", Some("/p/a"), "a1");
+        let old = claim("a", None, "a2");
         let mut s = OrchestratorState {
-            claims: vec![claim("a", "a1"), claim("a", "a2"), claim("gone", "g1")],
+            claims: vec![
+                a1.clone(),
+                old.clone(),
+                claim("gone", Some("/p/gone"), "g1"),
+            ],
             ..OrchestratorState::default()
         };
-        let a1 = BeadId::new("a1").unwrap();
-        s.settle_claims([("a", &a1)], &[claim("b", "b1")]);
-        let left: Vec<(&str, &str)> = s
+        // the same bead and slug at another directory is another claim: it stays
+        let other = claim("a", Some("/p/other"), "a1");
+        s.settle_claims(
+            [&a1, &other],
+            [(&old, Path::new("/p/a"))],
+            &[claim("b", Some("/p/b"), "b1")],
+        );
+        let left: Vec<(&str, Option<&Path>, &str)> = s
             .claims
             .iter()
-            .map(|c| (c.project.as_str(), c.bead.as_str()))
+            .map(|c| (c.project.as_str(), c.path.as_deref(), c.bead.as_str()))
             .collect();
         // a project missing from the registry ("gone") keeps its claim
-        assert_eq!(left, [("a", "a2"), ("gone", "g1"), ("b", "b1")]);
+        assert_eq!(
+            left,
+            [
+                ("a", Some(Path::new("/p/a")), "a2"),
+                ("gone", Some(Path::new("/p/gone")), "g1"),
+                ("b", Some(Path::new("/p/b")), "b1")
+            ]
+        );
+    }
+
+    #[test]
+    fn c2_10_a_claim_belongs_to_its_directory_or_for_an_old_claim_its_slug() {
+        let new = claim("web", Some("/p/web"), "w1");
+        assert!(new.belongs_to("web", Path::new("/p/web")));
+        assert!(new.belongs_to("site", Path::new("/p/web")), "slug renamed");
+        assert!(
+            !new.belongs_to("web", Path::new("/p/api")),
+            "slug on another dir"
+        );
+        let old = claim("web", None, "w1");
+        assert!(old.belongs_to("web", Path::new("/p/web")));
+        assert!(!old.belongs_to("site", Path::new("/p/web")));
+    }
+
+    /// A state file exactly as the release before claims carried directories wrote it.
+    const PREVIOUS_RELEASE_STATE: &str = r#"{
+  "idleSince": null,
+  "idleReason": null,
+  "lastRunAt": "2026-11-23T11:18:09.728606485Z",
+  "claims": [
+    {
+      "project": "web-app",
+      "bead": "web-app-3f2",
+      "claimedAt": "2026-11-23T11:18:09.728702097Z"
+    }
+  ],
+  "checkins": {
+    "web-app": "2026-11-23T11:18:09.728704581Z"
+  },
+  "trackerFingerprints": {
+    "web-app": "9c1e"
+  },
+  "future": {
+    "x": 1
+  }
+}
+"#;
+
+    #[test]
+    fn c2_10_a_state_file_of_the_previous_release_loads_and_its_claims_are_upgraded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        std::fs::write(&p, PREVIOUS_RELEASE_STATE).unwrap();
+        let mut s = OrchestratorState::load(&p).unwrap().unwrap();
+        assert_eq!(s.claims.len(), 1);
+        let c = s.claims[0].clone();
+        assert_eq!(
+            (c.project.as_str(), c.bead.as_str()),
+            ("web-app", "web-app-3f2")
+        );
+        assert_eq!(c.path, None);
+        assert_eq!(
+            c.claimed_at.to_rfc3339(),
+            "2026-11-23T11:18:09.728702097+00:00"
+        );
+        assert!(
+            c.belongs_to("web-app", Path::new("/anywhere")),
+            "matched by slug"
+        );
+        assert_eq!(s.tracker_fingerprints["web-app"], "9c1e");
+        // written back unchanged in form: no path invented, unknown fields kept
+        assert_eq!(s.to_json(), PREVIOUS_RELEASE_STATE);
+        // the first run that matches it gives it the project's directory, which sticks
+        s.settle_claims([], [(&c, Path::new("/home/u/web"))], &[]);
+        std::fs::write(&p, s.to_json()).unwrap();
+        let back = OrchestratorState::load(&p).unwrap().unwrap();
+        assert_eq!(
+            back.claims[0].path.as_deref(),
+            Some(Path::new("/home/u/web"))
+        );
+        assert!(back.claims[0].belongs_to("renamed", Path::new("/home/u/web")));
+        assert!(!back.claims[0].belongs_to("web-app", Path::new("/home/u/api")));
+        assert!(back.to_json().contains("\"path\": \"/home/u/web\""));
+        assert!(back.to_json().contains("\"future\""));
     }
 
     #[test]

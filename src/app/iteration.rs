@@ -9,8 +9,8 @@
 //! number, so `8` and `008` both name `008`.
 
 pub use crate::git::RepoLock;
-pub use crate::lifecycle::{complete_if_done, notice, Change, Completion};
 use crate::lifecycle::transition;
+pub use crate::lifecycle::{complete_if_done, notice, Change, Completion};
 
 use anyhow::{anyhow, bail, Result};
 

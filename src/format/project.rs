@@ -309,7 +309,9 @@ fn read_number(
             let (what, fix) = if seconds {
                 (
                     "a positive duration",
-                    format!("write seconds or a duration, such as `{name}: 3600`, `90m` or `2h30m`"),
+                    format!(
+                        "write seconds or a duration, such as `{name}: 3600`, `90m` or `2h30m`"
+                    ),
                 )
             } else {
                 (

@@ -455,7 +455,8 @@ impl SessionBackend for ProcessBackend {
                         backend: "process",
                         detail: format!(
                             "session {} is still running as pid {}; kill it first",
-                            session.label, rec.pid.unwrap_or(0)
+                            session.label,
+                            rec.pid.unwrap_or(0)
                         ),
                     });
                 }

@@ -144,7 +144,11 @@ pub(crate) fn find_marked(var: &str) -> Option<(u32, Option<u64>)> {
     let mut leader: Option<(u32, u64)> = None;
     let mut group = None;
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let Some(stat) = read_stat(pid).ok().flatten() else {

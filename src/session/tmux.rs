@@ -176,7 +176,11 @@ impl TmuxBackend {
     fn failed(&self, what: &str, out: &Output) -> SessionError {
         SessionError::Backend {
             backend: "tmux",
-            detail: format!("{what} failed ({}): {}", out.status_text(), out.stderr.trim()),
+            detail: format!(
+                "{what} failed ({}): {}",
+                out.status_text(),
+                out.stderr.trim()
+            ),
         }
     }
 

@@ -209,7 +209,10 @@ fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
                 tracing::info!(project = %s.slug, removed = removed.len(), "left-over workspaces removed");
                 // Shown in STATUS.md and the log until a person looks: the bead may be closed
                 // while its work never landed.
-                for (bead, branch) in removed.iter().filter_map(|r| Some((&r.bead, r.kept.as_ref()?))) {
+                for (bead, branch) in removed
+                    .iter()
+                    .filter_map(|r| Some((&r.bead, r.kept.as_ref()?)))
+                {
                     out.errors.push(format!(
                         "{}: the worker of {bead} ended before its work landed; the work is kept on branch {branch} for a person to merge or drop",
                         s.slug
@@ -236,6 +239,7 @@ fn claim_and_spawn(
 ) -> Slot {
     let pending = Claim {
         project: c.slug.clone(),
+        path: Some(c.path.clone()),
         bead: c.bead.clone(),
         claimed_at: now,
     };

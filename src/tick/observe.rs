@@ -431,7 +431,7 @@ fn observe_project(
         .collect();
     let claimed: Vec<&BeadId> = claims
         .iter()
-        .filter(|c| c.project == slug)
+        .filter(|c| c.belongs_to(slug, root))
         .map(|c| &c.bead)
         .collect();
     let eligible = matches!(eligibility, Eligibility::Eligible { .. });

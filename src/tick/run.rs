@@ -107,7 +107,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.unknown_stories = unknown_stories;
     next.orphans = orphans;
     next.checkins.extend(sent);
-    next.settle_claims(plan.settled(), &outcome.new_claims);
+    next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
     next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
     persist(inst, &next, observed, &outcome, &sessions_now, &report, now)?;
     Ok(report)
@@ -182,10 +182,7 @@ impl WriteAhead {
     fn record(&mut self, a: act::Ahead<'_>) -> Result<()> {
         match a {
             act::Ahead::Claiming(c) => self.state.claims.push(c.clone()),
-            act::Ahead::Refused(c) => self
-                .state
-                .claims
-                .retain(|x| !(x.project == c.project && x.bead == c.bead)),
+            act::Ahead::Refused(c) => self.state.claims.retain(|x| x != c),
         }
         crate::atomic::write(&self.file, self.state.to_json().as_bytes())
     }

@@ -16,9 +16,9 @@ use crate::workspace::Workspace;
 use super::context::Loaded;
 use super::execute::Failure;
 use super::finish::push;
-use crate::lifecycle::tracker_files;
 use super::report::StatusReport;
 use super::{clip, first_line, Ending, Run, Worker};
+use crate::lifecycle::tracker_files;
 
 impl Worker<'_> {
     /// Partial deliverable, blocked bead, blocker notification (3.10).

@@ -13,8 +13,8 @@ use crate::format::{deliverable, project::ProjectConfig};
 use crate::model::{Bead, BeadId, NotificationEvent};
 
 use super::context::{self, Loaded};
-use crate::proc::exit_text;
 use super::report::{self, StatusReport};
+use crate::proc::exit_text;
 use crate::workspace::Workspace;
 
 use super::{stop, work_dir, ArgvExecutor, ExecRequest, ExecResult, Run, Worker};

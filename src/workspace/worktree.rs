@@ -189,9 +189,15 @@ impl GitWorktrees {
             return Ok(None);
         }
         stage(dir, &[], &[])?;
-        commit_staged(dir, &format!("wip {bead} (left by a worker that did not finish)"))?;
+        commit_staged(
+            dir,
+            &format!("wip {bead} (left by a worker that did not finish)"),
+        )?;
         let own = format!("--exclude={}", branch_for(bead));
-        let unique = git_ok(dir, &["rev-list", "--count", "HEAD", "--not", &own, "--branches"])?;
+        let unique = git_ok(
+            dir,
+            &["rev-list", "--count", "HEAD", "--not", &own, "--branches"],
+        )?;
         if unique.trim() == "0" {
             return Ok(None);
         }

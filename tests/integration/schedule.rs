@@ -529,7 +529,14 @@ fn a_cron_dry_run_works_without_crontab_and_the_install_says_what_to_do() {
             .output()
             .expect("braids runs")
     };
-    let dry = run(&["schedule", "install", "--cron", "--dry-run", "--at", "@hourly"]);
+    let dry = run(&[
+        "schedule",
+        "install",
+        "--cron",
+        "--dry-run",
+        "--at",
+        "@hourly",
+    ]);
     let out = String::from_utf8_lossy(&dry.stdout);
     assert!(dry.status.success(), "{dry:?}");
     assert!(

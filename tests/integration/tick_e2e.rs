@@ -149,6 +149,86 @@ fn c2_2_spawns_up_to_max_workers_and_no_further() {
 }
 
 #[test]
+fn c2_10_an_old_state_file_then_a_slug_renamed_while_its_worker_runs_strands_nothing() {
+    let sb = Install::new()
+        .worker(SLEEPER)
+        .config("[sessions]\nclaim_grace_secs = 0\n")
+        .build();
+    let ids = workplan_project(&sb, "app", 1, 2);
+    let r1 = sb.tick().run();
+    r1.assert_no_errors();
+    assert_eq!(r1.spawned_beads(), ids[..1]);
+    let old = label("app", &ids[0]);
+    wait_for("the worker to run", Duration::from_secs(20), || {
+        sb.spawn_message(&old)
+    });
+
+    // The state as the release before claims carried directories wrote it: matched by slug,
+    // kept while its worker runs, and given the project's directory.
+    let previous = format!(
+        r#"{{
+  "idleSince": null,
+  "idleReason": null,
+  "lastRunAt": "2026-01-01T00:00:00Z",
+  "claims": [
+    {{
+      "project": "app",
+      "bead": "{}",
+      "claimedAt": "2026-01-01T00:00:00Z"
+    }}
+  ]
+}}
+"#,
+        ids[0]
+    );
+    std::fs::write(sb.state_path(), previous).unwrap();
+    let r2 = sb.tick().force().run();
+    r2.assert_no_errors();
+    assert!(
+        r2.released_pairs().is_empty() && r2.spawns.is_empty(),
+        "{r2:#?}"
+    );
+    let claims = sb.state().claims;
+    assert_eq!(claims.len(), 1, "{claims:?}");
+    assert_eq!(claims[0].path.as_deref(), Some(sb.project("app").as_path()));
+
+    // A person renames the project; its worker runs on as project:app:<bead>.
+    let registry = std::fs::read_to_string(sb.registry_path()).unwrap();
+    let renamed = registry.replacen("| app ", "| site ", 1);
+    assert_ne!(registry, renamed, "{registry}");
+    std::fs::write(sb.registry_path(), renamed).unwrap();
+    let r3 = sb.tick().force().run();
+    r3.assert_no_errors();
+    assert!(r3.released_pairs().is_empty(), "{r3:#?}");
+    // it is still site's worker (its claim says so): site's one slot is taken
+    assert!(r3.spawns.is_empty() && r3.zombies.is_empty(), "{r3:#?}");
+    assert_eq!(sb.workplan("app")[&ids[0]].0, "in_progress");
+
+    // The worker dies: its claim goes back through the new slug, and nothing stays in_progress
+    // for a worker that is gone.
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(sb.pid_of(&old) as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    wait_for("the old worker to die", Duration::from_secs(20), || {
+        (!sb.live_labels().contains(&old)).then_some(())
+    });
+    let r4 = sb.tick().force().run();
+    r4.assert_no_errors();
+    assert!(
+        r4.released_pairs()
+            .contains(&("site".to_string(), ids[0].clone())),
+        "{r4:#?}"
+    );
+    assert_eq!(sb.workplan("app")[&ids[0]].0, "open");
+    assert!(
+        !sb.state().claims.iter().any(|c| c.bead.as_str() == ids[0]),
+        "a released claim is forgotten"
+    );
+    sb.kill_workers();
+}
+
+#[test]
 fn c2_2_an_ended_worker_is_not_counted_and_its_claim_is_released() {
     // About the claim grace: whatever the machine's speed, a release comes no sooner.
     let grace = 3;
@@ -1080,10 +1160,16 @@ fn c2_2_an_orphan_session_holds_a_global_slot_is_told_once_and_can_be_killed() {
     let text = sb.ok(&["sessions"]);
     let line = text.lines().find(|l| l.starts_with(&orphan)).unwrap();
     assert!(line.contains("orphan"), "{text}");
-    let other = text.lines().find(|l| l.starts_with("project:app:")).unwrap();
+    let other = text
+        .lines()
+        .find(|l| l.starts_with("project:app:"))
+        .unwrap();
     assert!(!other.contains("orphan"), "{text}");
     assert_eq!(sb.live()[&orphan]["orphan"], true);
-    assert_eq!(sb.live()[other.split_whitespace().next().unwrap()]["orphan"], false);
+    assert_eq!(
+        sb.live()[other.split_whitespace().next().unwrap()]["orphan"],
+        false
+    );
 
     // `braids kill` ends it, and its slot goes to the registered project.
     sb.ok(&["kill", &orphan]);
@@ -1102,11 +1188,23 @@ fn c2_7_activating_an_iteration_ends_the_backoff() {
         .create()
         .beads;
     let r1 = sb.tick().run();
-    assert_eq!(r1.idle_reason, Some(IdleReason::NoActiveIterations), "{r1:#?}");
-    assert_eq!(sb.tick().run().run, RunType::Skipped, "30 minutes of backoff");
+    assert_eq!(
+        r1.idle_reason,
+        Some(IdleReason::NoActiveIterations),
+        "{r1:#?}"
+    );
+    assert_eq!(
+        sb.tick().run().run,
+        RunType::Skipped,
+        "30 minutes of backoff"
+    );
 
     sb.ok(&["iteration", "activate", "app"]);
     let r2 = sb.tick().run();
-    assert_eq!(r2.run, RunType::Full, "the backoff ended with the activation");
+    assert_eq!(
+        r2.run,
+        RunType::Full,
+        "the backoff ended with the activation"
+    );
     assert_eq!(r2.spawned_beads(), ids, "{r2:#?}");
 }

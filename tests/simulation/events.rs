@@ -2,6 +2,8 @@
 //! and complete iterations, rewrite (and mangle) their files, move the clock and the config;
 //! workers finish, block, crash, hang or linger.
 
+use std::collections::BTreeSet;
+
 use braids::model::{BeadId, BeadStatus, IterationStatus};
 use chrono::Duration;
 
@@ -191,6 +193,9 @@ impl World {
                     self.claim_grace.num_seconds()
                 ));
             }
+            // a person renames a project's slug in the registry (same directory), most often
+            // while its workers run under labels carrying the old slug
+            70..=72 => self.rename_slug()?,
             // a session record becomes unreadable (or readable again)
             66..=69 if !self.sessions.is_empty() => {
                 let i = self.rng.below(self.sessions.len());
@@ -204,6 +209,55 @@ impl World {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Renames one project's slug, to a new name or back to one it had, and rewrites the
+    /// registry intact so the rename is what the next tick reads.
+    fn rename_slug(&mut self) -> Result<(), Fail> {
+        let running: Vec<usize> = (0..self.projects.len())
+            .filter(|&p| {
+                self.sessions
+                    .iter()
+                    .any(|s| s.running && self.projects[p].aliases.contains(s.label.slug()))
+            })
+            .collect();
+        let p = match running.is_empty() {
+            true => self.rng.below(self.projects.len()),
+            false => *self.rng.pick(&running),
+        };
+        if !running.is_empty() {
+            self.stats.renames_while_running += 1;
+        }
+        let taken: BTreeSet<String> = self.projects.iter().map(|x| x.slug.clone()).collect();
+        let proj = &self.projects[p];
+        let base = proj
+            .path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let earlier: Vec<String> = proj
+            .aliases
+            .iter()
+            // its own names, not slugs a garbled registry once gave its directory
+            .filter(|a| !taken.contains(*a) && (**a == base || a.starts_with(&format!("{base}-r"))))
+            .cloned()
+            .collect();
+        let to = if !earlier.is_empty() && self.rng.pct(30) {
+            self.rng.pick(&earlier).clone()
+        } else {
+            format!("{base}-r{}", proj.aliases.len())
+        };
+        if taken.contains(&to) {
+            return Ok(());
+        }
+        let from = std::mem::replace(&mut self.projects[p].slug, to.clone());
+        self.projects[p].aliases.insert(to.clone());
+        self.rewrite_registry(false);
+        self.log(format!(
+            "person renames slug {from} -> {to} in the registry"
+        ));
+        self.check_registry_reading()
     }
 
     // ---- workers ----

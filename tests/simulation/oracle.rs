@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use braids::model::{
     BeadId, BeadStatus, IterationStatus, Priority, ProjectStatus, SessionLabel, SpawnMessage,
 };
-use braids::state::IdleReason;
+use braids::state::{Claim, IdleReason};
 use braids::tick::decide::{BeadLookup, Eligibility, Plan, ProjectView, Snapshot, ZombieReason};
 use chrono::{DateTime, Duration, Utc};
 
@@ -76,14 +76,26 @@ impl World {
         // Running sessions of projects missing from the registry, left alone: they still count
         // against the global cap.
         let mut orphans = 0;
+        // 2.10: a session labelled for a slug no registered project has, for which a claim
+        // under that label is remembered, is the worker of the project at the claim's directory
+        let owner = |s: &SessM| -> Option<&ProjectView> {
+            by_slug.get(s.label.slug()).copied().or_else(|| {
+                let c = snap.claims.iter().find(|c| {
+                    c.project == s.label.slug() && c.bead == *s.label.bead() && c.path.is_some()
+                })?;
+                snap.projects
+                    .iter()
+                    .find(|p| Some(&p.path) == c.path.as_ref())
+            })
+        };
         for s in &truth_sessions {
             if s.unreadable {
-                if by_slug.contains_key(s.label.slug()) {
-                    *healthy.get_mut(s.label.slug()).unwrap() += 1;
+                if let Some(p) = owner(s) {
+                    *healthy.get_mut(&p.slug).unwrap() += 1;
                 }
                 continue;
             }
-            let Some(p) = by_slug.get(s.label.slug()) else {
+            let Some(p) = owner(s) else {
                 // An orphan: its PROJECT.md is not read, so the rules that need none apply,
                 // with the default WorkerTimeout (1.2): ended → forgotten, too old → killed.
                 if !s.running {
@@ -118,7 +130,7 @@ impl World {
             } else if over(now, s.started, p.worker_timeout) {
                 want_kill.insert(&s.id, ZombieReason::Timeout);
             } else {
-                *healthy.get_mut(s.label.slug()).unwrap() += 1;
+                *healthy.get_mut(&p.slug).unwrap() += 1;
             }
         }
         let got_kill: BTreeMap<&str, ZombieReason> = plan
@@ -208,6 +220,12 @@ impl World {
             .filter(|s| s.running || s.unreadable)
             .map(|s| (s.label.slug(), s.label.bead()))
             .collect();
+        // beads a worker may hold under a slug no registered project has (renamed since)
+        let orphan_held: BTreeSet<&BeadId> = truth_sessions
+            .iter()
+            .filter(|s| (s.running || s.unreadable) && !by_slug.contains_key(s.label.slug()))
+            .map(|s| s.label.bead())
+            .collect();
         let mut seen = BTreeSet::new();
         for c in &intended {
             let p = by_slug[c.slug.as_str()];
@@ -219,7 +237,7 @@ impl World {
                 c.label
             );
             ensure!(
-                !live.contains(&(c.slug.as_str(), &c.bead)),
+                !live.contains(&(c.slug.as_str(), &c.bead)) && !orphan_held.contains(&c.bead),
                 "2.2",
                 "{} planned while a worker for it may still run (a bead spawned twice)",
                 c.label
@@ -330,17 +348,15 @@ impl World {
                 r.slug,
                 r.bead
             );
+            // 2.10: a live session carrying the bead under any label may be its worker
             ensure!(
-                !live.contains(&(r.slug.as_str(), &r.bead)),
-                "2.2",
-                "plan releases {}:{} while its worker may still run",
+                !live.iter().any(|(_, b)| *b == &r.bead),
+                "2.10",
+                "plan releases {}:{} while a worker for it may still run",
                 r.slug,
                 r.bead
             );
-            let claim = snap
-                .claims
-                .iter()
-                .find(|c| c.project == r.slug && c.bead == r.bead);
+            let claim = snap.claims.iter().find(|c| **c == r.claim);
             ensure!(
                 claim.is_some_and(|c| now - c.claimed_at >= snap.claim_grace),
                 "2.2",
@@ -348,6 +364,64 @@ impl World {
                 r.slug,
                 r.bead
             );
+            // 2.10: a claim goes back through the project at its directory
+            let owner = p.map(|p| &p.path);
+            ensure!(
+                r.claim.bead == r.bead
+                    && owner.is_some_and(|path| match &r.claim.path {
+                        Some(at) => at == path,
+                        None => r.claim.project == r.slug,
+                    }),
+                "2.10",
+                "plan releases {:?} through {} at {owner:?}",
+                r.claim,
+                r.slug
+            );
+        }
+        // 2.10: a claim is forgotten only by the project at its directory
+        for r in &plan.settled_claims {
+            let at = by_slug.get(r.slug.as_str()).map(|p| &p.path);
+            ensure!(
+                snap.claims.contains(&r.claim)
+                    && at.is_some_and(|path| match &r.claim.path {
+                        Some(claimed) => claimed == path,
+                        None => r.claim.project == r.slug,
+                    }),
+                "2.10",
+                "plan forgets {:?} as settled by {} at {at:?}",
+                r.claim,
+                r.slug
+            );
+        }
+
+        // 2.10: and every such claim is released, whatever slug its directory has now: a claim
+        // that no run can match strands its bead as surely as one forgotten
+        for (wp, proj) in self.projects.iter().enumerate() {
+            let Some(view) = snap.projects.iter().find(|v| v.path == proj.path) else {
+                continue;
+            };
+            if proj.tracker_down {
+                continue;
+            }
+            let mine = |c: &&Claim| match &c.path {
+                Some(at) => *at == proj.path,
+                None => proj.aliases.contains(&c.project),
+            };
+            for c in snap.claims.iter().filter(mine) {
+                let stranded = self.bead(wp, &c.bead).is_some_and(|b| {
+                    b.status == BeadStatus::InProgress && b.assignee.as_deref() == Some(ACTOR)
+                }) && !live.iter().any(|(_, b)| *b == &c.bead)
+                    && now - c.claimed_at >= snap.claim_grace;
+                ensure!(
+                    !stranded || plan.releases.iter().any(|r| r.claim == *c),
+                    "2.10",
+                    "{}:{} (claimed as {}) has no worker and is past the grace, but is not released through {}",
+                    proj.slug,
+                    c.bead,
+                    c.project,
+                    view.slug
+                );
+            }
         }
 
         // 2.7: the idle reason when nothing can be spawned
@@ -375,6 +449,7 @@ impl World {
                 b.status == BeadStatus::Open
                     && (p.stories.is_empty() || p.stories.contains(&b.id))
                     && !live.contains(&(p.slug.as_str(), &b.id))
+                    && !orphan_held.contains(&b.id)
                     && !released.contains(&(p.slug.as_str(), &b.id))
             }) && !p
                 .channel
@@ -431,11 +506,14 @@ impl World {
                             && p.aliases.contains(s.label.slug())
                             && s.label.bead() == &b.id
                     });
-                    let remembered = self
-                        .state
-                        .claims
-                        .iter()
-                        .any(|c| p.aliases.contains(&c.project) && c.bead == b.id);
+                    // by the project's directory (by one of its slugs for an old claim)
+                    let remembered = self.state.claims.iter().any(|c| {
+                        c.bead == b.id
+                            && match &c.path {
+                                Some(at) => *at == p.path,
+                                None => p.aliases.contains(&c.project),
+                            }
+                    });
                     ensure!(
                         held || remembered,
                         "4.6",

@@ -39,6 +39,10 @@ pub enum Mutation {
     ReleaseAnyClaim,
     /// the state forgets `idleSince` on every idle run (2.7).
     ResetIdleSince,
+    /// claims are remembered by slug alone, as before 2.10.
+    ClaimsBySlug,
+    /// a claim is released when no worker runs under its project's own label (2.10).
+    OwnLabelOnly,
 }
 
 impl World {
@@ -100,7 +104,7 @@ impl World {
                     self.state
                         .claims
                         .iter()
-                        .filter(|c| c.project == e.slug)
+                        .filter(|c| c.belongs_to(&e.slug, &e.path))
                         .map(|c| c.bead.clone()),
                 )
                 .collect();
@@ -181,11 +185,47 @@ impl World {
             }
             Mutation::ReleaseAnyClaim => {
                 for c in &snap.claims {
+                    let owner = snap
+                        .projects
+                        .iter()
+                        .find(|p| c.belongs_to(&p.slug, &p.path));
                     let r = braids::tick::decide::Release {
-                        slug: c.project.clone(),
+                        slug: owner.map_or(c.project.clone(), |p| p.slug.clone()),
                         bead: c.bead.clone(),
+                        claim: c.clone(),
                     };
                     if !plan.releases.contains(&r) {
+                        plan.releases.push(r);
+                    }
+                }
+            }
+            Mutation::OwnLabelOnly => {
+                let grace = snap.claim_grace;
+                for c in &snap.claims {
+                    let Some(p) = snap
+                        .projects
+                        .iter()
+                        .find(|p| c.belongs_to(&p.slug, &p.path))
+                    else {
+                        continue;
+                    };
+                    let own_label = format!("project:{}:{}", p.slug, c.bead);
+                    let own = snap.sessions.iter().any(|s| {
+                        s.running && s.label.slug() == p.slug && s.label.bead() == &c.bead
+                    }) || snap
+                        .unreadable
+                        .iter()
+                        .any(|u| u.label.as_deref() == Some(own_label.as_str()));
+                    let r = braids::tick::decide::Release {
+                        slug: p.slug.clone(),
+                        bead: c.bead.clone(),
+                        claim: c.clone(),
+                    };
+                    if !own
+                        && p.beads.get(&c.bead) == Some(&BeadLookup::Known(BeadStatus::InProgress))
+                        && self.now - c.claimed_at >= grace
+                        && !plan.releases.contains(&r)
+                    {
                         plan.releases.push(r);
                     }
                 }
@@ -370,15 +410,29 @@ impl World {
             .iter()
             .map(|(slug, bead)| Claim {
                 project: slug.clone(),
+                path: snap
+                    .projects
+                    .iter()
+                    .find(|p| &p.slug == slug)
+                    .map(|p| p.path.clone()),
                 bead: bead.clone(),
                 claimed_at: now,
             })
             .collect();
-        next.settle_claims(plan.settled(), &new_claims);
-        let uniq: BTreeSet<(&str, &BeadId)> = next
+        next.settle_claims(plan.settled(), plan.upgraded(), &new_claims);
+        if self.mutation == Mutation::ClaimsBySlug {
+            for c in &mut next.claims {
+                c.path = None;
+            }
+        }
+        // one claim per bead of a project (by directory; by slug for a claim without one)
+        let uniq: BTreeSet<(Option<&std::path::Path>, &str, &BeadId)> = next
             .claims
             .iter()
-            .map(|c| (c.project.as_str(), &c.bead))
+            .map(|c| match &c.path {
+                Some(p) => (Some(p.as_path()), "", &c.bead),
+                None => (None, c.project.as_str(), &c.bead),
+            })
             .collect();
         ensure!(
             uniq.len() == next.claims.len(),
@@ -455,17 +509,19 @@ impl World {
                 }
                 Err(()) => return Slot::NextProject,
             }
-            // no bead spawned twice: nothing may run for it already
-            if self
-                .sessions
-                .iter()
-                .any(|s| s.running && s.label == c.label)
-            {
+            // no bead spawned twice: nothing may run for it already, under any slug the
+            // project had (a worker started before a rename keeps its old label)
+            let aliases = &self.projects[p].aliases;
+            if let Some(twin) = self.sessions.iter().find(|s| {
+                s.running
+                    && s.label.bead() == &c.bead
+                    && (s.label.slug() == c.slug || aliases.contains(s.label.slug()))
+            }) {
                 failed = Some((
                     "2.2",
                     format!(
-                        "{} spawned while a worker for it still runs (a bead spawned twice)",
-                        c.label
+                        "{} spawned while {} still runs for it (a bead with two live workers)",
+                        c.label, twin.label
                     ),
                 ));
                 return Slot::Stop;

@@ -97,6 +97,8 @@ pub struct Stats {
     pub refused_claims: usize,
     pub several_active: usize,
     pub garbage_edits: usize,
+    /// Slugs renamed in the registry while a worker of the project ran.
+    pub renames_while_running: usize,
     pub clock_back: usize,
     pub completed_iterations: usize,
     /// Idle reasons the oracle checked: no-active-iterations, no-ready-beads, all-at-capacity.
@@ -115,6 +117,7 @@ impl std::ops::AddAssign for Stats {
         self.refused_claims += o.refused_claims;
         self.several_active += o.several_active;
         self.garbage_edits += o.garbage_edits;
+        self.renames_while_running += o.renames_while_running;
         self.clock_back += o.clock_back;
         self.completed_iterations += o.completed_iterations;
         for i in 0..3 {
@@ -391,7 +394,7 @@ impl World {
             for _ in 0..reps {
                 let path = match rng.below(4) {
                     0 => format!("`{}`", p.path.display()),
-                    1 => format!("$BRAIDS_HOME/../../../sim/{}", p.slug),
+                    1 => format!("$BRAIDS_HOME/../../..{}", p.path.display()),
                     _ => p.path.display().to_string(),
                 };
                 let mut cells: Vec<String> = header

@@ -18,10 +18,13 @@
 //! - 2.7 idle reason when nothing spawns: no-active-iterations, else all-at-capacity when a
 //!   project had ready beads but no room, else no-ready-beads.
 //! - Claims braids made whose worker is gone and whose bead is still in_progress after the
-//!   grace period are released.
+//!   grace period are released. A claim is its project's by directory (2.10), and a worker
+//!   counts as present under any label carrying its bead: one started before its project's
+//!   slug was renamed runs on under the old slug, and is that project's worker when the claim
+//!   made with it says so.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -35,7 +38,7 @@ mod eligibility;
 mod plan;
 
 pub use eligibility::{eligibility_of, Eligibility};
-pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, STAND_INS};
+pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, Upgrade, STAND_INS};
 
 /// What a tracker said about one bead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +178,30 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let by_slug: BTreeMap<&str, &ProjectView> =
         snap.projects.iter().map(|p| (p.slug.as_str(), p)).collect();
 
+    let by_path: BTreeMap<&Path, &ProjectView> = snap
+        .projects
+        .iter()
+        .map(|p| (p.path.as_path(), p))
+        .collect();
+    // A worker started before its project's slug was renamed runs on under the old label. The
+    // claim made with it names that label and, by directory, the project: it is that project's
+    // worker, counted against its MaxWorkers and under its zombie rules.
+    let renamed: BTreeMap<(&str, &BeadId), &ProjectView> = snap
+        .claims
+        .iter()
+        .filter(|c| !by_slug.contains_key(c.project.as_str()))
+        .filter_map(|c| {
+            let p = by_path.get(c.path.as_deref()?)?;
+            Some(((c.project.as_str(), &c.bead), *p))
+        })
+        .collect();
+    let owner_of = |l: &SessionLabel| {
+        by_slug
+            .get(l.slug())
+            .or_else(|| renamed.get(&(l.slug(), l.bead())))
+            .copied()
+    };
+
     // 2.6, session by session.
     let mut zombies = Vec::new();
     let mut ended = Vec::new();
@@ -183,6 +210,9 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect();
     // Beads with a running session, healthy or about to be killed: never spawned again this run.
     let mut live: BTreeSet<(&str, &BeadId)> = BTreeSet::new();
+    // Beads a worker may hold under a label of no registered project: a slug renamed (or a row
+    // lost) while its workers run. Not spawned again, and never released as stranded.
+    let mut orphan_live: BTreeSet<&BeadId> = BTreeSet::new();
     let mut errors = Vec::new();
     let unreadable: Vec<(Option<SessionLabel>, &SessionProblem)> = snap
         .unreadable
@@ -193,8 +223,11 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         })
         .collect();
     for s in &snap.sessions {
-        let slug = s.label.slug();
-        let Some(p) = by_slug.get(slug) else {
+        let bead = s.label.bead();
+        if s.running && !by_slug.contains_key(s.label.slug()) {
+            orphan_live.insert(bead);
+        }
+        let Some(p) = owner_of(&s.label) else {
             // A session of a project missing from the registry (removed, or its row unreadable
             // for a while): an orphan. It still counts against the global cap, and the zombie
             // rules that need no PROJECT.md still apply: ended → forgotten, too old → killed.
@@ -209,24 +242,27 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             continue;
         };
         if s.running {
-            live.insert((slug, s.label.bead()));
+            live.insert((p.slug.as_str(), bead));
         }
-        match classify(s, lookup(p, s.label.bead()), p.worker_timeout, now) {
+        match classify(s, lookup(p, bead), p.worker_timeout, now) {
             SessionVerdict::Ended => ended.push(s.clone()),
             SessionVerdict::Kill(reason) => zombies.push(Zombie {
                 session: s.clone(),
                 reason,
             }),
-            SessionVerdict::Healthy => *healthy.entry(slug.to_string()).or_default() += 1,
+            SessionVerdict::Healthy => *healthy.entry(p.slug.clone()).or_default() += 1,
         }
     }
     for (label, problem) in &unreadable {
+        if let Some(l) = label.as_ref().filter(|l| !by_slug.contains_key(l.slug())) {
+            orphan_live.insert(l.bead());
+        }
         let held = label
             .as_ref()
-            .filter(|l| by_slug.contains_key(l.slug()))
-            .filter(|l| live.insert((l.slug(), l.bead())));
-        if let Some(l) = held {
-            *healthy.entry(l.slug().to_string()).or_default() += 1;
+            .and_then(|l| Some((owner_of(l)?, l.bead())))
+            .filter(|(p, bead)| live.insert((p.slug.as_str(), bead)));
+        if let Some((p, _)) = held {
+            *healthy.entry(p.slug.clone()).or_default() += 1;
         }
         errors.push(match label {
             Some(l) => format!(
@@ -241,30 +277,53 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         });
     }
 
-    // Claims whose worker is gone.
+    // Claims whose worker is gone. A claim is its project's by directory (by slug for one an
+    // older braids recorded), so a renamed slug keeps its claims and a row pointing a slug at
+    // another project's directory never settles a claim against that project's tracker.
+    let held_anywhere: BTreeSet<&BeadId> = live
+        .iter()
+        .map(|(_, b)| *b)
+        .chain(orphan_live.iter().copied())
+        .collect();
     let mut releases = Vec::new();
     let mut settled_claims = Vec::new();
+    let mut upgrades = Vec::new();
     for c in &snap.claims {
-        let claim = Release {
-            slug: c.project.clone(),
-            bead: c.bead.clone(),
+        let owner = match &c.path {
+            Some(path) => by_path.get(path.as_path()),
+            None => by_slug.get(c.project.as_str()),
         };
-        if live.contains(&(c.project.as_str(), &c.bead)) {
-            continue;
-        }
         // A project missing from the registry (a row deleted or garbled for a while) keeps
         // its claims: forgetting them would strand their beads in_progress for good.
-        let Some(p) = by_slug.get(c.project.as_str()) else {
+        let Some(p) = owner else {
             continue;
         };
-        match lookup(p, &c.bead) {
-            BeadLookup::Known(BeadStatus::InProgress) => {
-                if now - c.claimed_at >= snap.claim_grace {
-                    releases.push(claim);
-                }
+        let status = lookup(p, &c.bead);
+        let release = || Release {
+            slug: p.slug.clone(),
+            bead: c.bead.clone(),
+            claim: c.clone(),
+        };
+        // A live session carrying the bead under any label may be its worker.
+        let kept = match status {
+            _ if held_anywhere.contains(&c.bead) => true,
+            BeadLookup::Known(BeadStatus::InProgress) if now - c.claimed_at >= snap.claim_grace => {
+                releases.push(release());
+                false
             }
-            BeadLookup::Unknown => {}
-            BeadLookup::Known(_) | BeadLookup::Missing => settled_claims.push(claim),
+            BeadLookup::Known(BeadStatus::InProgress) | BeadLookup::Unknown => true,
+            BeadLookup::Known(_) | BeadLookup::Missing => {
+                settled_claims.push(release());
+                false
+            }
+        };
+        // The tracker knows the bead, so the slug found the right project: remember its
+        // directory from now on.
+        if kept && c.path.is_none() && matches!(status, BeadLookup::Known(_)) {
+            upgrades.push(Upgrade {
+                claim: c.clone(),
+                path: p.path.clone(),
+            });
         }
     }
 
@@ -299,6 +358,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                 b.status == BeadStatus::Open
                     && in_scope(&p.stories, &b.id)
                     && !live.contains(&(p.slug.as_str(), &b.id))
+                    && !orphan_live.contains(&b.id)
                     && !released.contains(&b.id)
             }),
         );
@@ -381,20 +441,22 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         .iter()
         .filter(|p| p.workspace == WorkspaceMode::Worktree)
         .map(|p| {
+            // A worker under a label of no registered project may be this project's, renamed.
             let mut beads: BTreeSet<BeadId> = live
                 .iter()
                 .filter(|(slug, _)| *slug == p.slug)
                 .map(|(_, b)| (*b).clone())
+                .chain(orphan_live.iter().map(|b| (*b).clone()))
                 .collect();
             beads.extend(
                 snap.claims
                     .iter()
-                    .filter(|c| c.project == p.slug)
+                    .filter(|c| c.belongs_to(&p.slug, &p.path))
                     .filter(|c| {
                         !releases
                             .iter()
                             .chain(&settled_claims)
-                            .any(|r| r.slug == c.project && r.bead == c.bead)
+                            .any(|r| r.claim == **c)
                     })
                     .map(|c| c.bead.clone()),
             );
@@ -415,6 +477,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         global_slots,
         releases,
         settled_claims,
+        upgrades,
         idle_reason,
         errors,
     }

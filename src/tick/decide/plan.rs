@@ -3,11 +3,11 @@
 //! [`Plan::walk`], so the per-project MaxWorkers and the global cap are enforced in one place.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::model::{BeadId, IterationName, SessionLabel, SpawnMessage};
 use crate::session::Session;
-use crate::state::IdleReason;
+use crate::state::{Claim, IdleReason};
 
 use super::Zombie;
 
@@ -48,11 +48,23 @@ pub struct Sweep {
     pub live: Vec<BeadId>,
 }
 
-/// A claim to hand back: the worker is gone and the bead is still in_progress.
+/// A claim to hand back (the worker is gone and the bead is still in_progress), or to forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Release {
+    /// The owning project's slug this run, which finds its tracker; the claim may have been
+    /// made under an earlier one.
     pub slug: String,
     pub bead: BeadId,
+    /// The claim as the state remembers it, so exactly this one is forgotten.
+    pub claim: Claim,
+}
+
+/// A claim an older braids recorded without the project's directory, matched by slug this run:
+/// from now on it is remembered with `path` and survives a rename of the slug.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upgrade {
+    pub claim: Claim,
+    pub path: PathBuf,
 }
 
 /// What to do this run. Acting on it is the caller's job.
@@ -62,7 +74,8 @@ pub struct Plan {
     pub zombies: Vec<Zombie>,
     /// Sessions that are no longer running (2.6 rule 1), to forget.
     pub ended: Vec<Session>,
-    /// Sessions labelled for a slug that is not in the registry: reported, left alone.
+    /// Sessions labelled for a slug that is not in the registry (and not the label a claim of a
+    /// registered project was made under, 2.10): reported, left alone.
     pub unmanaged: Vec<Session>,
     /// Healthy workers per project after zombies are excluded.
     pub healthy: BTreeMap<String, usize>,
@@ -73,6 +86,8 @@ pub struct Plan {
     pub releases: Vec<Release>,
     /// Claims to stop remembering: their bead left in_progress or no longer exists.
     pub settled_claims: Vec<Release>,
+    /// Old claims given their project's directory.
+    pub upgrades: Vec<Upgrade>,
     /// Projects whose leftover workspaces are removed.
     pub sweeps: Vec<Sweep>,
     /// The idle reason to record if nothing ends up spawned.
@@ -133,11 +148,17 @@ impl Plan {
 
     /// The claims this run ends: released ones, and those whose bead left in_progress. The
     /// state forgets them ([`crate::state::OrchestratorState::settle_claims`]).
-    pub fn settled(&self) -> impl Iterator<Item = (&str, &BeadId)> {
+    pub fn settled(&self) -> impl Iterator<Item = &Claim> {
         self.settled_claims
             .iter()
             .chain(self.releases.iter())
-            .map(|r| (r.slug.as_str(), &r.bead))
+            .map(|r| &r.claim)
+    }
+
+    /// The old claims this run gave a directory, for
+    /// [`crate::state::OrchestratorState::settle_claims`].
+    pub fn upgraded(&self) -> impl Iterator<Item = (&Claim, &Path)> {
+        self.upgrades.iter().map(|u| (&u.claim, u.path.as_path()))
     }
 }
 
@@ -178,6 +199,7 @@ mod tests {
             sweeps: vec![],
             releases: vec![],
             settled_claims: vec![],
+            upgrades: vec![],
             idle_reason: IdleReason::NoReadyBeads,
             errors: vec![],
         }
@@ -233,16 +255,23 @@ mod tests {
     #[test]
     fn settled_lists_releases_and_settled_claims() {
         let mut p = plan(&[], None);
-        let r = |s: &str, b: &str| Release {
+        // b1 was claimed under slug b0, renamed b since: the claim is named as remembered
+        let r = |s: &str, was: &str, b: &str| Release {
             slug: s.into(),
             bead: BeadId::new(b).unwrap(),
+            claim: Claim {
+                project: was.into(),
+                path: Some(PathBuf::from("/p").join(s)),
+                bead: BeadId::new(b).unwrap(),
+                claimed_at: chrono::DateTime::UNIX_EPOCH,
+            },
         };
-        p.settled_claims.push(r("a", "a1"));
-        p.releases.push(r("b", "b1"));
+        p.settled_claims.push(r("a", "a", "a1"));
+        p.releases.push(r("b", "b0", "b1"));
         let got: Vec<(String, String)> = p
             .settled()
-            .map(|(s, b)| (s.to_string(), b.to_string()))
+            .map(|c| (c.project.clone(), c.bead.to_string()))
             .collect();
-        assert_eq!(got, [("a".into(), "a1".into()), ("b".into(), "b1".into())]);
+        assert_eq!(got, [("a".into(), "a1".into()), ("b0".into(), "b1".into())]);
     }
 }

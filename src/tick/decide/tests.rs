@@ -63,6 +63,11 @@ impl P {
         self.0.beads.insert(id(i), l);
         self
     }
+    /// The project's directory (`/p/<slug>` unless given).
+    fn at(mut self, path: &str) -> Self {
+        self.0.path = PathBuf::from(path);
+        self
+    }
     fn tracker_error(mut self) -> Self {
         self.0.tracker_error = Some("br timed out".into());
         self
@@ -78,6 +83,25 @@ fn session(slug: &str, bead: &str, running: bool, age_secs: i64) -> Session {
         started_at: now() - Duration::seconds(age_secs),
         running,
         log: None,
+    }
+}
+
+/// A claim made `mins` ago in the project `slug` at `/p/<slug>`.
+fn claim(slug: &str, bead: &str, mins: i64) -> Claim {
+    Claim {
+        project: slug.into(),
+        path: Some(PathBuf::from(format!("/p/{slug}"))),
+        bead: id(bead),
+        claimed_at: now() - Duration::minutes(mins),
+    }
+}
+
+/// `c` released or forgotten under the project's slug of this run.
+fn release(slug: &str, c: &Claim) -> Release {
+    Release {
+        slug: slug.into(),
+        bead: c.bead.clone(),
+        claim: c.clone(),
     }
 }
 
@@ -179,11 +203,7 @@ fn c2_2_an_unreadable_session_record_counts_as_running() {
     assert!(plan.errors[0].starts_with("project:a:a-1: session record /s/a_a-1.json"));
 
     // Its claim is not released either: the worker may still hold it.
-    s.claims = vec![Claim {
-        project: "a".into(),
-        bead: id("a-1"),
-        claimed_at: now() - Duration::hours(1),
-    }];
+    s.claims = vec![claim("a", "a-1", 60)];
     s.projects[0]
         .beads
         .insert(id("a-1"), BeadLookup::Known(BeadStatus::InProgress));
@@ -543,11 +563,7 @@ fn c2_7_idle_reason_table() {
 
 #[test]
 fn stranded_claims_are_released_after_the_grace_period() {
-    let claim = |bead: &str, mins: i64| Claim {
-        project: "a".into(),
-        bead: id(bead),
-        claimed_at: now() - Duration::minutes(mins),
-    };
+    let claim = |bead: &str, mins: i64| claim("a", bead, mins);
     let p = project("a")
         .max(5)
         .bead("a-1", BeadLookup::Known(BeadStatus::InProgress)) // worker gone, past grace → release
@@ -564,20 +580,9 @@ fn stranded_claims_are_released_after_the_grace_period() {
         claim("a-5", 10),
     ];
     let plan = decide(&s, now());
-    assert_eq!(
-        plan.releases,
-        [Release {
-            slug: "a".into(),
-            bead: id("a-1")
-        }]
-    );
-    assert_eq!(
-        plan.settled_claims,
-        [Release {
-            slug: "a".into(),
-            bead: id("a-4")
-        }]
-    );
+    assert_eq!(plan.releases, [release("a", &s.claims[0])]);
+    assert_eq!(plan.settled_claims, [release("a", &s.claims[3])]);
+    assert!(plan.upgrades.is_empty(), "every claim has its directory");
 }
 
 #[test]
@@ -596,11 +601,7 @@ fn decide_is_deterministic() {
 fn claims_survive_a_registry_that_lost_their_project_for_a_while() {
     // found by the simulation (tests/simulation/): the registry row vanished for one run, the claim was
     // forgotten, the worker then crashed, and the bead stayed in_progress for good
-    let claim = Claim {
-        project: "a".into(),
-        bead: id("a-1"),
-        claimed_at: now() - Duration::minutes(30),
-    };
+    let claim = claim("a", "a-1", 30);
     let mut s = snap(vec![project("b")], vec![]);
     s.claims = vec![claim.clone()];
     let plan = decide(&s, now());
@@ -612,4 +613,224 @@ fn claims_survive_a_registry_that_lost_their_project_for_a_while() {
     );
     s.claims = vec![claim];
     assert_eq!(decide(&s, now()).releases.len(), 1);
+}
+
+// ---- 2.10 Claims belong to the project's directory ----
+
+#[test]
+fn c2_10_a_renamed_slug_keeps_its_claims() {
+    // `web` at /p/web claimed w-1 and w-2; the registry now calls the project `site`
+    let w1 = claim("web", "w-1", 30);
+    let w2 = claim("web", "w-2", 30);
+    let site = || project("site").at("/p/web").max(3).ready(&["w-3"]);
+    let mut s = snap(
+        vec![site()
+            .bead("w-1", BeadLookup::Known(BeadStatus::InProgress))
+            .bead("w-2", BeadLookup::Known(BeadStatus::Closed))],
+        vec![],
+    );
+    s.claims = vec![w1.clone(), w2.clone()];
+    let plan = decide(&s, now());
+    // its worker gone, w-1 goes back to open through `site`'s tracker; w-2 is done
+    assert_eq!(plan.releases, [release("site", &w1)]);
+    assert_eq!(plan.settled_claims, [release("site", &w2)]);
+    assert_eq!(plan.settled().collect::<Vec<_>>(), [&w2, &w1]);
+    assert!(
+        !plan.sweeps[0].live.contains(&id("w-1")),
+        "released: its worktree goes"
+    );
+
+    // within the grace, or with the tracker down, the claim is kept and its worktree too
+    let mut s = snap(vec![site().bead("w-1", BeadLookup::Unknown)], vec![]);
+    s.claims = vec![w1.clone()];
+    let plan = decide(&s, now());
+    assert!(plan.releases.is_empty() && plan.settled_claims.is_empty());
+    assert_eq!(plan.sweeps[0].live, [id("w-1")]);
+
+    // a claim an older braids wrote (no directory) is matched by its slug, as before, and
+    // gets the directory the first run its tracker knows the bead ...
+    let old = Claim {
+        path: None,
+        ..w1.clone()
+    };
+    let web = || project("web").bead("w-1", BeadLookup::Known(BeadStatus::InProgress));
+    let mut s = snap(vec![web()], vec![session("web", "w-1", true, 60)]);
+    s.claims = vec![old.clone()];
+    let plan = decide(&s, now());
+    assert!(plan.releases.is_empty() && plan.settled_claims.is_empty());
+    assert_eq!(
+        plan.upgrades,
+        [Upgrade {
+            claim: old.clone(),
+            path: PathBuf::from("/p/web")
+        }]
+    );
+    let mut state = crate::state::OrchestratorState {
+        claims: vec![old.clone()],
+        ..Default::default()
+    };
+    state.settle_claims(plan.settled(), plan.upgraded(), &[]);
+    assert_eq!(
+        state.claims,
+        std::slice::from_ref(&w1),
+        "now a claim of /p/web"
+    );
+    // ... but not when the tracker cannot say (nothing proves the slug found the right project)
+    let mut s = snap(
+        vec![project("web").bead("w-1", BeadLookup::Unknown)],
+        vec![],
+    );
+    s.claims = vec![old.clone()];
+    assert!(decide(&s, now()).upgrades.is_empty());
+    // and an old claim under a slug that is gone stays as it is, as it always did
+    let mut s = snap(vec![site().bead("w-1", BeadLookup::Missing)], vec![]);
+    s.claims = vec![old];
+    let plan = decide(&s, now());
+    assert!(plan.settled_claims.is_empty() && plan.releases.is_empty() && plan.upgrades.is_empty());
+}
+
+#[test]
+fn c2_10_a_row_pointing_a_slug_at_another_directory_does_not_settle_its_claims() {
+    // found by the simulation (seed 16002): for one run a garbled registry gave `web`'s slug
+    // to the directory of `api`, whose tracker has no w-1; the claim used to be looked up
+    // there, forgotten as settled, and w-1 stranded once its worker crashed
+    let w1 = claim("web", "w-1", 30);
+    let mut s = snap(
+        vec![project("web")
+            .at("/p/api")
+            .bead("w-1", BeadLookup::Missing)
+            .ready(&["a-1"])],
+        vec![],
+    );
+    s.claims = vec![w1.clone()];
+    let plan = decide(&s, now());
+    assert!(plan.settled_claims.is_empty(), "{:?}", plan.settled_claims);
+    assert!(plan.releases.is_empty() && plan.upgrades.is_empty());
+    // and the project that row names keeps its own claims by directory, whatever its slug
+    let a1 = claim("api", "a-1", 30);
+    s.claims = vec![w1.clone(), a1.clone()];
+    s.projects[0]
+        .beads
+        .insert(id("a-1"), BeadLookup::Known(BeadStatus::InProgress));
+    let plan = decide(&s, now());
+    assert_eq!(plan.releases, [release("web", &a1)]);
+    // the row is right again and the worker gone: the claim is released where it belongs
+    let mut s = snap(
+        vec![
+            project("web").bead("w-1", BeadLookup::Known(BeadStatus::InProgress)),
+            project("api").bead("w-1", BeadLookup::Missing),
+        ],
+        vec![],
+    );
+    s.claims = vec![w1.clone()];
+    assert_eq!(decide(&s, now()).releases, [release("web", &w1)]);
+}
+
+#[test]
+fn c2_10_a_live_session_under_another_label_holds_its_bead() {
+    // `web` was renamed `site` while the worker for w-1 ran: it runs on as project:web:w-1
+    let w1 = claim("web", "w-1", 30);
+    let site = || {
+        project("site")
+            .at("/p/web")
+            .max(2)
+            .bead("w-1", BeadLookup::Known(BeadStatus::InProgress))
+            // a stale ready list, or a person who reopened it: still not spawned twice
+            .ready(&["w-1", "w-2"])
+    };
+    for label in ["project:web:w-1", "project:api:w-1"] {
+        let l = SessionLabel::parse(label).unwrap();
+        let mut worker = session(l.slug(), "w-1", true, 600);
+        worker.label = l;
+        let registered = if label.contains("api") {
+            vec![site(), project("api")]
+        } else {
+            vec![site()]
+        };
+        let mut s = snap(registered, vec![worker]);
+        s.claims = vec![w1.clone()];
+        let plan = decide(&s, now());
+        assert!(plan.releases.is_empty(), "{label}: {:?}", plan.releases);
+        assert!(plan.settled_claims.is_empty(), "{label}");
+        assert_eq!(
+            plan.sweeps[0].live,
+            [id("w-1")],
+            "{label}: its worktree stays"
+        );
+        if label.contains("web") {
+            // a worker under a slug no project has may be this project's
+            assert_eq!(spawned(&plan), ["project:site:w-2"], "{label}");
+        }
+    }
+    // an unreadable record naming the old label holds it too
+    let mut s = snap(vec![site()], vec![]);
+    s.unreadable = vec![SessionProblem {
+        label: Some("project:web:w-1".into()),
+        location: "/s/web_w-1.json".into(),
+        detail: "not a session record".into(),
+    }];
+    s.claims = vec![w1.clone()];
+    let plan = decide(&s, now());
+    assert!(plan.releases.is_empty());
+    assert_eq!(spawned(&plan), ["project:site:w-2"]);
+    // once that worker is gone, the claim is released
+    let mut s = snap(vec![site()], vec![session("web", "w-1", false, 600)]);
+    s.claims = vec![w1.clone()];
+    assert_eq!(decide(&s, now()).releases, [release("site", &w1)]);
+}
+
+#[test]
+fn c2_10_a_worker_under_its_old_slug_is_its_projects_worker() {
+    // `web` became `site` while project:web:w-1 ran; the claim made with it says whose it is
+    let w1 = claim("web", "w-1", 30);
+    let site = |w1: BeadStatus| {
+        project("site")
+            .at("/p/web")
+            .bead("w-1", BeadLookup::Known(w1))
+            .ready(&["w-2"])
+    };
+    let mut s = snap(
+        vec![site(BeadStatus::InProgress)],
+        vec![session("web", "w-1", true, 600)],
+    );
+    s.claims = vec![w1.clone()];
+    s.global_max_workers = 5;
+    let plan = decide(&s, now());
+    assert_eq!(plan.healthy["site"], 1, "it holds site's one slot");
+    assert!(plan.unmanaged.is_empty() && spawned(&plan).is_empty());
+    assert_eq!(plan.idle_reason, IdleReason::AllAtCapacity);
+    assert_eq!(plan.global_slots, Some(4), "counted once");
+    // site's zombie rules apply to it: its bead closed, it is killed; past site's timeout too
+    let mut s = snap(
+        vec![site(BeadStatus::Closed)],
+        vec![session("web", "w-1", true, 600)],
+    );
+    s.claims = vec![w1.clone()];
+    assert_eq!(
+        decide(&s, now()).zombies[0].reason,
+        ZombieReason::BeadClosed
+    );
+    let mut s = snap(
+        vec![site(BeadStatus::InProgress).timeout(300)],
+        vec![session("web", "w-1", true, 600)],
+    );
+    s.claims = vec![w1.clone()];
+    assert_eq!(decide(&s, now()).zombies[0].reason, ZombieReason::Timeout);
+    // an unreadable record under the old label holds site's slot the same way
+    let mut s = snap(vec![site(BeadStatus::InProgress)], vec![]);
+    s.unreadable = vec![SessionProblem {
+        label: Some("project:web:w-1".into()),
+        location: "/s/web_w-1.json".into(),
+        detail: "not a session record".into(),
+    }];
+    s.claims = vec![w1.clone()];
+    assert_eq!(decide(&s, now()).healthy["site"], 1);
+    // with no claim to say whose it is, it stays an orphan: left alone, on the global cap only
+    let s = snap(
+        vec![site(BeadStatus::InProgress)],
+        vec![session("web", "w-1", true, 600)],
+    );
+    let plan = decide(&s, now());
+    assert_eq!(plan.unmanaged.len(), 1);
+    assert_eq!(spawned(&plan), ["project:site:w-2"]);
 }

@@ -73,7 +73,10 @@ fn workers_by_label(home: &Path) -> BTreeMap<String, Vec<String>> {
         if let Some(label) = vars.iter().find_map(|v| v.strip_prefix(b"BRAIDS_LABEL=")) {
             by.entry(String::from_utf8_lossy(label).into_owned())
                 .or_insert_with(Vec::new)
-                .push(format!("{pid} {st:?} {}", String::from_utf8_lossy(&cmd).replace('\0', " ")));
+                .push(format!(
+                    "{pid} {st:?} {}",
+                    String::from_utf8_lossy(&cmd).replace('\0', " ")
+                ));
         }
     }
     by
@@ -101,12 +104,11 @@ fn crash_once(point: &str) -> Crash {
     p.agent(&agent(&locks));
     let ids = p.plan("active", &["One", "Two", "Three"]);
 
-    let first = p
-        .sb
-        .tick()
-        .force()
-        .env("FAILPOINTS", &format!("{point}=return"))
-        .output();
+    let first =
+        p.sb.tick()
+            .force()
+            .env("FAILPOINTS", &format!("{point}=return"))
+            .output();
     // Killed by a signal: no exit code.
     let tick_died = first.code.is_none() && !first.timed_out;
     let check_doubles = |when: &str| {
@@ -129,7 +131,11 @@ fn crash_once(point: &str) -> Crash {
         // The tick died at its first spawn, around the record: that one worker is found and
         // counted (its slot taken) by whoever looks next.
         let live = p.sb.live_labels();
-        assert_eq!(live.len(), 1, "{point}: the worker started before the crash: {live:?}");
+        assert_eq!(
+            live.len(),
+            1,
+            "{point}: the worker started before the crash: {live:?}"
+        );
     }
 
     // Ticks until every bead is closed or blocked, no worker runs and no worktree is left (a
@@ -202,14 +208,23 @@ fn crash_once(point: &str) -> Crash {
         );
         1
     };
-    assert!(fired > 0, "{point}: the crash point never fired\n{}", p.logs());
+    assert!(
+        fired > 0,
+        "{point}: the crash point never fired\n{}",
+        p.logs()
+    );
 
     // No bead lost: closed with its work in the history or kept on a branch, or blocked
     // with a reason.
     let head_files = p.sb.git(&p.root, &["ls-tree", "-r", "--name-only", "HEAD"]);
     let kept_branches = lines(&p.sb.git(
         &p.root,
-        &["branch", "--list", "--format=%(refname:short)", "braids/kept/*"],
+        &[
+            "branch",
+            "--list",
+            "--format=%(refname:short)",
+            "braids/kept/*",
+        ],
     ));
     let mut kept = 0;
     for id in &ids {
