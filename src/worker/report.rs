@@ -398,7 +398,11 @@ mod tests {
 
         alone.clear();
         write(HANDOFF, "---\nstory: p-2\nstatus: pass\n---\n");
-        assert_eq!(alone.take(), None, "a handoff about another story");
+        assert_eq!(
+            alone.take().map(|r| r.status),
+            Some(ExecStatus::Failing),
+            "a handoff written this run about another story is not a pass"
+        );
         alone.clear();
         write(HANDOFF, "---\nstory: p-1\nstatus: pass\n---\n");
         assert_eq!(alone.take().unwrap().source, ".ai/HANDOFF.md");
