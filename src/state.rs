@@ -101,6 +101,10 @@ pub struct OrchestratorState {
     /// Orphan sessions (`<label> <id>`) already warned about, so the log warns once (2.2).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub orphans: BTreeSet<String>,
+    /// The kill-storm guard held kills and people were told; cleared when a run needs it no
+    /// more, so the next storm is told again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kill_storm_told: bool,
     /// Per project slug, the fingerprint of the files the last full run observed, for the
     /// projects whose tracker answers it kept (`tick::reuse`): the same fingerprint next run
     /// means those answers stand in for the tracker.
@@ -122,6 +126,7 @@ impl Default for OrchestratorState {
             dry: BTreeSet::new(),
             unknown_stories: BTreeMap::new(),
             orphans: BTreeSet::new(),
+            kill_storm_told: false,
             tracker_fingerprints: BTreeMap::new(),
             extra: serde_json::Map::new(),
         }

@@ -176,6 +176,10 @@ pub struct TickArgs {
     /// Run fully even if idle backoff says to skip.
     #[arg(long)]
     pub force: bool,
+    /// Kill the zombies even when they are more than half of the running sessions (the
+    /// kill-storm guard otherwise holds such a run's kills), this run only.
+    #[arg(long)]
+    pub allow_mass_kill: bool,
 }
 
 fn interval_arg(s: &str) -> Result<Interval, String> {

@@ -55,6 +55,7 @@ pub fn run(paths: &Paths, args: TickArgs) -> Result<i32> {
         TickOptions {
             dry_run: args.dry_run,
             force: args.force,
+            allow_mass_kill: args.allow_mass_kill,
         },
         Utc::now(),
     )?;

@@ -28,4 +28,6 @@ pub struct TickOptions {
     pub dry_run: bool,
     /// Ignore idle backoff.
     pub force: bool,
+    /// Kill past the kill-storm guard, this run only.
+    pub allow_mass_kill: bool,
 }

@@ -79,6 +79,33 @@ pub fn send(
     dry
 }
 
+/// Tells the projects whose sessions the kill-storm guard spared, once per storm: a blocker
+/// notification each, the first run it holds. Returns whether the storm has been told.
+pub fn kill_storm(
+    observed: &Observed,
+    plan: &Plan,
+    told_before: bool,
+    notifier: &dyn Notifier,
+) -> bool {
+    let Some(storm) = &plan.kill_storm else {
+        return false;
+    };
+    if !told_before {
+        for slug in &storm.projects {
+            let config = observed
+                .reports
+                .iter()
+                .find(|r| &r.slug == slug)
+                .and_then(|r| r.config.as_ref());
+            if let Some(c) = config {
+                let text = format!("[{slug}] {}", storm.message());
+                notify::send(notifier, c, slug, NotificationEvent::Blocker, None, &text);
+            }
+        }
+    }
+    true
+}
+
 /// Sends iteration-complete for the iterations this run completed for a dead worker.
 pub fn iterations_completed(
     observed: &Observed,

@@ -263,6 +263,7 @@ pub fn observe(
         orphan_timeout_secs: format::project::DEFAULT_WORKER_TIMEOUT,
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
         unreadable: Vec::new(),
+        allow_mass_kill: false,
     };
     Observed {
         snapshot,

@@ -35,10 +35,14 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
 
     // observe
-    let observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
+    let mut observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
+    observed.snapshot.allow_mass_kill = opts.allow_mass_kill;
 
     // decide
     let plan = decide::decide(&observed.snapshot, now);
+    if let Some(storm) = &plan.kill_storm {
+        tracing::error!("{}", storm.message());
+    }
 
     // act
     let mut ahead = WriteAhead::new(&state, inst.paths.state());
@@ -85,6 +89,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
     let notifier = crate::notify::from_config(&inst.config.notify);
     let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
+    let storm_told = notices::kill_storm(&observed, &plan, state.kill_storm_told, &notifier);
     notices::iterations_completed(&observed, &completed, &notifier);
     let sessions_now = inst
         .backend
@@ -106,6 +111,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.dry = dry;
     next.unknown_stories = unknown_stories;
     next.orphans = orphans;
+    next.kill_storm_told = storm_told;
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
     next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
@@ -197,6 +203,7 @@ fn errors(
     push_errors: Vec<String>,
 ) -> Vec<String> {
     let mut errors = push_errors;
+    errors.extend(plan.kill_storm.iter().map(|k| k.message()));
     errors.extend(plan.errors.iter().cloned());
     errors.extend(outcome.errors.iter().cloned());
     errors.extend(

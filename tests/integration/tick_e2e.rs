@@ -1208,3 +1208,67 @@ fn c2_7_activating_an_iteration_ends_the_backoff() {
     );
     assert_eq!(r2.spawned_beads(), ids, "{r2:#?}");
 }
+
+#[test]
+fn a_kill_storm_kills_nobody_is_told_once_and_can_be_overridden() {
+    let sb = Install::new().worker(SLEEPER).build();
+    let told = sb.home().join("told.txt");
+    let notifier = sb.script(
+        "bin/notify",
+        &format!("printf '%s|%s\\n' \"$1\" \"$2\" >> {}", told.display()),
+    );
+    sb.config(&format!(
+        "[notify]\ncommand = [{:?}, \"{{event}}\", \"{{message}}\"]\n",
+        notifier.to_str().unwrap()
+    ));
+    let ids = sb
+        .new_project("app")
+        .max_workers(3)
+        .beads(3)
+        .channel("#app")
+        .create()
+        .beads;
+    assert_eq!(sb.tick().run().spawned_beads(), ids);
+    let pids: Vec<u32> = ids.iter().map(|b| sb.pid_of(&label("app", b))).collect();
+    let _groups: Vec<KillGroup> = pids.iter().map(|p| KillGroup(*p)).collect();
+    // Every bead reads closed at once (a person, or a tracker that misreports): all three
+    // workers look like zombies.
+    for b in &ids {
+        sb.close_by_hand("app", b);
+    }
+    let lines = || {
+        std::fs::read_to_string(&told)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("kill-storm"))
+            .count()
+    };
+    for run in 1..=2 {
+        let out = sb.tick().force().output();
+        let r = out.assert_ok().report();
+        assert!(r.zombies.is_empty(), "run {run}: {r:#?}");
+        assert!(
+            out.stderr.contains("ERROR") && out.stderr.contains("kill-storm guard"),
+            "run {run}: {}",
+            out.stderr
+        );
+        assert!(r.errors.iter().any(|e| e.contains("3 of 3")), "{r:#?}");
+        assert!(
+            pids.iter().all(|p| group_alive(*p)),
+            "run {run}: nobody killed"
+        );
+        assert_eq!(lines(), 1, "told once, not every run");
+    }
+    let status = std::fs::read_to_string(sb.status_path()).unwrap();
+    assert!(status.contains("kill-storm guard"), "{status}");
+
+    // A person who checked says so: this run kills them.
+    let r = sb.run_limited(
+        &["tick", "--json", "--force", "--allow-mass-kill"],
+        Duration::from_secs(60),
+    );
+    assert!(r.stdout.contains("bead-closed"), "{}", r.stdout);
+    wait_for("the workers to die", Duration::from_secs(30), || {
+        pids.iter().all(|p| !group_alive(*p)).then_some(())
+    });
+}

@@ -133,6 +133,26 @@ impl World {
                 *healthy.get_mut(&p.slug).unwrap() += 1;
             }
         }
+        // The kill-storm guard: more than half of the running sessions, and at least three,
+        // are not killed at once; they count as the workers they may be.
+        let running = snap.sessions.iter().filter(|s| s.running).count();
+        let storm = want_kill.len() >= 3 && want_kill.len() * 2 > running && !snap.allow_mass_kill;
+        ensure!(
+            storm == plan.kill_storm.is_some(),
+            "2.6",
+            "{} of {running} running sessions are zombies; the plan's kill-storm guard says {:?}",
+            want_kill.len(),
+            plan.kill_storm
+        );
+        if storm {
+            for sid in std::mem::take(&mut want_kill).into_keys() {
+                let s = truth_sessions.iter().find(|s| s.id == sid).unwrap();
+                match owner(s) {
+                    Some(p) => *healthy.get_mut(&p.slug).unwrap() += 1,
+                    None => orphans += 1,
+                }
+            }
+        }
         let got_kill: BTreeMap<&str, ZombieReason> = plan
             .zombies
             .iter()

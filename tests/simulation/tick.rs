@@ -157,6 +157,7 @@ impl World {
             global_max_workers: self.global_max,
             orphan_timeout_secs: braids::format::project::DEFAULT_WORKER_TIMEOUT,
             claim_grace: self.claim_grace,
+            allow_mass_kill: false,
         }
     }
 

@@ -38,7 +38,9 @@ mod eligibility;
 mod plan;
 
 pub use eligibility::{eligibility_of, Eligibility};
-pub use plan::{Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, Upgrade, STAND_INS};
+pub use plan::{
+    KillStorm, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, Upgrade, STAND_INS,
+};
 
 /// What a tracker said about one bead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +93,16 @@ pub struct Snapshot {
     /// unknown, so one that names its label counts as running: it holds its slot, its bead is
     /// not handed out again, and it is never killed (there is nothing verified to signal).
     pub unreadable: Vec<SessionProblem>,
+    /// `tick --allow-mass-kill`: this run may kill past the kill-storm guard.
+    pub allow_mass_kill: bool,
+}
+
+/// The kill-storm guard: killing more than half of the running sessions, and at least three,
+/// at once is what a backend that misreports (a restarted tmux server, an unreadable `/proc`)
+/// would make braids do, so such a run kills none. Pure.
+#[must_use]
+pub fn is_kill_storm(running: usize, killing: usize) -> bool {
+    killing >= 3 && killing * 2 > running
 }
 
 /// Why a session is a zombie (2.6).
@@ -251,6 +263,33 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                 reason,
             }),
             SessionVerdict::Healthy => *healthy.entry(p.slug.clone()).or_default() += 1,
+        }
+    }
+    // The kill-storm guard: the zombies are left running and counted as the workers they may
+    // well be, so their beads are neither released nor spawned again.
+    let running = snap.sessions.iter().filter(|s| s.running).count();
+    let kill_storm =
+        (is_kill_storm(running, zombies.len()) && !snap.allow_mass_kill).then(|| KillStorm {
+            would_kill: zombies.len(),
+            running,
+            projects: zombies
+                .iter()
+                .filter_map(|z| owner_of(&z.session.label).map(|p| p.slug.clone()))
+                .collect(),
+        });
+    if kill_storm.is_some() {
+        let held = std::mem::take(&mut zombies);
+        for s in snap.sessions.iter().filter(|s| {
+            held.iter()
+                .any(|z| z.session.id == s.id && z.session.label == s.label)
+        }) {
+            match owner_of(&s.label) {
+                Some(p) => {
+                    *healthy.entry(p.slug.clone()).or_default() += 1;
+                    live.insert((p.slug.as_str(), s.label.bead()));
+                }
+                None => unmanaged.push(s.clone()),
+            }
         }
     }
     for (label, problem) in &unreadable {
@@ -480,6 +519,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         upgrades,
         idle_reason,
         errors,
+        kill_storm,
     }
 }
 

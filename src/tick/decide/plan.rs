@@ -94,6 +94,28 @@ pub struct Plan {
     pub idle_reason: IdleReason,
     /// Problems worth a line on STATUS.md, such as a path a spawn message cannot carry.
     pub errors: Vec<String>,
+    /// Set when the kill-storm guard held this run's kills.
+    pub kill_storm: Option<KillStorm>,
+}
+
+/// Kills the kill-storm guard held ([`super::is_kill_storm`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KillStorm {
+    pub would_kill: usize,
+    pub running: usize,
+    /// The registered projects whose sessions were spared, for the notification.
+    pub projects: std::collections::BTreeSet<String>,
+}
+
+impl KillStorm {
+    /// The one sentence the log, STATUS.md and the notification carry.
+    pub fn message(&self) -> String {
+        format!(
+            "kill-storm guard: this run would have killed {} of {} running sessions, so it killed none; \
+             if they really are zombies, run `braids tick --allow-mass-kill` once",
+            self.would_kill, self.running
+        )
+    }
 }
 
 /// What became of one candidate offered by [`Plan::walk`].
@@ -202,6 +224,7 @@ mod tests {
             upgrades: vec![],
             idle_reason: IdleReason::NoReadyBeads,
             errors: vec![],
+            kill_storm: None,
         }
     }
 

@@ -114,6 +114,7 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
         orphan_timeout_secs: 3600,
         claim_grace: Duration::seconds(120),
         unreadable: vec![],
+        allow_mass_kill: false,
     }
 }
 
@@ -833,4 +834,58 @@ fn c2_10_a_worker_under_its_old_slug_is_its_projects_worker() {
     let plan = decide(&s, now());
     assert_eq!(plan.unmanaged.len(), 1);
     assert_eq!(spawned(&plan), ["project:site:w-2"]);
+}
+
+// ---- the kill-storm guard (issue 15 item 5) ----
+
+#[test]
+fn kill_storm_table() {
+    // (running, would kill, storm)
+    for (running, killing, storm) in [
+        (0, 0, false),
+        (2, 2, false), // fewer than three
+        (3, 3, true),  // all of them
+        (5, 3, true),  // more than half
+        (6, 3, false), // exactly half
+        (7, 3, false),
+        (10, 6, true),
+    ] {
+        assert_eq!(
+            is_kill_storm(running, killing),
+            storm,
+            "{killing} of {running}"
+        );
+    }
+}
+
+#[test]
+fn a_kill_storm_kills_none_and_holds_the_beads_of_the_spared() {
+    // Four workers whose beads a misreporting tracker calls closed, one healthy one.
+    let p = project("a")
+        .max(5)
+        .ready(&["a-9"])
+        .bead("a-1", BeadLookup::Known(BeadStatus::Closed))
+        .bead("a-2", BeadLookup::Known(BeadStatus::Closed))
+        .bead("a-3", BeadLookup::Known(BeadStatus::Closed))
+        .bead("a-4", BeadLookup::Known(BeadStatus::Closed))
+        .bead("a-5", BeadLookup::Known(BeadStatus::InProgress));
+    let sessions = (1..=5)
+        .map(|i| session("a", &format!("a-{i}"), true, 60))
+        .collect();
+    let mut s = snap(vec![p], sessions);
+    let plan = decide(&s, now());
+    assert!(plan.zombies.is_empty(), "{:?}", plan.zombies);
+    let storm = plan.kill_storm.clone().expect("the guard holds");
+    assert_eq!((storm.would_kill, storm.running), (4, 5));
+    assert!(storm.projects.contains("a"));
+    assert_eq!(plan.healthy["a"], 5, "the spared count as workers");
+    assert!(spawned(&plan).is_empty(), "no slot freed by a held kill");
+    assert!(storm.message().contains("--allow-mass-kill"));
+
+    // `--allow-mass-kill`: this run kills them.
+    s.allow_mass_kill = true;
+    let plan = decide(&s, now());
+    assert_eq!(plan.zombies.len(), 4);
+    assert!(plan.kill_storm.is_none());
+    assert_eq!(spawned(&plan), ["project:a:a-9"]);
 }
