@@ -219,6 +219,11 @@ pub fn expect_push(root: &Path) -> Result<()> {
     )
 }
 
+/// Takes back an [`expect_push`] whose commit was not made.
+pub fn clear_push_mark(root: &Path) {
+    let _ = std::fs::remove_file(push_marker(root));
+}
+
 /// Whether an earlier push of this repository failed and has not been retried successfully.
 pub fn push_pending(root: &Path) -> bool {
     push_marker(root).exists()

@@ -238,24 +238,28 @@ impl OrchestratorState {
     }
 }
 
+/// How long a command that makes work eligible waits for a running tick before it leaves the
+/// idle backoff to run out by itself.
+pub const WAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Ends the idle backoff (2.7) because a person's command just made work eligible (`init`,
 /// `new`, `iteration activate`): the next scheduled run is a full one instead of 10–30 minutes
-/// away. Under the tick lock, waited for up to `wait` (a running tick writes its state first,
-/// and this comes after). Best effort, as the backoff only delays: says whether it was ended.
+/// away. Under the tick lock, waited for up to `wait`: a tick that was running when the command
+/// changed the files writes its state first (perhaps idle), and this comes after. Best effort,
+/// as the backoff only delays: says whether it was ended.
 pub fn wake(paths: &crate::paths::Paths, wait: std::time::Duration) -> bool {
     let file = paths.state();
-    let Ok(Some(mut state)) = OrchestratorState::load(&file) else {
-        return false;
-    };
-    if state.idle_since.is_none() && state.idle_reason.is_none() {
+    if !file.exists() {
         return false;
     }
     let Ok(Some(_lock)) = crate::lock::TickLock::acquire(&paths.lock(), wait) else {
         return false;
     };
-    // Read again under the lock: a tick may have written it meanwhile.
-    if let Ok(Some(now)) = OrchestratorState::load(&file) {
-        state = now;
+    let Ok(Some(mut state)) = OrchestratorState::load(&file) else {
+        return false;
+    };
+    if state.idle_since.is_none() && state.idle_reason.is_none() {
+        return false;
     }
     state.idle_since = None;
     state.idle_reason = None;

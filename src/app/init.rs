@@ -42,6 +42,6 @@ pub fn ensure(paths: &Paths) -> Result<InitReport> {
             r.kept.push(path);
         }
     }
-    crate::state::wake(paths, super::iteration::WAKE_WAIT);
+    crate::state::wake(paths, crate::state::WAKE_WAIT);
     Ok(r)
 }

@@ -18,10 +18,6 @@ use crate::format::{self, iteration, iteration::Iteration, registry::RegistryEnt
 use crate::model::{IterationName, IterationStatus};
 use crate::paths::Paths;
 
-/// How long a command that makes work eligible waits for a running tick before it leaves the
-/// idle backoff to run out by itself.
-pub(crate) const WAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// The registry row of `slug`, or a sentence saying how to create it.
 pub fn locate(paths: &Paths, slug: &str) -> Result<RegistryEntry> {
     let reg = format::registry::read_registry(paths);
@@ -108,7 +104,7 @@ pub fn set_status(
     if change.changed {
         notify(paths, &entry, change.name, to);
         if to == IterationStatus::Active {
-            crate::state::wake(paths, WAKE_WAIT);
+            crate::state::wake(paths, crate::state::WAKE_WAIT);
         }
     }
     Ok(change)

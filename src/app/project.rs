@@ -186,7 +186,7 @@ pub fn create(paths: &Paths, a: NewProject) -> Result<NewReport> {
     )
     .map_err(|e| anyhow!("{}: {e}", reg_path.display()))?;
     atomic::write(&reg_path, updated.as_bytes())?;
-    crate::state::wake(paths, super::iteration::WAKE_WAIT);
+    crate::state::wake(paths, crate::state::WAKE_WAIT);
     Ok(NewReport {
         slug: a.slug,
         path: root,

@@ -336,6 +336,15 @@ fn read_number(
 /// `abc` → `None`.
 pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
     let v = clean_value(raw);
+    if units {
+        // `1h 30min`: a duration in several words, read whole rather than cut at the first.
+        let all: Vec<&str> = v.split_whitespace().collect();
+        for n in (2..=all.len().min(4)).rev() {
+            if let Ok(d) = humantime::parse_duration(&all[..n].join(" ")) {
+                return (d.as_secs() > 0).then_some(d.as_secs());
+            }
+        }
+    }
     let mut words = v
         .split(|c: char| c.is_whitespace() || matches!(c, '(' | ';'))
         .filter(|w| !w.is_empty());
@@ -360,7 +369,7 @@ pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
     } else if units {
         match multiplier(unit) {
             Some(m) => num.checked_mul(m)?,
-            // `2h30m`, `1h 30min`: several units, read by humantime.
+            // `2h30m`: several units in one word, read by humantime.
             None => humantime::parse_duration(first).ok()?.as_secs(),
         }
     } else {
@@ -538,6 +547,8 @@ mod tests {
         assert_eq!(parse_positive("90m", true), Some(5400));
         assert_eq!(parse_positive("2h30m", true), Some(9000));
         assert_eq!(parse_positive("1h30min", true), Some(5400));
+        assert_eq!(parse_positive("1h 30min", true), Some(5400));
+        assert_eq!(parse_positive("1h 30min (long job)", true), Some(5400));
         assert_eq!(parse_positive("2h30m", false), None);
         for bad in [
             "0",

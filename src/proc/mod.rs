@@ -29,9 +29,13 @@ impl Output {
         self.code == Some(0) && !self.timed_out
     }
 
-    /// How it ended, for people: `exit 3`, `killed by a signal`.
+    /// How it ended, for people: `exit 3`, `killed by a signal`, `timed out`.
     pub fn status_text(&self) -> String {
-        exit_text(self.code)
+        if self.timed_out {
+            "timed out".into()
+        } else {
+            exit_text(self.code)
+        }
     }
 }
 

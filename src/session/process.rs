@@ -447,8 +447,9 @@ impl SessionBackend for ProcessBackend {
                     detail: format!("cannot forget {}: {detail}", record_path.display()),
                 })
             }
-            // A newer session of the same label: not ours to drop.
-            Ok(Some(rec)) if rec.id() != session.id => return Ok(()),
+            // A newer session of the same label: not ours to drop. (A pending record whose
+            // worker is gone is an ended session whatever its id was when it was found.)
+            Ok(Some(rec)) if rec.pid.is_some() && rec.id() != session.id => return Ok(()),
             Ok(Some(rec)) => {
                 if rec.runs()? {
                     return Err(SessionError::Backend {

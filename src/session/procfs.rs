@@ -165,9 +165,12 @@ pub(crate) fn find_marked(var: &str) -> Option<(u32, Option<u64>)> {
             group.get_or_insert(stat.pgrp as u32);
         }
     }
-    leader
-        .map(|(pid, t)| (pid, Some(t)))
-        .or(group.map(|g| (g, None)))
+    // A leader that exited unreaped (no init to reap it) still holds the group's number and its
+    // start time, which identify the session.
+    leader.map(|(pid, t)| (pid, Some(t))).or(group.map(|g| {
+        let start = read_stat(g).ok().flatten().map(|s| s.starttime);
+        (g, start)
+    }))
 }
 
 /// Stops the process group led by `pid`, but only if `pid` is still the process that started

@@ -72,6 +72,8 @@ pub struct Outcome {
     pub released: Vec<Released>,
     pub new_claims: Vec<Claim>,
     pub errors: Vec<String>,
+    /// Work dead workers left, kept on branches by the sweep: (project, bead, branch).
+    pub kept: Vec<(String, BeadId, String)>,
 }
 
 /// The I/O edges `act` drives.
@@ -207,8 +209,8 @@ fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
         match fx.workspaces.sweep(&s.path, &s.live) {
             Ok(removed) if !removed.is_empty() => {
                 tracing::info!(project = %s.slug, removed = removed.len(), "left-over workspaces removed");
-                // Shown in STATUS.md and the log until a person looks: the bead may be closed
-                // while its work never landed.
+                // The bead is closed and its work never landed: a person decides, told by a
+                // blocker notification, this run's STATUS.md and the log.
                 for (bead, branch) in removed
                     .iter()
                     .filter_map(|r| Some((&r.bead, r.kept.as_ref()?)))
@@ -217,6 +219,8 @@ fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
                         "{}: the worker of {bead} ended before its work landed; the work is kept on branch {branch} for a person to merge or drop",
                         s.slug
                     ));
+                    out.kept
+                        .push((s.slug.clone(), bead.clone(), branch.clone()));
                 }
             }
             Ok(_) => {}
@@ -315,12 +319,9 @@ pub fn retry_pushes(
             continue;
         }
         // The workers' repository lock, without waiting: a worker committing now pushes itself.
-        let lock = crate::git::lock_path(&r.path)
-            .ok()
-            .and_then(|p| crate::lock::TickLock::try_acquire(&p).ok().flatten());
-        if lock.is_none() {
+        let Ok(Some(_lock)) = crate::git::RepoLock::try_acquire(&r.path) else {
             continue;
-        }
+        };
         match crate::git::push_recorded(&r.path, timeout) {
             Ok(()) => {
                 tracing::info!(project = %r.slug, "pending push retried: pushed");
@@ -343,6 +344,7 @@ pub fn retry_pushes(
 /// iterations completed, for their notifications, and the errors.
 pub fn finish_iterations(
     reports: &[super::observe::ProjectReport],
+    views: &[super::decide::ProjectView],
     plan: &Plan,
     outcome: &Outcome,
     trackers: &BTreeMap<String, Arc<dyn Tracker>>,
@@ -351,8 +353,14 @@ pub fn finish_iterations(
     let mut done = Vec::new();
     let mut errors = Vec::new();
     for r in reports.iter().filter(|r| looks_finished(r)) {
-        let busy = plan.healthy.get(&r.slug).copied().unwrap_or(0) > 0
-            || outcome.spawned.iter().any(|s| s.project == r.slug);
+        // Only what a dead worker of a scheduled project left: a paused project is a person's.
+        let eligible = views.iter().any(|v| {
+            v.slug == r.slug && matches!(v.eligibility, super::decide::Eligibility::Eligible { .. })
+        });
+        let busy = !eligible
+            || plan.healthy.get(&r.slug).copied().unwrap_or(0) > 0
+            || outcome.spawned.iter().any(|s| s.project == r.slug)
+            || outcome.kept.iter().any(|(slug, _, _)| *slug == r.slug);
         let (Some((name, _)), Some(tracker), false) = (r.iteration, trackers.get(&r.slug), busy)
         else {
             continue;
@@ -398,7 +406,16 @@ fn finish_one(
     let Some(it) = name.find(&its, |i| i.name) else {
         return Ok(false);
     };
+    // A story whose work is kept on a branch has not landed: completing (and freezing, 4.5)
+    // the iteration now would shut that work out. A person merges or drops it first.
+    for s in &it.stories {
+        if !crate::workspace::kept_branches(root, &s.id)?.is_empty() {
+            tracing::debug!(project = %slug, story = %s.id, "iteration left active: the story's work is kept on a branch");
+            return Ok(false);
+        }
+    }
     let upstream = crate::git::has_upstream(root);
+    let marked_before = crate::git::push_pending(root);
     if upstream {
         crate::git::expect_push(root)?;
     }
@@ -406,11 +423,13 @@ fn finish_one(
     let files = crate::lifecycle::tracker_files(root);
     let completed = crate::lifecycle::complete_if_done(root, slug, &lock, it, &all, &files)?
         == crate::lifecycle::Completion::Completed;
-    if upstream {
+    if upstream && completed {
         // A failure leaves the mark: the next run retries the push (4.4).
         if let Err(e) = crate::git::push_recorded(root, push_timeout) {
             tracing::warn!(project = %slug, "iteration completed, push failed (retried next run): {e:#}");
         }
+    } else if upstream && !marked_before {
+        crate::git::clear_push_mark(root);
     }
     Ok(completed)
 }

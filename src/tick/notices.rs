@@ -106,6 +106,28 @@ pub fn kill_storm(
     true
 }
 
+/// A blocker notification for each bead whose dead worker's work the sweep kept on a branch.
+pub fn kept_work(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) {
+    for (slug, bead, branch) in &outcome.kept {
+        let config = observed
+            .reports
+            .iter()
+            .find(|r| &r.slug == slug)
+            .and_then(|r| r.config.as_ref());
+        if let Some(c) = config {
+            let text = format!("[{slug}] The worker of {bead} ended before its work landed; the work is kept on branch {branch}: merge or drop it.");
+            notify::send(
+                notifier,
+                c,
+                slug,
+                NotificationEvent::Blocker,
+                Some(bead),
+                &text,
+            );
+        }
+    }
+}
+
 /// Sends iteration-complete for the iterations this run completed for a dead worker.
 pub fn iterations_completed(
     observed: &Observed,
@@ -139,8 +161,9 @@ pub fn orphans(
         let key = format!("{} {}", s.label, s.id);
         if !before.contains(&key) {
             warnings.push(format!(
-                "orphan session {}: its project is not in the registry; it counts against \
-                 [tick] max_workers until it ends, times out or is ended with `braids kill {}`",
+                "orphan session {}: its project is not in the registry; it still counts as a \
+                 running worker (against [tick] max_workers, if set) until it ends, times out or \
+                 is ended with `braids kill {}`",
                 s.label, s.label
             ));
         }

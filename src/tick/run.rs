@@ -61,6 +61,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         true => (Vec::new(), Vec::new()),
         false => act::finish_iterations(
             &observed.reports,
+            &observed.snapshot.projects,
             &plan,
             &outcome,
             &observed.trackers,
@@ -91,6 +92,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
     let storm_told = notices::kill_storm(&observed, &plan, state.kill_storm_told, &notifier);
     notices::iterations_completed(&observed, &completed, &notifier);
+    notices::kept_work(&observed, &outcome, &notifier);
     let sessions_now = inst
         .backend
         .list()

@@ -201,7 +201,6 @@ fn find_deliverable(dir: &Path, bead: &BeadId, before: &[(PathBuf, Vec<u8>)]) ->
         .map(|(p, _)| p)
 }
 
-/// One line on an attempt: `pass` only with exit 0, a `pass` report and a deliverable.
 /// Exit 0 and a fresh deliverable with a Summary, but no status report: the work is taken as
 /// done, with a warning in the log and a note in the deliverable saying so.
 fn tolerated(
@@ -233,6 +232,7 @@ fn tolerated(
     Some(StatusReport::assumed(Some(summary)))
 }
 
+/// One line on an attempt: `pass` only with exit 0, a `pass` report and a deliverable.
 fn judge(
     res: &Result<ExecResult>,
     report: Option<&StatusReport>,

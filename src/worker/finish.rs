@@ -57,13 +57,14 @@ impl Worker<'_> {
             }
         }
         crate::crash_point!("worker::after_deliverable");
+        // Before the close, which cannot be undone: a failure here leaves the bead as it was.
+        if crate::git::has_upstream(root) {
+            crate::git::expect_push(root)?;
+        }
         self.tracker
             .close(bead_id, report.summary.as_deref().unwrap_or("done"))?;
         run.step("close", "bead closed");
         crate::crash_point!("worker::after_close");
-        if crate::git::has_upstream(root) {
-            crate::git::expect_push(root)?;
-        }
         let summary =
             deliverable::summary(&std::fs::read_to_string(deliverable).unwrap_or_default())
                 .or(report.summary.clone())

@@ -93,15 +93,15 @@ impl StatusReport {
         }
     }
 
-    /// A report the run wrote that cannot be read or is about another story: failing.
-    pub fn unusable() -> StatusReport {
+    /// A report the run wrote that cannot be used (`why` says how): failing.
+    pub fn unusable(why: &'static str) -> StatusReport {
         StatusReport {
             status: ExecStatus::Failing,
             reason: None,
             summary: None,
             story: None,
             files_changed: Vec::new(),
-            source: "an unreadable report",
+            source: why,
             invalid: vec!["the report itself".into()],
         }
     }
@@ -295,16 +295,19 @@ impl Inbox {
     pub fn take(&self) -> Option<StatusReport> {
         let read = |p: &Path| std::fs::read(p).ok();
         let mut report = None;
-        let mut unusable = !self.alone && {
+        let mut unusable = (!self.alone && {
             let now = stamp(&self.project.join(SHARED));
             now.is_some() && now != self.shared_before
-        };
+        })
+        .then_some("a shared report that other workers may have written");
         for f in self.own_files() {
             let text = read(&f);
             let _ = std::fs::remove_file(&f);
             if let (None, Some(b)) = (&report, text) {
                 report = parse_executor_result(&String::from_utf8_lossy(&b));
-                unusable |= report.is_none();
+                if report.is_none() {
+                    unusable = Some("an unreadable report");
+                }
             }
         }
         report
@@ -315,10 +318,12 @@ impl Inbox {
                 }
                 let found = parse_handoff(&String::from_utf8_lossy(&now.0))
                     .filter(|r| r.story.as_deref().is_none_or(|s| s == self.bead.as_str()));
-                unusable |= found.is_none();
+                if found.is_none() {
+                    unusable = Some("a HANDOFF.md that is unreadable or about another story");
+                }
                 found
             })
-            .or_else(|| unusable.then(StatusReport::unusable))
+            .or_else(|| unusable.map(StatusReport::unusable))
     }
 }
 
@@ -371,7 +376,10 @@ mod tests {
         let taken = shared.take().expect("a report nobody can attribute");
         assert_eq!(
             (taken.status, taken.source),
-            (ExecStatus::Failing, "an unreadable report"),
+            (
+                ExecStatus::Failing,
+                "a shared report that other workers may have written"
+            ),
             "not alone: the shared file changed is not this agent's pass"
         );
         shared.clear();

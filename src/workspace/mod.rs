@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::BeadId;
 
-pub use worktree::GitWorktrees;
+pub use worktree::{kept_branches, GitWorktrees};
 
 /// How a project's agents work, from PROJECT.md `Workspace:`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

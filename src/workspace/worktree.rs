@@ -63,6 +63,16 @@ fn lines(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// The `braids/kept/…` branches of `project` holding work of `bead` that never landed.
+pub fn kept_branches(project: &Path, bead: &BeadId) -> Result<Vec<String>> {
+    let pattern = format!("braids/kept/{bead}-*");
+    let out = git_ok(
+        project,
+        &["branch", "--list", "--format=%(refname:short)", &pattern],
+    )?;
+    Ok(out.lines().map(str::to_string).collect())
+}
+
 pub fn branch_for(bead: &BeadId) -> String {
     format!("braids/{bead}")
 }
@@ -188,11 +198,9 @@ impl GitWorktrees {
         if !dir.join(".git").exists() {
             return Ok(None);
         }
-        stage(dir, &[], &[])?;
-        commit_staged(
-            dir,
-            &format!("wip {bead} (left by a worker that did not finish)"),
-        )?;
+        // Only what the worker committed counts: it commits the agent's work just before it
+        // closes the bead (`prepare_landing`). Uncommitted changes alone are a bead that was
+        // never closed, which is done again; files a landing left out are not work.
         let own = format!("--exclude={}", branch_for(bead));
         let unique = git_ok(
             dir,
@@ -201,11 +209,19 @@ impl GitWorktrees {
         if unique.trim() == "0" {
             return Ok(None);
         }
+        // Best effort: whatever else is there goes along (a commit can fail mid-rebase).
+        if stage(dir, &[], &[]).is_ok() {
+            let _ = commit_staged(
+                dir,
+                &format!("wip {bead} (left by a worker that did not finish)"),
+            );
+        }
         let kept = format!(
             "braids/kept/{bead}-{}",
             chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
         );
-        git_ok(dir, &["branch", "--quiet", "--move", &kept])?;
+        // At HEAD, not a rename: HEAD may be detached (a rebase cut short).
+        git_ok(dir, &["branch", "--quiet", &kept, "HEAD"])?;
         Ok(Some(kept))
     }
 
@@ -423,11 +439,15 @@ impl Workspaces for GitWorktrees {
                 if live.contains(&bead) {
                     continue;
                 }
-                // Work that cannot be kept is not thrown away: the worktree stays, and the
-                // error says why.
-                let kept = Self::keep_left_over(&e.path(), &bead).with_context(|| {
-                    format!("cannot keep the work left in {}", e.path().display())
-                })?;
+                // Work that cannot be kept is not thrown away: the worktree stays, the log says
+                // why, and the other worktrees are swept.
+                let kept = match Self::keep_left_over(&e.path(), &bead) {
+                    Ok(kept) => kept,
+                    Err(err) => {
+                        tracing::warn!(bead = %bead, "cannot keep the work left in {}, so it stays: {err:#}", e.path().display());
+                        continue;
+                    }
+                };
                 Self::discard(project, &e.path())?;
                 let _ = git(project, &["branch", "--quiet", "-D", &branch_for(&bead)]);
                 removed.push(Swept { bead, kept });

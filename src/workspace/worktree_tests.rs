@@ -310,10 +310,18 @@ fn c6_2_a_landing_takes_only_what_it_should() {
 fn c6_5_sweep_keeps_the_work_a_dead_worker_left_before_removing_its_worktree() {
     let w = world();
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
-    // The worker died after its agent wrote a file and before the landing.
+    // The worker committed the agent's work (its landing prepared, its bead closed) and died.
     std::fs::write(a.dir.join("done.txt"), "work\n").unwrap();
-    let removed = w.ws.sweep(&w.project, &[]).unwrap();
-    assert_eq!(removed.len(), 1);
+    sh_git(&a.dir, &["add", "done.txt"]);
+    sh_git(&a.dir, &["commit", "-q", "-m", "work (a1)"]);
+    // Another died before that: uncommitted changes only, a bead that is done again.
+    let b = w.ws.create(&w.project, &bead("b1")).unwrap();
+    std::fs::write(b.dir.join("half.txt"), "half\n").unwrap();
+    let mut removed = w.ws.sweep(&w.project, &[]).unwrap();
+    removed.sort_by(|x, y| x.bead.cmp(&y.bead));
+    assert_eq!(removed.len(), 2);
+    assert_eq!(removed[1].kept, None, "nothing committed: nothing kept");
+    assert!(!b.dir.exists());
     let kept = removed[0].kept.clone().expect("kept on a branch");
     assert!(kept.starts_with("braids/kept/a1-"), "{kept}");
     assert!(!a.dir.exists());

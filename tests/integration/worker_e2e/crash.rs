@@ -251,9 +251,24 @@ fn crash_once(point: &str) -> Crash {
         }
     }
 
-    // The iteration is complete once its last story is closed (3.7), however its worker ended.
-    if ids.iter().all(|id| p.status(id) == "closed") {
-        let iteration = std::fs::read_to_string(p.iteration_dir().join("ITERATION.md")).unwrap();
+    // The iteration is complete once its last story is closed (3.7), however its worker ended,
+    // unless a story's work waits on a kept branch for a person: then it stays active, and the
+    // person was told.
+    let iteration = std::fs::read_to_string(p.iteration_dir().join("ITERATION.md")).unwrap();
+    if kept > 0 {
+        assert!(
+            !iteration.contains("complete"),
+            "{point}: completed with work kept aside:\n{iteration}"
+        );
+        let told = p.hook.messages("blocker");
+        assert!(
+            told.iter()
+                .filter(|m| m.contains("kept on branch braids/kept/"))
+                .count()
+                >= kept,
+            "{point}: kept work and nobody told: {told:?}"
+        );
+    } else if ids.iter().all(|id| p.status(id) == "closed") {
         assert!(
             iteration.contains("complete"),
             "{point}: every story closed, the iteration not complete:\n{iteration}"
