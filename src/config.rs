@@ -199,6 +199,94 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The executor for `project`: PROJECT.md's `Executor:` (a command line, split as a shell
+    /// would, never run by one) over `[worker] executor`. Err names the file and line of an
+    /// `Executor:` that is not a command line.
+    pub fn executor_argv(
+        &self,
+        project: &crate::format::project::ProjectConfig,
+        project_md: &Path,
+    ) -> Result<Vec<String>, String> {
+        match project.field("executor").filter(|f| !f.value.trim().is_empty()) {
+            Some(f) => shlex::split(&f.value).filter(|v| !v.is_empty()).ok_or_else(|| {
+                format!(
+                    "{}:{}: Executor `{}` is not a command line (an unclosed quote?); write it as you would in a shell",
+                    project_md.display(),
+                    f.line,
+                    f.value
+                )
+            }),
+            None => Ok(self.worker.executor.clone()),
+        }
+    }
+
+    /// Preflight: why no worker of `project` could do its work, found before anything is
+    /// claimed, or `None`. A custom `[worker] command` must be a program that exists; braids'
+    /// own worker needs an executor that exists.
+    pub fn preflight(
+        &self,
+        project: &crate::format::project::ProjectConfig,
+        project_md: &Path,
+    ) -> Option<String> {
+        self.preflight_at(project, project_md).map(|(why, _)| why)
+    }
+
+    /// [`Config::preflight`], with the line of PROJECT.md's `Executor:` when the problem is
+    /// there (`None`: it is config.toml's, the same for every project that uses it).
+    pub fn preflight_at(
+        &self,
+        project: &crate::format::project::ProjectConfig,
+        project_md: &Path,
+    ) -> Option<(String, Option<usize>)> {
+        let line = project
+            .field("executor")
+            .filter(|f| !f.value.trim().is_empty())
+            .map(|f| f.line);
+        self.preflight_why(project, project_md)
+            .map(|why| (why, line))
+    }
+
+    fn preflight_why(
+        &self,
+        project: &crate::format::project::ProjectConfig,
+        project_md: &Path,
+    ) -> Option<String> {
+        if let Some(program) = self.worker.command.first() {
+            return missing_program(program)
+                .map(|why| format!("the [worker] command of config.toml {why}; fix the command"));
+        }
+        match self.executor_argv(project, project_md) {
+            Err(e) => Some(e),
+            Ok(argv) => match argv.first() {
+                None => Some(
+                    "no executor is configured: set [worker] executor in config.toml (the README has recipes) or `Executor:` in PROJECT.md".into(),
+                ),
+                Some(program) => missing_program(program).map(|why| {
+                    let from = if project
+                        .field("executor")
+                        .is_some_and(|f| !f.value.trim().is_empty())
+                    {
+                        format!("`Executor:` of {}", project_md.display())
+                    } else {
+                        "[worker] executor of config.toml".into()
+                    };
+                    format!("the executor {why}; install it or fix the {from}")
+                }),
+            },
+        }
+    }
+}
+
+/// Why `program` cannot be run (`None` when it can): found on PATH, or the file it names.
+fn missing_program(program: &str) -> Option<String> {
+    match which::which(program) {
+        Ok(_) => None,
+        Err(_) if program.contains('/') => Some(format!("`{program}` is not an executable file")),
+        Err(_) => Some(format!("`{program}` is not a program on PATH")),
+    }
+}
+
 /// The commented file `braids init` writes: every key, at its default.
 pub const TEMPLATE: &str = crate::templates::CONFIG;
 

@@ -105,6 +105,10 @@ pub struct OrchestratorState {
     /// more, so the next storm is told again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kill_storm_told: bool,
+    /// Per project slug, the preflight problem already told, so it is told once and again only
+    /// when it changes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub preflight: BTreeMap<String, String>,
     /// Per project slug, the fingerprint of the files the last full run observed, for the
     /// projects whose tracker answers it kept (`tick::reuse`): the same fingerprint next run
     /// means those answers stand in for the tracker.
@@ -127,6 +131,7 @@ impl Default for OrchestratorState {
             unknown_stories: BTreeMap::new(),
             orphans: BTreeSet::new(),
             kill_storm_told: false,
+            preflight: BTreeMap::new(),
             tracker_fingerprints: BTreeMap::new(),
             extra: serde_json::Map::new(),
         }

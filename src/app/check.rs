@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::config::TrackerConfig;
+use crate::config::Config;
 use crate::diag::{Diagnostic, Severity};
 use crate::format::iteration::Iteration;
 use crate::format::{self, deliverable};
@@ -38,11 +38,23 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
         paths,
     ));
     // A config.toml that cannot be read is the tick's to report; the defaults do here.
-    let trackers = crate::config::Config::load(&paths.config())
-        .map(|l| l.config.tracker)
+    let config = crate::config::Config::load(&paths.config())
+        .map(|l| l.config)
         .unwrap_or_default();
+    let mut config_problems = std::collections::BTreeSet::new();
     for entry in &registry.value.entries {
-        out.extend(check_project(&entry.slug, &entry.path, &trackers));
+        out.extend(check_project(&entry.slug, &entry.path, &config));
+        config_problems.extend(preflight_of_config(&entry.path, &config));
+    }
+    // A problem of config.toml's is the same for every project: said once, where it is fixed.
+    for why in config_problems {
+        out.push(Diagnostic::error(
+            &paths.config(),
+            None,
+            "preflight",
+            why,
+            "until it is fixed, ticks claim nothing for the projects that use it",
+        ));
     }
     out.extend(check_config(&paths.config()));
     if let Err(w) = OrchestratorState::load(&paths.state()) {
@@ -84,27 +96,40 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
         }
     };
     let text = std::fs::read_to_string(file).unwrap_or_default();
+    // Keys braids does not know: a tick ignores them, so a misspelling changes nothing.
+    let unknown = loaded.warnings.iter().map(|w| {
+        let key = w.split('`').nth(1).unwrap_or_default();
+        let line = key
+            .rsplit_once('.')
+            .and_then(|(table, k)| key_line(&text, table, k));
+        Diagnostic::warning(
+            file,
+            line,
+            "config",
+            w.split_once(": ").map_or(w.as_str(), |(_, m)| m).to_string(),
+            "remove the key or correct its spelling (config.toml as `braids init` writes it lists every key)",
+        )
+    });
     let (_, warnings) = crate::tick::checkin::CheckinTime::from_config(&loaded.config.checkin);
-    warnings
-        .into_iter()
-        .map(|w| {
-            let key = if w.contains("weekday") {
-                "weekday"
-            } else {
-                "time"
-            };
-            Diagnostic::error(
-                file,
-                key_line(&text, "checkin", key),
-                "1.2",
-                w,
-                match key {
-                    "weekday" => "write weekday = \"mon\" (mon, tue, wed, thu, fri, sat or sun)",
-                    _ => "write time = \"09:00\" (24-hour HH:MM, local time)",
-                },
-            )
-        })
-        .collect()
+    let mut out: Vec<Diagnostic> = unknown.collect();
+    out.extend(warnings.into_iter().map(|w| {
+        let key = if w.contains("weekday") {
+            "weekday"
+        } else {
+            "time"
+        };
+        Diagnostic::error(
+            file,
+            key_line(&text, "checkin", key),
+            "1.2",
+            w,
+            match key {
+                "weekday" => "write weekday = \"mon\" (mon, tue, wed, thu, fri, sat or sun)",
+                _ => "write time = \"09:00\" (24-hour HH:MM, local time)",
+            },
+        )
+    }));
+    out
 }
 
 /// The line of `key = …` inside the TOML table `[table]`.
@@ -123,7 +148,17 @@ fn key_line(text: &str, table: &str, key: &str) -> Option<usize> {
 
 /// Findings for one project's files. Its Path itself is checked with the registry
 /// ([`format::registry::check_paths`]); a project that is not there has nothing more to check.
-pub fn check_project(_slug: &str, root: &Path, trackers: &TrackerConfig) -> Vec<Diagnostic> {
+/// The preflight problem of the project at `root` when it comes from config.toml.
+fn preflight_of_config(root: &Path, config: &Config) -> Option<String> {
+    let project = format::project::read_project(root).value;
+    match config.preflight_at(&project, &root.join(".braids/PROJECT.md")) {
+        Some((why, None)) => Some(why),
+        _ => None,
+    }
+}
+
+pub fn check_project(_slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic> {
+    let trackers = &config.tracker;
     let mut out = Vec::new();
     let project_md = root.join(".braids/PROJECT.md");
     let project = match crate::atomic::read(&project_md) {
@@ -131,6 +166,17 @@ pub fn check_project(_slug: &str, root: &Path, trackers: &TrackerConfig) -> Vec<
         Err(_) => return out,
     };
     out.extend(project.diagnostics);
+    // The tick's preflight, when PROJECT.md's `Executor:` is the problem (config.toml's are
+    // reported once by `check_installation`): with it, ticks claim nothing for the project.
+    if let Some((why, Some(line))) = config.preflight_at(&project.value, &project_md) {
+        out.push(Diagnostic::error(
+            &project_md,
+            Some(line),
+            "preflight",
+            why,
+            "until it is fixed, ticks claim nothing for this project",
+        ));
+    }
     // read_iterations reports every 1.3 problem, two active iterations included (once).
     let iterations = format::iteration::read_iterations(root);
     out.extend(iterations.diagnostics);

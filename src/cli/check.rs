@@ -1,5 +1,6 @@
 //! `braids check`: prints every finding as `file:line: severity [section]: message (fix: …)`.
-//! Exit 0 when there are no errors, 1 when there are, 2 when there is nothing to check.
+//! Exit 0 when there are no errors (and, with `--strict`, no warnings), 1 when there are, 2
+//! when there is nothing to check.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -47,5 +48,6 @@ pub fn run(paths: &Paths, args: CheckArgs) -> Result<i32> {
         findings,
     }
     .print(args.json);
-    Ok(if errors > 0 { EXIT_FINDINGS } else { EXIT_OK })
+    let failing = errors > 0 || (args.strict && warnings > 0);
+    Ok(if failing { EXIT_FINDINGS } else { EXIT_OK })
 }

@@ -163,6 +163,9 @@ pub struct IterationArgs {
 pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
+    /// Exit 1 on warnings too, not only on errors.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Args)]

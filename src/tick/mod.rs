@@ -11,6 +11,7 @@ pub mod checkin;
 pub mod decide;
 mod notices;
 pub mod observe;
+mod preflight;
 mod report;
 pub mod reuse;
 mod run;

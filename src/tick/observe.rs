@@ -287,6 +287,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         ready: Vec::new(),
         beads: BTreeMap::new(),
         tracker_error: None,
+        preflight_error: None,
         workspace: WorkspaceMode::default(),
     }
 }

@@ -37,6 +37,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     // observe
     let mut observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
     observed.snapshot.allow_mass_kill = opts.allow_mass_kill;
+    super::preflight::check(&inst.config, &mut observed);
 
     // decide
     let plan = decide::decide(&observed.snapshot, now);
@@ -91,6 +92,9 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let notifier = crate::notify::from_config(&inst.config.notify);
     let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
     let storm_told = notices::kill_storm(&observed, &plan, state.kill_storm_told, &notifier);
+    let (preflight_warnings, preflight) =
+        super::preflight::tell(&observed, &state.preflight, &notifier);
+    report.warnings.extend(preflight_warnings);
     notices::iterations_completed(&observed, &completed, &notifier);
     notices::kept_work(&observed, &outcome, &notifier);
     let sessions_now = inst
@@ -114,6 +118,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.unknown_stories = unknown_stories;
     next.orphans = orphans;
     next.kill_storm_told = storm_told;
+    next.preflight = preflight;
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
     next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);

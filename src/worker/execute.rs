@@ -45,11 +45,10 @@ pub(super) struct Failure {
 
 /// The argv the agent runs: the project's `Executor` field, else config.toml's.
 fn executor_template(config: &Config, project: &ProjectConfig) -> Vec<String> {
-    project
-        .field("executor")
-        .and_then(|f| shlex::split(&f.value))
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| config.worker.executor.clone())
+    // A malformed `Executor:` is the tick's preflight error; it never reaches a worker.
+    config
+        .executor_argv(project, Path::new(".braids/PROJECT.md"))
+        .unwrap_or_default()
 }
 
 /// The executor a worker uses for a project.

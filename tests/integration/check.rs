@@ -6,7 +6,9 @@ use crate::support::{Install, Sandbox};
 /// A clean installation: two projects, a completed and committed iteration with a proper
 /// deliverable, an active one.
 fn clean() -> Sandbox {
-    let s = Install::new().build();
+    let s = Install::new()
+        .config("[worker]\nexecutor = [\"sh\", \"-c\", \"exit 0\"]\n")
+        .build();
     s.new_project("app").max_workers(2).no_iteration().create();
     s.new_project("lib").priority("low").no_iteration().create();
     let it1 = s.iteration("app", 1, "active", &[("wp-a1b", "First story")]);
@@ -197,4 +199,52 @@ fn c4_5_uncommitted_completion_is_a_warning_not_silence() {
                     .starts_with(it.to_str().unwrap())),
         "{v:#}"
     );
+}
+
+#[test]
+fn preflight_findings_name_the_file_and_line_and_strict_fails_on_warnings() {
+    let s = clean();
+    // A misspelled executor in PROJECT.md, and a quote left open in another's.
+    s.set_field("app", "Executor", "claud -p");
+    s.set_field("lib", "Executor", "\"claude -p");
+    let (code, v) = check(&s);
+    assert_eq!(code, 1, "{v:#}");
+    let found: Vec<(String, Option<u64>, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["section"] == "preflight")
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["line"].as_u64(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(found.len(), 2, "{v:#}");
+    assert!(
+        found
+            .iter()
+            .all(|(p, l, _)| p.ends_with("PROJECT.md") && l.is_some()),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|(_, _, m)| m.contains("`claud` is not a program on PATH")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|(_, _, m)| m.contains("is not a command line")),
+        "{found:?}"
+    );
+
+    // --strict: a warning alone fails.
+    let s = clean();
+    s.config("[tick]\nmax_wrokers = 3\n");
+    assert_eq!(s.run(&["check"]).status.code(), Some(0));
+    assert_eq!(s.run(&["check", "--strict"]).status.code(), Some(1));
 }

@@ -104,6 +104,13 @@ fn new_scaffolds_registers_and_commits() {
         "",
         "nothing left uncommitted"
     );
+    // No executor yet: check says so once, at config.toml, and fails (the tick's preflight).
+    let o = s.run(&["check"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(out.matches("no executor is configured").count(), 1, "{out}");
+    assert!(out.contains("config.toml: error [preflight]"), "{out}");
+    s.config("[worker]\nexecutor = [\"sh\", \"-c\", \"exit 0\"]\n");
     assert!(s.ok(&["check"]).contains("no findings"));
 }
 

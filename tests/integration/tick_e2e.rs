@@ -1272,3 +1272,65 @@ fn a_kill_storm_kills_nobody_is_told_once_and_can_be_overridden() {
         pids.iter().all(|p| !group_alive(*p)).then_some(())
     });
 }
+
+#[test]
+fn a_missing_executor_claims_nothing_blocks_nothing_and_is_told_once() {
+    let sb = Install::new()
+        .config("[worker]\nexecutor = [\"no-such-agent\", \"-p\"]\n")
+        .build();
+    let told = sb.home().join("told.txt");
+    let notifier = sb.script(
+        "bin/notify",
+        &format!("printf '%s|%s\\n' \"$1\" \"$2\" >> {}", told.display()),
+    );
+    sb.config(&format!(
+        "[notify]\ncommand = [{:?}, \"{{event}}\", \"{{message}}\"]\n",
+        notifier.to_str().unwrap()
+    ));
+    let ids = sb
+        .new_project("app")
+        .max_workers(2)
+        .beads(3)
+        .channel("#app")
+        .create()
+        .beads;
+    let mut warned = 0;
+    for _ in 0..10 {
+        let out = sb.tick().force().output();
+        let r = out.assert_ok().report();
+        assert!(r.spawned().is_empty(), "{r:#?}");
+        warned += out
+            .stderr
+            .lines()
+            .filter(|l| {
+                l.contains("WARN") && l.contains("`no-such-agent` is not a program on PATH")
+            })
+            .count();
+    }
+    assert_eq!(warned, 1, "told once in ten runs");
+    let notes = std::fs::read_to_string(&told).unwrap_or_default();
+    assert_eq!(
+        notes
+            .lines()
+            .filter(|l| l.starts_with("blocker|") && l.contains("no-such-agent"))
+            .count(),
+        1,
+        "{notes}"
+    );
+    let plan = sb.workplan("app");
+    for id in &ids {
+        assert_eq!(
+            plan[id].0, "open",
+            "nothing claimed, nothing blocked: {plan:?}"
+        );
+    }
+    assert!(sb.live_labels().is_empty());
+    let status = std::fs::read_to_string(sb.status_path()).unwrap();
+    assert!(status.contains("no worker can start"), "{status}");
+
+    // Fixed: the next run spawns.
+    sb.config("[worker]\nexecutor = [\"sh\", \"-c\", \"sleep 30\"]\n");
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned().len(), 2, "{r:#?}");
+    sb.kill_workers();
+}

@@ -75,6 +75,7 @@ impl World {
                 ready: Vec::new(),
                 beads: BTreeMap::new(),
                 tracker_error: None,
+                preflight_error: None,
                 workspace: braids::workspace::WorkspaceMode::Worktree,
             };
             let Some(p) = self.project_at(&e.path) else {

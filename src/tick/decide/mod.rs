@@ -72,6 +72,9 @@ pub struct ProjectView {
     pub beads: BTreeMap<BeadId, BeadLookup>,
     /// Set when the tracker failed this run; the project is skipped, the rest go on.
     pub tracker_error: Option<String>,
+    /// Set when no worker of the project could do its work (the preflight, `tick::preflight`):
+    /// nothing is claimed for it.
+    pub preflight_error: Option<String>,
     /// PROJECT.md `Workspace:`: a git worktree per bead, or the shared work tree.
     pub workspace: WorkspaceMode,
 }
@@ -383,7 +386,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             continue;
         };
         any_eligible = true;
-        if p.tracker_error.is_some() {
+        if p.tracker_error.is_some() || p.preflight_error.is_some() {
             continue;
         }
         let released: BTreeSet<&BeadId> = releases

@@ -27,6 +27,7 @@ fn project(slug: &str) -> P {
         ready: vec![],
         beads: BTreeMap::new(),
         tracker_error: None,
+        preflight_error: None,
         workspace: crate::workspace::WorkspaceMode::Worktree,
     })
 }
