@@ -35,10 +35,15 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
 
     // observe
-    let observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
+    let mut observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
 
     // decide
     let plan = decide::decide(&observed.snapshot, now);
+    if opts.dry_run {
+        // Only decide and the notices (never sent by a dry run) read the views: freed before
+        // acting, a large dry run peaks lower.
+        observed.snapshot.projects = Vec::new();
+    }
 
     // act
     let mut ahead = WriteAhead::new(&state, inst.paths.state());
