@@ -65,8 +65,22 @@ pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
             format!("not a regular file but {what}"),
         ));
     }
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    f.read_to_end(&mut buf)?;
+    // `File::read_to_end` would ask the size again (fstat, lseek): two syscalls per file,
+    // thousands per tick. One byte past the known size sees the end (or a file that grew).
+    let mut buf = vec![0; meta.len() as usize + 1];
+    let mut n = 0;
+    loop {
+        if n == buf.len() {
+            buf.resize(n * 2, 0);
+        }
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(n);
     Ok(buf)
 }
 

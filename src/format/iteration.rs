@@ -219,7 +219,12 @@ pub fn list_iteration_dirs(project_root: &Path) -> Vec<(IterationName, PathBuf)>
             }
             let n = IterationName::new(name).ok()?;
             let p = e.path();
-            p.is_dir().then_some((n, p))
+            // The entry's type costs no syscall; only a symlink needs a stat to follow it.
+            let dir = match e.file_type() {
+                Ok(t) if !t.is_symlink() => t.is_dir(),
+                _ => p.is_dir(),
+            };
+            dir.then_some((n, p))
         })
         .collect();
     out.sort();

@@ -219,38 +219,59 @@ impl Checklist {
         self.items.iter().find(|i| i.meta.id().as_ref() == Some(id))
     }
 
+    /// Every item as a bead, in file order; titles and descriptions are moved, not copied.
+    pub fn into_beads(self) -> Vec<Bead> {
+        self.items
+            .into_iter()
+            .map(|mut item| {
+                let title = std::mem::take(&mut item.title);
+                let description = std::mem::take(&mut item.description);
+                Bead {
+                    title,
+                    description,
+                    ..item_bead(&item)
+                }
+            })
+            .collect()
+    }
+
     pub fn bead(&self, item: &Item) -> Bead {
-        let status = if item.checked {
-            BeadStatus::Closed
-        } else {
-            match item.meta.get("status").map(BeadStatus::parse) {
-                Some(
-                    s @ (BeadStatus::InProgress
-                    | BeadStatus::Blocked
-                    | BeadStatus::Deferred
-                    | BeadStatus::Unknown),
-                ) => s,
-                // An unchecked box is open whatever stale metadata says.
-                _ => BeadStatus::Open,
-            }
-        };
-        let priority = item
-            .meta
-            .get("priority")
-            .and_then(|p| p.trim().trim_start_matches(['P', 'p']).parse::<u8>().ok())
-            .map_or(DEFAULT_PRIORITY, |p| p.min(4));
-        Bead {
-            id: item
-                .meta
-                .id()
-                .unwrap_or_else(|| BeadId::new("wp-unassigned").expect("valid id")),
-            title: item.title.clone(),
-            status,
-            priority,
-            description: item.description.clone(),
-            dependencies: item.meta.deps(),
-            assignee: item.meta.get("assignee").map(str::to_string),
+        item_bead(item)
+    }
+}
+
+/// One item as a bead.
+fn item_bead(item: &Item) -> Bead {
+    let status = if item.checked {
+        BeadStatus::Closed
+    } else {
+        match item.meta.get("status").map(BeadStatus::parse) {
+            Some(
+                s @ (BeadStatus::InProgress
+                | BeadStatus::Blocked
+                | BeadStatus::Deferred
+                | BeadStatus::Unknown),
+            ) => s,
+            // An unchecked box is open whatever stale metadata says.
+            _ => BeadStatus::Open,
         }
+    };
+    let priority = item
+        .meta
+        .get("priority")
+        .and_then(|p| p.trim().trim_start_matches(['P', 'p']).parse::<u8>().ok())
+        .map_or(DEFAULT_PRIORITY, |p| p.min(4));
+    Bead {
+        id: item
+            .meta
+            .id()
+            .unwrap_or_else(|| BeadId::new("wp-unassigned").expect("valid id")),
+        title: item.title.clone(),
+        status,
+        priority,
+        description: item.description.clone(),
+        dependencies: item.meta.deps(),
+        assignee: item.meta.get("assignee").map(str::to_string),
     }
 }
 

@@ -7,6 +7,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use smol_str::SmolStr;
 
 /// The longest bead id accepted; real ids are a prefix plus a short hash.
 const MAX_LEN: usize = 64;
@@ -23,9 +24,11 @@ pub enum BeadIdError {
 }
 
 /// A validated bead id: `[A-Za-z0-9][A-Za-z0-9._-]*`, at most 64 bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct BeadId(String);
+///
+/// Ids are copied into every view, story, candidate, label and message a tick builds; held
+/// inline (up to 23 bytes, as real ids are), they cost no allocation to make or copy.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BeadId(SmolStr);
 
 impl BeadId {
     pub fn new(raw: &str) -> Result<Self, BeadIdError> {
@@ -45,7 +48,7 @@ impl BeadId {
         {
             return Err(BeadIdError::BadChar(s.escape_debug().to_string()));
         }
-        Ok(BeadId(s.to_string()))
+        Ok(BeadId(SmolStr::new(s)))
     }
 
     pub fn as_str(&self) -> &str {
@@ -77,6 +80,12 @@ impl BeadId {
 impl fmt::Display for BeadId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl Serialize for BeadId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
     }
 }
 

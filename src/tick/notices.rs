@@ -48,12 +48,14 @@ pub fn send(
         }
     }
     let mut dry = BTreeSet::new();
+    // A set, not a scan of the spawns per project: 10,000 projects × 20,000 spawns otherwise.
+    let spawned: BTreeSet<&str> = outcome.spawned.iter().map(|s| s.project.as_str()).collect();
     for view in &observed.snapshot.projects {
         let Eligibility::Eligible { iteration } = &view.eligibility else {
             continue;
         };
         let busy = plan.healthy.get(&view.slug).copied().unwrap_or(0) > 0
-            || outcome.spawned.iter().any(|s| s.project == view.slug);
+            || spawned.contains(view.slug.as_str());
         if view.tracker_error.is_some() || busy || !view.ready.is_empty() {
             continue;
         }

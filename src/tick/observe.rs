@@ -175,68 +175,82 @@ pub fn observe(
     let project_budget = tracker_timeout * 3 + Duration::from_secs(2);
     let sessions = Arc::new(sessions);
     let claims = Arc::new(claims);
-    let default_kind = ctx.config.tracker.kind;
-    let read_only = ctx.read_only;
-    let now = ctx.now;
-    let unreadable = ctx.unreadable;
+    let entries = Arc::new(entries);
+    let paths = Arc::new(ctx.paths.clone());
+    let concurrency = ctx.config.tick.concurrency.max(1);
+    let reading = |prior| Reading {
+        default_kind: ctx.config.tracker.kind,
+        read_only: ctx.read_only,
+        timeout: tracker_timeout,
+        prior,
+        now: ctx.now,
+        unreadable: ctx.unreadable,
+    };
 
     let rt = tokio::runtime::Builder::new_current_thread()
-        .max_blocking_threads(ctx.config.tick.concurrency.max(1))
+        .max_blocking_threads(concurrency)
         .enable_time()
         .build()
         .expect("tokio runtime");
-    let observations: Vec<ProjectObservation> = rt.block_on(async {
-        let mut handles = Vec::with_capacity(entries.len());
-        for entry in entries.iter().cloned() {
-            let sessions = Arc::clone(&sessions);
-            let claims = Arc::clone(&claims);
-            let paths = ctx.paths.clone();
-            let slug = entry.slug.clone();
-            let fallback = entry.clone();
-            let prior = prior.answers.remove(&slug);
-            let task = tokio::task::spawn_blocking(move || {
-                observe_project(
-                    &entry,
-                    &paths,
-                    Reading {
-                        default_kind,
-                        read_only,
-                        timeout: tracker_timeout,
-                        prior,
-                        now,
-                        unreadable,
-                    },
-                    &sessions,
-                    &claims,
-                )
-            });
-            handles.push((slug, fallback, tokio::time::timeout(project_budget, task)));
-        }
-        let mut out = Vec::with_capacity(handles.len());
-        for (slug, entry, fut) in handles {
-            let obs = match fut.await {
-                Ok(Ok(obs)) => obs,
-                Ok(Err(e)) => broken(&entry, format!("observing {slug} failed: {e}")),
-                Err(_) => broken(
-                    &entry,
-                    format!(
-                        "observing {slug} took longer than {}s; skipped this run",
-                        project_budget.as_secs()
+    // Each observation lands in its project's slot as soon as it is made, and only a few more
+    // than there are threads are started ahead: spawning every project at once held every
+    // task, its inputs and its finished observation until the registry-order await reached it.
+    let n = entries.len();
+    let mut slots: Vec<Option<ProjectObservation>> = Vec::with_capacity(n);
+    slots.resize_with(n, || None);
+    rt.block_on(async {
+        let mut running = tokio::task::JoinSet::new();
+        for i in 0..n {
+            if running.len() >= concurrency * 2 {
+                if let Some(Ok((at, obs))) = running.join_next().await {
+                    slots[at] = Some(obs);
+                }
+            }
+            let prior = prior.answers.remove(&entries[i].slug);
+            let how = reading(prior);
+            let (entries, paths) = (Arc::clone(&entries), Arc::clone(&paths));
+            let (sessions, claims) = (Arc::clone(&sessions), Arc::clone(&claims));
+            running.spawn(async move {
+                let work = {
+                    let entries = Arc::clone(&entries);
+                    tokio::task::spawn_blocking(move || {
+                        observe_project(&entries[i], &paths, how, &sessions, &claims)
+                    })
+                };
+                // The budget runs from the project's start, not from the start of the run.
+                let obs = match tokio::time::timeout(project_budget, work).await {
+                    Ok(Ok(obs)) => obs,
+                    Ok(Err(e)) => broken(
+                        &entries[i],
+                        format!("observing {} failed: {e}", entries[i].slug),
                     ),
-                ),
-            };
-            out.push(obs);
+                    Err(_) => broken(
+                        &entries[i],
+                        format!(
+                            "observing {} took longer than {}s; skipped this run",
+                            entries[i].slug,
+                            project_budget.as_secs()
+                        ),
+                    ),
+                };
+                (i, obs)
+            });
         }
-        out
+        while let Some(done) = running.join_next().await {
+            if let Ok((at, obs)) = done {
+                slots[at] = Some(obs);
+            }
+        }
     });
     // A hung blocking task must not hold the process open.
     rt.shutdown_background();
 
-    let mut projects = Vec::with_capacity(observations.len());
-    let mut reports = Vec::with_capacity(observations.len());
+    let mut projects = Vec::with_capacity(n);
+    let mut reports = Vec::with_capacity(n);
     let mut trackers = BTreeMap::new();
     let mut answers = BTreeMap::new();
-    for o in observations {
+    for (slot, entry) in slots.into_iter().zip(entries.iter()) {
+        let o = slot.unwrap_or_else(|| broken(entry, format!("observing {} failed", entry.slug)));
         if let Some(t) = o.tracker {
             trackers.insert(o.view.slug.clone(), t);
         }
@@ -544,16 +558,18 @@ fn observe_project(
                 + claimed.len()
                 + unreadable;
             let mut seen = BTreeSet::new();
-            view.ready = super::decide::spawn_order(&view.stories, &ready)
-                .into_iter()
-                .filter(|b| in_scope(b) && b.status == BeadStatus::Open && seen.insert(&b.id))
-                .take(reach)
-                .map(|b| Bead {
-                    description: String::new(),
-                    dependencies: Vec::new(),
-                    ..b.clone()
-                })
-                .collect();
+            view.ready = Vec::with_capacity(reach.min(ready.len()));
+            view.ready.extend(
+                super::decide::spawn_order(&view.stories, &ready)
+                    .into_iter()
+                    .filter(|b| in_scope(b) && b.status == BeadStatus::Open && seen.insert(&b.id))
+                    .take(reach)
+                    .map(|b| Bead {
+                        description: String::new(),
+                        dependencies: Vec::new(),
+                        ..b.clone()
+                    }),
+            );
         }
         Some(Err(e)) => {
             view.tracker_error = Some(e.to_string());

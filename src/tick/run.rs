@@ -44,6 +44,11 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     if let Some(storm) = &plan.kill_storm {
         tracing::error!("{}", storm.message());
     }
+    if opts.dry_run {
+        // Only decide and the notices (never sent by a dry run) read the views: freed before
+        // acting, a large dry run peaks lower.
+        observed.snapshot.projects = Vec::new();
+    }
 
     // act
     let mut ahead = WriteAhead::new(&state, inst.paths.state());

@@ -198,8 +198,7 @@ impl Tracker for Workplan {
     }
 
     fn list(&self) -> Result<Vec<Bead>, TrackerError> {
-        let checklist = self.load()?;
-        Ok(checklist.items.iter().map(|i| checklist.bead(i)).collect())
+        Ok(self.load()?.into_beads())
     }
 
     fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError> {
