@@ -173,6 +173,12 @@ impl Sandbox {
     /// `git <args>` in a directory, asserting success; stdout.
     #[track_caller]
     pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        self.try_git(dir, args)
+            .unwrap_or_else(|e| panic!("git {args:?}: {e}"))
+    }
+
+    /// [`git`](Sandbox::git), with git's complaint as the error instead of a panic.
+    pub fn try_git(&self, dir: &Path, args: &[&str]) -> Result<String, String> {
         let o = std::process::Command::new("git")
             .args(args)
             .current_dir(dir)
@@ -180,12 +186,11 @@ impl Sandbox {
             .env("GIT_CONFIG_GLOBAL", self.home().join(".gitconfig"))
             .output()
             .unwrap();
-        assert!(
-            o.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
+        if o.status.success() {
+            Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&o.stderr).into_owned())
+        }
     }
 
     /// The items of a project's native-tracker WORKPLAN.md: id → (status, assignee).

@@ -147,12 +147,11 @@ fn crash_once(point: &str) -> Crash {
         let settled = ids
             .iter()
             .all(|id| matches!(p.status(id).as_str(), "closed" | "blocked"));
-        let worktrees = lines(&p.sb.git(&p.root, &["worktree", "list", "--porcelain"]))
-            .iter()
-            .filter(|l| l.starts_with("worktree "))
-            .count();
+        // The workspaces folder, not `git worktree list`: a worker adding its worktree at that
+        // moment (its records are written one file at a time) can make git's listing fail.
+        let worktrees_left = !files_under(&p.sb.braids_dir().join("workspaces")).is_empty();
         if settled
-            && worktrees == 1
+            && !worktrees_left
             && workers_by_label(p.sb.home()).is_empty()
             && p.sb.live_labels().is_empty()
         {

@@ -25,9 +25,14 @@ fn tick_until_settled(p: &Project, ids: &[String], limit: Duration) -> usize {
     }
 }
 
-/// The worktrees git knows for the project.
+/// The worktrees git knows for the project. A worker adding its worktree at that moment can make
+/// git's listing fail (its records are written one file at a time): asked again then.
 fn worktrees(p: &Project) -> Vec<String> {
-    lines(&p.sb.git(&p.root, &["worktree", "list", "--porcelain"]))
+    let listed = wait_for("git worktree list", Duration::from_secs(30), || {
+        p.sb.try_git(&p.root, &["worktree", "list", "--porcelain"])
+            .ok()
+    });
+    lines(&listed)
         .into_iter()
         .filter_map(|l| l.strip_prefix("worktree ").map(String::from))
         .collect()
