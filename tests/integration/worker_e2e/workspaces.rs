@@ -235,7 +235,18 @@ fn c6_5_fifty_beads_through_max_workers_3_leave_git_clean_and_one_commit_each() 
     let most = tick_until_settled(&p, &ids, Duration::from_secs(1500));
     assert!(most <= 3, "MaxWorkers 3, saw {most}");
     for id in &ids {
-        assert_eq!(p.status(id), "closed", "{id}");
+        if p.status(id) != "closed" {
+            panic!(
+                "{id} is {}: {}\n{}",
+                p.status(id),
+                p.br(&["show", id, "--json"]),
+                p.logs()
+                    .split("--- ")
+                    .filter(|l| l.contains(id.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("--- ")
+            );
+        }
         let deliverable = p.deliverables(id);
         let mut want = vec![
             ".beads/issues.jsonl".to_string(),
