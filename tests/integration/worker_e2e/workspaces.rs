@@ -185,10 +185,10 @@ fn c6_5_a_worker_killed_mid_work_leaves_no_worktree_behind() {
     }
     .project_dir(&p.root)
     .join(&ids[0]);
+    // The folder appears before git has recorded the worktree: wait for both.
     wait_for("the worker's worktree", Duration::from_secs(60), || {
-        dir.is_dir().then_some(())
+        (dir.is_dir() && worktrees(&p).len() == 2).then_some(())
     });
-    assert_eq!(worktrees(&p).len(), 2);
     // SIGKILL: the worker gets no chance to clean up. A person then closes the bead, so
     // nothing respawns it and only the tick can remove the worktree.
     p.sb.kill_workers();
