@@ -27,13 +27,7 @@ pub fn send(
     dry_before: &BTreeSet<String>,
     notifier: &dyn Notifier,
 ) -> BTreeSet<String> {
-    let config_of = |slug: &str| {
-        observed
-            .reports
-            .iter()
-            .find(|r| r.slug == slug)
-            .and_then(|r| r.config.as_ref())
-    };
+    let config_of = |slug: &str| config_of(observed, slug);
     for r in &outcome.released {
         if let Some(c) = config_of(&r.project) {
             let text = format!("[{}] {} was released back to open: its worker ended without closing or blocking it.", r.project, r.bead);
@@ -94,11 +88,7 @@ pub fn kill_storm(
     };
     if !told_before {
         for slug in &storm.projects {
-            let config = observed
-                .reports
-                .iter()
-                .find(|r| &r.slug == slug)
-                .and_then(|r| r.config.as_ref());
+            let config = config_of(observed, slug);
             if let Some(c) = config {
                 let text = format!("[{slug}] {}", storm.message());
                 notify::send(notifier, c, slug, NotificationEvent::Blocker, None, &text);
@@ -111,11 +101,7 @@ pub fn kill_storm(
 /// A blocker notification for each bead whose dead worker's work the sweep kept on a branch.
 pub fn kept_work(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) {
     for (slug, bead, branch) in &outcome.kept {
-        let config = observed
-            .reports
-            .iter()
-            .find(|r| &r.slug == slug)
-            .and_then(|r| r.config.as_ref());
+        let config = config_of(observed, slug);
         if let Some(c) = config {
             let text = format!("[{slug}] The worker of {bead} ended before its work landed; the work is kept on branch {branch}: merge or drop it.");
             notify::send(
@@ -137,11 +123,7 @@ pub fn iterations_completed(
     notifier: &dyn Notifier,
 ) {
     for (slug, name) in completed {
-        let config = observed
-            .reports
-            .iter()
-            .find(|r| &r.slug == slug)
-            .and_then(|r| r.config.as_ref());
+        let config = config_of(observed, slug);
         if let Some(c) = config {
             let (event, text) =
                 crate::lifecycle::notice(slug, *name, crate::model::IterationStatus::Complete);
@@ -207,4 +189,16 @@ pub fn unknown_stories(
             .insert(iteration, ids);
     }
     (warnings, next)
+}
+
+/// PROJECT.md as this run read it, for a project's notifications (`None` in read-only runs).
+pub(super) fn config_of<'a>(
+    observed: &'a Observed,
+    slug: &str,
+) -> Option<&'a crate::format::project::ProjectConfig> {
+    observed
+        .reports
+        .iter()
+        .find(|r| r.slug == slug)
+        .and_then(|r| r.config.as_ref())
 }

@@ -56,11 +56,7 @@ pub fn tell(
                 "{}: no worker can start, so nothing is claimed: {why}",
                 view.slug
             ));
-            let config = observed
-                .reports
-                .iter()
-                .find(|r| r.slug == view.slug)
-                .and_then(|r| r.config.as_ref());
+            let config = super::notices::config_of(observed, &view.slug);
             if let Some(c) = config {
                 notify::send(
                     notifier,

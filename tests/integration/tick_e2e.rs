@@ -420,7 +420,7 @@ fn c2_2_a_worker_whose_leader_exited_runs_while_its_process_group_does() {
 sleep 300 &
 echo $! > "$HOME/child-$BRAIDS_LABEL"
 exit 0"#;
-    // About the claim grace: 1 s, and the run past it still releases nothing (a live group
+    // About the claim grace (this test is about it): 1 s, and the run past it still releases nothing (a live group
     // holds its claim however long it runs).
     let sb = Install::new()
         .worker(orphaning)

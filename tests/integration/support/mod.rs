@@ -2,7 +2,7 @@
 //! builder for it, in the style of `just`'s `Test`.
 //!
 //! ```text
-//! let sb = Install::new().worker(SLEEPER).config("[sessions]\nclaim_grace_secs = 3\n").build();
+//! let sb = Install::new().worker(SLEEPER).config("[sessions]\nclaim_grace_secs = 5\n").build();
 //! let app = sb.new_project("app").br().max_workers(2).beads(5).create();
 //! let report: TickReport = sb.tick().force().run();
 //! assert_eq!(report.spawned_beads(), app.beads[..2]);

@@ -175,7 +175,7 @@ fn c6_4_a_conflict_blocks_the_bead_names_the_paths_and_keeps_the_work() {
 #[test]
 fn c6_5_a_worker_killed_mid_work_leaves_no_worktree_behind() {
     let p = Project::new();
-    p.configure("[sessions]\nclaim_grace_secs = 1\n");
+    p.configure("[sessions]\nclaim_grace_secs = 5\n");
     let ids = p.plan("active", &["Interrupted"]);
     p.agent("sleep 600\n");
     let report = p.sb.tick().force().run();
