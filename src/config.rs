@@ -21,6 +21,7 @@ pub struct Config {
     pub worker: WorkerConfig,
     pub notify: NotifyConfig,
     pub checkin: CheckinConfig,
+    pub breaker: BreakerConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -90,8 +91,15 @@ pub struct WorkerConfig {
     /// The agent the worker runs: an argv template with `{prompt_file}`, `{project}`, `{bead}`,
     /// `{timeout}` placeholders.
     pub executor: Vec<String>,
-    /// Extra attempts after a failed executor run (3.10).
+    /// Extra attempts after a failed one (3.10): a bead is blocked after `1 + retries`
+    /// consecutive failures (the per-bead breaker, [`crate::retry`]).
     pub retries: u32,
+    /// The wait after a bead's first failure, doubled after each further one (`"1m"`, `"30s"`).
+    #[serde(deserialize_with = "span")]
+    pub retry_backoff: std::time::Duration,
+    /// The longest wait between two attempts of a bead.
+    #[serde(deserialize_with = "span")]
+    pub retry_backoff_max: std::time::Duration,
 }
 
 impl Default for WorkerConfig {
@@ -99,8 +107,81 @@ impl Default for WorkerConfig {
         WorkerConfig {
             command: Vec::new(),
             executor: Vec::new(),
-            retries: 1,
+            retries: 2,
+            retry_backoff: std::time::Duration::from_secs(60),
+            retry_backoff_max: std::time::Duration::from_secs(3600),
         }
+    }
+}
+
+impl WorkerConfig {
+    /// The per-bead retry rules.
+    pub fn retry_policy(&self) -> crate::retry::Policy {
+        crate::retry::Policy {
+            retries: self.retries,
+            base: chrono_span(self.retry_backoff),
+            cap: chrono_span(self.retry_backoff_max),
+        }
+    }
+}
+
+/// `[breaker]`: the provider breaker ([`crate::retry::breaker`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct BreakerConfig {
+    /// Consecutive failed spawns sharing a signature that pause spawning; 0 turns it off.
+    pub window: usize,
+    /// The first wait before a probe spawn, doubled after each failed probe.
+    #[serde(deserialize_with = "span")]
+    pub probe: std::time::Duration,
+    #[serde(deserialize_with = "span")]
+    pub probe_max: std::time::Duration,
+    /// Fragments of an agent's output (any case) meaning the provider is failing.
+    pub patterns: Vec<String>,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        let p = crate::retry::BreakerPolicy::default();
+        BreakerConfig {
+            window: p.window,
+            probe: std::time::Duration::from_secs(60),
+            probe_max: std::time::Duration::from_secs(1800),
+            patterns: p.patterns,
+        }
+    }
+}
+
+impl BreakerConfig {
+    pub fn policy(&self) -> crate::retry::BreakerPolicy {
+        crate::retry::BreakerPolicy {
+            window: self.window,
+            probe_base: chrono_span(self.probe),
+            probe_cap: chrono_span(self.probe_max),
+            patterns: self.patterns.iter().map(|p| p.to_lowercase()).collect(),
+        }
+    }
+}
+
+fn chrono_span(d: std::time::Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+/// A duration written as humantime text (`"90s"`, `"1h 30min"`) or a number of seconds.
+fn span<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Secs(u64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Secs(s) => Ok(std::time::Duration::from_secs(s)),
+        Raw::Text(t) => humantime::parse_duration(t.trim()).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "`{t}` is not a duration ({e}); write it like \"90s\", \"5m\" or \"1h 30min\""
+            ))
+        }),
     }
 }
 

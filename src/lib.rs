@@ -22,6 +22,7 @@ pub mod model;
 pub mod notify;
 pub mod paths;
 pub mod proc;
+pub mod retry;
 pub mod schedule;
 pub mod session;
 pub mod state;

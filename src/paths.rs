@@ -83,6 +83,17 @@ impl Paths {
         self.braids_dir.join("workspaces")
     }
 
+    /// Where a worker keeps a bead's prompt and marks: outside the project, never committed.
+    pub fn work_dir(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
+        self.braids_dir.join("work").join(slug).join(bead.as_str())
+    }
+
+    /// Touched by a worker whenever its agent prints something or changes a file in its
+    /// workspace: the tick's stall detection reads its mtime.
+    pub fn activity(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
+        self.work_dir(slug, bead).join("activity")
+    }
+
     pub fn sessions_dir(&self) -> PathBuf {
         self.braids_dir.join("sessions")
     }

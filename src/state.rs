@@ -114,6 +114,17 @@ pub struct OrchestratorState {
     /// means those answers stand in for the tracker.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tracker_fingerprints: BTreeMap<String, String>,
+    /// Stranded claims the release-storm guard held last run (`decide::guards::held_key`):
+    /// still stranded next run, they are released.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub held_claims: BTreeSet<String>,
+    /// The next full run is due by then even while idle: a bead's retry backoff or the
+    /// provider breaker's next probe ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run_by: Option<DateTime<Utc>>,
+    /// The provider breaker's status line while it is open, for `braids status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawning_paused: Option<String>,
     /// Fields written by another version, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -133,6 +144,9 @@ impl Default for OrchestratorState {
             kill_storm_told: false,
             preflight: BTreeMap::new(),
             tracker_fingerprints: BTreeMap::new(),
+            held_claims: BTreeSet::new(),
+            next_run_by: None,
+            spawning_paused: None,
             extra: serde_json::Map::new(),
         }
     }
@@ -207,7 +221,9 @@ impl OrchestratorState {
     pub fn run_kind(&self, now: DateTime<Utc>, force: bool) -> RunKind {
         match (force, self.idle_since, self.idle_reason, self.last_run_at) {
             (false, Some(_), Some(reason), Some(last)) => {
-                let next = last + reason.backoff();
+                let next = self
+                    .next_run_by
+                    .map_or(last + reason.backoff(), |by| by.min(last + reason.backoff()));
                 // A clock that went backwards must not postpone work indefinitely.
                 if now < next && now >= last {
                     RunKind::Skipped {

@@ -25,10 +25,11 @@ pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
         .unwrap_or_default();
     let observed = observe::observe_installation(inst, &state, true, now)?;
     let sessions = observed.snapshot.sessions.clone();
-    let errors: Vec<String> = observed
-        .snapshot
-        .unreadable
+    let errors: Vec<String> = state
+        .spawning_paused
         .iter()
+        .cloned()
+        .chain(observed.snapshot.unreadable.iter()
         .map(|p| {
             format!(
                 "{}: session record {} cannot be read ({}); a tick counts it as running",
@@ -36,7 +37,7 @@ pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
                 p.location,
                 p.detail
             )
-        })
+        }))
         .collect();
     let markdown = status_md::render(&status_md::Dashboard {
         now,

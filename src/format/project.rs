@@ -27,6 +27,10 @@ pub const DEFAULT_MAX_WORKERS: u32 = 1;
 /// WorkerTimeout in seconds when missing or invalid (1.2).
 pub const DEFAULT_WORKER_TIMEOUT: u64 = 3600;
 
+/// StallTimeout in seconds when missing or invalid: a worker whose agent printed nothing and
+/// changed no file for this long is stopped as stalled. 0 turns it off.
+pub const DEFAULT_STALL_TIMEOUT: u64 = 15 * 60;
+
 /// Sections whose lines are content, not fields.
 const CONTENT_SECTIONS: &[&str] = &["notifications", "goal", "guardrails"];
 
@@ -40,6 +44,8 @@ pub struct ProjectConfig {
     pub max_workers: u32,
     /// Seconds.
     pub worker_timeout: u64,
+    /// Seconds; 0 means no stall detection.
+    pub stall_timeout: u64,
     pub checkin: Checkin,
     /// `None` when missing or `none`: notifications are skipped (3.8).
     pub channel: Option<String>,
@@ -60,6 +66,7 @@ impl Default for ProjectConfig {
             autonomy: Autonomy::Full,
             max_workers: DEFAULT_MAX_WORKERS,
             worker_timeout: DEFAULT_WORKER_TIMEOUT,
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
             checkin: Checkin::OnDemand,
             channel: None,
             notifications: Notifications::default(),
@@ -173,6 +180,18 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         u64::MAX,
         &mut diags,
     );
+    let stall = find("stalltimeout");
+    let stall_timeout = match stall.map(|f| f.field.value.trim().to_ascii_lowercase()) {
+        Some(v) if v == "0" || v == "off" => 0,
+        _ => read_number(
+            stall,
+            "StallTimeout",
+            DEFAULT_STALL_TIMEOUT,
+            true,
+            u64::MAX,
+            &mut diags,
+        ),
+    };
     let channel = find("channel").and_then(|f| parse_channel(&f.field.value));
 
     let notifications = notifications::parse_notifications(&doc, &mut diags);
@@ -185,6 +204,7 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         autonomy,
         max_workers,
         worker_timeout,
+        stall_timeout,
         checkin,
         channel,
         notifications,

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::model::{BeadId, IterationName};
+use crate::retry::{AfterFailure, Failure};
 use crate::paths::Paths;
 use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
 use crate::state::Claim;
@@ -74,6 +75,8 @@ pub struct Outcome {
     pub errors: Vec<String>,
     /// Work dead workers left, kept on branches by the sweep: (project, bead, branch).
     pub kept: Vec<(String, BeadId, String)>,
+    /// Beads whose breaker tripped on a failure this run saw: (project, bead, reason).
+    pub blocked: Vec<(String, BeadId, String)>,
 }
 
 /// The I/O edges `act` drives.
@@ -85,6 +88,8 @@ pub struct Effects<'a> {
     pub actor: &'a str,
     pub kill_grace: Duration,
     pub workspaces: &'a dyn crate::workspace::Workspaces,
+    /// Where failed attempts are recorded; `None` records nothing (the simulation).
+    pub retry: Option<&'a super::attempts::RetryEdge>,
 }
 
 /// Where a worker's output goes: one file per session start.
@@ -144,6 +149,16 @@ pub fn act_with(
             }
         };
         tracing::debug!(label = %z.session.label, reason = ?z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
+        if let (Some(retry), Some((owner, failure))) =
+            (fx.retry, super::attempts::kill_failure(z, now))
+        {
+            let bead = z.session.label.bead();
+            if let Some(AfterFailure::Block { reason, .. }) =
+                retry.failed(&owner.path, bead, None, failure)
+            {
+                block(fx, &owner.slug, bead, &reason, &mut out);
+            }
+        }
         out.killed.push(Killed {
             label: z.session.label.to_string(),
             bead: z.session.label.bead().clone(),
@@ -165,6 +180,18 @@ pub fn act_with(
             let Some(t) = fx.trackers.get(&r.slug) else {
                 continue;
             };
+            // The worker ended without finishing: a failed attempt, unless it said so itself.
+            let failure = Failure::new(
+                now,
+                "the worker ended before finishing (crashed, killed, or the machine restarted)",
+            );
+            let verdict = fx.retry.zip(r.claim.path.as_deref()).and_then(|(retry, dir)| {
+                retry.failed(dir, &r.bead, Some(r.claim.claimed_at), failure)
+            });
+            if let Some(AfterFailure::Block { reason, .. }) = verdict {
+                block(fx, &r.slug, &r.bead, &reason, &mut out);
+                continue;
+            }
             if let Err(e) = t.reopen(
                 &r.bead,
                 "braids: the worker holding this claim is gone; released back to open",
@@ -200,6 +227,23 @@ pub fn act_with(
         claim_and_spawn(c, tracker.as_ref(), fx, now, ahead, &mut out)
     });
     out
+}
+
+/// Blocks a bead whose breaker tripped on a failure the tick saw; the caller's notices tell.
+fn block(fx: &Effects<'_>, slug: &str, bead: &BeadId, reason: &str, out: &mut Outcome) {
+    let Some(t) = fx.trackers.get(slug) else {
+        return;
+    };
+    match t.block(bead, reason) {
+        Ok(()) => {
+            tracing::warn!(project = %slug, %bead, "bead blocked: {reason}");
+            out.blocked
+                .push((slug.to_string(), bead.clone(), reason.to_string()));
+        }
+        Err(e) => out
+            .errors
+            .push(format!("{slug}: cannot block {bead}: {e}")),
+    }
 }
 
 /// Removes the worktrees no worker can be using (a crashed or killed worker's). A project

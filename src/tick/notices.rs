@@ -98,6 +98,32 @@ pub fn kill_storm(
     true
 }
 
+/// A blocker notification for each bead the tick blocked because its breaker tripped.
+pub fn blocked(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) {
+    for (slug, bead, reason) in &outcome.blocked {
+        if let Some(c) = config_of(observed, slug) {
+            let text = format!("[{slug}] {bead} is blocked: {reason}.");
+            notify::send(notifier, c, slug, NotificationEvent::Blocker, Some(bead), &text);
+        }
+    }
+}
+
+/// One notification about the whole installation (the provider breaker opening or closing):
+/// a blocker notification through the first project, in registry order, whose settings deliver
+/// one.
+pub fn installation(observed: &Observed, text: &str, notifier: &dyn Notifier) {
+    let first = observed.reports.iter().find_map(|r| {
+        let c = r.config.as_ref()?;
+        notify::compose(c, &r.slug, NotificationEvent::Blocker, None, text).map(|_| (c, &r.slug))
+    });
+    match first {
+        Some((c, slug)) => {
+            notify::send(notifier, c, slug, NotificationEvent::Blocker, None, text);
+        }
+        None => tracing::warn!("no project's channel takes blocker notifications; not sent: {text}"),
+    }
+}
+
 /// A blocker notification for each bead whose dead worker's work the sweep kept on a branch.
 pub fn kept_work(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) {
     for (slug, bead, branch) in &outcome.kept {

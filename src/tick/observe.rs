@@ -278,6 +278,11 @@ pub fn observe(
         claim_grace: chrono::Duration::seconds(ctx.config.sessions.claim_grace_secs as i64),
         unreadable: Vec::new(),
         allow_mass_kill: false,
+        waiting: BTreeMap::new(),
+        activity: BTreeMap::new(),
+        gate: crate::retry::breaker::Gate::Open,
+        next_probe: None,
+        held_before: Default::default(),
     };
     Observed {
         snapshot,
@@ -295,6 +300,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         priority: entry.priority.unwrap_or_default(),
         max_workers: 1,
         worker_timeout: 3600,
+        stall_timeout: 0,
         channel: None,
         eligibility,
         stories: Vec::new(),
@@ -404,6 +410,7 @@ fn observe_project(
     view.priority = config.priority;
     view.max_workers = config.max_workers;
     view.worker_timeout = config.worker_timeout;
+    view.stall_timeout = config.stall_timeout;
     view.channel = config.channel.clone();
     view.workspace = WorkspaceMode::of(&config);
     let mut report = base_report(entry);

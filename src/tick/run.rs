@@ -4,6 +4,7 @@
 use anyhow::{Context as _, Result};
 use chrono::{DateTime, Utc};
 
+use super::attempts::RetryEdge;
 use super::{act, checkin, decide, notices, observe, status_md};
 use super::{Installation, SkipReason, TickOptions, TickReport};
 use crate::lock::TickLock;
@@ -38,6 +39,11 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let mut observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
     observed.snapshot.allow_mass_kill = opts.allow_mass_kill;
     super::preflight::check(&inst.config, &mut observed);
+    let retry = RetryEdge::new(&inst.paths, &inst.config, opts.dry_run);
+    let (breaker_change, paused) = retry.observe(&inst.paths, &mut observed, &state, now);
+    if let Some(t) = &breaker_change {
+        tracing::warn!("{}", t.message(now));
+    }
 
     // decide
     let plan = decide::decide(&observed.snapshot, now);
@@ -58,11 +64,12 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     };
     let outcome = act::act_with(
         &plan,
-        &effects(inst, &observed, &argv, &workspaces),
+        &effects(inst, &observed, &argv, &workspaces, &retry),
         now,
         opts.dry_run,
         &mut |a| ahead.record(a),
     );
+    retry.probing(&plan, outcome.spawned.len(), now);
     let (completed, completion_errors) = match opts.dry_run {
         true => (Vec::new(), Vec::new()),
         false => act::finish_iterations(
@@ -79,13 +86,9 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         false => act::retry_pushes(&observed.reports, &plan, PUSH_TIMEOUT),
     };
     push_errors.extend(completion_errors);
-    let mut report = TickReport::full(
-        &plan,
-        &outcome,
-        pushed,
-        errors(&observed, &plan, &outcome, push_errors),
-        opts.dry_run,
-    );
+    let mut shown = paused.iter().cloned().collect::<Vec<_>>();
+    shown.extend(errors(&observed, &plan, &outcome, push_errors));
+    let mut report = TickReport::full(&plan, &outcome, pushed, shown, opts.dry_run);
     let (warnings, unknown_stories) =
         notices::unknown_stories(&observed.reports, &state.unknown_stories);
     let (orphan_warnings, orphans) = notices::orphans(&plan.unmanaged, &state.orphans);
@@ -102,6 +105,10 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     report.warnings.extend(preflight_warnings);
     notices::iterations_completed(&observed, &completed, &notifier);
     notices::kept_work(&observed, &outcome, &notifier);
+    notices::blocked(&observed, &outcome, &notifier);
+    if let Some(t) = &breaker_change {
+        notices::installation(&observed, &t.message(now), &notifier);
+    }
     let sessions_now = inst
         .backend
         .list()
@@ -124,6 +131,9 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.orphans = orphans;
     next.kill_storm_told = storm_told;
     next.preflight = preflight;
+    next.held_claims = plan.held.iter().map(decide::held_key).collect();
+    next.next_run_by = plan.wake_at;
+    next.spawning_paused = paused.clone();
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
     next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
@@ -170,6 +180,7 @@ fn effects<'a>(
     observed: &'a observe::Observed,
     worker_argv: &'a [String],
     workspaces: &'a dyn crate::workspace::Workspaces,
+    retry: &'a RetryEdge,
 ) -> act::Effects<'a> {
     act::Effects {
         backend: inst.backend.as_ref(),
@@ -179,6 +190,7 @@ fn effects<'a>(
         actor: &inst.config.tracker.actor,
         kill_grace: std::time::Duration::from_secs(inst.config.sessions.kill_grace_secs),
         workspaces,
+        retry: Some(retry),
     }
 }
 

@@ -10,6 +10,7 @@ use anyhow::Result;
 use crate::app::iteration::RepoLock;
 use crate::format::deliverable;
 use crate::model::{Bead, NotificationEvent};
+use crate::retry::{self, AfterFailure};
 
 use crate::workspace::Workspace;
 
@@ -21,6 +22,66 @@ use super::{clip, first_line, Ending, Run, Worker};
 use crate::lifecycle::tracker_files;
 
 impl Worker<'_> {
+    /// A failed attempt: recorded, then the bead goes back to open to wait its backoff, or, when
+    /// its breaker trips, it is given up ([`crate::retry`]).
+    pub(super) fn failed(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        ws: &Workspace,
+        bead: &Bead,
+        expected: &Path,
+        mut failure: Failure,
+    ) -> Result<Ending> {
+        let now = chrono::Utc::now();
+        let breaker = self.config.breaker.policy();
+        let r = &failure.result;
+        let (signature, retry_after_secs) =
+            retry::breaker::signature(r.code, r.timed_out, &r.tail, &breaker.patterns);
+        let record = retry::Failure {
+            signature,
+            retry_after_secs,
+            ..retry::Failure::new(now, failure.tried.join("; "))
+        };
+        let store = retry::store::Store::in_dir(&self.paths.braids_dir);
+        let policy = self.config.worker.retry_policy();
+        let verdict = store.update(|a| a.fail(&run.msg.project, &bead.id, record, &policy, breaker.window));
+        match verdict {
+            Ok(AfterFailure::Retry {
+                not_before,
+                failures,
+            }) => {
+                let at = not_before.format("%Y-%m-%d %H:%M:%S UTC");
+                self.tracker.reopen(
+                    &bead.id,
+                    &format!("braids: attempt failed ({}); retried from {at}", failure.tried.join("; ")),
+                )?;
+                run.step(
+                    "retry",
+                    format!("failure {failures}: bead open again, eligible from {at}"),
+                );
+                Ok(Ending::Retrying {
+                    not_before,
+                    failures,
+                })
+            }
+            Ok(AfterFailure::Block { reason, failures }) => {
+                failure.why = reason;
+                failure.tried = failures
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| format!("attempt {} ({}): {}", i + 1, f.at.format("%Y-%m-%d %H:%M UTC"), f.why))
+                    .collect();
+                self.give_up(run, l, ws, bead, expected, &failure)
+            }
+            Err(e) => {
+                // Without the record a retry could go on for ever: a person takes over now.
+                failure.why = format!("{} (and the attempt could not be recorded: {e:#})", failure.why);
+                self.give_up(run, l, ws, bead, expected, &failure)
+            }
+        }
+    }
+
     /// Partial deliverable, blocked bead, blocker notification (3.10).
     pub(super) fn give_up(
         &self,
@@ -31,7 +92,7 @@ impl Worker<'_> {
         expected: &Path,
         failure: &Failure,
     ) -> Result<Ending> {
-        let why = failure.why;
+        let why = failure.why.as_str();
         let mut path = write_partial(l, bead, expected, failure)?;
         // From a worktree, the partial deliverable lands in the project on its own; the agent's
         // other changes are kept on a branch for a person when the run ends.
@@ -129,7 +190,7 @@ impl Worker<'_> {
 /// run is kept and told why it is not complete; otherwise a partial one is written (in place of
 /// one left by an earlier run: one deliverable per bead, 1.4).
 fn write_partial(l: &Loaded, bead: &Bead, expected: &Path, failure: &Failure) -> Result<PathBuf> {
-    let why = failure.why;
+    let why = failure.why.as_str();
     let tried_text = if failure.tried.is_empty() {
         "- nothing was run".to_string()
     } else {

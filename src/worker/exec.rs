@@ -1,6 +1,6 @@
 //! Running the agent. The executor is an argv template from config.toml (or a project's
-//! `Executor` field), never a shell string; its output, stdout included, goes to the worker's
-//! stderr, which the session backend writes to the session log — the worker's stdout is kept for
+//! `Executor` field), never a shell string; its output, stdout included, passes through the worker
+//! (`tee.rs`) to its stderr, which the session backend writes to the session log — the worker's stdout is kept for
 //! `braids worker --json`.
 
 use std::path::{Path, PathBuf};
@@ -24,13 +24,17 @@ pub struct ExecRequest {
     /// Where the status report must be written (the bead's own `executor-result`).
     pub result_file: PathBuf,
     pub timeout: Duration,
+    /// Touched while the agent prints or changes files (see [`super::tee`]).
+    pub activity: PathBuf,
 }
 
 /// How the run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecResult {
     pub code: Option<i32>,
     pub timed_out: bool,
+    /// The last kilobytes of what the agent printed (stdout and stderr).
+    pub tail: String,
 }
 
 pub trait Executor {
@@ -80,7 +84,8 @@ impl Executor for ArgvExecutor {
         cmd.args(args)
             .current_dir(&req.workspace)
             .stdin(stdin)
-            .stdout(Stdio::from(std::io::stderr()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .env("BRAIDS_BEAD", req.bead.as_str())
             .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
             .env("BRAIDS_RESULT_FILE", &req.result_file)
@@ -95,6 +100,15 @@ impl Executor for ArgvExecutor {
         let mut group = ProcessGroup::spawn(&mut cmd, Detach::Group)
             .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
         super::stop::agent_started(group.id() as i32);
+        let outputs: Vec<Box<dyn std::io::Read + Send>> = match group.leader() {
+            Some(child) => {
+                let out = child.stdout.take().map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
+                let err = child.stderr.take().map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
+                out.into_iter().chain(err).collect()
+            }
+            None => Vec::new(),
+        };
+        let tee = super::tee::Tee::start(outputs, req.activity.clone(), &req.workspace);
         let timed_out = !group.wait(Some(req.timeout));
         if timed_out {
             tracing::warn!(bead = %req.bead, "executor exceeded {}s; stopping it", req.timeout.as_secs());
@@ -106,6 +120,7 @@ impl Executor for ArgvExecutor {
         Ok(ExecResult {
             code: status.code(),
             timed_out,
+            tail: tee.finish(),
         })
     }
 }

@@ -1,5 +1,6 @@
-//! Phase 3, the agent's work: the executor run with one retry (3.10) within the WorkerTimeout,
-//! each attempt judged by its exit code, its status report and a deliverable it wrote. A
+//! Phase 3, the agent's work: one executor run within the WorkerTimeout, judged by its exit
+//! code, its status report and a deliverable it wrote. A failed attempt is retried by a later
+//! worker after a backoff, or the bead blocked (3.10, [`crate::retry`]). A
 //! question from the agent blocks the bead until a person answers. Running the process is
 //! [`super::exec`]'s.
 
@@ -34,13 +35,15 @@ pub(super) enum Attempts {
     Failed(Failure),
 }
 
-/// Why the work was given up, for the partial deliverable (3.10).
+/// Why an attempt failed; when the bead is given up, what the partial deliverable says (3.10).
 pub(super) struct Failure {
-    /// The bead's deliverable if this run's attempts wrote one.
+    /// The bead's deliverable if this run's attempt wrote one.
     pub(super) fresh: Option<PathBuf>,
-    pub(super) why: &'static str,
-    /// One line per attempt.
+    pub(super) why: String,
+    /// One line per attempt, oldest first.
     pub(super) tried: Vec<String>,
+    /// How the agent's run ended (exit, timeout, output), for the failure's signature.
+    pub(super) result: ExecResult,
 }
 
 /// The argv the agent runs: the project's `Executor` field, else config.toml's.
@@ -67,8 +70,8 @@ fn agent_budget(worker_timeout: Duration) -> Duration {
 }
 
 impl Worker<'_> {
-    /// Runs the agent until an attempt passes, it asks a question, or the attempts (or the
-    /// time) are used up. From then on a termination signal waits for the fixed steps.
+    /// Runs the agent once: a failed attempt is retried by a later worker, after a backoff
+    /// ([`crate::retry`]). From then on a termination signal waits for the fixed steps.
     pub(super) fn execute(
         &self,
         run: &mut Run<'_, '_>,
@@ -83,8 +86,9 @@ impl Worker<'_> {
         if executor_template(self.config, &l.project).is_empty() {
             return Ok(Attempts::Failed(Failure {
                 fresh: None,
-                why: "no executor is configured: set [worker] executor in config.toml",
+                why: "no executor is configured: set [worker] executor in config.toml".into(),
                 tried: Vec::new(),
+                result: ExecResult::default(),
             }));
         }
         let wd = work_dir(&self.paths.braids_dir, &l.slug, bead_id);
@@ -98,64 +102,59 @@ impl Worker<'_> {
         let before = deliverables_now(&iteration_dir, bead_id);
         let timeout = Duration::from_secs(l.project.worker_timeout);
         let deadline = started + agent_budget(timeout);
-        let attempts = 1 + self.config.worker.retries;
         // In a worktree of its own the agent is alone, so the shared report file is its own.
         let alone = l.project.max_workers <= 1 || !ws.is_shared();
         let mut inbox = report::Inbox::new(&ws.dir, bead_id, alone);
-        let mut tried = Vec::new();
-        let mut fresh = None;
-        for attempt in 1..=attempts {
-            inbox.clear();
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                tried.push(format!(
-                    "attempt {attempt}: not started, WorkerTimeout of {}s used up",
+        inbox.clear();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(Attempts::Failed(Failure {
+                fresh: None,
+                why: "the executor did not succeed".into(),
+                tried: vec![format!(
+                    "not started: the WorkerTimeout of {}s was used up",
                     timeout.as_secs()
-                ));
-                break;
-            }
-            let req = ExecRequest {
-                project: msg.project.clone(),
-                workspace: ws.dir.clone(),
-                bead: bead_id.clone(),
-                prompt_file: prompt_file.clone(),
-                deliverable: expected.clone(),
-                result_file: ws.dir.join(report::own_file(bead_id)),
-                timeout: left,
-            };
-            let res = self.executor.run(&req);
-            let mut report = inbox.take();
-            fresh = find_deliverable(&iteration_dir, bead_id, &before);
-            if report.is_none() {
-                report = tolerated(run, &res, fresh.as_deref());
-            }
-            let verdict = judge(&res, report.as_ref(), fresh.as_ref());
-            run.step(
-                "execute",
-                format!("attempt {attempt}/{attempts}: {verdict}"),
-            );
-            tried.push(format!("attempt {attempt}: {verdict}"));
-            if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
-                run.hold = Some(stop::Hold::new());
-                return Ok(Attempts::Guardrail(r.clone()));
-            }
-            if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
-                self.ask(run, l, r)?;
-                return Ok(Attempts::Question);
-            }
-            if let (Some(r), Some(p), true) = (report, fresh.clone(), verdict.starts_with("pass")) {
-                run.hold = Some(stop::Hold::new());
-                return Ok(Attempts::Passed {
-                    report: r,
-                    deliverable: p,
-                });
-            }
+                )],
+                result: ExecResult::default(),
+            }));
         }
+        let req = ExecRequest {
+            project: msg.project.clone(),
+            workspace: ws.dir.clone(),
+            bead: bead_id.clone(),
+            prompt_file: prompt_file.clone(),
+            deliverable: expected.clone(),
+            result_file: ws.dir.join(report::own_file(bead_id)),
+            timeout: left,
+            activity: self.paths.activity(&l.slug, bead_id),
+        };
+        let res = self.executor.run(&req);
+        let mut report = inbox.take();
+        let fresh = find_deliverable(&iteration_dir, bead_id, &before);
+        if report.is_none() {
+            report = tolerated(run, &res, fresh.as_deref());
+        }
+        let verdict = judge(&res, report.as_ref(), fresh.as_ref());
+        run.step("execute", format!("attempt: {verdict}"));
         run.hold = Some(stop::Hold::new());
+        if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
+            return Ok(Attempts::Guardrail(r.clone()));
+        }
+        if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
+            self.ask(run, l, r)?;
+            return Ok(Attempts::Question);
+        }
+        if let (Some(r), Some(p), true) = (report, fresh.clone(), verdict.starts_with("pass")) {
+            return Ok(Attempts::Passed {
+                report: r,
+                deliverable: p,
+            });
+        }
         Ok(Attempts::Failed(Failure {
             fresh,
-            why: "the executor did not succeed",
-            tried,
+            why: "the executor did not succeed".into(),
+            tried: vec![verdict],
+            result: res.unwrap_or_default(),
         }))
     }
 

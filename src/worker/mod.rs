@@ -22,6 +22,7 @@ mod execute;
 mod finish;
 pub mod report;
 mod stop;
+mod tee;
 
 use std::time::Instant;
 
@@ -59,6 +60,11 @@ pub enum Ending {
     AwaitingHuman,
     /// ask-first autonomy: the plan was posted; blocked until a person unblocks it (3.11).
     AwaitingApproval,
+    /// The attempt failed: the bead is open again and may be spawned from `not_before`.
+    Retrying {
+        not_before: chrono::DateTime<chrono::Utc>,
+        failures: u32,
+    },
     /// Retries exhausted: blocked with a partial deliverable (3.10).
     Blocked { reason: String },
     /// The iteration is complete and may not be modified (4.5).
@@ -174,6 +180,16 @@ impl Worker<'_> {
         );
         let attempts = self.execute(run, l, &ws, &bead, &expected, started)?;
         crate::crash_point!("worker::after_agent");
+        if !matches!(attempts, Attempts::Failed(_)) {
+            // The agent answered (a pass, a question, a guardrail): the provider works and the
+            // bead's earlier failures are behind it.
+            let window = self.config.breaker.window;
+            let store = crate::retry::store::Store::in_dir(&self.paths.braids_dir);
+            let now = chrono::Utc::now();
+            if let Err(e) = store.update(|a| a.succeed(&run.msg.project, bead_id, now, window)) {
+                tracing::warn!(bead = %bead_id, "cannot record the attempt: {e:#}");
+            }
+        }
         match attempts {
             Attempts::Passed {
                 report,
@@ -181,7 +197,7 @@ impl Worker<'_> {
             } => self.finish(run, l, &ws, &bead, &report, &deliverable),
             Attempts::Question => Ok(Ending::AwaitingHuman),
             Attempts::Guardrail(report) => self.guardrail(run, l, &bead, &report),
-            Attempts::Failed(failure) => self.give_up(run, l, &ws, &bead, &expected, &failure),
+            Attempts::Failed(failure) => self.failed(run, l, &ws, &bead, &expected, failure),
         }
     }
 

@@ -186,6 +186,28 @@ impl World {
             "ended sessions {got_ended:?}, expected {want_ended:?} (not running → excluded)"
         );
 
+        // 2.12 release storm: claims held instead of released count as the workers they may
+        // be; a run holds only when it would release more than half of the claims (and at
+        // least three) at once, and never a claim it held the run before.
+        let would_release = plan.releases.len() + plan.held.len();
+        ensure!(
+            plan.held.is_empty()
+                || (would_release >= 3 && would_release * 2 > snap.claims.len()),
+            "2.12",
+            "{} claims held although releasing {would_release} of {} is no storm",
+            plan.held.len(),
+            snap.claims.len()
+        );
+        for r in &plan.held {
+            let key = braids::tick::decide::held_key(r);
+            ensure!(
+                !snap.held_before.contains(&key) && snap.claims.contains(&r.claim),
+                "2.12",
+                "{key} held twice in a row, or not a claim"
+            );
+            *healthy.entry(r.slug.clone()).or_default() += 1;
+        }
+
         // 2.2 capacity
         for (slug, n) in &healthy {
             ensure!(
@@ -433,7 +455,7 @@ impl World {
                 }) && !live.iter().any(|(_, b)| *b == &c.bead)
                     && now - c.claimed_at >= snap.claim_grace;
                 ensure!(
-                    !stranded || plan.releases.iter().any(|r| r.claim == *c),
+                    !stranded || plan.releases.iter().chain(&plan.held).any(|r| r.claim == *c),
                     "2.10",
                     "{}:{} (claimed as {}) has no worker and is past the grace, but is not released through {}",
                     proj.slug,

@@ -69,6 +69,7 @@ impl World {
                 priority: e.priority.unwrap_or_default(),
                 max_workers: 1,
                 worker_timeout: 3600,
+                stall_timeout: 0,
                 channel: None,
                 eligibility: Eligibility::Broken("no such directory".into()),
                 stories: Vec::new(),
@@ -159,6 +160,11 @@ impl World {
             orphan_timeout_secs: braids::format::project::DEFAULT_WORKER_TIMEOUT,
             claim_grace: self.claim_grace,
             allow_mass_kill: false,
+            waiting: BTreeMap::new(),
+            activity: BTreeMap::new(),
+            gate: braids::tick::decide::Gate::Open,
+            next_probe: None,
+            held_before: self.state.held_claims.clone(),
         }
     }
 
@@ -365,6 +371,7 @@ impl World {
         // persist (2.7)
         let did_spawn = !spawned.is_empty();
         let mut next = before.after_run(now, did_spawn, plan.idle_reason);
+        next.held_claims = plan.held.iter().map(braids::tick::decide::held_key).collect();
         if self.mutation == Mutation::ResetIdleSince && !did_spawn {
             next.idle_since = Some(now);
         }

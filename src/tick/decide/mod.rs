@@ -30,14 +30,17 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessage};
+pub use crate::retry::breaker::Gate;
 use crate::session::{Session, SessionProblem};
 use crate::state::{Claim, IdleReason};
 use crate::workspace::WorkspaceMode;
 
 mod eligibility;
+mod guards;
 mod plan;
 
 pub use eligibility::{eligibility_of, Eligibility};
+pub use guards::held_key;
 pub use plan::{
     KillStorm, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, Upgrade, STAND_INS,
 };
@@ -62,6 +65,8 @@ pub struct ProjectView {
     pub max_workers: u32,
     /// Seconds.
     pub worker_timeout: u64,
+    /// Seconds without output or a changed file after which a worker is stalled; 0: never.
+    pub stall_timeout: u64,
     pub channel: Option<String>,
     pub eligibility: Eligibility,
     /// The active iteration's Stories, in order.
@@ -98,6 +103,18 @@ pub struct Snapshot {
     pub unreadable: Vec<SessionProblem>,
     /// `tick --allow-mass-kill`: this run may kill past the kill-storm guard.
     pub allow_mass_kill: bool,
+    /// Beads waiting out a retry backoff: per project directory, when each may run again
+    /// ([`crate::retry`]).
+    pub waiting: BTreeMap<PathBuf, BTreeMap<BeadId, DateTime<Utc>>>,
+    /// Per session label, when its worker last showed activity (output or a changed file).
+    pub activity: BTreeMap<String, DateTime<Utc>>,
+    /// What the provider breaker lets this run spawn.
+    pub gate: Gate,
+    /// When the provider breaker lets the next probe through, while it is open.
+    pub next_probe: Option<DateTime<Utc>>,
+    /// Claims the release-storm guard held last run (`<path or slug>/<bead>`): still stranded
+    /// this run, they are released.
+    pub held_before: BTreeSet<String>,
 }
 
 /// The kill-storm guard: killing more than half of the running sessions, and at least three,
@@ -115,6 +132,8 @@ pub enum ZombieReason {
     SessionEnded,
     BeadClosed,
     Timeout,
+    /// No output and no changed file for StallTimeout.
+    Stalled,
 }
 
 /// How 2.6 classifies one session.
@@ -126,11 +145,13 @@ pub enum SessionVerdict {
     Healthy,
 }
 
-/// The zombie order of 2.6 for one session. `timeout` is the project's WorkerTimeout.
+/// The zombie order of 2.6 for one session. `timeout` is the project's WorkerTimeout;
+/// `stall` its StallTimeout (0: off) and `active` the worker's last activity.
 pub fn classify(
     session: &Session,
     bead: BeadLookup,
     timeout_secs: u64,
+    stall: (u64, Option<DateTime<Utc>>),
     now: DateTime<Utc>,
 ) -> SessionVerdict {
     if !session.running {
@@ -142,21 +163,38 @@ pub fn classify(
     ) {
         return SessionVerdict::Kill(ZombieReason::BeadClosed);
     }
-    let limit = Duration::seconds(
-        i64::try_from(timeout_secs)
-            .unwrap_or(i64::MAX / 1000)
-            .min(i64::MAX / 1000),
-    );
+    let limit = secs(timeout_secs);
     if now - session.started_at > limit {
         return SessionVerdict::Kill(ZombieReason::Timeout);
     }
+    let (stall_secs, active) = stall;
+    let quiet = now - active.map_or(session.started_at, |a| a.max(session.started_at));
+    if stall_secs > 0 && quiet > secs(stall_secs) {
+        return SessionVerdict::Kill(ZombieReason::Stalled);
+    }
     SessionVerdict::Healthy
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::seconds(i64::try_from(n).unwrap_or(i64::MAX / 1000).min(i64::MAX / 1000))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Zombie {
     pub session: Session,
     pub reason: ZombieReason,
+    /// The registered project it works for: a worker stopped for its time or a stall is a
+    /// failed attempt of that project's bead.
+    pub owner: Option<ZombieOwner>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZombieOwner {
+    pub slug: String,
+    pub path: PathBuf,
+    /// WorkerTimeout and StallTimeout, seconds.
+    pub timeout_secs: u64,
+    pub stall_secs: u64,
 }
 
 /// Iteration scope: when the active iteration lists Stories, only those beads are worked;
@@ -246,11 +284,12 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             // A session of a project missing from the registry (removed, or its row unreadable
             // for a while): an orphan. It still counts against the global cap, and the zombie
             // rules that need no PROJECT.md still apply: ended → forgotten, too old → killed.
-            match classify(s, BeadLookup::Unknown, snap.orphan_timeout_secs, now) {
+            match classify(s, BeadLookup::Unknown, snap.orphan_timeout_secs, (0, None), now) {
                 SessionVerdict::Ended => ended.push(s.clone()),
                 SessionVerdict::Kill(reason) => zombies.push(Zombie {
                     session: s.clone(),
                     reason,
+                    owner: None,
                 }),
                 SessionVerdict::Healthy => unmanaged.push(s.clone()),
             }
@@ -259,11 +298,18 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         if s.running {
             live.insert((p.slug.as_str(), bead));
         }
-        match classify(s, lookup(p, bead), p.worker_timeout, now) {
+        let stall = (p.stall_timeout, snap.activity.get(&s.label.to_string()).copied());
+        match classify(s, lookup(p, bead), p.worker_timeout, stall, now) {
             SessionVerdict::Ended => ended.push(s.clone()),
             SessionVerdict::Kill(reason) => zombies.push(Zombie {
                 session: s.clone(),
                 reason,
+                owner: Some(ZombieOwner {
+                    slug: p.slug.clone(),
+                    path: p.path.clone(),
+                    timeout_secs: p.worker_timeout,
+                    stall_secs: p.stall_timeout,
+                }),
             }),
             SessionVerdict::Healthy => *healthy.entry(p.slug.clone()).or_default() += 1,
         }
@@ -369,11 +415,26 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         }
     }
 
+    // The release-storm guard: a backend that briefly reports every worker gone would make
+    // every claim look stranded. Such a run releases none of them that it did not already hold
+    // the run before, and counts them as the workers they may well be.
+    let held = guards::hold_releases(&mut releases, snap.claims.len(), &snap.held_before);
+    for r in &held {
+        *healthy.entry(r.slug.clone()).or_default() += 1;
+        if let Some(p) = by_slug.get(r.slug.as_str()) {
+            live.insert((p.slug.as_str(), &r.claim.bead));
+        }
+    }
+
     // 2.2 / 2.3 / ordering.
     // Every live braids session counts against the global cap, orphans included.
     let total_healthy: usize = healthy.values().sum::<usize>() + unmanaged.len();
-    let global_slots = (snap.global_max_workers > 0)
-        .then(|| (snap.global_max_workers as usize).saturating_sub(total_healthy));
+    let global_slots = guards::gated(
+        (snap.global_max_workers > 0)
+            .then(|| (snap.global_max_workers as usize).saturating_sub(total_healthy)),
+        snap.gate,
+    );
+    let mut wake_at = (snap.gate != Gate::Open).then_some(snap.next_probe).flatten();
     let mut order: Vec<(usize, &ProjectView)> = snap.projects.iter().enumerate().collect();
     order.sort_by_key(|(i, p)| (p.priority, *i));
 
@@ -394,6 +455,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .filter(|r| r.slug == p.slug)
             .map(|r| &r.bead)
             .collect();
+        let waiting = snap.waiting.get(&p.path);
         let ready = spawn_order(
             &p.stories,
             p.ready.iter().filter(|b| {
@@ -402,6 +464,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                     && !live.contains(&(p.slug.as_str(), &b.id))
                     && !orphan_live.contains(&b.id)
                     && !released.contains(&b.id)
+                    && guards::not_waiting(waiting, &b.id, now, &mut wake_at)
             }),
         );
         let slots =
@@ -523,6 +586,9 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         idle_reason,
         errors,
         kill_storm,
+        held,
+        wake_at,
+        probe: snap.gate == Gate::Probe,
     }
 }
 

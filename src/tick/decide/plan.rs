@@ -96,6 +96,14 @@ pub struct Plan {
     pub errors: Vec<String>,
     /// Set when the kill-storm guard held this run's kills.
     pub kill_storm: Option<KillStorm>,
+    /// Stranded claims the release-storm guard held this run (released next run if still
+    /// stranded then).
+    pub held: Vec<Release>,
+    /// The next full run is due by then at the latest: a bead's retry backoff or the provider
+    /// breaker's next probe ends.
+    pub wake_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The provider breaker let one probe spawn through this run.
+    pub probe: bool,
 }
 
 /// Kills the kill-storm guard held ([`super::is_kill_storm`]).
@@ -225,6 +233,9 @@ mod tests {
             idle_reason: IdleReason::NoReadyBeads,
             errors: vec![],
             kill_storm: None,
+            held: vec![],
+            wake_at: None,
+            probe: false,
         }
     }
 

@@ -19,6 +19,7 @@ fn project(slug: &str) -> P {
         priority: Priority::Normal,
         max_workers: 1,
         worker_timeout: 3600,
+        stall_timeout: 0,
         channel: None,
         eligibility: Eligibility::Eligible {
             iteration: 1.into(),
@@ -116,6 +117,11 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
         claim_grace: Duration::seconds(120),
         unreadable: vec![],
         allow_mass_kill: false,
+        waiting: BTreeMap::new(),
+        activity: BTreeMap::new(),
+        gate: Gate::Open,
+        next_probe: None,
+        held_before: BTreeSet::new(),
     }
 }
 
@@ -355,7 +361,7 @@ fn c2_6_zombie_order_table() {
     for (running, bead, age, want) in cases {
         let s = session("a", "a-1", running, age as i64);
         assert_eq!(
-            classify(&s, bead, t, now()),
+            classify(&s, bead, t, (0, None), now()),
             want,
             "running={running} bead={bead:?} age={age}"
         );
@@ -889,4 +895,120 @@ fn a_kill_storm_kills_none_and_holds_the_beads_of_the_spared() {
     assert_eq!(plan.zombies.len(), 4);
     assert!(plan.kill_storm.is_none());
     assert_eq!(spawned(&plan), ["project:a:a-9"]);
+}
+
+// ---- Left alone for a month: stall, retry backoff, provider breaker, release storm ----
+
+#[test]
+fn c2_6_a_worker_quiet_for_its_stall_timeout_is_stalled() {
+    use BeadLookup::Known;
+    use BeadStatus::InProgress;
+    let mins = |m: i64| Some(now() - Duration::minutes(m));
+    // (stall timeout s, session age s, last activity, verdict)
+    let cases = [
+        (900, 1000, None, SessionVerdict::Kill(ZombieReason::Stalled)), // never active since its start
+        (900, 1000, mins(5), SessionVerdict::Healthy),                  // printed 5 minutes ago
+        (900, 1000, mins(16), SessionVerdict::Kill(ZombieReason::Stalled)),
+        (900, 600, None, SessionVerdict::Healthy), // young: its start counts as activity
+        (0, 100_000 - 1, mins(600), SessionVerdict::Healthy), // 0 turns it off
+        (900, 3601, mins(1), SessionVerdict::Kill(ZombieReason::Timeout)), // the WorkerTimeout first
+    ];
+    for (stall, age, active, want) in cases {
+        let s = session("a", "a-1", true, age);
+        let timeout = if stall == 0 { 100_000 } else { 3600 };
+        assert_eq!(
+            classify(&s, Known(InProgress), timeout, (stall, active), now()),
+            want,
+            "stall={stall} age={age} active={active:?}"
+        );
+    }
+    // in a plan: the zombie names its project, for the failed attempt it stands for
+    let mut p = project("a").max(2).bead("a-1", Known(InProgress));
+    p.0.stall_timeout = 900;
+    let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 1000)]), now());
+    assert_eq!(plan.zombies.len(), 1);
+    assert_eq!(plan.zombies[0].reason, ZombieReason::Stalled);
+    let owner = plan.zombies[0].owner.as_ref().unwrap();
+    assert_eq!((owner.slug.as_str(), owner.stall_secs), ("a", 900));
+}
+
+#[test]
+fn c2_13_a_bead_in_its_retry_backoff_is_not_spawned_and_wakes_the_run() {
+    let p = project("a").max(3).ready(&["a-1", "a-2", "a-3"]);
+    let mut s = snap(vec![p], vec![]);
+    let later = now() + Duration::minutes(4);
+    let soon = now() + Duration::minutes(2);
+    s.waiting.insert(
+        PathBuf::from("/p/a"),
+        BTreeMap::from([
+            (id("a-1"), later),
+            (id("a-2"), soon),
+            (id("a-3"), now() - Duration::seconds(1)), // over: eligible
+        ]),
+    );
+    let plan = decide(&s, now());
+    assert_eq!(spawned(&plan), ["project:a:a-3"]);
+    assert_eq!(plan.wake_at, Some(soon), "the next full run comes when a-2 may run");
+    // another project's record of the same id does not hold this one
+    s.waiting = BTreeMap::from([(PathBuf::from("/p/b"), BTreeMap::from([(id("a-1"), later)]))]);
+    assert_eq!(decide(&s, now()).intended().len(), 3);
+}
+
+#[test]
+fn c2_14_the_provider_breaker_gates_every_spawn() {
+    let s = |gate| {
+        let mut s = snap(
+            vec![project("a").max(2).ready(&["a-1", "a-2"]), project("b").ready(&["b-1"])],
+            vec![],
+        );
+        s.gate = gate;
+        s.next_probe = Some(now() + Duration::minutes(3));
+        s
+    };
+    let open = decide(&s(Gate::Open), now());
+    assert_eq!(open.intended().len(), 3);
+    assert_eq!((open.probe, open.wake_at), (false, None));
+    let probe = decide(&s(Gate::Probe), now());
+    assert_eq!(spawned(&probe), ["project:a:a-1"], "one probe across the installation");
+    assert!(probe.probe);
+    let shut = decide(&s(Gate::Shut), now());
+    assert!(shut.intended().is_empty());
+    assert_eq!(shut.wake_at, Some(now() + Duration::minutes(3)), "wakes for the next probe");
+    assert_eq!(shut.idle_reason, IdleReason::AllAtCapacity);
+}
+
+#[test]
+fn c2_12_a_backend_reporting_every_worker_gone_for_one_run_releases_nothing() {
+    use BeadLookup::Known;
+    use BeadStatus::InProgress;
+    let p = project("a")
+        .max(3)
+        .ready(&["a-4"])
+        .bead("a-1", Known(InProgress))
+        .bead("a-2", Known(InProgress))
+        .bead("a-3", Known(InProgress));
+    let mut s = snap(vec![p], vec![]); // the backend says: no session at all
+    s.claims = vec![claim("a", "a-1", 10), claim("a", "a-2", 10), claim("a", "a-3", 10)];
+    let plan = decide(&s, now());
+    assert!(plan.releases.is_empty(), "{:?}", plan.releases);
+    assert_eq!(plan.held.len(), 3);
+    assert!(plan.intended().is_empty(), "held claims hold their slots: no fourth worker");
+    // the next run still sees them gone: a restart really ended them, released now
+    s.held_before = plan.held.iter().map(held_key).collect();
+    let next = decide(&s, now());
+    assert_eq!(next.releases.len(), 3);
+    assert!(next.held.is_empty());
+    // one stranded claim among several live workers is released at once
+    let mut one = snap(
+        vec![project("a")
+            .max(3)
+            .bead("a-1", Known(InProgress))
+            .bead("a-2", Known(InProgress))
+            .bead("a-3", Known(InProgress))],
+        vec![session("a", "a-2", true, 10), session("a", "a-3", true, 10)],
+    );
+    one.claims = vec![claim("a", "a-1", 10), claim("a", "a-2", 10), claim("a", "a-3", 10)];
+    let plan = decide(&one, now());
+    assert_eq!(plan.releases.len(), 1);
+    assert!(plan.held.is_empty());
 }

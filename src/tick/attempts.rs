@@ -1,0 +1,156 @@
+//! The tick's edge to `attempts.json` ([`crate::retry`]): what it tells `decide` (beads waiting
+//! out a backoff, the provider breaker's gate, each worker's last activity), and the failed
+//! attempts the tick itself sees (a worker stopped for its time or a stall, a claim whose worker
+//! vanished). Workers record their own attempts.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::decide::{Plan, Zombie, ZombieOwner, ZombieReason};
+use super::observe::Observed;
+use crate::config::Config;
+use crate::model::BeadId;
+use crate::paths::Paths;
+use crate::retry::breaker::{self, Transition};
+use crate::retry::store::Store;
+use crate::retry::{AfterFailure, Attempts, Failure};
+use crate::state::OrchestratorState;
+
+/// How long the record of a bead that is no longer waiting is kept (retention).
+const KEEP: Duration = Duration::days(30);
+
+/// The retry store with the installation's rules.
+pub struct RetryEdge {
+    store: Store,
+    config: Config,
+    dry_run: bool,
+}
+
+impl RetryEdge {
+    pub fn new(paths: &Paths, config: &Config, dry_run: bool) -> RetryEdge {
+        RetryEdge {
+            store: Store::in_dir(&paths.braids_dir),
+            config: config.clone(),
+            dry_run,
+        }
+    }
+
+    /// Looks at the breaker (recording what it decides unless a dry run), prunes old records,
+    /// and fills the snapshot's `waiting`, `gate`, `next_probe`, `activity` and `held_before`.
+    /// Returns a breaker transition to tell people about, and the breaker's status line.
+    pub fn observe(
+        &self,
+        paths: &Paths,
+        observed: &mut Observed,
+        state: &OrchestratorState,
+        now: DateTime<Utc>,
+    ) -> (Option<Transition>, Option<String>) {
+        let policy = self.config.breaker.policy();
+        let look = |a: &mut Attempts| {
+            let (b, t) = breaker::assess(&a.breaker, &a.recent, &policy, now);
+            a.breaker = b;
+            a.prune(now, KEEP);
+            (a.clone(), t)
+        };
+        let (attempts, transition) = if self.dry_run {
+            look(&mut self.store.load())
+        } else {
+            self.store.update(look).unwrap_or_else(|e| {
+                tracing::warn!("cannot update the retry records: {e:#}");
+                look(&mut self.store.load())
+            })
+        };
+        let snap = &mut observed.snapshot;
+        snap.waiting = attempts
+            .beads
+            .iter()
+            .map(|(dir, beads)| {
+                let waits = beads
+                    .iter()
+                    .filter_map(|(b, r)| Some((b.clone(), r.not_before?)))
+                    .collect();
+                (PathBuf::from(dir), waits)
+            })
+            .collect();
+        snap.gate = attempts.breaker.gate(now);
+        snap.next_probe = attempts.breaker.next_probe;
+        snap.held_before = state.held_claims.clone();
+        snap.activity = snap
+            .sessions
+            .iter()
+            .filter(|s| s.running)
+            .filter_map(|s| {
+                let mark = paths.activity(s.label.slug(), s.label.bead());
+                let newest = [Some(mark.as_path()), s.log.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(mtime)
+                    .max()?;
+                Some((s.label.to_string(), newest))
+            })
+            .collect();
+        (transition, attempts.breaker.status_line())
+    }
+
+    /// Records a failed attempt the tick saw; `None` in a dry run, when it cannot be recorded
+    /// (logged), or when the attempt of the claim made at `claimed_at` is already recorded (a
+    /// worker that recorded its failure and died before releasing its bead).
+    pub fn failed(
+        &self,
+        dir: &Path,
+        bead: &BeadId,
+        claimed_at: Option<DateTime<Utc>>,
+        failure: Failure,
+    ) -> Option<AfterFailure> {
+        if self.dry_run {
+            return None;
+        }
+        let policy = self.config.worker.retry_policy();
+        let window = self.config.breaker.window;
+        let recorded = self.store.update(|a| {
+            if claimed_at.is_some_and(|t| a.failed_since(dir, bead, t)) {
+                return None;
+            }
+            Some(a.fail(dir, bead, failure, &policy, window))
+        });
+        recorded.unwrap_or_else(|e| {
+            tracing::warn!(%bead, "cannot record the failed attempt: {e:#}");
+            None
+        })
+    }
+
+    /// The probe the breaker let through was spawned: no other until its outcome is known.
+    pub fn probing(&self, plan: &Plan, spawned: usize, now: DateTime<Utc>) {
+        if self.dry_run || !plan.probe || spawned == 0 {
+            return;
+        }
+        if let Err(e) = self.store.update(|a| a.breaker.probing_since = Some(now)) {
+            tracing::warn!("cannot record the breaker's probe: {e:#}");
+        }
+    }
+}
+
+/// The failure a zombie's kill stands for, when it is one: a worker stopped for its
+/// WorkerTimeout or a stall did not finish its bead.
+pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Failure)> {
+    let owner = z.owner.as_ref()?;
+    let (timeout, stall) = (owner.timeout_secs, owner.stall_secs);
+    let (why, sig) = match z.reason {
+        ZombieReason::Timeout => (format!("stopped after its WorkerTimeout of {timeout}s"), "timed out"),
+        ZombieReason::Stalled => (
+            format!("stalled: no output and no changed file for {stall}s"),
+            "stalled",
+        ),
+        ZombieReason::SessionEnded | ZombieReason::BeadClosed => return None,
+    };
+    let f = Failure {
+        signature: Some(sig.into()),
+        ..Failure::new(now, why)
+    };
+    Some((owner, f))
+}
+
+fn mtime(p: &Path) -> Option<DateTime<Utc>> {
+    std::fs::metadata(p).ok()?.modified().ok().map(DateTime::<Utc>::from)
+}
