@@ -228,6 +228,14 @@ fn errors(
 ) -> Vec<String> {
     let mut errors = push_errors;
     errors.extend(plan.kill_storm.iter().map(|k| k.message()));
+    if !plan.held.is_empty() {
+        errors.push(format!(
+            "release-storm guard: {} of the {} claims seem to have lost their workers at once, \
+             so none was released this run; claims still without a worker next run are released",
+            plan.held.len() + plan.releases.len(),
+            observed.snapshot.claims.len()
+        ));
+    }
     errors.extend(plan.errors.iter().cloned());
     errors.extend(outcome.errors.iter().cloned());
     errors.extend(

@@ -38,4 +38,5 @@ mod sessions;
 mod tick_e2e;
 mod tick_notices;
 mod trackers;
+mod unattended;
 mod worker_e2e;

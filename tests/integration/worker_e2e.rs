@@ -259,14 +259,15 @@ impl Project {
         p
     }
 
-    /// Writes config.toml: the agent as executor, one retry, the webhook, plus `extra`.
+    /// Writes config.toml: the agent as executor, no retry (a failed attempt blocks the bead;
+    /// the tests about retries set their own), the webhook, plus `extra`.
     fn configure(&self, extra: &str) {
         self.configure_with_webhook(&self.hook.url.clone(), extra);
     }
 
     fn configure_with_webhook(&self, url: &str, extra: &str) {
         let text = format!(
-            "[worker]\nexecutor = [{:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 1\n\
+            "[worker]\nexecutor = [{:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\nretry_backoff = \"0s\"\n\
              [notify]\nwebhook = {url:?}\ntimeout_secs = 5\n{extra}",
             self.agent.to_str().unwrap()
         );
@@ -554,11 +555,22 @@ fn assert_no_success_commit(p: &Project, id: &str) {
 #[test]
 fn c3_10_no_deliverable_is_retried_once_then_blocked_with_a_partial_deliverable() {
     let p = Project::new();
+    p.configure("");
+    let cfg = p.sb.home().join(".openclaw/braids/config.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap().replace("retries = 0", "retries = 1");
+    std::fs::write(&cfg, text).unwrap();
     let ids = p.plan("active", &["Write the parser"]);
     p.agent("mkdir -p .ai\nprintf 'status: pass\\nsummary: trust me\\n' > .ai/executor-result\n");
 
+    // The first failure sends the bead back to open, to wait its backoff (0 s here).
     let out = p.worker(&ids[0]);
     assert_eq!(out.code, 3, "{out:?}");
+    assert_eq!(out.ending(), "retrying", "{out:?}");
+    assert_eq!(p.calls(), 1);
+    assert_eq!(p.status(&ids[0]), "open");
+    assert!(p.hook.messages("blocker").is_empty(), "a retry tells nobody");
+    // The second trips the breaker (retries = 1).
+    let out = p.worker(&ids[0]);
     assert_eq!(out.ending(), "blocked", "{out:?}");
     assert_eq!(p.calls(), 2, "retried exactly once");
     assert_eq!(p.status(&ids[0]), "blocked");
@@ -570,7 +582,7 @@ fn c3_10_no_deliverable_is_retried_once_then_blocked_with_a_partial_deliverable(
         text.contains("## Summary") && text.contains("Not completed"),
         "{text}"
     );
-    for tried in ["attempt 1", "attempt 2", "wrote no deliverable"] {
+    for tried in ["attempt 1", "attempt 2", "wrote no deliverable", "failed 2 times in a row"] {
         assert!(text.contains(tried), "partial lacks {tried:?}:\n{text}");
     }
     assert_no_success_commit(&p, &ids[0]);

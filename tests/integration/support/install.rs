@@ -110,6 +110,8 @@ impl Install {
     pub fn build(self) -> Sandbox {
         let sb = self.sb;
         sb.ok(&["init"]);
+        // A released bead is retried at once: tests about the retry backoff set their own.
+        sb.config("[worker]\nretry_backoff = \"0s\"\n");
         if let Some(body) = &self.worker {
             let script = sb.script("worker.sh", body);
             sb.config(&format!(

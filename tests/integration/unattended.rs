@@ -1,0 +1,190 @@
+//! Left alone for a month: a stalled agent is stopped, a provider outage pauses spawning instead
+//! of blocking every bead, a failed attempt waits out its backoff, and a backend that briefly
+//! reports every worker gone releases nothing. Real ticks, real `braids worker` processes, the
+//! native tracker; the agent is an `sh` script.
+
+use std::time::Duration;
+
+use crate::support::{label, poll_until, wait_for, Install, ReportExt, Sandbox, SLEEPER};
+
+/// The agent: fails with a rate-limit message while `$HOME/outage` exists, else writes its
+/// deliverable (`$1`) and a passing status report.
+const AGENT: &str = r#"echo "agent: $BRAIDS_BEAD" >> "$HOME/agent-calls"
+if [ -e "$HOME/outage" ]; then
+  echo "Error: 429 Too Many Requests (rate limit exceeded)" >&2
+  exit 1
+fi
+mkdir -p "$(dirname "$1")"
+printf '# %s\n\n## Summary\n\nDid %s.\n' "$BRAIDS_BEAD" "$BRAIDS_BEAD" > "$1"
+printf 'status: pass\nsummary: did it\n' > "$BRAIDS_RESULT_FILE"
+"#;
+
+/// An installation whose workers are real `braids worker` processes running `agent` (an `sh`
+/// body getting the deliverable path as `$1`), with a notifier writing `event|message` lines
+/// to `$HOME/notified`.
+fn install(agent: &str, extra: &str) -> Sandbox {
+    let sb = Install::new().build();
+    let agent = sb.script("bin/agent", agent);
+    let notify = sb.script(
+        "bin/notify",
+        &format!(
+            "printf '%s|%s\\n' \"$1\" \"$2\" >> {:?}",
+            sb.home().join("notified")
+        ),
+    );
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\n\
+         [notify]\ncommand = [{:?}, \"{{event}}\", \"{{message}}\"]\n",
+        agent.display().to_string(),
+        notify.display().to_string()
+    ));
+    sb.config(extra);
+    sb
+}
+
+fn notified(sb: &Sandbox) -> Vec<String> {
+    std::fs::read_to_string(sb.home().join("notified"))
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// Ticks until no worker runs, then once more; at most `runs` ticks.
+fn settle(sb: &Sandbox) {
+    wait_for("the workers to end", Duration::from_secs(120), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+}
+
+#[test]
+fn c2_6_a_silent_agent_is_stopped_as_stalled_and_its_bead_waits_to_retry() {
+    let sb = install("sleep 600\n", "[worker]\nretry_backoff = \"1h\"\n");
+    // About StallTimeout itself: 5 s of silence against an agent that would sleep ten minutes.
+    let app = sb
+        .new_project("app")
+        .beads(1)
+        .field("StallTimeout", "5s")
+        .create();
+    let bead = &app.beads[0];
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()], "{r:#?}");
+    let l = label("app", bead);
+    let mut killed = None;
+    assert!(
+        poll_until(Duration::from_secs(90), || {
+            std::thread::sleep(Duration::from_secs(1));
+            let r = sb.tick().force().run();
+            killed = r.zombies.iter().find(|z| z.label == l).map(|z| z.reason);
+            killed.is_some()
+        }),
+        "the silent agent was never stopped"
+    );
+    assert_eq!(killed, Some(braids::tick::decide::ZombieReason::Stalled));
+    settle(&sb);
+    // The stop is a failed attempt: recorded with its reason, and the bead waits an hour.
+    let attempts = std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap();
+    assert!(attempts.contains("stalled: no output and no changed file for 5s"), "{attempts}");
+    let r = sb.tick().force().run();
+    assert!(r.spawned_beads().is_empty(), "respawned inside its backoff: {r:#?}");
+    assert_ne!(sb.workplan("app")[bead].0, "blocked", "one failure blocks nothing");
+}
+
+#[test]
+fn c2_14_a_provider_outage_pauses_spawning_blocks_no_bead_and_ends_with_a_probe() {
+    // retries = 0: any failure that counted would block its bead at once.
+    let sb = install(
+        AGENT,
+        "[worker]\nretries = 0\n[breaker]\nwindow = 5\nprobe = \"0s\"\n",
+    );
+    let slugs = ["p1", "p2", "p3", "p4", "p5"];
+    for s in slugs {
+        sb.new_project(s).beads(2).channel("#ops").create();
+    }
+    std::fs::write(sb.home().join("outage"), "").unwrap();
+
+    // The outage: every spawn fails with a rate-limit message.
+    let mut paused_seen = false;
+    let mut most_live = 0;
+    for _ in 0..6 {
+        let r = sb.tick().force().run();
+        most_live = most_live.max(sb.live_labels().len());
+        settle(&sb);
+        let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+        paused_seen |= status.contains("spawning paused: provider failing since");
+        if paused_seen {
+            assert!(r.spawned_beads().len() <= 1, "one probe at a time: {r:#?}");
+        }
+    }
+    assert!(paused_seen, "STATUS.md never said spawning was paused");
+    let opened: Vec<String> = notified(&sb)
+        .into_iter()
+        .filter(|n| n.contains("spawning paused"))
+        .collect();
+    assert_eq!(opened.len(), 1, "told once when it opened: {:?}", notified(&sb));
+    for s in slugs {
+        let plan = sb.workplan(s);
+        assert!(
+            plan.values().all(|(status, _)| status != "blocked"),
+            "{s}: an outage blocked a bead: {plan:?}"
+        );
+    }
+
+    // The provider is back: the next probe succeeds and every bead gets done.
+    std::fs::remove_file(sb.home().join("outage")).unwrap();
+    let done = |sb: &Sandbox| {
+        slugs
+            .iter()
+            .all(|s| sb.workplan(s).values().all(|(status, _)| status == "closed"))
+    };
+    for _ in 0..15 {
+        if done(&sb) {
+            break;
+        }
+        sb.tick().force().run();
+        settle(&sb);
+    }
+    assert!(done(&sb), "not every bead got done after the outage");
+    let closed: Vec<String> = notified(&sb)
+        .into_iter()
+        .filter(|n| n.contains("spawning resumed"))
+        .collect();
+    assert_eq!(closed.len(), 1, "told once when it closed: {:?}", notified(&sb));
+    let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+    assert!(!status.contains("spawning paused"), "{status}");
+    assert!(most_live <= 5);
+}
+
+#[test]
+fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_and_spawns_nothing() {
+    let sb = Install::new()
+        .worker(SLEEPER)
+        .config("[sessions]\nclaim_grace_secs = 5\n")
+        .build();
+    let app = sb.new_project("app").max_workers(3).beads(4).create();
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads().len(), 3, "{r:#?}");
+    let pids: Vec<u32> = sb.live_labels().iter().map(|l| sb.pid_of(l)).collect();
+    assert_eq!(pids.len(), 3);
+    // Past the claim grace, the session records vanish for one run: to braids, every worker
+    // seems gone although all three still run.
+    std::thread::sleep(Duration::from_secs(6));
+    let records = sb.braids_dir().join("sessions");
+    let aside = sb.home().join("sessions-aside");
+    std::fs::rename(&records, &aside).unwrap();
+    let r = sb.tick().force().run();
+    std::fs::rename(&aside, &records).unwrap();
+    assert!(r.released_pairs().is_empty(), "released on one bad look: {r:#?}");
+    assert!(r.spawned_beads().is_empty(), "spawned past MaxWorkers: {r:#?}");
+    assert!(r.zombies.is_empty());
+    let warned = r.errors.iter().any(|e| e.contains("release-storm guard"));
+    assert!(warned, "the held releases are shown: {:?}", r.errors);
+    // The records are back: nothing was lost, nobody runs twice.
+    let r = sb.tick().force().run();
+    assert!(r.released_pairs().is_empty() && r.spawned_beads().is_empty(), "{r:#?}");
+    let now: Vec<u32> = sb.live_labels().iter().map(|l| sb.pid_of(l)).collect();
+    assert_eq!(now, pids, "the same three workers, none added");
+    for b in &app.beads[..3] {
+        assert_eq!(sb.workplan("app")[b].0, "in_progress", "{b}");
+    }
+}
