@@ -125,6 +125,10 @@ pub struct OrchestratorState {
     /// The provider breaker's status line while it is open, for `braids status`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawning_paused: Option<String>,
+    /// The errors and warnings the last full run logged, so the next logs only what is new
+    /// or changed at WARN.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub told: BTreeSet<String>,
     /// Fields written by another version, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -147,6 +151,7 @@ impl Default for OrchestratorState {
             held_claims: BTreeSet::new(),
             next_run_by: None,
             spawning_paused: None,
+            told: BTreeSet::new(),
             extra: serde_json::Map::new(),
         }
     }

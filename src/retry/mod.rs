@@ -163,11 +163,11 @@ fn block_reason(record: &BeadRecord) -> String {
         .rev()
         .map(|f| format!("{} {}", f.at.format("%Y-%m-%d %H:%M"), f.why))
         .collect();
-    format!(
-        "failed {} times in a row ({})",
-        record.counted(),
-        shown.join("; ")
-    )
+    let times = match record.counted() {
+        1 => "once".to_string(),
+        n => format!("{n} times in a row"),
+    };
+    format!("failed {times} ({})", shown.join("; "))
 }
 
 /// `attempts.json`: every bead's failures, by project directory, plus what the provider

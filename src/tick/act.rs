@@ -148,7 +148,7 @@ pub fn act_with(
                 }
             }
         };
-        tracing::debug!(label = %z.session.label, reason = ?z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
+        tracing::debug!(label = %z.session.label, reason = %z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
         if let (Some(retry), Some((owner, failure))) =
             (fx.retry, super::attempts::kill_failure(z, now))
         {

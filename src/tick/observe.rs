@@ -59,6 +59,10 @@ pub struct ProjectReport {
     /// Why the project is not eligible, or what failed.
     pub note: Option<String>,
     pub error: Option<String>,
+    /// What is wrong in the project's own files this run (PROJECT.md, the iterations), one
+    /// sentence each naming the file, the line and the fix.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
     /// A push of this project failed earlier and waits for a retry (4.4).
     pub push_pending: bool,
     /// PROJECT.md `Checkin` (1.2): whether the tick sends this project progress summaries.
@@ -331,6 +335,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         ready_out_of_scope: 0,
         note: None,
         error: None,
+        problems: Vec::new(),
         push_pending: false,
         checkin: Checkin::default(),
         channel: None,
@@ -402,8 +407,15 @@ fn observe_project(
         Ok(b) => b,
         Err(e) => return broken(entry, format!("cannot read {}: {e}", project_md.display())),
     };
-    let config = format::project::parse_project(&format::decode(&text), &project_md).value;
-    let iterations = format::iteration::read_iterations(root).value;
+    let parsed = format::project::parse_project(&format::decode(&text), &project_md);
+    let read = format::iteration::read_iterations(root);
+    let problems: Vec<String> = parsed
+        .diagnostics
+        .iter()
+        .chain(&read.diagnostics)
+        .map(ToString::to_string)
+        .collect();
+    let (config, iterations) = (parsed.value, read.value);
     let eligibility = eligibility_of(entry, &config, &iterations);
 
     let mut view = base_view(entry, eligibility.clone());
@@ -414,6 +426,7 @@ fn observe_project(
     view.channel = config.channel.clone();
     view.workspace = WorkspaceMode::of(&config);
     let mut report = base_report(entry);
+    report.problems = problems;
     report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
     report.project_status = config.status;
     report.priority = config.priority;

@@ -64,6 +64,10 @@ pub struct TickReport {
     pub next_full_run: Option<DateTime<Utc>>,
     /// Projects whose check-in went out this run.
     pub checkins: Vec<String>,
+    /// Errors and warnings the previous run already logged: logged again at DEBUG only, so a
+    /// problem is a WARN line when it appears or changes, not every minute.
+    #[serde(skip)]
+    pub told_before: std::collections::BTreeSet<String>,
 }
 
 impl TickReport {
@@ -83,6 +87,7 @@ impl TickReport {
             pushed: vec![],
             errors: vec![],
             warnings: vec![],
+            told_before: Default::default(),
             dry_run,
             skip: Some(skip),
             next_full_run: next,
@@ -109,6 +114,7 @@ impl TickReport {
             pushed,
             errors,
             warnings: vec![],
+            told_before: Default::default(),
             dry_run,
             skip: None,
             next_full_run: None,
@@ -126,9 +132,14 @@ impl TickReport {
             tracing::info!("{summary}{}", self.details());
         }
         // The summary counts errors; their text goes to the log too (at WARN, so the run
-        // still has one INFO line), since a scheduled run's stdout is not kept.
+        // still has one INFO line), since a scheduled run's stdout is not kept. One the last
+        // run logged already goes at DEBUG: a WARN line means something new.
         for e in self.errors.iter().chain(&self.warnings) {
-            tracing::warn!("{e}");
+            if self.told_before.contains(e) {
+                tracing::debug!("{e}");
+            } else {
+                tracing::warn!("{e}");
+            }
         }
     }
 

@@ -94,6 +94,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let (orphan_warnings, orphans) = notices::orphans(&plan.unmanaged, &state.orphans);
     report.warnings = orphan_warnings;
     report.warnings.extend(warnings);
+    report.told_before = state.told.clone();
     if opts.dry_run {
         return Ok(report);
     }
@@ -134,6 +135,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.held_claims = plan.held.iter().map(decide::held_key).collect();
     next.next_run_by = plan.wake_at;
     next.spawning_paused = paused.clone();
+    next.told = report.errors.iter().chain(&report.warnings).cloned().collect();
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
     next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
@@ -244,6 +246,7 @@ fn errors(
             .iter()
             .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))),
     );
+    errors.extend(observed.reports.iter().flat_map(|r| r.problems.iter().cloned()));
     errors
 }
 

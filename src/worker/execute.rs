@@ -254,7 +254,13 @@ fn judge(
         (Some(0), report::ExecStatus::Pass, None) => {
             "reported pass but wrote no deliverable with a Summary".into()
         }
-        (code, status, _) => format!("{}, status {}{invalid}", exit_text(code), status.as_str()),
+        (code, status, _) => {
+            let said = rep
+                .summary
+                .as_deref()
+                .map_or(String::new(), |s| format!(": {}", super::clip(s, 200)));
+            format!("{}, status {}{invalid}{said}", exit_text(code), status.as_str())
+        }
     }
 }
 

@@ -188,3 +188,87 @@ fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_and_spawn
         assert_eq!(sb.workplan("app")[b].0, "in_progress", "{b}");
     }
 }
+
+/// Rust's Debug text, which must never reach a person: `Option`/`Result` wrappers and the
+/// names of derived enum variants.
+const DEBUG_TEXT: &[&str] = &[
+    "Some(", "None", "Ok(", "Err(", "InProgress", "NoReadyBeads", "AllAtCapacity",
+    "NoActiveIterations", "BeadClosed", "SessionEnded", "NeedsHuman", "NeedsClarification",
+    "GuardrailConflict", "OnDemand", "AskFirst", "Failing", "Stalled", "IterationName(",
+    "BeadId(", "Duration(", "Timeout",
+];
+
+/// Where `word` occurs in `text` as a word of its own (`Timeout` but not `WorkerTimeout`).
+fn debug_text(text: &str) -> Vec<&'static str> {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    DEBUG_TEXT
+        .iter()
+        .copied()
+        .filter(|w| {
+            // `Some(` ends a word itself; `Timeout` must end where the word does.
+            let open_end = !is_word(w.chars().next_back());
+            text.match_indices(w).any(|(i, _)| {
+                !is_word(text[..i].chars().next_back())
+                    && (open_end || !is_word(text[i + w.len()..].chars().next()))
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn c2_11_no_message_a_person_reads_carries_rust_debug_text() {
+    let sb = install(
+        "printf 'status: failing\\nsummary: the tests fail\\n' > \"$BRAIDS_RESULT_FILE\"\nexit 3\n",
+        "[worker]\nretries = 0\n",
+    );
+    sb.new_project("fails").beads(1).channel("#fails").create();
+    sb.new_project("typo")
+        .beads(1)
+        .field("MaxWorkers", "lots")
+        .field("WorkerTimeout", "soon")
+        .create();
+    sb.new_project("noexec")
+        .beads(1)
+        .field("Executor", "no-such-agent --go")
+        .channel("#noexec")
+        .create();
+    let two = sb.new_project("two").beads(1).create();
+    sb.iteration("two", 2, "active", &[(two.beads[0].as_str(), "story")]);
+
+    let mut seen = String::new();
+    let mut out = |o: std::process::Output| {
+        seen.push_str(&String::from_utf8_lossy(&o.stdout));
+        seen.push_str(&String::from_utf8_lossy(&o.stderr));
+    };
+    out(sb.run(&["check"]));
+    out(sb.run(&["-v", "tick", "--force"]));
+    settle(&sb);
+    for _ in 0..2 {
+        out(sb.run(&["-v", "tick", "--force"]));
+        settle(&sb);
+    }
+    out(sb.run(&["tick", "--dry-run", "--force"]));
+    out(sb.run(&["status"]));
+    out(sb.run(&["sessions"]));
+    seen.push_str(&std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap());
+    seen.push_str(&notified(&sb).join("\n"));
+    for (_, bytes) in crate::support::files::contents(&sb.braids_dir().join("logs")) {
+        seen.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    seen.push_str(&std::fs::read_to_string(sb.project("fails").join(".braids/WORKPLAN.md")).unwrap());
+
+    // The scenario said what it should: the problems and the failure are all there …
+    for expected in ["MaxWorkers", "2 active iterations", "no-such-agent", "the tests fail"] {
+        assert!(seen.contains(expected), "no message mentions {expected:?}:\n{seen}");
+    }
+    // A problem is a WARN line when it first appears, not on every run.
+    let warned = seen
+        .lines()
+        .filter(|l| l.contains(" WARN ") && l.contains("2 active iterations"))
+        .count();
+    assert_eq!(warned, 1, "warned once across three runs:\n{seen}");
+    // … and none in Rust's Debug form.
+    let found = debug_text(&seen);
+    assert!(found.is_empty(), "Debug text {found:?} in what a person reads:\n{seen}");
+    assert_eq!(debug_text("WorkerTimeout is Some(3)"), ["Some("], "the check itself works");
+}

@@ -136,6 +136,24 @@ pub enum ZombieReason {
     Stalled,
 }
 
+impl ZombieReason {
+    /// As `--json` and the log name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ZombieReason::SessionEnded => "session-ended",
+            ZombieReason::BeadClosed => "bead-closed",
+            ZombieReason::Timeout => "timeout",
+            ZombieReason::Stalled => "stalled",
+        }
+    }
+}
+
+impl std::fmt::Display for ZombieReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How 2.6 classifies one session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionVerdict {
