@@ -22,6 +22,7 @@ pub struct Config {
     pub notify: NotifyConfig,
     pub checkin: CheckinConfig,
     pub breaker: BreakerConfig,
+    pub retention: RetentionConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -159,6 +160,26 @@ impl BreakerConfig {
             probe_base: chrono_span(self.probe),
             probe_cap: chrono_span(self.probe_max),
             patterns: self.patterns.iter().map(|p| p.to_lowercase()).collect(),
+        }
+    }
+}
+
+/// `[retention]`: how much of the worker logs and prompts the tick keeps.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct RetentionConfig {
+    /// Older files go.
+    #[serde(deserialize_with = "span")]
+    pub max_age: std::time::Duration,
+    /// Beyond this total the oldest go first.
+    pub max_total_mb: u64,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            max_age: std::time::Duration::from_secs(30 * 24 * 3600),
+            max_total_mb: 500,
         }
     }
 }

@@ -193,6 +193,10 @@ impl<T> Parsed<T> {
         Parsed { value, diagnostics }
     }
 
+    pub fn into_parts(self) -> (T, Vec<Diagnostic>) {
+        (self.value, self.diagnostics)
+    }
+
     pub fn has_errors(&self) -> bool {
         self.diagnostics
             .iter()

@@ -129,6 +129,9 @@ pub struct OrchestratorState {
     /// or changed at WARN.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub told: BTreeSet<String>,
+    /// When retention last ran (`tick::retention`), at most once an hour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_at: Option<DateTime<Utc>>,
     /// Fields written by another version, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -152,6 +155,7 @@ impl Default for OrchestratorState {
             next_run_by: None,
             spawning_paused: None,
             told: BTreeSet::new(),
+            retention_at: None,
             extra: serde_json::Map::new(),
         }
     }
@@ -226,9 +230,9 @@ impl OrchestratorState {
     pub fn run_kind(&self, now: DateTime<Utc>, force: bool) -> RunKind {
         match (force, self.idle_since, self.idle_reason, self.last_run_at) {
             (false, Some(_), Some(reason), Some(last)) => {
-                let next = self
-                    .next_run_by
-                    .map_or(last + reason.backoff(), |by| by.min(last + reason.backoff()));
+                let next = self.next_run_by.map_or(last + reason.backoff(), |by| {
+                    by.min(last + reason.backoff())
+                });
                 // A clock that went backwards must not postpone work indefinitely.
                 if now < next && now >= last {
                     RunKind::Skipped {

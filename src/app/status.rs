@@ -29,8 +29,7 @@ pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
         .spawning_paused
         .iter()
         .cloned()
-        .chain(observed.snapshot.unreadable.iter()
-        .map(|p| {
+        .chain(observed.snapshot.unreadable.iter().map(|p| {
             format!(
                 "{}: session record {} cannot be read ({}); a tick counts it as running",
                 p.label.as_deref().unwrap_or("?"),

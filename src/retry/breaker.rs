@@ -190,7 +190,10 @@ pub fn assess(
         }
         let last = &recent[recent.len() - policy.window..];
         let sig = last[0].signature.as_deref();
-        let shared = sig.is_some() && last.iter().all(|o| !o.passed && o.signature.as_deref() == sig);
+        let shared = sig.is_some()
+            && last
+                .iter()
+                .all(|o| !o.passed && o.signature.as_deref() == sig);
         let projects: std::collections::BTreeSet<&str> =
             last.iter().map(|o| o.project.as_str()).collect();
         let Some(sig) = sig.filter(|s| shared && (is_provider(s) || projects.len() >= 2)) else {
@@ -220,7 +223,10 @@ pub fn assess(
     let since = b.probing_since.unwrap_or(open_since);
     let after: Vec<&Outcome> = recent.iter().filter(|o| o.at >= since).collect();
     if after.iter().any(|o| o.passed) {
-        return (Breaker::default(), Some(Transition::Closed { since: open_since }));
+        return (
+            Breaker::default(),
+            Some(Transition::Closed { since: open_since }),
+        );
     }
     if let (Some(_), Some(failed)) = (b.probing_since, after.last()) {
         next.probes = b.probes.saturating_add(1);
@@ -254,7 +260,10 @@ pub fn signature(
 ) -> (Option<String>, Option<u64>) {
     let lower = output_tail.to_lowercase();
     let retry_after = retry_after(&lower);
-    if let Some(p) = patterns.iter().find(|p| !p.is_empty() && lower.contains(p.as_str())) {
+    if let Some(p) = patterns
+        .iter()
+        .find(|p| !p.is_empty() && lower.contains(p.as_str()))
+    {
         return (Some(format!("provider: {p}")), retry_after);
     }
     if code == Some(75) {

@@ -22,25 +22,62 @@ fn c2_14_opens_on_a_shared_signature_and_only_then() {
     let p = BreakerPolicy::default();
     let closed = Breaker::default();
     let cases: Vec<(&str, Vec<Outcome>, bool)> = vec![
-        ("five rate limits, one project", (0..5).map(|i| out(i, "a", RL)).collect(), true),
-        ("four are not enough", (0..4).map(|i| out(i, "a", RL)).collect(), false),
+        (
+            "five rate limits, one project",
+            (0..5).map(|i| out(i, "a", RL)).collect(),
+            true,
+        ),
+        (
+            "four are not enough",
+            (0..4).map(|i| out(i, "a", RL)).collect(),
+            false,
+        ),
         (
             "a success among them",
-            vec![out(0, "a", RL), out(1, "a", RL), out(2, "a", None), out(3, "a", RL), out(4, "a", RL)],
+            vec![
+                out(0, "a", RL),
+                out(1, "a", RL),
+                out(2, "a", None),
+                out(3, "a", RL),
+                out(4, "a", RL),
+            ],
             false,
         ),
         (
             "two signatures",
-            vec![out(0, "a", RL), out(1, "b", Some("exit 1")), out(2, "a", RL), out(3, "a", RL), out(4, "a", RL)],
+            vec![
+                out(0, "a", RL),
+                out(1, "b", Some("exit 1")),
+                out(2, "a", RL),
+                out(3, "a", RL),
+                out(4, "a", RL),
+            ],
             false,
         ),
-        ("exit 1 in one project is its own", (0..5).map(|i| out(i, "a", Some("exit 1"))).collect(), false),
+        (
+            "exit 1 in one project is its own",
+            (0..5).map(|i| out(i, "a", Some("exit 1"))).collect(),
+            false,
+        ),
         (
             "exit 1 across projects",
-            (0..5).map(|i| out(i, if i % 2 == 0 { "a" } else { "b" }, Some("exit 1"))).collect(),
+            (0..5)
+                .map(|i| out(i, if i % 2 == 0 { "a" } else { "b" }, Some("exit 1")))
+                .collect(),
             true,
         ),
-        ("failures that say nothing", (0..5).map(|i| out(i, "a", Some("x")).clone()).map(|mut o| { o.signature = None; o.passed = false; o }).collect(), false),
+        (
+            "failures that say nothing",
+            (0..5)
+                .map(|i| out(i, "a", Some("x")).clone())
+                .map(|mut o| {
+                    o.signature = None;
+                    o.passed = false;
+                    o
+                })
+                .collect(),
+            false,
+        ),
     ];
     for (name, recent, opens) in cases {
         let (b, tr) = assess(&closed, &recent, &p, t(10));
@@ -48,13 +85,24 @@ fn c2_14_opens_on_a_shared_signature_and_only_then() {
         assert_eq!(tr.is_some(), opens, "{name}");
         if opens {
             assert_eq!(b.open_since, Some(recent[recent.len() - 5].at), "{name}");
-            assert_eq!(b.gate(t(10)), Gate::Shut, "{name}: no spawn until the first probe");
+            assert_eq!(
+                b.gate(t(10)),
+                Gate::Shut,
+                "{name}: no spawn until the first probe"
+            );
             assert_eq!(b.gate(t(11)), Gate::Probe, "{name}");
         }
     }
-    let off = BreakerPolicy { window: 0, ..BreakerPolicy::default() };
+    let off = BreakerPolicy {
+        window: 0,
+        ..BreakerPolicy::default()
+    };
     let five: Vec<Outcome> = (0..5).map(|i| out(i, "a", RL)).collect();
-    assert_eq!(assess(&closed, &five, &off, t(10)).0, closed, "window 0 turns it off");
+    assert_eq!(
+        assess(&closed, &five, &off, t(10)).0,
+        closed,
+        "window 0 turns it off"
+    );
 }
 
 #[test]
@@ -66,16 +114,27 @@ fn c2_14_probes_at_growing_intervals_and_a_success_closes() {
     // the tick lets a probe through at 6 and records it
     b.probing_since = Some(t(6));
     assert_eq!(b.gate(t(7)), Gate::Shut, "one probe in flight at a time");
-    assert_eq!(assess(&b, &recent, &p, t(7)).0, b, "no outcome yet: unchanged");
+    assert_eq!(
+        assess(&b, &recent, &p, t(7)).0,
+        b,
+        "no outcome yet: unchanged"
+    );
     recent.push(out(8, "b", RL));
     let (b2, tr) = assess(&b, &recent, &p, t(8));
     assert!(tr.is_none());
-    assert_eq!((b2.probes, b2.next_probe, b2.probing_since), (1, Some(t(10)), None));
+    assert_eq!(
+        (b2.probes, b2.next_probe, b2.probing_since),
+        (1, Some(t(10)), None)
+    );
     let mut b3 = b2.clone();
     b3.probing_since = Some(t(10));
     recent.push(out(11, "b", RL));
     let (b4, _) = assess(&b3, &recent, &p, t(11));
-    assert_eq!((b4.probes, b4.next_probe), (2, Some(t(15))), "the interval doubles");
+    assert_eq!(
+        (b4.probes, b4.next_probe),
+        (2, Some(t(15))),
+        "the interval doubles"
+    );
     let mut b5 = b4.clone();
     b5.probing_since = Some(t(15));
     recent.push(out(16, "c", None));
@@ -91,8 +150,16 @@ fn c2_14_probe_interval_honours_retry_after_and_the_cap() {
     let mut recent: Vec<Outcome> = (0..5).map(|i| out(i, "a", RL)).collect();
     recent[4].retry_after_secs = Some(900);
     let (b, _) = assess(&Breaker::default(), &recent, &p, t(5));
-    assert_eq!(b.next_probe, Some(t(20)), "Retry-After over the one-minute base");
-    let mut b = Breaker { probes: 20, probing_since: Some(t(30)), ..b };
+    assert_eq!(
+        b.next_probe,
+        Some(t(20)),
+        "Retry-After over the one-minute base"
+    );
+    let mut b = Breaker {
+        probes: 20,
+        probing_since: Some(t(30)),
+        ..b
+    };
     recent.push(out(31, "a", RL));
     b = assess(&b, &recent, &p, t(31)).0;
     assert_eq!(b.next_probe, Some(t(61)), "capped at 30 minutes");
@@ -102,10 +169,34 @@ fn c2_14_probe_interval_honours_retry_after_and_the_cap() {
 fn c2_14_signatures() {
     let pats: Vec<String> = DEFAULT_PATTERNS.iter().map(|s| s.to_string()).collect();
     let table: Vec<(Option<i32>, bool, &str, Option<&str>, Option<u64>)> = vec![
-        (Some(1), false, "Error: 429 Too Many Requests\nRetry-After: 120", Some("provider: too many requests"), Some(120)),
-        (Some(1), false, "anthropic API: Overloaded", Some("provider: overloaded"), None),
-        (Some(75), false, "", Some("provider: exit 75 (try later)"), None),
-        (Some(75), false, "retry_after=30", Some("provider: exit 75 (try later)"), Some(30)),
+        (
+            Some(1),
+            false,
+            "Error: 429 Too Many Requests\nRetry-After: 120",
+            Some("provider: too many requests"),
+            Some(120),
+        ),
+        (
+            Some(1),
+            false,
+            "anthropic API: Overloaded",
+            Some("provider: overloaded"),
+            None,
+        ),
+        (
+            Some(75),
+            false,
+            "",
+            Some("provider: exit 75 (try later)"),
+            None,
+        ),
+        (
+            Some(75),
+            false,
+            "retry_after=30",
+            Some("provider: exit 75 (try later)"),
+            Some(30),
+        ),
         (None, true, "working...", Some("timed out"), None),
         (Some(2), false, "tests failed", Some("exit 2"), None),
         (None, false, "", None, None),

@@ -138,7 +138,10 @@ pub fn after_failure(
     if next.counted() > policy.retries {
         let reason = block_reason(&next);
         let failures = next.failures;
-        return (BeadRecord::default(), AfterFailure::Block { reason, failures });
+        return (
+            BeadRecord::default(),
+            AfterFailure::Block { reason, failures },
+        );
     }
     let n = u32::try_from(next.failures.len()).unwrap_or(u32::MAX);
     let wait = asked.map_or(policy.delay(n), |a| a.max(policy.delay(n)));
@@ -210,15 +213,21 @@ impl Attempts {
         policy: &Policy,
         window: usize,
     ) -> AfterFailure {
-        if failure.signature.as_deref().is_some_and(breaker::is_provider)
+        if failure
+            .signature
+            .as_deref()
+            .is_some_and(breaker::is_provider)
             || self.breaker.open_since.is_some_and(|t| failure.at >= t)
         {
             failure.counts = false;
         }
         self.push_outcome(Outcome::failed(&failure, dir), window);
         let beads = self.beads.entry(key(dir)).or_default();
-        let (record, verdict) =
-            after_failure(&beads.get(bead).cloned().unwrap_or_default(), failure, policy);
+        let (record, verdict) = after_failure(
+            &beads.get(bead).cloned().unwrap_or_default(),
+            failure,
+            policy,
+        );
         match &verdict {
             AfterFailure::Retry { .. } => {
                 beads.insert(bead.clone(), record);
@@ -231,7 +240,13 @@ impl Attempts {
     }
 
     /// A passed attempt: the bead's failures are forgotten.
-    pub fn succeed(&mut self, dir: &std::path::Path, bead: &BeadId, at: DateTime<Utc>, window: usize) {
+    pub fn succeed(
+        &mut self,
+        dir: &std::path::Path,
+        bead: &BeadId,
+        at: DateTime<Utc>,
+        window: usize,
+    ) {
         self.push_outcome(Outcome::passed(at, dir), window);
         self.forget(dir, bead);
     }

@@ -65,7 +65,11 @@ fn c2_13_failures_back_off_then_the_breaker_blocks_with_the_last_failures() {
         }
         other => panic!("expected a block, got {other:?}"),
     }
-    assert_eq!(a.record(dir, &b), None, "a blocked bead starts afresh when unblocked");
+    assert_eq!(
+        a.record(dir, &b),
+        None,
+        "a blocked bead starts afresh when unblocked"
+    );
 }
 
 #[test]
@@ -78,7 +82,10 @@ fn c2_13_a_success_forgets_and_other_beads_are_apart() {
     let _ = a.fail(other, &b, Failure::new(t(0), "exit 1"), &p, 5);
     a.succeed(dir, &b, t(3), 5);
     assert_eq!(a.record(dir, &b), None);
-    assert!(a.record(other, &b).is_some(), "same id, other project: its own record");
+    assert!(
+        a.record(other, &b).is_some(),
+        "same id, other project: its own record"
+    );
     // after the success the next failure is the first again, not the breaker's second
     assert!(matches!(
         a.fail(dir, &b, Failure::new(t(4), "exit 1"), &p, 5),
@@ -150,8 +157,19 @@ fn store_updates_under_its_lock_and_ignores_garbage() {
     std::fs::write(&store.file, "{not json").unwrap();
     assert_eq!(store.load(), Attempts::default(), "garbage reads as empty");
     let v = store
-        .update(|a| a.fail(Path::new("/p"), &bead("p-1"), Failure::new(t(0), "x"), &policy(3), 5))
+        .update(|a| {
+            a.fail(
+                Path::new("/p"),
+                &bead("p-1"),
+                Failure::new(t(0), "x"),
+                &policy(3),
+                5,
+            )
+        })
         .unwrap();
     assert!(matches!(v, AfterFailure::Retry { .. }));
-    assert_eq!(store.load().not_before(Path::new("/p"), &bead("p-1")), Some(t(1)));
+    assert_eq!(
+        store.load().not_before(Path::new("/p"), &bead("p-1")),
+        Some(t(1))
+    );
 }

@@ -15,8 +15,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::model::{BeadId, IterationName};
-use crate::retry::{AfterFailure, Failure};
 use crate::paths::Paths;
+use crate::retry::{AfterFailure, Failure};
 use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
 use crate::state::Claim;
 use crate::tracker::{ClaimOutcome, Tracker};
@@ -185,9 +185,12 @@ pub fn act_with(
                 now,
                 "the worker ended before finishing (crashed, killed, or the machine restarted)",
             );
-            let verdict = fx.retry.zip(r.claim.path.as_deref()).and_then(|(retry, dir)| {
-                retry.failed(dir, &r.bead, Some(r.claim.claimed_at), failure)
-            });
+            let verdict = fx
+                .retry
+                .zip(r.claim.path.as_deref())
+                .and_then(|(retry, dir)| {
+                    retry.failed(dir, &r.bead, Some(r.claim.claimed_at), failure)
+                });
             if let Some(AfterFailure::Block { reason, .. }) = verdict {
                 block(fx, &r.slug, &r.bead, &reason, &mut out);
                 continue;
@@ -240,9 +243,7 @@ fn block(fx: &Effects<'_>, slug: &str, bead: &BeadId, reason: &str, out: &mut Ou
             out.blocked
                 .push((slug.to_string(), bead.clone(), reason.to_string()));
         }
-        Err(e) => out
-            .errors
-            .push(format!("{slug}: cannot block {bead}: {e}")),
+        Err(e) => out.errors.push(format!("{slug}: cannot block {bead}: {e}")),
     }
 }
 

@@ -137,7 +137,10 @@ pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Fai
     let owner = z.owner.as_ref()?;
     let (timeout, stall) = (owner.timeout_secs, owner.stall_secs);
     let (why, sig) = match z.reason {
-        ZombieReason::Timeout => (format!("stopped after its WorkerTimeout of {timeout}s"), "timed out"),
+        ZombieReason::Timeout => (
+            format!("stopped after its WorkerTimeout of {timeout}s"),
+            "timed out",
+        ),
         ZombieReason::Stalled => (
             format!("stalled: no output and no changed file for {stall}s"),
             "stalled",
@@ -152,5 +155,9 @@ pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Fai
 }
 
 fn mtime(p: &Path) -> Option<DateTime<Utc>> {
-    std::fs::metadata(p).ok()?.modified().ok().map(DateTime::<Utc>::from)
+    std::fs::metadata(p)
+        .ok()?
+        .modified()
+        .ok()
+        .map(DateTime::<Utc>::from)
 }

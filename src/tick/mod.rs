@@ -14,6 +14,7 @@ mod notices;
 pub mod observe;
 mod preflight;
 mod report;
+pub mod retention;
 pub mod reuse;
 mod run;
 pub mod status_md;

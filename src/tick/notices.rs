@@ -103,7 +103,14 @@ pub fn blocked(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) 
     for (slug, bead, reason) in &outcome.blocked {
         if let Some(c) = config_of(observed, slug) {
             let text = format!("[{slug}] {bead} is blocked: {reason}.");
-            notify::send(notifier, c, slug, NotificationEvent::Blocker, Some(bead), &text);
+            notify::send(
+                notifier,
+                c,
+                slug,
+                NotificationEvent::Blocker,
+                Some(bead),
+                &text,
+            );
         }
     }
 }
@@ -120,7 +127,9 @@ pub fn installation(observed: &Observed, text: &str, notifier: &dyn Notifier) {
         Some((c, slug)) => {
             notify::send(notifier, c, slug, NotificationEvent::Blocker, None, text);
         }
-        None => tracing::warn!("no project's channel takes blocker notifications; not sent: {text}"),
+        None => {
+            tracing::warn!("no project's channel takes blocker notifications; not sent: {text}")
+        }
     }
 }
 

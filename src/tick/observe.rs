@@ -59,8 +59,7 @@ pub struct ProjectReport {
     /// Why the project is not eligible, or what failed.
     pub note: Option<String>,
     pub error: Option<String>,
-    /// What is wrong in the project's own files this run (PROJECT.md, the iterations), one
-    /// sentence each naming the file, the line and the fix.
+    /// What is wrong in PROJECT.md and the iterations: file, line and fix.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
     /// A push of this project failed earlier and waits for a retry (4.4).
@@ -407,15 +406,10 @@ fn observe_project(
         Ok(b) => b,
         Err(e) => return broken(entry, format!("cannot read {}: {e}", project_md.display())),
     };
-    let parsed = format::project::parse_project(&format::decode(&text), &project_md);
-    let read = format::iteration::read_iterations(root);
-    let problems: Vec<String> = parsed
-        .diagnostics
-        .iter()
-        .chain(&read.diagnostics)
-        .map(ToString::to_string)
-        .collect();
-    let (config, iterations) = (parsed.value, read.value);
+    let (config, mut problems) =
+        format::project::parse_project(&format::decode(&text), &project_md).into_parts();
+    let (iterations, more) = format::iteration::read_iterations(root).into_parts();
+    problems.extend(more);
     let eligibility = eligibility_of(entry, &config, &iterations);
 
     let mut view = base_view(entry, eligibility.clone());
@@ -426,7 +420,7 @@ fn observe_project(
     view.channel = config.channel.clone();
     view.workspace = WorkspaceMode::of(&config);
     let mut report = base_report(entry);
-    report.problems = problems;
+    report.problems = problems.iter().map(ToString::to_string).collect();
     report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
     report.project_status = config.status;
     report.priority = config.priority;

@@ -124,6 +124,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     );
     report.checkins = sent.iter().map(|(slug, _)| slug.clone()).collect();
 
+    let retained = retain(inst, &observed, &outcome, &state, now);
     crate::crash_point!("tick::after_act");
     // persist
     let mut next = state.after_run(now, !outcome.spawned.is_empty(), plan.idle_reason);
@@ -135,12 +136,72 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.held_claims = plan.held.iter().map(decide::held_key).collect();
     next.next_run_by = plan.wake_at;
     next.spawning_paused = paused.clone();
-    next.told = report.errors.iter().chain(&report.warnings).cloned().collect();
+    next.retention_at = retained.or(state.retention_at);
+    next.told = report
+        .errors
+        .iter()
+        .chain(&report.warnings)
+        .cloned()
+        .collect();
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
     next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
     persist(inst, &next, observed, &outcome, &sessions_now, &report, now)?;
     Ok(report)
+}
+
+/// Applies retention once an hour (`tick::retention`); returns when it ran.
+fn retain(
+    inst: &Installation,
+    observed: &observe::Observed,
+    outcome: &act::Outcome,
+    state: &OrchestratorState,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    use super::retention;
+    if state
+        .retention_at
+        .is_some_and(|t| now - t < retention::EVERY && now >= t)
+    {
+        return None;
+    }
+    let c = &inst.config.retention;
+    let policy = retention::Policy {
+        max_age: chrono::Duration::from_std(c.max_age).unwrap_or(chrono::Duration::MAX),
+        max_total: c.max_total_mb.saturating_mul(1024 * 1024),
+    };
+    // What a worker or a person may still need: running sessions, claims, blocked beads.
+    let pair = |slug: &str, bead: &crate::model::BeadId| (slug.to_string(), bead.to_string());
+    let mut keep: std::collections::BTreeSet<(String, String)> = observed
+        .snapshot
+        .sessions
+        .iter()
+        .map(|s| pair(s.label.slug(), s.label.bead()))
+        .chain(state.claims.iter().map(|c| pair(&c.project, &c.bead)))
+        .chain(outcome.new_claims.iter().map(|c| pair(&c.project, &c.bead)))
+        .collect();
+    for r in &observed.reports {
+        let blocked = r
+            .stories
+            .iter()
+            .filter(|(_, _, s)| *s == Some(BeadStatus::Blocked))
+            .map(|(b, _, _)| b);
+        keep.extend(blocked.map(|b| pair(&r.slug, b)));
+    }
+    for (slug, a) in &observed.answers {
+        let blocked = a.beads.iter().filter(|(_, s)| *s == BeadStatus::Blocked);
+        keep.extend(blocked.map(|(b, _)| pair(slug, b)));
+    }
+    let items = retention::scan(&inst.paths.braids_dir);
+    let remove = retention::plan(&items, &keep, &policy, now);
+    if !remove.is_empty() {
+        let (n, bytes) = retention::apply(&items, &remove);
+        tracing::info!(
+            "retention: removed {n} old worker logs and prompts ({} KB)",
+            bytes / 1024
+        );
+    }
+    Some(now)
 }
 
 /// How long a retried push (4.4) may take.
@@ -246,7 +307,12 @@ fn errors(
             .iter()
             .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))),
     );
-    errors.extend(observed.reports.iter().flat_map(|r| r.problems.iter().cloned()));
+    errors.extend(
+        observed
+            .reports
+            .iter()
+            .flat_map(|r| r.problems.iter().cloned()),
+    );
     errors
 }
 

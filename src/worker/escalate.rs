@@ -45,7 +45,8 @@ impl Worker<'_> {
         };
         let store = retry::store::Store::in_dir(&self.paths.braids_dir);
         let policy = self.config.worker.retry_policy();
-        let verdict = store.update(|a| a.fail(&run.msg.project, &bead.id, record, &policy, breaker.window));
+        let verdict =
+            store.update(|a| a.fail(&run.msg.project, &bead.id, record, &policy, breaker.window));
         match verdict {
             Ok(AfterFailure::Retry {
                 not_before,
@@ -54,7 +55,10 @@ impl Worker<'_> {
                 let at = not_before.format("%Y-%m-%d %H:%M:%S UTC");
                 self.tracker.reopen(
                     &bead.id,
-                    &format!("braids: attempt failed ({}); retried from {at}", failure.tried.join("; ")),
+                    &format!(
+                        "braids: attempt failed ({}); retried from {at}",
+                        failure.tried.join("; ")
+                    ),
                 )?;
                 run.step(
                     "retry",
@@ -70,13 +74,23 @@ impl Worker<'_> {
                 failure.tried = failures
                     .iter()
                     .enumerate()
-                    .map(|(i, f)| format!("attempt {} ({}): {}", i + 1, f.at.format("%Y-%m-%d %H:%M UTC"), f.why))
+                    .map(|(i, f)| {
+                        format!(
+                            "attempt {} ({}): {}",
+                            i + 1,
+                            f.at.format("%Y-%m-%d %H:%M UTC"),
+                            f.why
+                        )
+                    })
                     .collect();
                 self.give_up(run, l, ws, bead, expected, &failure)
             }
             Err(e) => {
                 // Without the record a retry could go on for ever: a person takes over now.
-                failure.why = format!("{} (and the attempt could not be recorded: {e:#})", failure.why);
+                failure.why = format!(
+                    "{} (and the attempt could not be recorded: {e:#})",
+                    failure.why
+                );
                 self.give_up(run, l, ws, bead, expected, &failure)
             }
         }

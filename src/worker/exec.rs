@@ -102,8 +102,14 @@ impl Executor for ArgvExecutor {
         super::stop::agent_started(group.id() as i32);
         let outputs: Vec<Box<dyn std::io::Read + Send>> = match group.leader() {
             Some(child) => {
-                let out = child.stdout.take().map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
-                let err = child.stderr.take().map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
+                let out = child
+                    .stdout
+                    .take()
+                    .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
+                let err = child
+                    .stderr
+                    .take()
+                    .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
                 out.into_iter().chain(err).collect()
             }
             None => Vec::new(),

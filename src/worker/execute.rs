@@ -259,7 +259,11 @@ fn judge(
                 .summary
                 .as_deref()
                 .map_or(String::new(), |s| format!(": {}", super::clip(s, 200)));
-            format!("{}, status {}{invalid}{said}", exit_text(code), status.as_str())
+            format!(
+                "{}, status {}{invalid}{said}",
+                exit_text(code),
+                status.as_str()
+            )
         }
     }
 }

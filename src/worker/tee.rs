@@ -30,7 +30,11 @@ pub(super) struct Tee {
 impl Tee {
     /// Starts copying `outputs` (the agent's stdout and stderr) to the worker's stderr, and
     /// watching `workspace`. `mark` is the activity file.
-    pub(super) fn start(outputs: Vec<Box<dyn Read + Send>>, mark: PathBuf, workspace: &Path) -> Tee {
+    pub(super) fn start(
+        outputs: Vec<Box<dyn Read + Send>>,
+        mark: PathBuf,
+        workspace: &Path,
+    ) -> Tee {
         let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL)));
         let marker = Arc::new(Marker::new(mark));
         marker.touch();

@@ -84,10 +84,20 @@ fn c2_6_a_silent_agent_is_stopped_as_stalled_and_its_bead_waits_to_retry() {
     settle(&sb);
     // The stop is a failed attempt: recorded with its reason, and the bead waits an hour.
     let attempts = std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap();
-    assert!(attempts.contains("stalled: no output and no changed file for 5s"), "{attempts}");
+    assert!(
+        attempts.contains("stalled: no output and no changed file for 5s"),
+        "{attempts}"
+    );
     let r = sb.tick().force().run();
-    assert!(r.spawned_beads().is_empty(), "respawned inside its backoff: {r:#?}");
-    assert_ne!(sb.workplan("app")[bead].0, "blocked", "one failure blocks nothing");
+    assert!(
+        r.spawned_beads().is_empty(),
+        "respawned inside its backoff: {r:#?}"
+    );
+    assert_ne!(
+        sb.workplan("app")[bead].0,
+        "blocked",
+        "one failure blocks nothing"
+    );
 }
 
 #[test]
@@ -121,7 +131,12 @@ fn c2_14_a_provider_outage_pauses_spawning_blocks_no_bead_and_ends_with_a_probe(
         .into_iter()
         .filter(|n| n.contains("spawning paused"))
         .collect();
-    assert_eq!(opened.len(), 1, "told once when it opened: {:?}", notified(&sb));
+    assert_eq!(
+        opened.len(),
+        1,
+        "told once when it opened: {:?}",
+        notified(&sb)
+    );
     for s in slugs {
         let plan = sb.workplan(s);
         assert!(
@@ -133,9 +148,11 @@ fn c2_14_a_provider_outage_pauses_spawning_blocks_no_bead_and_ends_with_a_probe(
     // The provider is back: the next probe succeeds and every bead gets done.
     std::fs::remove_file(sb.home().join("outage")).unwrap();
     let done = |sb: &Sandbox| {
-        slugs
-            .iter()
-            .all(|s| sb.workplan(s).values().all(|(status, _)| status == "closed"))
+        slugs.iter().all(|s| {
+            sb.workplan(s)
+                .values()
+                .all(|(status, _)| status == "closed")
+        })
     };
     for _ in 0..15 {
         if done(&sb) {
@@ -149,7 +166,12 @@ fn c2_14_a_provider_outage_pauses_spawning_blocks_no_bead_and_ends_with_a_probe(
         .into_iter()
         .filter(|n| n.contains("spawning resumed"))
         .collect();
-    assert_eq!(closed.len(), 1, "told once when it closed: {:?}", notified(&sb));
+    assert_eq!(
+        closed.len(),
+        1,
+        "told once when it closed: {:?}",
+        notified(&sb)
+    );
     let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
     assert!(!status.contains("spawning paused"), "{status}");
     assert!(most_live <= 5);
@@ -174,14 +196,23 @@ fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_and_spawn
     std::fs::rename(&records, &aside).unwrap();
     let r = sb.tick().force().run();
     std::fs::rename(&aside, &records).unwrap();
-    assert!(r.released_pairs().is_empty(), "released on one bad look: {r:#?}");
-    assert!(r.spawned_beads().is_empty(), "spawned past MaxWorkers: {r:#?}");
+    assert!(
+        r.released_pairs().is_empty(),
+        "released on one bad look: {r:#?}"
+    );
+    assert!(
+        r.spawned_beads().is_empty(),
+        "spawned past MaxWorkers: {r:#?}"
+    );
     assert!(r.zombies.is_empty());
     let warned = r.errors.iter().any(|e| e.contains("release-storm guard"));
     assert!(warned, "the held releases are shown: {:?}", r.errors);
     // The records are back: nothing was lost, nobody runs twice.
     let r = sb.tick().force().run();
-    assert!(r.released_pairs().is_empty() && r.spawned_beads().is_empty(), "{r:#?}");
+    assert!(
+        r.released_pairs().is_empty() && r.spawned_beads().is_empty(),
+        "{r:#?}"
+    );
     let now: Vec<u32> = sb.live_labels().iter().map(|l| sb.pid_of(l)).collect();
     assert_eq!(now, pids, "the same three workers, none added");
     for b in &app.beads[..3] {
@@ -192,10 +223,27 @@ fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_and_spawn
 /// Rust's Debug text, which must never reach a person: `Option`/`Result` wrappers and the
 /// names of derived enum variants.
 const DEBUG_TEXT: &[&str] = &[
-    "Some(", "None", "Ok(", "Err(", "InProgress", "NoReadyBeads", "AllAtCapacity",
-    "NoActiveIterations", "BeadClosed", "SessionEnded", "NeedsHuman", "NeedsClarification",
-    "GuardrailConflict", "OnDemand", "AskFirst", "Failing", "Stalled", "IterationName(",
-    "BeadId(", "Duration(", "Timeout",
+    "Some(",
+    "None",
+    "Ok(",
+    "Err(",
+    "InProgress",
+    "NoReadyBeads",
+    "AllAtCapacity",
+    "NoActiveIterations",
+    "BeadClosed",
+    "SessionEnded",
+    "NeedsHuman",
+    "NeedsClarification",
+    "GuardrailConflict",
+    "OnDemand",
+    "AskFirst",
+    "Failing",
+    "Stalled",
+    "IterationName(",
+    "BeadId(",
+    "Duration(",
+    "Timeout",
 ];
 
 /// Where `word` occurs in `text` as a word of its own (`Timeout` but not `WorkerTimeout`).
@@ -255,11 +303,21 @@ fn c2_11_no_message_a_person_reads_carries_rust_debug_text() {
     for (_, bytes) in crate::support::files::contents(&sb.braids_dir().join("logs")) {
         seen.push_str(&String::from_utf8_lossy(&bytes));
     }
-    seen.push_str(&std::fs::read_to_string(sb.project("fails").join(".braids/WORKPLAN.md")).unwrap());
+    seen.push_str(
+        &std::fs::read_to_string(sb.project("fails").join(".braids/WORKPLAN.md")).unwrap(),
+    );
 
     // The scenario said what it should: the problems and the failure are all there …
-    for expected in ["MaxWorkers", "2 active iterations", "no-such-agent", "the tests fail"] {
-        assert!(seen.contains(expected), "no message mentions {expected:?}:\n{seen}");
+    for expected in [
+        "MaxWorkers",
+        "2 active iterations",
+        "no-such-agent",
+        "the tests fail",
+    ] {
+        assert!(
+            seen.contains(expected),
+            "no message mentions {expected:?}:\n{seen}"
+        );
     }
     // A problem is a WARN line when it first appears, not on every run.
     let warned = seen
@@ -269,6 +327,67 @@ fn c2_11_no_message_a_person_reads_carries_rust_debug_text() {
     assert_eq!(warned, 1, "warned once across three runs:\n{seen}");
     // … and none in Rust's Debug form.
     let found = debug_text(&seen);
-    assert!(found.is_empty(), "Debug text {found:?} in what a person reads:\n{seen}");
-    assert_eq!(debug_text("WorkerTimeout is Some(3)"), ["Some("], "the check itself works");
+    assert!(
+        found.is_empty(),
+        "Debug text {found:?} in what a person reads:\n{seen}"
+    );
+    assert_eq!(
+        debug_text("WorkerTimeout is Some(3)"),
+        ["Some("],
+        "the check itself works"
+    );
+}
+
+#[test]
+fn c2_15_retention_removes_old_logs_and_prompts_but_never_a_running_or_blocked_beads() {
+    let sb = Install::new()
+        .worker(SLEEPER)
+        .config("[retention]\nmax_age = \"30d\"\nmax_total_mb = 500\n")
+        .build();
+    let app = sb.new_project("app").max_workers(1).beads(3).create();
+    let r = sb.tick().force().run();
+    let running = r.spawned_beads()[0].clone();
+    // app-w3 is blocked; every bead has a log and a prompt from 40 days ago
+    let wp = sb.project("app").join(".braids/WORKPLAN.md");
+    let text = std::fs::read_to_string(&wp).unwrap();
+    let blocked = app.beads[2].clone();
+    let text = text.replace(
+        &format!("id:{blocked} "),
+        &format!("id:{blocked}, status:blocked "),
+    );
+    std::fs::write(&wp, text).unwrap();
+    let old = std::time::SystemTime::now() - Duration::from_secs(40 * 24 * 3600);
+    let mut files = Vec::new();
+    for b in &app.beads {
+        let log = sb
+            .braids_dir()
+            .join(format!("logs/sessions/app/{b}-20260101T000000Z.log"));
+        let prompt = sb.braids_dir().join(format!("work/app/{b}/prompt.md"));
+        for f in [&log, &prompt] {
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, "old").unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        files.push((b.clone(), log, prompt));
+    }
+    assert_eq!(sb.workplan("app")[&blocked].0, "blocked");
+    // The last run's retention was just now: the next one waits an hour.
+    sb.tick().force().run();
+    assert!(files.iter().all(|(_, l, p)| l.exists() && p.exists()));
+    let mut state = sb.state_json();
+    state["retentionAt"] = serde_json::json!("2026-01-01T00:00:00Z");
+    std::fs::write(sb.state_path(), state.to_string()).unwrap();
+    sb.tick().force().run();
+    for (b, log, prompt) in &files {
+        let kept = *b == running || *b == blocked;
+        assert_eq!(log.exists(), kept, "{b}: {}", log.display());
+        assert_eq!(prompt.exists(), kept, "{b}: {}", prompt.display());
+    }
+    // the live worker's own log is young and stays
+    assert!(sb.live_labels().contains(&label("app", &running)));
 }

@@ -557,7 +557,9 @@ fn c3_10_no_deliverable_is_retried_once_then_blocked_with_a_partial_deliverable(
     let p = Project::new();
     p.configure("");
     let cfg = p.sb.home().join(".openclaw/braids/config.toml");
-    let text = std::fs::read_to_string(&cfg).unwrap().replace("retries = 0", "retries = 1");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("retries = 0", "retries = 1");
     std::fs::write(&cfg, text).unwrap();
     let ids = p.plan("active", &["Write the parser"]);
     p.agent("mkdir -p .ai\nprintf 'status: pass\\nsummary: trust me\\n' > .ai/executor-result\n");
@@ -568,7 +570,10 @@ fn c3_10_no_deliverable_is_retried_once_then_blocked_with_a_partial_deliverable(
     assert_eq!(out.ending(), "retrying", "{out:?}");
     assert_eq!(p.calls(), 1);
     assert_eq!(p.status(&ids[0]), "open");
-    assert!(p.hook.messages("blocker").is_empty(), "a retry tells nobody");
+    assert!(
+        p.hook.messages("blocker").is_empty(),
+        "a retry tells nobody"
+    );
     // The second trips the breaker (retries = 1).
     let out = p.worker(&ids[0]);
     assert_eq!(out.ending(), "blocked", "{out:?}");
@@ -582,7 +587,12 @@ fn c3_10_no_deliverable_is_retried_once_then_blocked_with_a_partial_deliverable(
         text.contains("## Summary") && text.contains("Not completed"),
         "{text}"
     );
-    for tried in ["attempt 1", "attempt 2", "wrote no deliverable", "failed 2 times in a row"] {
+    for tried in [
+        "attempt 1",
+        "attempt 2",
+        "wrote no deliverable",
+        "failed 2 times in a row",
+    ] {
         assert!(text.contains(tried), "partial lacks {tried:?}:\n{text}");
     }
     assert_no_success_commit(&p, &ids[0]);

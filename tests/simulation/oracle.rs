@@ -191,8 +191,7 @@ impl World {
         // least three) at once, and never a claim it held the run before.
         let would_release = plan.releases.len() + plan.held.len();
         ensure!(
-            plan.held.is_empty()
-                || (would_release >= 3 && would_release * 2 > snap.claims.len()),
+            plan.held.is_empty() || (would_release >= 3 && would_release * 2 > snap.claims.len()),
             "2.12",
             "{} claims held although releasing {would_release} of {} is no storm",
             plan.held.len(),

@@ -371,7 +371,11 @@ impl World {
         // persist (2.7)
         let did_spawn = !spawned.is_empty();
         let mut next = before.after_run(now, did_spawn, plan.idle_reason);
-        next.held_claims = plan.held.iter().map(braids::tick::decide::held_key).collect();
+        next.held_claims = plan
+            .held
+            .iter()
+            .map(braids::tick::decide::held_key)
+            .collect();
         if self.mutation == Mutation::ResetIdleSince && !did_spawn {
             next.idle_since = Some(now);
         }

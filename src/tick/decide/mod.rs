@@ -27,7 +27,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
-use serde::Serialize;
 
 use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessage};
 pub use crate::retry::breaker::Gate;
@@ -38,12 +37,14 @@ use crate::workspace::WorkspaceMode;
 mod eligibility;
 mod guards;
 mod plan;
+mod zombie;
 
 pub use eligibility::{eligibility_of, Eligibility};
 pub use guards::held_key;
 pub use plan::{
     KillStorm, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, Upgrade, STAND_INS,
 };
+pub use zombie::{classify, SessionVerdict, Zombie, ZombieOwner, ZombieReason};
 
 /// What a tracker said about one bead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,96 +124,6 @@ pub struct Snapshot {
 #[must_use]
 pub fn is_kill_storm(running: usize, killing: usize) -> bool {
     killing >= 3 && killing * 2 > running
-}
-
-/// Why a session is a zombie (2.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ZombieReason {
-    SessionEnded,
-    BeadClosed,
-    Timeout,
-    /// No output and no changed file for StallTimeout.
-    Stalled,
-}
-
-impl ZombieReason {
-    /// As `--json` and the log name it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ZombieReason::SessionEnded => "session-ended",
-            ZombieReason::BeadClosed => "bead-closed",
-            ZombieReason::Timeout => "timeout",
-            ZombieReason::Stalled => "stalled",
-        }
-    }
-}
-
-impl std::fmt::Display for ZombieReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How 2.6 classifies one session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionVerdict {
-    /// Not running: excluded from the count, nothing to kill.
-    Ended,
-    Kill(ZombieReason),
-    Healthy,
-}
-
-/// The zombie order of 2.6 for one session. `timeout` is the project's WorkerTimeout;
-/// `stall` its StallTimeout (0: off) and `active` the worker's last activity.
-pub fn classify(
-    session: &Session,
-    bead: BeadLookup,
-    timeout_secs: u64,
-    stall: (u64, Option<DateTime<Utc>>),
-    now: DateTime<Utc>,
-) -> SessionVerdict {
-    if !session.running {
-        return SessionVerdict::Ended;
-    }
-    if matches!(
-        bead,
-        BeadLookup::Known(BeadStatus::Closed) | BeadLookup::Missing
-    ) {
-        return SessionVerdict::Kill(ZombieReason::BeadClosed);
-    }
-    let limit = secs(timeout_secs);
-    if now - session.started_at > limit {
-        return SessionVerdict::Kill(ZombieReason::Timeout);
-    }
-    let (stall_secs, active) = stall;
-    let quiet = now - active.map_or(session.started_at, |a| a.max(session.started_at));
-    if stall_secs > 0 && quiet > secs(stall_secs) {
-        return SessionVerdict::Kill(ZombieReason::Stalled);
-    }
-    SessionVerdict::Healthy
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::seconds(i64::try_from(n).unwrap_or(i64::MAX / 1000).min(i64::MAX / 1000))
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Zombie {
-    pub session: Session,
-    pub reason: ZombieReason,
-    /// The registered project it works for: a worker stopped for its time or a stall is a
-    /// failed attempt of that project's bead.
-    pub owner: Option<ZombieOwner>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZombieOwner {
-    pub slug: String,
-    pub path: PathBuf,
-    /// WorkerTimeout and StallTimeout, seconds.
-    pub timeout_secs: u64,
-    pub stall_secs: u64,
 }
 
 /// Iteration scope: when the active iteration lists Stories, only those beads are worked;
@@ -302,7 +213,13 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             // A session of a project missing from the registry (removed, or its row unreadable
             // for a while): an orphan. It still counts against the global cap, and the zombie
             // rules that need no PROJECT.md still apply: ended → forgotten, too old → killed.
-            match classify(s, BeadLookup::Unknown, snap.orphan_timeout_secs, (0, None), now) {
+            match classify(
+                s,
+                BeadLookup::Unknown,
+                snap.orphan_timeout_secs,
+                (0, None),
+                now,
+            ) {
                 SessionVerdict::Ended => ended.push(s.clone()),
                 SessionVerdict::Kill(reason) => zombies.push(Zombie {
                     session: s.clone(),
@@ -316,7 +233,10 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         if s.running {
             live.insert((p.slug.as_str(), bead));
         }
-        let stall = (p.stall_timeout, snap.activity.get(&s.label.to_string()).copied());
+        let stall = (
+            p.stall_timeout,
+            snap.activity.get(&s.label.to_string()).copied(),
+        );
         match classify(s, lookup(p, bead), p.worker_timeout, stall, now) {
             SessionVerdict::Ended => ended.push(s.clone()),
             SessionVerdict::Kill(reason) => zombies.push(Zombie {
@@ -452,7 +372,9 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .then(|| (snap.global_max_workers as usize).saturating_sub(total_healthy)),
         snap.gate,
     );
-    let mut wake_at = (snap.gate != Gate::Open).then_some(snap.next_probe).flatten();
+    let mut wake_at = (snap.gate != Gate::Open)
+        .then_some(snap.next_probe)
+        .flatten();
     let mut order: Vec<(usize, &ProjectView)> = snap.projects.iter().enumerate().collect();
     order.sort_by_key(|(i, p)| (p.priority, *i));
 

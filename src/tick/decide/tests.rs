@@ -908,10 +908,20 @@ fn c2_6_a_worker_quiet_for_its_stall_timeout_is_stalled() {
     let cases = [
         (900, 1000, None, SessionVerdict::Kill(ZombieReason::Stalled)), // never active since its start
         (900, 1000, mins(5), SessionVerdict::Healthy),                  // printed 5 minutes ago
-        (900, 1000, mins(16), SessionVerdict::Kill(ZombieReason::Stalled)),
+        (
+            900,
+            1000,
+            mins(16),
+            SessionVerdict::Kill(ZombieReason::Stalled),
+        ),
         (900, 600, None, SessionVerdict::Healthy), // young: its start counts as activity
         (0, 100_000 - 1, mins(600), SessionVerdict::Healthy), // 0 turns it off
-        (900, 3601, mins(1), SessionVerdict::Kill(ZombieReason::Timeout)), // the WorkerTimeout first
+        (
+            900,
+            3601,
+            mins(1),
+            SessionVerdict::Kill(ZombieReason::Timeout),
+        ), // the WorkerTimeout first
     ];
     for (stall, age, active, want) in cases {
         let s = session("a", "a-1", true, age);
@@ -948,7 +958,11 @@ fn c2_13_a_bead_in_its_retry_backoff_is_not_spawned_and_wakes_the_run() {
     );
     let plan = decide(&s, now());
     assert_eq!(spawned(&plan), ["project:a:a-3"]);
-    assert_eq!(plan.wake_at, Some(soon), "the next full run comes when a-2 may run");
+    assert_eq!(
+        plan.wake_at,
+        Some(soon),
+        "the next full run comes when a-2 may run"
+    );
     // another project's record of the same id does not hold this one
     s.waiting = BTreeMap::from([(PathBuf::from("/p/b"), BTreeMap::from([(id("a-1"), later)]))]);
     assert_eq!(decide(&s, now()).intended().len(), 3);
@@ -958,7 +972,10 @@ fn c2_13_a_bead_in_its_retry_backoff_is_not_spawned_and_wakes_the_run() {
 fn c2_14_the_provider_breaker_gates_every_spawn() {
     let s = |gate| {
         let mut s = snap(
-            vec![project("a").max(2).ready(&["a-1", "a-2"]), project("b").ready(&["b-1"])],
+            vec![
+                project("a").max(2).ready(&["a-1", "a-2"]),
+                project("b").ready(&["b-1"]),
+            ],
             vec![],
         );
         s.gate = gate;
@@ -969,11 +986,19 @@ fn c2_14_the_provider_breaker_gates_every_spawn() {
     assert_eq!(open.intended().len(), 3);
     assert_eq!((open.probe, open.wake_at), (false, None));
     let probe = decide(&s(Gate::Probe), now());
-    assert_eq!(spawned(&probe), ["project:a:a-1"], "one probe across the installation");
+    assert_eq!(
+        spawned(&probe),
+        ["project:a:a-1"],
+        "one probe across the installation"
+    );
     assert!(probe.probe);
     let shut = decide(&s(Gate::Shut), now());
     assert!(shut.intended().is_empty());
-    assert_eq!(shut.wake_at, Some(now() + Duration::minutes(3)), "wakes for the next probe");
+    assert_eq!(
+        shut.wake_at,
+        Some(now() + Duration::minutes(3)),
+        "wakes for the next probe"
+    );
     assert_eq!(shut.idle_reason, IdleReason::AllAtCapacity);
 }
 
@@ -988,11 +1013,18 @@ fn c2_12_a_backend_reporting_every_worker_gone_for_one_run_releases_nothing() {
         .bead("a-2", Known(InProgress))
         .bead("a-3", Known(InProgress));
     let mut s = snap(vec![p], vec![]); // the backend says: no session at all
-    s.claims = vec![claim("a", "a-1", 10), claim("a", "a-2", 10), claim("a", "a-3", 10)];
+    s.claims = vec![
+        claim("a", "a-1", 10),
+        claim("a", "a-2", 10),
+        claim("a", "a-3", 10),
+    ];
     let plan = decide(&s, now());
     assert!(plan.releases.is_empty(), "{:?}", plan.releases);
     assert_eq!(plan.held.len(), 3);
-    assert!(plan.intended().is_empty(), "held claims hold their slots: no fourth worker");
+    assert!(
+        plan.intended().is_empty(),
+        "held claims hold their slots: no fourth worker"
+    );
     // the next run still sees them gone: a restart really ended them, released now
     s.held_before = plan.held.iter().map(held_key).collect();
     let next = decide(&s, now());
@@ -1007,7 +1039,11 @@ fn c2_12_a_backend_reporting_every_worker_gone_for_one_run_releases_nothing() {
             .bead("a-3", Known(InProgress))],
         vec![session("a", "a-2", true, 10), session("a", "a-3", true, 10)],
     );
-    one.claims = vec![claim("a", "a-1", 10), claim("a", "a-2", 10), claim("a", "a-3", 10)];
+    one.claims = vec![
+        claim("a", "a-1", 10),
+        claim("a", "a-2", 10),
+        claim("a", "a-3", 10),
+    ];
     let plan = decide(&one, now());
     assert_eq!(plan.releases.len(), 1);
     assert!(plan.held.is_empty());

@@ -1,0 +1,105 @@
+//! Contract 2.6 for one session: the zombie order (bead status before runtime, then the
+//! stall), as one pure function the tick and the simulation share.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::BeadLookup;
+use crate::model::BeadStatus;
+use crate::session::Session;
+
+/// Why a session is a zombie (2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZombieReason {
+    SessionEnded,
+    BeadClosed,
+    Timeout,
+    /// No output and no changed file for StallTimeout.
+    Stalled,
+}
+
+impl ZombieReason {
+    /// As `--json` and the log name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ZombieReason::SessionEnded => "session-ended",
+            ZombieReason::BeadClosed => "bead-closed",
+            ZombieReason::Timeout => "timeout",
+            ZombieReason::Stalled => "stalled",
+        }
+    }
+}
+
+impl std::fmt::Display for ZombieReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How 2.6 classifies one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionVerdict {
+    /// Not running: excluded from the count, nothing to kill.
+    Ended,
+    Kill(ZombieReason),
+    Healthy,
+}
+
+/// The zombie order of 2.6 for one session. `timeout` is the project's WorkerTimeout;
+/// `stall` its StallTimeout (0: off) and `active` the worker's last activity.
+pub fn classify(
+    session: &Session,
+    bead: BeadLookup,
+    timeout_secs: u64,
+    stall: (u64, Option<DateTime<Utc>>),
+    now: DateTime<Utc>,
+) -> SessionVerdict {
+    if !session.running {
+        return SessionVerdict::Ended;
+    }
+    if matches!(
+        bead,
+        BeadLookup::Known(BeadStatus::Closed) | BeadLookup::Missing
+    ) {
+        return SessionVerdict::Kill(ZombieReason::BeadClosed);
+    }
+    let limit = secs(timeout_secs);
+    if now - session.started_at > limit {
+        return SessionVerdict::Kill(ZombieReason::Timeout);
+    }
+    let (stall_secs, active) = stall;
+    let quiet = now - active.map_or(session.started_at, |a| a.max(session.started_at));
+    if stall_secs > 0 && quiet > secs(stall_secs) {
+        return SessionVerdict::Kill(ZombieReason::Stalled);
+    }
+    SessionVerdict::Healthy
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::seconds(
+        i64::try_from(n)
+            .unwrap_or(i64::MAX / 1000)
+            .min(i64::MAX / 1000),
+    )
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Zombie {
+    pub session: Session,
+    pub reason: ZombieReason,
+    /// The registered project it works for: a worker stopped for its time or a stall is a
+    /// failed attempt of that project's bead.
+    pub owner: Option<ZombieOwner>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZombieOwner {
+    pub slug: String,
+    pub path: PathBuf,
+    /// WorkerTimeout and StallTimeout, seconds.
+    pub timeout_secs: u64,
+    pub stall_secs: u64,
+}
