@@ -156,7 +156,7 @@ impl Default for BreakerConfig {
 impl BreakerConfig {
     pub fn policy(&self) -> crate::retry::BreakerPolicy {
         crate::retry::BreakerPolicy {
-            window: self.window,
+            window: self.window.min(crate::retry::RECENT),
             probe_base: chrono_span(self.probe),
             probe_cap: chrono_span(self.probe_max),
             patterns: self.patterns.iter().map(|p| p.to_lowercase()).collect(),

@@ -28,6 +28,9 @@ pub struct BreakerPolicy {
     pub patterns: Vec<String>,
 }
 
+/// How long a probe may go without any outcome before another is let through.
+pub const PROBE_LOST: Duration = Duration::hours(2);
+
 /// The output fragments that mean a rate limit or an overload, unless config.toml says others.
 pub const DEFAULT_PATTERNS: &[&str] = &[
     "rate limit",
@@ -61,6 +64,10 @@ pub struct Outcome {
     pub signature: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<u64>,
+    /// The tick saw the attempt end (a stall, a timeout, a worker gone) without an agent's
+    /// answer: it ends a probe, but says nothing about the provider.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seen_by_tick: bool,
 }
 
 impl Outcome {
@@ -71,6 +78,7 @@ impl Outcome {
             passed: true,
             signature: None,
             retry_after_secs: None,
+            seen_by_tick: false,
         }
     }
 
@@ -81,6 +89,7 @@ impl Outcome {
             passed: false,
             signature: f.signature.clone(),
             retry_after_secs: f.retry_after_secs,
+            seen_by_tick: false,
         }
     }
 }
@@ -185,10 +194,12 @@ pub fn assess(
 ) -> (Breaker, Option<Transition>) {
     let mut next = b.clone();
     let Some(open_since) = b.open_since else {
-        if policy.window == 0 || recent.len() < policy.window {
+        // Only agents' answers tell about the provider.
+        let answered: Vec<&Outcome> = recent.iter().filter(|o| !o.seen_by_tick).collect();
+        if policy.window == 0 || answered.len() < policy.window {
             return (next, None);
         }
-        let last = &recent[recent.len() - policy.window..];
+        let last = &answered[answered.len() - policy.window..];
         let sig = last[0].signature.as_deref();
         let shared = sig.is_some()
             && last
@@ -219,7 +230,15 @@ pub fn assess(
         };
         return (next, Some(t));
     };
-    // Open: the probe's outcome (or any success since it opened) decides.
+    // Open: the probe's outcome (or any success since it opened) decides. A probe that left no
+    // outcome at all (its worker stopped on an error) is given up after PROBE_LOST.
+    if let Some(p) = b.probing_since.filter(|p| now - *p > PROBE_LOST) {
+        if !recent.iter().any(|o| o.at >= p) {
+            next.probing_since = None;
+            next.next_probe = Some(now);
+            return (next, None);
+        }
+    }
     let since = b.probing_since.unwrap_or(open_since);
     let after: Vec<&Outcome> = recent.iter().filter(|o| o.at >= since).collect();
     if after.iter().any(|o| o.passed) {

@@ -12,6 +12,7 @@ fn out(min: i64, project: &str, sig: Option<&str>) -> Outcome {
         passed: sig.is_none(),
         signature: sig.map(str::to_string),
         retry_after_secs: None,
+        seen_by_tick: false,
     }
 }
 
@@ -207,4 +208,41 @@ fn c2_14_signatures() {
     }
     assert!(is_provider("provider: overloaded"));
     assert!(!is_provider("exit 1"));
+}
+
+#[test]
+fn c2_14_what_the_tick_saw_ends_a_probe_but_never_opens_and_a_lost_probe_is_let_go() {
+    let p = BreakerPolicy::default();
+    // five stalls and crashes the tick saw, between agents' answers: no outage for the breaker
+    let mut recent: Vec<Outcome> = (0..5)
+        .map(|i| Outcome {
+            seen_by_tick: true,
+            ..out(i, "a", Some("stalled"))
+        })
+        .collect();
+    assert_eq!(
+        assess(&Breaker::default(), &recent, &p, t(5)).0,
+        Breaker::default()
+    );
+    // rate limits with the tick's observations in between still open it
+    for i in 5..10 {
+        recent.push(out(i, if i % 2 == 0 { "a" } else { "b" }, RL));
+    }
+    let (mut b, tr) = assess(&Breaker::default(), &recent, &p, t(10));
+    assert!(tr.is_some());
+    // the probe's worker hung and was stopped by the tick: that ends the probe as failed
+    b.probing_since = Some(t(11));
+    recent.push(Outcome {
+        seen_by_tick: true,
+        ..out(30, "a", Some("stalled"))
+    });
+    let (b2, _) = assess(&b, &recent, &p, t(30));
+    assert_eq!((b2.probing_since, b2.probes), (None, 1));
+    // a probe that leaves no outcome at all is let go after PROBE_LOST
+    let mut b3 = b2.clone();
+    b3.probing_since = Some(t(40));
+    let later = t(40) + PROBE_LOST + Duration::minutes(1);
+    let (b4, _) = assess(&b3, &recent, &p, later);
+    assert_eq!((b4.probing_since, b4.next_probe), (None, Some(later)));
+    assert_eq!(b4.gate(later), Gate::Probe);
 }

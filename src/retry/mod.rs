@@ -29,6 +29,10 @@ pub use breaker::{Breaker, BreakerPolicy, Outcome};
 /// How many failures of a bead are kept: enough to list in a blocked bead's reason.
 pub const KEPT_FAILURES: usize = 10;
 
+/// How many of the last spawns' outcomes are kept for the provider breaker (its window is at
+/// most this).
+pub const RECENT: usize = 64;
+
 /// The per-bead retry rules, from config.toml's `[worker]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
@@ -204,14 +208,17 @@ impl Attempts {
     }
 
     /// Records a failed attempt of `bead` in `dir` and says what becomes of it. A failure
-    /// during an open provider breaker never counts towards the bead's own breaker.
+    /// during an open provider breaker never counts towards the bead's own breaker. `agent`
+    /// says whether an agent ran and failed (its worker records it), or the tick saw the
+    /// attempt end (a stall, a timeout, a worker gone): only an agent's failure tells about
+    /// the provider, though either ends the breaker's probe.
     pub fn fail(
         &mut self,
         dir: &std::path::Path,
         bead: &BeadId,
         mut failure: Failure,
         policy: &Policy,
-        window: usize,
+        agent: bool,
     ) -> AfterFailure {
         if failure
             .signature
@@ -221,7 +228,9 @@ impl Attempts {
         {
             failure.counts = false;
         }
-        self.push_outcome(Outcome::failed(&failure, dir), window);
+        let mut o = Outcome::failed(&failure, dir);
+        o.seen_by_tick = !agent;
+        self.push_outcome(o);
         let beads = self.beads.entry(key(dir)).or_default();
         let (record, verdict) = after_failure(
             &beads.get(bead).cloned().unwrap_or_default(),
@@ -239,15 +248,34 @@ impl Attempts {
         verdict
     }
 
-    /// A passed attempt: the bead's failures are forgotten.
-    pub fn succeed(
+    /// The provider breaker looks at the recent outcomes ([`breaker::assess`]). When it opens,
+    /// the outage began with the first of the failures that opened it: every bead's failures
+    /// since then stop counting towards the bead's own breaker.
+    pub fn assess(
         &mut self,
-        dir: &std::path::Path,
-        bead: &BeadId,
-        at: DateTime<Utc>,
-        window: usize,
-    ) {
-        self.push_outcome(Outcome::passed(at, dir), window);
+        policy: &breaker::BreakerPolicy,
+        now: DateTime<Utc>,
+    ) -> Option<breaker::Transition> {
+        let (b, t) = breaker::assess(&self.breaker, &self.recent, policy, now);
+        self.breaker = b;
+        if let Some(breaker::Transition::Opened { since, .. }) = &t {
+            for f in self
+                .beads
+                .values_mut()
+                .flat_map(|b| b.values_mut())
+                .flat_map(|r| &mut r.failures)
+            {
+                if f.at >= *since {
+                    f.counts = false;
+                }
+            }
+        }
+        t
+    }
+
+    /// A passed attempt: the bead's failures are forgotten.
+    pub fn succeed(&mut self, dir: &std::path::Path, bead: &BeadId, at: DateTime<Utc>) {
+        self.push_outcome(Outcome::passed(at, dir));
         self.forget(dir, bead);
     }
 
@@ -269,10 +297,9 @@ impl Attempts {
             .is_some_and(|r| r.failures.iter().any(|f| f.at >= since))
     }
 
-    fn push_outcome(&mut self, o: Outcome, window: usize) {
+    fn push_outcome(&mut self, o: Outcome) {
         self.recent.push(o);
-        let keep = window.max(1) * 4;
-        let overflow = self.recent.len().saturating_sub(keep);
+        let overflow = self.recent.len().saturating_sub(RECENT);
         self.recent.drain(..overflow);
     }
 

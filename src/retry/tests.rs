@@ -38,7 +38,13 @@ fn c2_13_failures_back_off_then_the_breaker_blocks_with_the_last_failures() {
     let mut a = Attempts::default();
     let dir = Path::new("/p/app");
     let b = bead("app-1");
-    let v1 = a.fail(dir, &b, Failure::new(t(0), "exit 1, status failing"), &p, 5);
+    let v1 = a.fail(
+        dir,
+        &b,
+        Failure::new(t(0), "exit 1, status failing"),
+        &p,
+        true,
+    );
     assert_eq!(
         v1,
         AfterFailure::Retry {
@@ -47,7 +53,7 @@ fn c2_13_failures_back_off_then_the_breaker_blocks_with_the_last_failures() {
         }
     );
     assert_eq!(a.not_before(dir, &b), Some(t(1)));
-    let v2 = a.fail(dir, &b, Failure::new(t(2), "timed out"), &p, 5);
+    let v2 = a.fail(dir, &b, Failure::new(t(2), "timed out"), &p, true);
     assert_eq!(
         v2,
         AfterFailure::Retry {
@@ -55,7 +61,7 @@ fn c2_13_failures_back_off_then_the_breaker_blocks_with_the_last_failures() {
             failures: 2
         }
     );
-    match a.fail(dir, &b, Failure::new(t(5), "stalled"), &p, 5) {
+    match a.fail(dir, &b, Failure::new(t(5), "stalled"), &p, true) {
         AfterFailure::Block { reason, failures } => {
             assert!(reason.starts_with("failed 3 times in a row"), "{reason}");
             assert_eq!(failures.len(), 3);
@@ -78,9 +84,9 @@ fn c2_13_a_success_forgets_and_other_beads_are_apart() {
     let mut a = Attempts::default();
     let (dir, other) = (Path::new("/p/app"), Path::new("/p/other"));
     let b = bead("app-1");
-    let _ = a.fail(dir, &b, Failure::new(t(0), "exit 1"), &p, 5);
-    let _ = a.fail(other, &b, Failure::new(t(0), "exit 1"), &p, 5);
-    a.succeed(dir, &b, t(3), 5);
+    let _ = a.fail(dir, &b, Failure::new(t(0), "exit 1"), &p, true);
+    let _ = a.fail(other, &b, Failure::new(t(0), "exit 1"), &p, true);
+    a.succeed(dir, &b, t(3));
     assert_eq!(a.record(dir, &b), None);
     assert!(
         a.record(other, &b).is_some(),
@@ -88,7 +94,7 @@ fn c2_13_a_success_forgets_and_other_beads_are_apart() {
     );
     // after the success the next failure is the first again, not the breaker's second
     assert!(matches!(
-        a.fail(dir, &b, Failure::new(t(4), "exit 1"), &p, 5),
+        a.fail(dir, &b, Failure::new(t(4), "exit 1"), &p, true),
         AfterFailure::Retry { failures: 1, .. }
     ));
 }
@@ -104,7 +110,7 @@ fn c2_13_provider_failures_and_retry_after() {
     f.retry_after_secs = Some(600);
     // retries 0 would block at the first counted failure; a provider failure never counts
     assert_eq!(
-        a.fail(dir, &b, f, &p, 5),
+        a.fail(dir, &b, f, &p, true),
         AfterFailure::Retry {
             not_before: t(10),
             failures: 1
@@ -114,12 +120,12 @@ fn c2_13_provider_failures_and_retry_after() {
     // while the provider breaker is open no failure counts
     a.breaker.open_since = Some(t(0));
     assert!(matches!(
-        a.fail(dir, &b, Failure::new(t(11), "exit 1"), &p, 5),
+        a.fail(dir, &b, Failure::new(t(11), "exit 1"), &p, true),
         AfterFailure::Retry { failures: 2, .. }
     ));
     a.breaker.open_since = None;
     assert!(matches!(
-        a.fail(dir, &b, Failure::new(t(20), "exit 1"), &p, 5),
+        a.fail(dir, &b, Failure::new(t(20), "exit 1"), &p, true),
         AfterFailure::Block { .. }
     ));
 }
@@ -130,8 +136,8 @@ fn failed_since_prune_and_old_files() {
     let mut a = Attempts::default();
     let dir = Path::new("/p/app");
     let (b1, b2) = (bead("app-1"), bead("app-2"));
-    let _ = a.fail(dir, &b1, Failure::new(t(0), "exit 1"), &p, 5);
-    let _ = a.fail(dir, &b2, Failure::new(t(100), "exit 1"), &p, 5);
+    let _ = a.fail(dir, &b1, Failure::new(t(0), "exit 1"), &p, true);
+    let _ = a.fail(dir, &b2, Failure::new(t(100), "exit 1"), &p, true);
     assert!(a.failed_since(dir, &b1, t(0)));
     assert!(!a.failed_since(dir, &b1, t(1)));
     a.prune(t(100), Duration::days(1));
@@ -144,9 +150,9 @@ fn failed_since_prune_and_old_files() {
     assert!(serde_json::to_string(&old).unwrap().contains("future"));
     assert_eq!(a.recent.len(), 2);
     for _ in 0..100 {
-        a.succeed(dir, &b1, t(200), 5);
+        a.succeed(dir, &b1, t(200));
     }
-    assert_eq!(a.recent.len(), 20, "outcomes are bounded");
+    assert_eq!(a.recent.len(), RECENT, "outcomes are bounded");
 }
 
 #[test]
@@ -163,7 +169,7 @@ fn store_updates_under_its_lock_and_ignores_garbage() {
                 &bead("p-1"),
                 Failure::new(t(0), "x"),
                 &policy(3),
-                5,
+                true,
             )
         })
         .unwrap();

@@ -12,7 +12,7 @@ use super::observe::Observed;
 use crate::config::Config;
 use crate::model::BeadId;
 use crate::paths::Paths;
-use crate::retry::breaker::{self, Transition};
+use crate::retry::breaker::Transition;
 use crate::retry::store::Store;
 use crate::retry::{AfterFailure, Attempts, Failure};
 use crate::state::OrchestratorState;
@@ -48,8 +48,7 @@ impl RetryEdge {
     ) -> (Option<Transition>, Option<String>) {
         let policy = self.config.breaker.policy();
         let look = |a: &mut Attempts| {
-            let (b, t) = breaker::assess(&a.breaker, &a.recent, &policy, now);
-            a.breaker = b;
+            let t = a.assess(&policy, now);
             a.prune(now, KEEP);
             (a.clone(), t)
         };
@@ -107,12 +106,11 @@ impl RetryEdge {
             return None;
         }
         let policy = self.config.worker.retry_policy();
-        let window = self.config.breaker.window;
         let recorded = self.store.update(|a| {
             if claimed_at.is_some_and(|t| a.failed_since(dir, bead, t)) {
                 return None;
             }
-            Some(a.fail(dir, bead, failure, &policy, window))
+            Some(a.fail(dir, bead, failure, &policy, false))
         });
         recorded.unwrap_or_else(|e| {
             tracing::warn!(%bead, "cannot record the failed attempt: {e:#}");

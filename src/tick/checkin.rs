@@ -465,6 +465,7 @@ mod tests {
             ready_out_of_scope: 0,
             note: None,
             error: None,
+            problems: vec![],
             checkin: Checkin::Daily,
             channel: Some("#app".into()),
             push_pending: false,

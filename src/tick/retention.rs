@@ -149,7 +149,7 @@ mod tests {
     fn c2_15_retention_by_age_then_by_size_and_never_what_is_still_needed() {
         let policy = Policy {
             max_age: Duration::days(30),
-            max_total: 100,
+            max_total: 150,
         };
         let items = vec![
             item("old-a", "a-1", 0, 10),

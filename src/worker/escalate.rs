@@ -45,8 +45,7 @@ impl Worker<'_> {
         };
         let store = retry::store::Store::in_dir(&self.paths.braids_dir);
         let policy = self.config.worker.retry_policy();
-        let verdict =
-            store.update(|a| a.fail(&run.msg.project, &bead.id, record, &policy, breaker.window));
+        let verdict = store.update(|a| a.fail(&run.msg.project, &bead.id, record, &policy, true));
         match verdict {
             Ok(AfterFailure::Retry {
                 not_before,

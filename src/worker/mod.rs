@@ -183,10 +183,9 @@ impl Worker<'_> {
         if !matches!(attempts, Attempts::Failed(_)) {
             // The agent answered (a pass, a question, a guardrail): the provider works and the
             // bead's earlier failures are behind it.
-            let window = self.config.breaker.window;
             let store = crate::retry::store::Store::in_dir(&self.paths.braids_dir);
             let now = chrono::Utc::now();
-            if let Err(e) = store.update(|a| a.succeed(&run.msg.project, bead_id, now, window)) {
+            if let Err(e) = store.update(|a| a.succeed(&run.msg.project, bead_id, now)) {
                 tracing::warn!(bead = %bead_id, "cannot record the attempt: {e:#}");
             }
         }

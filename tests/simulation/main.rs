@@ -63,6 +63,7 @@ mod events;
 mod generator;
 mod oracle;
 mod run;
+mod soak;
 mod tick;
 mod world;
 
@@ -226,4 +227,53 @@ fn sim_is_deterministic() {
     // and the config reader the tick would use accepts the defaults this model assumes
     let c = Config::default();
     assert_eq!(c.sessions.claim_grace_secs, 120);
+}
+
+/// A month unattended in simulated time (`soak.rs`): 30 days, 20 projects, 2,000 beads, two
+/// seeds (about 3 s each here); `BRAIDS_SOAK_SEEDS=100` for a long run, `BRAIDS_SOAK_SEED` to
+/// replay one, `BRAIDS_SOAK_DAYS` and `BRAIDS_SOAK_BEADS` to size it.
+#[test]
+fn c2_13_soak_a_month_unattended_every_bead_done_or_blocked_with_a_reason() {
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let seeds = match std::env::var("BRAIDS_SOAK_SEED") {
+        Ok(s) => vec![s.parse().expect("BRAIDS_SOAK_SEED is a number")],
+        Err(_) => (1..=env("BRAIDS_SOAK_SEEDS", 2)).collect::<Vec<u64>>(),
+    };
+    let started = std::time::Instant::now();
+    let mut total = soak::SoakReport::default();
+    for seed in &seeds {
+        let cfg = soak::SoakConfig {
+            seed: *seed,
+            days: env("BRAIDS_SOAK_DAYS", 30) as i64,
+            projects: 20,
+            beads: env("BRAIDS_SOAK_BEADS", 2000) as usize,
+        };
+        let r = soak::Soak::new(&cfg).run();
+        assert!(r.violations.is_empty(), "seed {seed}: {r:#?}");
+        assert_eq!(r.done + r.blocked, cfg.beads, "seed {seed}: {r:#?}");
+        // the month had what it was meant to have
+        assert!(
+            r.stalled_kills > 0 && r.releases > 0 && r.provider_failures > 0,
+            "seed {seed}: {r:#?}"
+        );
+        assert!(
+            r.retention_removed > 0 || cfg.days < 7,
+            "seed {seed}: {r:#?}"
+        );
+        total.add(&r);
+    }
+    assert!(
+        total.breaker_closed > 0,
+        "the breaker never opened and closed: {total:#?}"
+    );
+    println!(
+        "soak: {} seed(s) in {:.1?}, summed: {total:#?}",
+        seeds.len(),
+        started.elapsed()
+    );
 }
