@@ -202,6 +202,20 @@ impl Attempts {
         self.beads.get(&key(dir))?.get(bead)
     }
 
+    /// Every bead with a wait, by project directory: when each may run again.
+    pub fn waiting(&self) -> BTreeMap<std::path::PathBuf, BTreeMap<BeadId, DateTime<Utc>>> {
+        let waits = |beads: &BTreeMap<BeadId, BeadRecord>| {
+            beads
+                .iter()
+                .filter_map(|(b, r)| Some((b.clone(), r.not_before?)))
+                .collect()
+        };
+        self.beads
+            .iter()
+            .map(|(dir, beads)| (std::path::PathBuf::from(dir), waits(beads)))
+            .collect()
+    }
+
     /// When the bead may run again, if it is waiting.
     pub fn not_before(&self, dir: &std::path::Path, bead: &BeadId) -> Option<DateTime<Utc>> {
         self.record(dir, bead)?.not_before

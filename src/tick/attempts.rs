@@ -3,7 +3,7 @@
 //! attempts the tick itself sees (a worker stopped for its time or a stall, a claim whose worker
 //! vanished). Workers record their own attempts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -61,17 +61,7 @@ impl RetryEdge {
             })
         };
         let snap = &mut observed.snapshot;
-        snap.waiting = attempts
-            .beads
-            .iter()
-            .map(|(dir, beads)| {
-                let waits = beads
-                    .iter()
-                    .filter_map(|(b, r)| Some((b.clone(), r.not_before?)))
-                    .collect();
-                (PathBuf::from(dir), waits)
-            })
-            .collect();
+        snap.waiting = attempts.waiting();
         snap.gate = attempts.breaker.gate(now);
         snap.next_probe = attempts.breaker.next_probe;
         snap.held_before = state.held_claims.clone();

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use crate::state::UnknownStories;
 
-use crate::model::NotificationEvent;
+use crate::model::{BeadId, NotificationEvent};
 use crate::notify::{self, Notifier};
 
 use super::act::Outcome;
@@ -101,17 +101,22 @@ pub fn kill_storm(
 /// A blocker notification for each bead the tick blocked because its breaker tripped.
 pub fn blocked(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) {
     for (slug, bead, reason) in &outcome.blocked {
-        if let Some(c) = config_of(observed, slug) {
-            let text = format!("[{slug}] {bead} is blocked: {reason}.");
-            notify::send(
-                notifier,
-                c,
-                slug,
-                NotificationEvent::Blocker,
-                Some(bead),
-                &text,
-            );
-        }
+        let text = format!("[{slug}] {bead} is blocked: {reason}.");
+        blocker(observed, notifier, slug, bead, &text);
+    }
+}
+
+/// A blocker notification about one bead, by its project's settings.
+fn blocker(observed: &Observed, notifier: &dyn Notifier, slug: &str, bead: &BeadId, text: &str) {
+    if let Some(c) = config_of(observed, slug) {
+        notify::send(
+            notifier,
+            c,
+            slug,
+            NotificationEvent::Blocker,
+            Some(bead),
+            text,
+        );
     }
 }
 
@@ -136,18 +141,8 @@ pub fn installation(observed: &Observed, text: &str, notifier: &dyn Notifier) {
 /// A blocker notification for each bead whose dead worker's work the sweep kept on a branch.
 pub fn kept_work(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) {
     for (slug, bead, branch) in &outcome.kept {
-        let config = config_of(observed, slug);
-        if let Some(c) = config {
-            let text = format!("[{slug}] The worker of {bead} ended before its work landed; the work is kept on branch {branch}: merge or drop it.");
-            notify::send(
-                notifier,
-                c,
-                slug,
-                NotificationEvent::Blocker,
-                Some(bead),
-                &text,
-            );
-        }
+        let text = format!("[{slug}] The worker of {bead} ended before its work landed; the work is kept on branch {branch}: merge or drop it.");
+        blocker(observed, notifier, slug, bead, &text);
     }
 }
 

@@ -449,10 +449,11 @@ pub(crate) fn find_exact(issues: Vec<RawIssue>, id: &BeadId) -> Option<RawIssue>
     issues.into_iter().find(|i| &i.bead.id == id)
 }
 
-/// Keeps a free-text argument on one line and bounded, for titles passed as argv.
+/// Keeps a free-text argument on one line, for titles and reasons passed as argv: control
+/// characters (a NUL cannot be an argument at all; an agent's report may hold one) become
+/// spaces, and runs of whitespace one space.
 pub(crate) fn one_line(s: &str) -> String {
-    s.split(['\r', '\n'])
-        .map(str::trim)
+    s.split(|c: char| c.is_control() || c.is_whitespace())
         .filter(|p| !p.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
@@ -461,6 +462,12 @@ pub(crate) fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_keeps_no_control_character() {
+        assert_eq!(one_line("a\r\n  b\tc\0d\u{1b}[0m e"), "a b c d [0m e");
+        assert_eq!(one_line("\0\n"), "");
+    }
 
     fn out(code: i32, stdout: &str, stderr: &str) -> Output {
         Output {

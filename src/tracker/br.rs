@@ -219,7 +219,7 @@ impl Tracker for Br {
 
     fn close(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError> {
         let mut args = vec!["close".to_string(), id.to_string()];
-        let reason = reason.trim();
+        let reason = one_line(reason);
         if !reason.is_empty() {
             args.push(format!("--reason={reason}"));
         }

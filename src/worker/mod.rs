@@ -281,9 +281,14 @@ fn first_line(s: &str) -> String {
     clip(s.lines().find(|l| !l.trim().is_empty()).unwrap_or(""), 72)
 }
 
-/// `s` trimmed, on one line, at most `max` characters (an ellipsis marks a cut).
+/// `s` trimmed, on one line, with no control character, at most `max` characters (an ellipsis
+/// marks a cut).
 fn clip(s: &str, max: usize) -> String {
-    let one = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one = s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut out: String = one.chars().take(max).collect();
     if one.chars().count() > max {
         out.push('…');

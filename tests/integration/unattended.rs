@@ -264,7 +264,7 @@ fn debug_text(text: &str) -> Vec<&'static str> {
 }
 
 #[test]
-fn c2_11_no_message_a_person_reads_carries_rust_debug_text() {
+fn c2_15_no_message_a_person_reads_carries_rust_debug_text() {
     let sb = install(
         "printf 'status: failing\\nsummary: the tests fail\\n' > \"$BRAIDS_RESULT_FILE\"\nexit 3\n",
         "[worker]\nretries = 0\n",

@@ -408,18 +408,7 @@ impl Soak {
             .filter(|w| w.running && w.fate != Fate::Hang)
             .map(|w| (w.label.to_string(), self.now - Duration::minutes(1)))
             .collect();
-        let waiting = self
-            .attempts
-            .beads
-            .iter()
-            .map(|(dir, beads)| {
-                let w = beads
-                    .iter()
-                    .filter_map(|(b, r)| Some((b.clone(), r.not_before?)))
-                    .collect();
-                (PathBuf::from(dir), w)
-            })
-            .collect();
+        let waiting = self.attempts.waiting();
         Snapshot {
             projects: views,
             sessions,
