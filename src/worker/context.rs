@@ -126,7 +126,13 @@ fn autonomy_rules(a: Autonomy) -> &'static str {
 
 /// The agent's prompt: the bead, the autonomy rules, the context read by [`load`], and where
 /// the deliverable and the status report go.
-pub(super) fn prompt(l: &Loaded, bead: &Bead, work_in: &Path, deliverable: &Path) -> String {
+pub(super) fn prompt(
+    l: &Loaded,
+    bead: &Bead,
+    work_in: &Path,
+    deliverable: &Path,
+    earlier: &[crate::retry::Failure],
+) -> String {
     let context: String = l
         .context
         .iter()
@@ -157,7 +163,24 @@ pub(super) fn prompt(l: &Loaded, bead: &Bead, work_in: &Path, deliverable: &Path
             ("project_path", &path),
             ("deliverable", &dl),
             ("result_file", &report::own_file(&bead.id).to_string_lossy()),
+            ("earlier", &earlier_attempts(earlier)),
         ],
+    )
+}
+
+/// What a retry's agent is told about the attempts before it, oldest first; nothing on a
+/// first attempt.
+fn earlier_attempts(failures: &[crate::retry::Failure]) -> String {
+    if failures.is_empty() {
+        return String::new();
+    }
+    let lines: String = failures
+        .iter()
+        .map(|f| format!("- {}: {}\n", f.at.format("%Y-%m-%d %H:%M UTC"), f.why))
+        .collect();
+    format!(
+        "\n# Earlier attempts of this bead failed\n\n{lines}\nFind out why before you start \
+         again; do not repeat what failed.\n"
     )
 }
 
@@ -187,15 +210,28 @@ mod tests {
             context: vec![],
         };
         let bead = Bead::new(BeadId::new("a-1").unwrap(), "x", BeadStatus::Open);
-        let p = prompt(&l, &bead, Path::new("/w"), Path::new("/w/d.md"));
+        let p = prompt(&l, &bead, Path::new("/w"), Path::new("/w/d.md"), &[]);
         assert!(p.contains("Never touch the billing schema."), "{p}");
+        assert!(!p.contains("Earlier attempts"), "a first attempt: {p}");
         assert!(p.contains("No new dependencies."), "{p}");
         assert!(p.contains("reason: guardrail_conflict"), "{p}");
         // nothing written: the prompt says so rather than leaving an empty section
         let mut bare = l;
         bare.project.guardrails = None;
         bare.iteration.guardrails = None;
-        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"));
+        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"), &[]);
         assert!(p.contains("None are written"), "{p}");
+        // a retry is told what went wrong before
+        let at = chrono::DateTime::UNIX_EPOCH;
+        let failed = [crate::retry::Failure::new(
+            at,
+            "exit 1, status failing: 3 tests fail",
+        )];
+        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"), &failed);
+        assert!(
+            p.contains("# Earlier attempts of this bead failed")
+                && p.contains("- 1970-01-01 00:00 UTC: exit 1, status failing: 3 tests fail"),
+            "{p}"
+        );
     }
 }

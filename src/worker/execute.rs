@@ -96,7 +96,13 @@ impl Worker<'_> {
         // The agent writes its deliverable in its workspace; it lands with its work.
         let expected = ws.here(expected);
         let iteration_dir = ws.here(&l.iteration.dir);
-        let prompt = context::prompt(l, bead, &ws.dir, &expected);
+        let store = crate::retry::store::Store::in_dir(&self.paths.braids_dir);
+        let earlier = store
+            .load()
+            .record(&msg.project, bead_id)
+            .map(|r| r.failures.clone())
+            .unwrap_or_default();
+        let prompt = context::prompt(l, bead, &ws.dir, &expected, &earlier);
         crate::atomic::write(&prompt_file, prompt.as_bytes())?;
         // A deliverable counts only if this run wrote it, not one left by an earlier run.
         let before = deliverables_now(&iteration_dir, bead_id);

@@ -780,7 +780,11 @@ esac
         assert_eq!(out.code, 3, "{id}: {out:?}");
         assert_eq!(out.ending(), "blocked", "{id}: {out:?}");
         assert_eq!(p.status(id), "blocked", "{id}");
-        assert_eq!(p.calls(), i + 1, "{id}: one attempt, and retries 0 blocks it");
+        assert_eq!(
+            p.calls(),
+            i + 1,
+            "{id}: one attempt, and retries 0 blocks it"
+        );
         assert_no_success_commit(&p, id);
         let executed = out.details("execute").join("\n");
         assert!(!executed.contains(": pass"), "{executed}");
