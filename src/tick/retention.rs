@@ -55,6 +55,66 @@ pub fn plan(
     out
 }
 
+/// Applies retention once an hour, after a full run acted; returns when it ran.
+pub fn run(
+    inst: &crate::installation::Installation,
+    observed: &super::observe::Observed,
+    outcome: &super::act::Outcome,
+    state: &crate::state::OrchestratorState,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    if state
+        .retention_at
+        .is_some_and(|t| now - t < EVERY && now >= t)
+    {
+        return None;
+    }
+    let c = &inst.config.retention;
+    let policy = Policy {
+        max_age: Duration::from_std(c.max_age).unwrap_or(Duration::MAX),
+        max_total: c.max_total_mb.saturating_mul(1024 * 1024),
+    };
+    let items = scan(&inst.paths.braids_dir);
+    let remove = plan(&items, &needed(observed, outcome, state), &policy, now);
+    if !remove.is_empty() {
+        let (n, bytes) = apply(&items, &remove);
+        tracing::info!(
+            "retention: removed {n} old worker logs and prompts ({} KB)",
+            bytes / 1024
+        );
+    }
+    Some(now)
+}
+
+/// The beads whose files a worker or a person may still need: running sessions, claims
+/// (remembered and made this run), and the blocked beads the run saw.
+fn needed(
+    observed: &super::observe::Observed,
+    outcome: &super::act::Outcome,
+    state: &crate::state::OrchestratorState,
+) -> BTreeSet<(String, String)> {
+    use crate::model::{BeadId, BeadStatus};
+    let pair = |slug: &str, bead: &BeadId| (slug.to_string(), bead.to_string());
+    let sessions = observed.snapshot.sessions.iter();
+    let mut keep: BTreeSet<(String, String)> = sessions
+        .map(|s| pair(s.label.slug(), s.label.bead()))
+        .chain(state.claims.iter().map(|c| pair(&c.project, &c.bead)))
+        .chain(outcome.new_claims.iter().map(|c| pair(&c.project, &c.bead)))
+        .collect();
+    for r in &observed.reports {
+        let blocked = r
+            .stories
+            .iter()
+            .filter(|(_, _, s)| *s == Some(BeadStatus::Blocked));
+        keep.extend(blocked.map(|(b, _, _)| pair(&r.slug, b)));
+    }
+    for (slug, a) in &observed.answers {
+        let blocked = a.beads.iter().filter(|(_, s)| *s == BeadStatus::Blocked);
+        keep.extend(blocked.map(|(b, _)| pair(slug, b)));
+    }
+    keep
+}
+
 /// Every file under `logs/sessions/<slug>/<bead>-<time>.log` and `work/<slug>/<bead>/…`.
 pub fn scan(braids_dir: &Path) -> Vec<Item> {
     let mut out = Vec::new();

@@ -124,7 +124,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     );
     report.checkins = sent.iter().map(|(slug, _)| slug.clone()).collect();
 
-    let retained = retain(inst, &observed, &outcome, &state, now);
+    let retained = super::retention::run(inst, &observed, &outcome, &state, now);
     crate::crash_point!("tick::after_act");
     // persist
     let mut next = state.after_run(now, !outcome.spawned.is_empty(), plan.idle_reason);
@@ -148,60 +148,6 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
     persist(inst, &next, observed, &outcome, &sessions_now, &report, now)?;
     Ok(report)
-}
-
-/// Applies retention once an hour (`tick::retention`); returns when it ran.
-fn retain(
-    inst: &Installation,
-    observed: &observe::Observed,
-    outcome: &act::Outcome,
-    state: &OrchestratorState,
-    now: DateTime<Utc>,
-) -> Option<DateTime<Utc>> {
-    use super::retention;
-    if state
-        .retention_at
-        .is_some_and(|t| now - t < retention::EVERY && now >= t)
-    {
-        return None;
-    }
-    let c = &inst.config.retention;
-    let policy = retention::Policy {
-        max_age: chrono::Duration::from_std(c.max_age).unwrap_or(chrono::Duration::MAX),
-        max_total: c.max_total_mb.saturating_mul(1024 * 1024),
-    };
-    // What a worker or a person may still need: running sessions, claims, blocked beads.
-    let pair = |slug: &str, bead: &crate::model::BeadId| (slug.to_string(), bead.to_string());
-    let mut keep: std::collections::BTreeSet<(String, String)> = observed
-        .snapshot
-        .sessions
-        .iter()
-        .map(|s| pair(s.label.slug(), s.label.bead()))
-        .chain(state.claims.iter().map(|c| pair(&c.project, &c.bead)))
-        .chain(outcome.new_claims.iter().map(|c| pair(&c.project, &c.bead)))
-        .collect();
-    for r in &observed.reports {
-        let blocked = r
-            .stories
-            .iter()
-            .filter(|(_, _, s)| *s == Some(BeadStatus::Blocked))
-            .map(|(b, _, _)| b);
-        keep.extend(blocked.map(|b| pair(&r.slug, b)));
-    }
-    for (slug, a) in &observed.answers {
-        let blocked = a.beads.iter().filter(|(_, s)| *s == BeadStatus::Blocked);
-        keep.extend(blocked.map(|(b, _)| pair(slug, b)));
-    }
-    let items = retention::scan(&inst.paths.braids_dir);
-    let remove = retention::plan(&items, &keep, &policy, now);
-    if !remove.is_empty() {
-        let (n, bytes) = retention::apply(&items, &remove);
-        tracing::info!(
-            "retention: removed {n} old worker logs and prompts ({} KB)",
-            bytes / 1024
-        );
-    }
-    Some(now)
 }
 
 /// How long a retried push (4.4) may take.
