@@ -1003,7 +1003,7 @@ fn c2_14_the_provider_breaker_gates_every_spawn() {
 }
 
 #[test]
-fn c2_12_a_backend_reporting_every_worker_gone_for_one_run_releases_nothing() {
+fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_nothing() {
     use BeadLookup::Known;
     use BeadStatus::InProgress;
     let p = project("a")
