@@ -18,6 +18,7 @@ pub mod retention;
 pub mod reuse;
 mod run;
 pub mod status_md;
+pub mod wake;
 
 pub use crate::installation::Installation;
 pub use act::{Killed, Released, Spawned};

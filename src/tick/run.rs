@@ -26,13 +26,19 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         next_full_run,
     } = state.run_kind(now, opts.force)
     {
-        let why = Some(reason);
-        return Ok(TickReport::skipped(
-            SkipReason::Backoff,
-            why,
-            Some(next_full_run),
-            opts.dry_run,
-        ));
+        let woken = state
+            .last_run_at
+            .and_then(|t| super::wake::changed(&inst.paths, t, now));
+        let Some(slug) = woken else {
+            let why = Some(reason);
+            return Ok(TickReport::skipped(
+                SkipReason::Backoff,
+                why,
+                Some(next_full_run),
+                opts.dry_run,
+            ));
+        };
+        tracing::debug!("idle backoff ended: {slug} changed since the last full run");
     }
 
     // observe

@@ -724,11 +724,11 @@ fn c2_7_backoff_over_idle_idle_spawn_idle() {
     assert_eq!(s2.idle_since, Some(l1), "preserved across idle runs");
     assert_ne!(snapshot(&status).unwrap(), before.1, "STATUS.md rewritten");
 
-    // work arrives; the backoff still holds until forced
+    // work arrives: the change ends the backoff, and the next run (not forced) spawns
     let id = sb.br_create("app", "new work");
     sb.iteration("app", 1, "active", &[(id.as_str(), "story")]);
-    assert_eq!(sb.tick().run().run, RunType::Skipped);
-    let r3 = sb.tick().force().run();
+    let r3 = sb.tick().run();
+    assert_eq!(r3.run, RunType::Full, "a changed project ends the backoff: {r3:#?}");
     r3.assert_no_errors();
     assert_eq!(r3.action, Action::Spawn);
     assert_eq!(r3.spawned_beads(), std::slice::from_ref(&id));
