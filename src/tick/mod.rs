@@ -7,6 +7,7 @@
 //! after act and recorded with the state, on full runs that are not dry runs.
 
 pub mod act;
+pub mod cache;
 pub mod checkin;
 pub mod decide;
 mod notices;

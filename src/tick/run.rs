@@ -35,7 +35,8 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
 
     // observe
-    let mut observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
+    let mut observed =
+        observe::observe_installation(inst, &state, opts.dry_run, !opts.dry_run, now)?;
     observed.snapshot.allow_mass_kill = opts.allow_mass_kill;
     super::preflight::check(&inst.config, &mut observed);
 
@@ -126,7 +127,9 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     next.preflight = preflight;
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
-    next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
+    // The cache this run wrote (observe), vouched for from now on; older fingerprints go.
+    next.observe_cache = observed.cache.take();
+    next.tracker_fingerprints.clear();
     persist(inst, &next, observed, &outcome, &sessions_now, &report, now)?;
     Ok(report)
 }

@@ -8,8 +8,15 @@
 //! for every project, 1.5), `ready` only for an eligible project whose list has an open bead.
 //! `ready` is asked even when the project is at capacity: whether ready work is waiting decides
 //! between `all-at-capacity` and `no-ready-beads` (2.7).
+//!
+//! An unchanged project is observed from the last full run's cache ([`super::cache`]): its
+//! stats, and no read of its files; a full run writes the next cache as projects finish.
+//! `project.rs` observes one project, `files.rs` reads its files or takes them from the cache.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod files;
+mod project;
+
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,17 +25,17 @@ use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
 use crate::model::{
-    Autonomy, Bead, BeadId, BeadStatus, Checkin, IterationName, IterationStatus, Priority,
-    ProjectStatus,
+    Autonomy, BeadId, BeadStatus, Checkin, IterationName, IterationStatus, Priority, ProjectStatus,
 };
 use crate::paths::Paths;
 use crate::session::Session;
 use crate::state::Claim;
-use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
+use crate::tracker::{Tracker, TrackerKind};
 
-use super::decide::{eligibility_of, BeadLookup, Eligibility, ProjectView, Snapshot};
-use super::reuse::{self, Answers, Prior};
+use super::cache;
+use super::decide::{Eligibility, ProjectView, Snapshot};
 use crate::workspace::WorkspaceMode;
+use project::{observe_project, Reading};
 
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -103,16 +110,21 @@ pub struct Observed {
     pub reports: Vec<ProjectReport>,
     pub trackers: BTreeMap<String, Arc<dyn Tracker>>,
     pub diagnostics: Vec<Diagnostic>,
-    /// Tracker answers a later run may reuse, per project ([`reuse`]).
-    pub answers: BTreeMap<String, Answers>,
+    /// The generation of the observation cache this run wrote, for the state to vouch for
+    /// (`None`: none written; the next run reads every project).
+    pub cache: Option<String>,
+    /// How many projects were observed from the last run's cache rather than their files.
+    pub from_cache: usize,
 }
 
 /// Surveys the sessions, then observes every project: the observe step of a tick, and what
-/// `braids status` shows. `read_only` writes nothing (a dry run, `status`).
+/// `braids status` shows. `read_only` writes nothing (a dry run, `status`); `dashboard` keeps
+/// what only STATUS.md and `status` show (each Story with its title).
 pub fn observe_installation(
     inst: &crate::installation::Installation,
     state: &crate::state::OrchestratorState,
     read_only: bool,
+    dashboard: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Observed> {
     use anyhow::Context as _;
@@ -125,10 +137,11 @@ pub fn observe_installation(
         config: &inst.config,
         config_warnings: &inst.config_warnings,
         read_only,
+        dashboard,
         now,
         unreadable: survey.problems.len(),
     };
-    let prior = Prior::load(&inst.paths.braids_dir, &state.tracker_fingerprints);
+    let prior = cache::open(&inst.paths.braids_dir, state.observe_cache.as_deref());
     let mut observed = observe(&ctx, survey.sessions, state.claims.clone(), prior);
     observed.snapshot.unreadable = survey.problems;
     Ok(observed)
@@ -144,6 +157,9 @@ pub struct Context<'a> {
     /// assigns missing ids in memory instead of writing them into WORKPLAN.md. It also records
     /// nothing for a later run to reuse.
     pub read_only: bool,
+    /// Keep what only the dashboards show (STATUS.md, `braids status`): each Story with its
+    /// title. A dry run's 10,000 projects would otherwise hold 200,000 titles for nothing.
+    pub dashboard: bool,
     /// The run's clock: when deferrals end and whether reused answers still hold.
     pub now: chrono::DateTime<chrono::Utc>,
     /// Session records that cannot be read: each may hold a bead of any project.
@@ -155,18 +171,28 @@ struct ProjectObservation {
     view: ProjectView,
     report: ProjectReport,
     tracker: Option<Arc<dyn Tracker>>,
-    answers: Option<Answers>,
+    /// Its cache entry for the next run, encoded (only runs that write record one).
+    record: Option<Vec<u8>>,
+    /// Its files came from the last run's cache.
+    cached: bool,
 }
 
-/// Reads every project. The sessions are listed by the caller first: without them braids
-/// cannot know who is running, so a backend failure stops the run before this point.
+/// Reads every project, from `prior` (the last full run's cache) where a project is
+/// unchanged. The sessions are listed by the caller first: without them braids cannot know who
+/// is running, so a backend failure stops the run before this point.
 pub fn observe(
     ctx: &Context<'_>,
     sessions: Vec<Session>,
     claims: Vec<Claim>,
-    mut prior: Prior,
+    prior: Option<cache::Reader>,
 ) -> Observed {
-    let registry = format::registry::read_registry(ctx.paths);
+    // Runs that write record the next cache: the registry's rows, then each project's entry
+    // as it is observed.
+    let braids_dir = &ctx.paths.braids_dir;
+    let mut next = (!ctx.read_only)
+        .then(|| cache::create(braids_dir))
+        .flatten();
+    let registry = files::registry(ctx.paths, prior.as_ref(), next.as_mut(), ctx.now);
     let mut diagnostics = registry.diagnostics;
     let entries = registry.value.entries;
 
@@ -178,13 +204,39 @@ pub fn observe(
     let entries = Arc::new(entries);
     let paths = Arc::new(ctx.paths.clone());
     let concurrency = ctx.config.tick.concurrency.max(1);
-    let reading = |prior| Reading {
+    let reading = |cached| Reading {
         default_kind: ctx.config.tracker.kind,
         read_only: ctx.read_only,
+        dashboard: ctx.dashboard,
         timeout: tracker_timeout,
-        prior,
+        cached,
         now: ctx.now,
         unreadable: ctx.unreadable,
+    };
+    let prior = prior.map(Arc::new);
+    // Each observation lands in its project's slots as soon as it is made. Views and reports
+    // in slots of their own become the snapshot's vectors in place, never held twice.
+    let n = entries.len();
+    let mut views: Vec<Option<ProjectView>> = Vec::with_capacity(n);
+    views.resize_with(n, || None);
+    let mut reports: Vec<Option<ProjectReport>> = Vec::with_capacity(n);
+    reports.resize_with(n, || None);
+    let mut trackers = BTreeMap::new();
+    let mut from_cache = 0;
+    let mut keep = |at: usize, obs: ProjectObservation| {
+        let slug = &entries[at].slug;
+        from_cache += usize::from(obs.cached);
+        if let (Some(w), Some(bytes)) = (next.as_mut(), obs.record) {
+            if let Err(e) = w.add(slug, &bytes) {
+                tracing::warn!("cannot write {}: {e:#}", cache::path(braids_dir).display());
+                next = None;
+            }
+        }
+        if let Some(t) = obs.tracker {
+            trackers.insert(slug.clone(), t);
+        }
+        views[at] = Some(obs.view);
+        reports[at] = Some(obs.report);
     };
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -192,22 +244,22 @@ pub fn observe(
         .enable_time()
         .build()
         .expect("tokio runtime");
-    // Each observation lands in its project's slot as soon as it is made, and only a few more
-    // than there are threads are started ahead: spawning every project at once held every
-    // task, its inputs and its finished observation until the registry-order await reached it.
-    let n = entries.len();
-    let mut slots: Vec<Option<ProjectObservation>> = Vec::with_capacity(n);
-    slots.resize_with(n, || None);
+    // Only a few more projects than there are threads are started ahead: spawning every
+    // project at once held every task, its inputs and its finished observation until the
+    // registry-order await reached it.
     rt.block_on(async {
-        let mut running = tokio::task::JoinSet::new();
+        let mut running: tokio::task::JoinSet<(usize, ProjectObservation)> =
+            tokio::task::JoinSet::new();
         for i in 0..n {
             if running.len() >= concurrency * 2 {
                 if let Some(Ok((at, obs))) = running.join_next().await {
-                    slots[at] = Some(obs);
+                    keep(at, obs);
                 }
             }
-            let prior = prior.answers.remove(&entries[i].slug);
-            let how = reading(prior);
+            let cached = prior
+                .as_ref()
+                .and_then(|r| Some((Arc::clone(r), r.find(&entries[i].slug)?)));
+            let how = reading(cached);
             let (entries, paths) = (Arc::clone(&entries), Arc::clone(&paths));
             let (sessions, claims) = (Arc::clone(&sessions), Arc::clone(&claims));
             running.spawn(async move {
@@ -238,28 +290,27 @@ pub fn observe(
         }
         while let Some(done) = running.join_next().await {
             if let Ok((at, obs)) = done {
-                slots[at] = Some(obs);
+                keep(at, obs);
             }
         }
     });
     // A hung blocking task must not hold the process open.
     rt.shutdown_background();
+    let written = next.and_then(|w| cache::finish(braids_dir, w));
 
-    let mut projects = Vec::with_capacity(n);
-    let mut reports = Vec::with_capacity(n);
-    let mut trackers = BTreeMap::new();
-    let mut answers = BTreeMap::new();
-    for (slot, entry) in slots.into_iter().zip(entries.iter()) {
-        let o = slot.unwrap_or_else(|| broken(entry, format!("observing {} failed", entry.slug)));
-        if let Some(t) = o.tracker {
-            trackers.insert(o.view.slug.clone(), t);
+    for (at, entry) in entries.iter().enumerate() {
+        if views[at].is_none() || reports[at].is_none() {
+            let o = broken(entry, format!("observing {} failed", entry.slug));
+            views[at] = Some(o.view);
+            reports[at] = Some(o.report);
         }
-        if let Some(a) = o.answers {
-            answers.insert(o.view.slug.clone(), a);
-        }
-        projects.push(o.view);
-        reports.push(o.report);
     }
+    // Every slot is filled, so these keep all; `filter_map` (unlike `flatten`) collects in
+    // place, into the slots' own memory.
+    #[allow(clippy::filter_map_identity)]
+    let projects: Vec<ProjectView> = views.into_iter().filter_map(|v| v).collect();
+    #[allow(clippy::filter_map_identity)]
+    let reports: Vec<ProjectReport> = reports.into_iter().filter_map(|r| r).collect();
     for w in ctx.config_warnings {
         diagnostics.push(Diagnostic::warning(
             &ctx.paths.config(),
@@ -284,7 +335,8 @@ pub fn observe(
         reports,
         trackers,
         diagnostics,
-        answers,
+        cache: written,
+        from_cache,
     }
 }
 
@@ -339,7 +391,8 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
         view: base_view(entry, Eligibility::Broken(why)),
         report,
         tracker: None,
-        answers: None,
+        record: None,
+        cached: false,
     }
 }
 
@@ -351,236 +404,5 @@ pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind) -> TrackerKind
         .unwrap_or(default)
 }
 
-/// How one project's tracker is read this run.
-struct Reading {
-    default_kind: TrackerKind,
-    read_only: bool,
-    timeout: Duration,
-    /// The last full run's answers for this project, if its fingerprint was recorded.
-    prior: Option<Answers>,
-    now: chrono::DateTime<chrono::Utc>,
-    unreadable: usize,
-}
-
-fn observe_project(
-    entry: &RegistryEntry,
-    paths: &Paths,
-    how: Reading,
-    sessions: &[Session],
-    claims: &[Claim],
-) -> ProjectObservation {
-    let Reading {
-        default_kind,
-        read_only,
-        timeout,
-        prior,
-        now,
-        unreadable,
-    } = how;
-    let root = &entry.path;
-    if paths.in_workspace(root) {
-        return broken(
-            entry,
-            format!(
-                "{} is inside the agent workspace {} (4.1); move the project",
-                root.display(),
-                paths.workspace.display()
-            ),
-        );
-    }
-    // Stamped before they are read, so a write in between shows as a change next run.
-    let fingerprinting = !read_only || prior.is_some();
-    let project_stamps = fingerprinting.then(|| reuse::stamps(reuse::project_files(root)));
-    let project_md = root.join(".braids/PROJECT.md");
-    let text = match crate::atomic::read(&project_md) {
-        Ok(b) => b,
-        Err(e) => return broken(entry, format!("cannot read {}: {e}", project_md.display())),
-    };
-    let config = format::project::parse_project(&format::decode(&text), &project_md).value;
-    let iterations = format::iteration::read_iterations(root).value;
-    let eligibility = eligibility_of(entry, &config, &iterations);
-
-    let mut view = base_view(entry, eligibility.clone());
-    view.priority = config.priority;
-    view.max_workers = config.max_workers;
-    view.worker_timeout = config.worker_timeout;
-    view.channel = config.channel.clone();
-    view.workspace = WorkspaceMode::of(&config);
-    let mut report = base_report(entry);
-    report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
-    report.project_status = config.status;
-    report.priority = config.priority;
-    report.autonomy = config.autonomy;
-    report.max_workers = config.max_workers;
-    report.push_pending = crate::git::push_pending(root);
-    report.checkin = config.checkin;
-    report.channel = config.channel.clone();
-    // For notifications, which read-only runs never send.
-    report.config = (!read_only).then(|| config.clone());
-
-    let shown = match &eligibility {
-        Eligibility::Eligible { iteration } => iteration.find(&iterations, |i| i.name),
-        _ => iterations.last(),
-    };
-    if let Some(it) = shown {
-        report.iteration = Some((it.name, it.status));
-        if matches!(eligibility, Eligibility::Eligible { .. }) {
-            view.stories = it.stories.iter().map(|s| s.id.clone()).collect();
-        }
-    }
-    report.note = match &eligibility {
-        Eligibility::Eligible { .. } => None,
-        Eligibility::Inactive { why } => Some(format!("not active ({why})")),
-        Eligibility::NoActiveIteration => Some("no active iteration".into()),
-        Eligibility::SeveralActive(n) => Some(format!(
-            "{} active iterations ({}); at most one may be active (1.3)",
-            n.len(),
-            n.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
-        )),
-        Eligibility::Broken(why) => Some(why.clone()),
-    };
-
-    let slug = entry.slug.as_str();
-    let mine: Vec<&Session> = sessions
-        .iter()
-        .filter(|s| s.label.slug() == slug && s.running)
-        .collect();
-    let claimed: Vec<&BeadId> = claims
-        .iter()
-        .filter(|c| c.belongs_to(slug, root))
-        .map(|c| &c.bead)
-        .collect();
-    let eligible = matches!(eligibility, Eligibility::Eligible { .. });
-
-    let kind = tracker_kind(&config, default_kind);
-    let options = TrackerOptions {
-        project: root.clone(),
-        timeout,
-        program: None,
-    };
-    let opened = tracker::open_observing(kind, options, read_only);
-    let tracker: Arc<dyn Tracker> = match opened {
-        Ok(t) => Arc::from(t),
-        Err(e) => {
-            view.tracker_error = Some(e.to_string());
-            report.error = Some(e.to_string());
-            return ProjectObservation {
-                view,
-                report,
-                tracker: None,
-                answers: None,
-            };
-        }
-    };
-    report.tracker = Some(tracker.kind().as_str());
-
-    // Bead statuses: for sessions, claims, counts and the Stories list.
-    let wanted: BTreeSet<&BeadId> = mine
-        .iter()
-        .map(|s| s.label.bead())
-        .chain(claimed.iter().copied())
-        .collect();
-    let state_files = tracker.state_files();
-    let stamps = project_stamps
-        .filter(|_| !state_files.is_empty())
-        .map(|mut s| {
-            s.extend(reuse::stamps(state_files));
-            s
-        });
-    let read =
-        match reuse::read_tracker(&*tracker, prior.as_ref(), stamps.as_deref(), eligible, now) {
-            Ok(read) => read,
-            Err(e) => {
-                for id in &wanted {
-                    view.beads.insert((*id).clone(), BeadLookup::Unknown);
-                }
-                view.tracker_error = Some(e.to_string());
-                report.error = Some(e.to_string());
-                return ProjectObservation {
-                    view,
-                    report,
-                    tracker: Some(tracker),
-                    answers: None,
-                };
-            }
-        };
-    tracing::debug!(project = slug, reads = %read.path, "tracker read");
-    let status: BTreeMap<&BeadId, BeadStatus> = read.beads.iter().map(|(id, s)| (id, *s)).collect();
-    for id in &wanted {
-        let l = status
-            .get(id)
-            .map_or(BeadLookup::Missing, |s| BeadLookup::Known(*s));
-        view.beads.insert((*id).clone(), l);
-    }
-    let mut counts = BTreeMap::new();
-    for (_, s) in &read.beads {
-        *counts.entry(s.as_str().to_string()).or_insert(0) += 1;
-    }
-    report.counts = Some(counts);
-    let mut unknown = Vec::new();
-    if let Some(it) = shown {
-        let known = |id: &BeadId| status.contains_key(id);
-        let stories = it.stories_known(known);
-        report.stories = stories
-            .iter()
-            .map(|s| (s.id.clone(), s.title.clone(), status.get(&s.id).copied()))
-            .collect();
-        if eligible {
-            // plain-word ids (`readme`) the tracker knows are stories too
-            view.stories = stories.iter().map(|s| s.id.clone()).collect();
-        }
-        let kind = tracker.kind().as_str();
-        unknown = format::iteration::unknown_stories(it, known, kind)
-            .into_iter()
-            .map(|(s, problem)| UnknownStory {
-                bead: s.id.clone(),
-                problem,
-            })
-            .collect();
-    }
-    report.unknown_stories = Some(unknown);
-
-    // `ready` wherever an open bead could be: with a free slot it is what to spawn, at
-    // capacity it is what makes the idle reason `all-at-capacity` rather than `no-ready-beads`.
-    match read.ready {
-        Some(Ok(ready)) => {
-            // Iteration scope (5.1): ready beads the Stories do not list are only counted.
-            let in_scope = |b: &&Bead| super::decide::in_scope(&view.stories, &b.id);
-            let out = ready.iter().filter(|b| !in_scope(b)).count();
-            report.ready = ready.len() - out;
-            report.ready_out_of_scope = out;
-            // Only the beads `decide` can reach: its slots and stand-ins, past the ones it must
-            // skip (beads with a live session or a claim). A project's whole ready list, kept
-            // for every project until the plan is made, was most of a large tick's memory.
-            let reach = view.max_workers as usize
-                + super::decide::STAND_INS
-                + mine.len()
-                + claimed.len()
-                + unreadable;
-            let mut seen = BTreeSet::new();
-            view.ready = Vec::with_capacity(reach.min(ready.len()));
-            view.ready.extend(
-                super::decide::spawn_order(&view.stories, &ready)
-                    .into_iter()
-                    .filter(|b| in_scope(b) && b.status == BeadStatus::Open && seen.insert(&b.id))
-                    .take(reach)
-                    .map(|b| Bead {
-                        description: String::new(),
-                        dependencies: Vec::new(),
-                        ..b.clone()
-                    }),
-            );
-        }
-        Some(Err(e)) => {
-            view.tracker_error = Some(e.to_string());
-            report.error = Some(e.to_string());
-        }
-        None => {}
-    }
-    ProjectObservation {
-        view,
-        report,
-        tracker: Some(tracker),
-        answers: read.answers,
-    }
-}
+#[cfg(test)]
+mod tests;
