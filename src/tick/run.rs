@@ -57,7 +57,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let workspaces = crate::workspace::GitWorktrees {
         root: inst.paths.workspaces_dir(),
     };
-    let outcome = act::act_with(
+    let mut outcome = act::act_with(
         &plan,
         &effects(inst, &observed, &argv, &workspaces),
         now,
@@ -80,13 +80,12 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         false => act::retry_pushes(&observed.reports, &plan, PUSH_TIMEOUT),
     };
     push_errors.extend(completion_errors);
-    let mut report = TickReport::full(
-        &plan,
-        &outcome,
-        pushed,
-        errors(&observed, &plan, &outcome, push_errors),
-        opts.dry_run,
-    );
+    let errors = errors(&observed, &plan, &outcome, push_errors);
+    let spawns = match opts.dry_run {
+        true => std::mem::take(&mut outcome.spawned),
+        false => outcome.spawned.clone(),
+    };
+    let mut report = TickReport::full(&plan, &outcome, spawns, pushed, errors, opts.dry_run);
     let (warnings, unknown_stories) =
         notices::unknown_stories(&observed.reports, &state.unknown_stories);
     let (orphan_warnings, orphans) = notices::orphans(&plan.unmanaged, &state.orphans);

@@ -1,7 +1,7 @@
 //! Observing the world for one tick: the registry, each project's files, its tracker, and the
 //! live sessions. The result is a [`decide::Snapshot`] plus what STATUS.md shows.
 //!
-//! Projects are observed concurrently (tokio, bounded by `[tick] concurrency`), each with its
+//! Projects are observed concurrently (`pool.rs`: `[tick] concurrency` threads), each with its
 //! own time limit, so one hung tracker or vanished directory costs its own project a run and
 //! nothing else. Tracker calls are spent only where they can matter: `list` for every project
 //! that can be read (bead statuses for sessions and claims, and the bead counts STATUS.md shows
@@ -14,6 +14,7 @@
 //! `project.rs` observes one project, `files.rs` reads its files or takes them from the cache.
 
 mod files;
+mod pool;
 mod project;
 
 use std::collections::BTreeMap;
@@ -204,12 +205,12 @@ pub fn observe(
     let entries = Arc::new(entries);
     let paths = Arc::new(ctx.paths.clone());
     let concurrency = ctx.config.tick.concurrency.max(1);
-    let reading = |cached| Reading {
+    let reading = Reading {
         default_kind: ctx.config.tracker.kind,
         read_only: ctx.read_only,
         dashboard: ctx.dashboard,
         timeout: tracker_timeout,
-        cached,
+        cached: None,
         now: ctx.now,
         unreadable: ctx.unreadable,
     };
@@ -239,63 +240,38 @@ pub fn observe(
         reports[at] = Some(obs.report);
     };
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .max_blocking_threads(concurrency)
-        .enable_time()
-        .build()
-        .expect("tokio runtime");
-    // Only a few more projects than there are threads are started ahead: spawning every
-    // project at once held every task, its inputs and its finished observation until the
-    // registry-order await reached it.
-    rt.block_on(async {
-        let mut running: tokio::task::JoinSet<(usize, ProjectObservation)> =
-            tokio::task::JoinSet::new();
-        for i in 0..n {
-            if running.len() >= concurrency * 2 {
-                if let Some(Ok((at, obs))) = running.join_next().await {
-                    keep(at, obs);
-                }
-            }
+    let work: pool::Work<ProjectObservation> = {
+        let (entries, paths) = (Arc::clone(&entries), Arc::clone(&paths));
+        let (sessions, claims) = (Arc::clone(&sessions), Arc::clone(&claims));
+        let reading = reading.clone();
+        Arc::new(move |i: usize| {
+            let entry = &entries[i];
             let cached = prior
                 .as_ref()
-                .and_then(|r| Some((Arc::clone(r), r.find(&entries[i].slug)?)));
-            let how = reading(cached);
-            let (entries, paths) = (Arc::clone(&entries), Arc::clone(&paths));
-            let (sessions, claims) = (Arc::clone(&sessions), Arc::clone(&claims));
-            running.spawn(async move {
-                let work = {
-                    let entries = Arc::clone(&entries);
-                    tokio::task::spawn_blocking(move || {
-                        observe_project(&entries[i], &paths, how, &sessions, &claims)
-                    })
-                };
+                .and_then(|r| Some((Arc::clone(r), r.find(&entry.slug)?)));
+            let how = Reading {
+                cached,
+                ..reading.clone()
+            };
+            observe_project(entry, &paths, how, &sessions, &claims)
+        })
+    };
+    pool::run(n, concurrency, project_budget, work, |at, obs| {
+        let entry = &entries[at];
+        let obs = obs.unwrap_or_else(|failure| {
+            let why = match failure {
+                pool::Failure::Panicked(e) => format!("observing {} failed: {e}", entry.slug),
                 // The budget runs from the project's start, not from the start of the run.
-                let obs = match tokio::time::timeout(project_budget, work).await {
-                    Ok(Ok(obs)) => obs,
-                    Ok(Err(e)) => broken(
-                        &entries[i],
-                        format!("observing {} failed: {e}", entries[i].slug),
-                    ),
-                    Err(_) => broken(
-                        &entries[i],
-                        format!(
-                            "observing {} took longer than {}s; skipped this run",
-                            entries[i].slug,
-                            project_budget.as_secs()
-                        ),
-                    ),
-                };
-                (i, obs)
-            });
-        }
-        while let Some(done) = running.join_next().await {
-            if let Ok((at, obs)) = done {
-                keep(at, obs);
-            }
-        }
+                pool::Failure::TimedOut => format!(
+                    "observing {} took longer than {}s; skipped this run",
+                    entry.slug,
+                    project_budget.as_secs()
+                ),
+            };
+            broken(entry, why)
+        });
+        keep(at, obs);
     });
-    // A hung blocking task must not hold the process open.
-    rt.shutdown_background();
     let written = next.and_then(|w| cache::finish(braids_dir, w));
 
     for (at, entry) in entries.iter().enumerate() {

@@ -20,6 +20,7 @@ use super::files::{self, ProjectFiles};
 use super::{base_report, base_view, broken, tracker_kind, ProjectObservation, UnknownStory};
 
 /// How one project is read this run.
+#[derive(Clone)]
 pub(super) struct Reading {
     pub default_kind: TrackerKind,
     pub read_only: bool,
