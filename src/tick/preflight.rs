@@ -30,7 +30,7 @@ pub fn check(config: &Config, observed: &mut Observed) {
         let Some(report) = report else {
             continue;
         };
-        let Some(project) = report.config.as_ref() else {
+        let Some(project) = report.config.as_deref() else {
             continue;
         };
         let project_md = report.path.join(".braids/PROJECT.md");
@@ -65,7 +65,7 @@ pub fn tell(
             ));
             // Its report is at the same place (see `check`), else found by slug.
             let config = match observed.reports.get(i).filter(|r| r.slug == view.slug) {
-                Some(r) => r.config.as_ref(),
+                Some(r) => r.config.as_deref(),
                 None => super::notices::config_of(observed, &view.slug),
             };
             if let Some(c) = config {

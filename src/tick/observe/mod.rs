@@ -73,9 +73,10 @@ pub struct ProjectReport {
     pub checkin: Checkin,
     /// PROJECT.md `Channel`: where check-ins go; none means none are sent.
     pub channel: Option<String>,
-    /// PROJECT.md as read this run, for notifications (`None` in read-only runs).
+    /// PROJECT.md as read this run, for notifications (`None` in read-only runs). Boxed: a
+    /// dry run's 10,000 reports would each carry its space for nothing.
     #[serde(skip)]
-    pub config: Option<ProjectConfig>,
+    pub config: Option<Box<ProjectConfig>>,
 }
 
 impl ProjectReport {
@@ -273,6 +274,13 @@ pub fn observe(
         keep(at, obs);
     });
     let written = next.and_then(|w| cache::finish(braids_dir, w));
+    // What the observing threads freed sits in their own malloc arenas, where the rest of the
+    // run (on this thread) cannot reuse it: hand it back before deciding (glibc).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; it is safe to call at any time.
+    unsafe {
+        nix::libc::malloc_trim(0);
+    }
 
     for (at, entry) in entries.iter().enumerate() {
         if views[at].is_none() || reports[at].is_none() {

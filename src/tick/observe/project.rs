@@ -98,7 +98,7 @@ pub(super) fn observe_project(
     report.checkin = config.checkin;
     report.channel = config.channel.clone();
     // For notifications, which read-only runs never send.
-    report.config = (!read_only).then(|| config.clone());
+    report.config = (!read_only).then(|| Box::new(config.clone()));
 
     let shown = match &eligibility {
         Eligibility::Eligible { iteration } => iteration.find(&iterations, |i| i.name),
