@@ -43,6 +43,12 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
 /// device) is an `InvalidInput` error at once, never a wait: opening a FIFO for reading blocks
 /// until a writer comes, and a tick blocked there would hold the tick lock for good.
 pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_with_meta(path).map(|(bytes, _)| bytes)
+}
+
+/// [`read`], with the file's metadata as it was just before the read (from the open file, so
+/// it is the version read, or an older one: a stamp taken here never vouches for newer bytes).
+pub fn read_with_meta(path: &Path) -> std::io::Result<(Vec<u8>, std::fs::Metadata)> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let mut f = std::fs::OpenOptions::new()
         .read(true)
@@ -65,8 +71,10 @@ pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
             format!("not a regular file but {what}"),
         ));
     }
-    // `File::read_to_end` would ask the size again (fstat, lseek): two syscalls per file,
-    // thousands per tick. One byte past the known size sees the end (or a file that grew).
+    // `File::read_to_end` would ask the size again (fstat, lseek) and read once more to see
+    // the end: three syscalls per file, tens of thousands per large tick. A read of a regular
+    // file that returns less than asked has reached the end, so one byte past the known size
+    // sees the end in the same read (or shows a file that grew, which is read on).
     let mut buf = vec![0; meta.len() as usize + 1];
     let mut n = 0;
     loop {
@@ -75,13 +83,70 @@ pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
         }
         match f.read(&mut buf[n..]) {
             Ok(0) => break,
-            Ok(k) => n += k,
+            Ok(k) => {
+                n += k;
+                if n < buf.len() {
+                    break;
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
     buf.truncate(n);
-    Ok(buf)
+    Ok((buf, meta))
+}
+
+/// A file written piece by piece and put in place as one, like [`write`]: a temp file beside
+/// `path`, renamed over it by [`Streamed::commit`]. Dropped uncommitted, it leaves nothing.
+pub struct Streamed {
+    path: std::path::PathBuf,
+    tmp: std::io::BufWriter<tempfile::NamedTempFile>,
+}
+
+impl Streamed {
+    pub fn create(path: &Path) -> Result<Streamed> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create directory {}", dir.display()))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".braids-tmp-")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
+        Ok(Streamed {
+            path: path.to_path_buf(),
+            tmp: std::io::BufWriter::with_capacity(1 << 16, tmp),
+        })
+    }
+
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        self.tmp
+            .write_all(bytes)
+            .with_context(|| format!("cannot write {}", self.path.display()))
+    }
+
+    /// Syncs the file and renames it over `path`.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        let tmp = self
+            .tmp
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        tmp.as_file()
+            .sync_all()
+            .with_context(|| format!("cannot sync {}", path.display()))?;
+        tmp.persist(&path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot replace {}", path.display()))?;
+        if let Some(d) = path.parent().and_then(|d| std::fs::File::open(d).ok()) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
 }
 
 /// Removes the temp files of writes that never finished (the writer was killed between creating
@@ -154,6 +219,32 @@ mod tests {
         assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
         std::fs::write(dir.path().join("f"), "x").unwrap();
         assert_eq!(read(&dir.path().join("f")).unwrap(), b"x");
+        std::fs::write(dir.path().join("e"), "").unwrap();
+        assert_eq!(read(&dir.path().join("e")).unwrap(), b"");
+        let (big, meta) = read_with_meta(&dir.path().join("f")).unwrap();
+        assert_eq!((big.as_slice(), meta.len()), (&b"x"[..], 1));
+    }
+
+    #[test]
+    fn a_streamed_file_appears_whole_on_commit_and_not_at_all_without() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cache.bin");
+        std::fs::write(&p, "old").unwrap();
+        let mut w = Streamed::create(&p).unwrap();
+        w.write_all(b"new ").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"old", "not before the commit");
+        drop(w);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+        let mut w = Streamed::create(&p).unwrap();
+        w.write_all(b"new ").unwrap();
+        w.write_all(b"file").unwrap();
+        w.commit().unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new file");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -109,9 +109,9 @@ pub struct OrchestratorState {
     /// when it changes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub preflight: BTreeMap<String, String>,
-    /// Per project slug, the fingerprint of the files the last full run observed, for the
-    /// projects whose tracker answers it kept (`tick::reuse`): the same fingerprint next run
-    /// means those answers stand in for the tracker.
+    /// Per project slug, the fingerprint releases before the observation cache recorded here.
+    /// Read so an old file loads; a full run clears it (the fingerprints now live in each
+    /// cache entry, and a map of 10,000 here made every skipped run parse it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tracker_fingerprints: BTreeMap<String, String>,
     /// Stranded claims the release-storm guard held last run (`decide::guards::held_key`):
@@ -132,6 +132,10 @@ pub struct OrchestratorState {
     /// When retention last ran (`tick::retention`), at most once an hour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_at: Option<DateTime<Utc>>,
+    /// The generation of the observation cache the last full run wrote (`tick::cache`), which
+    /// vouches for that file: written after it, so a run killed in between leaves a mismatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observe_cache: Option<String>,
     /// Fields written by another version, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -156,6 +160,7 @@ impl Default for OrchestratorState {
             spawning_paused: None,
             told: BTreeSet::new(),
             retention_at: None,
+            observe_cache: None,
             extra: serde_json::Map::new(),
         }
     }
@@ -509,13 +514,14 @@ mod tests {
         let s = OrchestratorState::load(&p).unwrap().unwrap();
         assert!(s.to_json().contains("\"future\""));
         assert!(s.tracker_fingerprints.is_empty(), "older files have none");
-        // fingerprints (5.2) round-trip under their camelCase name
+        assert_eq!(s.observe_cache, None, "older files have none");
+        // the cache's generation (5.2) round-trips under its camelCase name
         let mut s = s;
-        s.tracker_fingerprints.insert("web".into(), "00ff".into());
+        s.observe_cache = Some("00ff".into());
         std::fs::write(&p, s.to_json()).unwrap();
         let back = OrchestratorState::load(&p).unwrap().unwrap();
-        assert!(s.to_json().contains("\"trackerFingerprints\""));
-        assert_eq!(back.tracker_fingerprints["web"], "00ff");
+        assert!(s.to_json().contains("\"observeCache\": \"00ff\""));
+        assert_eq!(back.observe_cache.as_deref(), Some("00ff"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
     let state = OrchestratorState::load(&inst.paths.state())
         .unwrap_or_default()
         .unwrap_or_default();
-    let observed = observe::observe_installation(inst, &state, true, now)?;
+    let observed = observe::observe_installation(inst, &state, true, true, now)?;
     let sessions = observed.snapshot.sessions.clone();
     let errors: Vec<String> = state
         .spawning_paused

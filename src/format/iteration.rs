@@ -203,40 +203,79 @@ pub fn prose_entries(it: &Iteration, known: impl Fn(&BeadId) -> bool) -> Vec<Dia
         .collect()
 }
 
-/// Iteration directories of a project, `(name, path)`, sorted numerically (`001`, `2`,
-/// `10`); names that are not decimal numbers are ignored, as is a missing directory.
-pub fn list_iteration_dirs(project_root: &Path) -> Vec<(IterationName, PathBuf)> {
+/// One entry of `.braids/iterations/`, as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub name: std::ffi::OsString,
+    /// Whether it is a directory, from the listing itself; `None` for a symlink (or a file
+    /// system that does not say), which takes a stat to tell.
+    pub dir: Option<bool>,
+}
+
+/// Every entry of `.braids/iterations/`, sorted by name; none when the directory is missing.
+pub fn list_entries(project_root: &Path) -> Vec<Listed> {
     let Ok(rd) = std::fs::read_dir(iterations_dir(project_root)) else {
         return Vec::new();
     };
-    let mut out: Vec<(IterationName, PathBuf)> = rd
+    let mut out: Vec<Listed> = rd
         .flatten()
+        .map(|e| Listed {
+            // The entry's type costs no syscall; only a symlink needs a stat to follow it.
+            dir: match e.file_type() {
+                Ok(t) if !t.is_symlink() => Some(t.is_dir()),
+                _ => None,
+            },
+            name: e.file_name(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The entries that are iteration directories, `(name, path)`, sorted numerically (`001`, `2`,
+/// `10`); names that are not decimal numbers are ignored.
+pub fn iteration_dirs(project_root: &Path, entries: &[Listed]) -> Vec<(IterationName, PathBuf)> {
+    let dir = iterations_dir(project_root);
+    let mut out: Vec<(IterationName, PathBuf)> = entries
+        .iter()
         .filter_map(|e| {
-            let name = e.file_name();
-            let name = name.to_str()?;
+            let name = e.name.to_str()?;
             if name.trim() != name {
                 return None;
             }
             let n = IterationName::new(name).ok()?;
-            let p = e.path();
-            // The entry's type costs no syscall; only a symlink needs a stat to follow it.
-            let dir = match e.file_type() {
-                Ok(t) if !t.is_symlink() => t.is_dir(),
-                _ => p.is_dir(),
-            };
-            dir.then_some((n, p))
+            let p = dir.join(&e.name);
+            e.dir.unwrap_or_else(|| p.is_dir()).then_some((n, p))
         })
         .collect();
     out.sort();
     out
 }
 
+/// Iteration directories of a project, `(name, path)`, sorted numerically (`001`, `2`,
+/// `10`); names that are not decimal numbers are ignored, as is a missing directory.
+pub fn list_iteration_dirs(project_root: &Path) -> Vec<(IterationName, PathBuf)> {
+    iteration_dirs(project_root, &list_entries(project_root))
+}
+
 /// Reads every iteration of a project in order. An iteration directory without ITERATION.md is
 /// an error and skipped; two directories with one number and two active iterations are errors.
 pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
+    read_iterations_with(
+        project_root,
+        list_iteration_dirs(project_root),
+        crate::atomic::read,
+    )
+}
+
+/// [`read_iterations`] over directories already listed, each ITERATION.md read by `read`.
+pub fn read_iterations_with(
+    project_root: &Path,
+    dirs: Vec<(IterationName, PathBuf)>,
+    mut read: impl FnMut(&Path) -> std::io::Result<Vec<u8>>,
+) -> Parsed<Vec<Iteration>> {
     let mut diags = Diags::new(&iterations_dir(project_root), SECTION);
     let mut out = Vec::new();
-    let dirs = list_iteration_dirs(project_root);
     for w in dirs.windows(2) {
         if w[0].0.number() == w[1].0.number() {
             diags
@@ -255,7 +294,7 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
     }
     for (n, dir) in dirs {
         let file = dir.join("ITERATION.md");
-        match crate::atomic::read(&file) {
+        match read(&file) {
             Ok(bytes) => {
                 let p = parse_iteration(&super::decode(&bytes), &file, n, dir);
                 diags.extend(p.diagnostics);

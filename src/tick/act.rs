@@ -44,7 +44,7 @@ impl Spawned {
             iteration: c.iteration,
             channel: c.channel.clone(),
             path: c.path.display().to_string(),
-            label: c.label.to_string(),
+            label: c.label().to_string(),
             worker_timeout: c.worker_timeout,
         }
     }
@@ -314,17 +314,18 @@ fn claim_and_spawn(
             return Slot::NextProject;
         }
     }
+    let label = c.label();
     let spec = SpawnSpec {
-        label: c.label.clone(),
-        message: c.message.clone(),
+        env: vec![("BRAIDS_LABEL".into(), label.to_string().into())],
+        label,
+        message: c.message(),
         argv: fx.worker_argv.iter().map(OsString::from).collect(),
         cwd: c.path.clone(),
-        env: vec![("BRAIDS_LABEL".into(), c.label.to_string().into())],
         log: log_path(fx.paths, c, now),
     };
     match fx.backend.spawn(&spec) {
         Ok(_) => {
-            tracing::debug!(label = %c.label, "worker spawned");
+            tracing::debug!(label = %spec.label, "worker spawned");
             out.new_claims.push(pending);
             out.spawned.push(Spawned::from_candidate(c));
             Slot::Taken

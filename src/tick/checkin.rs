@@ -466,6 +466,7 @@ mod tests {
             note: None,
             error: None,
             problems: vec![],
+            blocked: vec![],
             checkin: Checkin::Daily,
             channel: Some("#app".into()),
             push_pending: false,

@@ -8,6 +8,7 @@
 
 pub mod act;
 pub mod attempts;
+pub mod cache;
 pub mod checkin;
 pub mod decide;
 mod notices;

@@ -230,5 +230,5 @@ pub(super) fn config_of<'a>(
         .reports
         .iter()
         .find(|r| r.slug == slug)
-        .and_then(|r| r.config.as_ref())
+        .and_then(|r| r.config.as_deref())
 }

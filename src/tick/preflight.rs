@@ -16,14 +16,21 @@ use super::observe::Observed;
 /// Checks every scheduled project the run read in full (a dry run reads no PROJECT.md for
 /// notifications, and claims nothing anyway), marking the ones no worker could serve.
 pub fn check(config: &Config, observed: &mut Observed) {
-    for view in observed.snapshot.projects.iter_mut() {
+    // Views and reports are made in the same (registry) order, one each: pairing them by
+    // position, not by a search per view, keeps a 10,000-project tick linear.
+    let reports = &mut observed.reports;
+    for (i, view) in observed.snapshot.projects.iter_mut().enumerate() {
         if !matches!(view.eligibility, Eligibility::Eligible { .. }) {
             continue;
         }
-        let Some(report) = observed.reports.iter_mut().find(|r| r.slug == view.slug) else {
+        let report = match reports.get(i).filter(|r| r.slug == view.slug) {
+            Some(_) => reports.get_mut(i),
+            None => reports.iter_mut().find(|r| r.slug == view.slug),
+        };
+        let Some(report) = report else {
             continue;
         };
-        let Some(project) = report.config.as_ref() else {
+        let Some(project) = report.config.as_deref() else {
             continue;
         };
         let project_md = report.path.join(".braids/PROJECT.md");
@@ -43,7 +50,7 @@ pub fn tell(
 ) -> (Vec<String>, BTreeMap<String, String>) {
     let mut warnings = Vec::new();
     let mut next = BTreeMap::new();
-    for view in &observed.snapshot.projects {
+    for (i, view) in observed.snapshot.projects.iter().enumerate() {
         let Some(why) = &view.preflight_error else {
             continue;
         };
@@ -56,7 +63,11 @@ pub fn tell(
                 "{}: no worker can start, so nothing is claimed: {why}",
                 view.slug
             ));
-            let config = super::notices::config_of(observed, &view.slug);
+            // Its report is at the same place (see `check`), else found by slug.
+            let config = match observed.reports.get(i).filter(|r| r.slug == view.slug) {
+                Some(r) => r.config.as_deref(),
+                None => super::notices::config_of(observed, &view.slug),
+            };
             if let Some(c) = config {
                 notify::send(
                     notifier,

@@ -107,10 +107,7 @@ fn needed(
             .iter()
             .filter(|(_, _, s)| *s == Some(BeadStatus::Blocked));
         keep.extend(blocked.map(|(b, _, _)| pair(&r.slug, b)));
-    }
-    for (slug, a) in &observed.answers {
-        let blocked = a.beads.iter().filter(|(_, s)| *s == BeadStatus::Blocked);
-        keep.extend(blocked.map(|(b, _)| pair(slug, b)));
+        keep.extend(r.blocked.iter().map(|b| pair(&r.slug, b)));
     }
     keep
 }

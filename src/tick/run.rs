@@ -42,7 +42,8 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     }
 
     // observe
-    let mut observed = observe::observe_installation(inst, &state, opts.dry_run, now)?;
+    let mut observed =
+        observe::observe_installation(inst, &state, opts.dry_run, !opts.dry_run, now)?;
     observed.snapshot.allow_mass_kill = opts.allow_mass_kill;
     super::preflight::check(&inst.config, &mut observed);
     let retry = RetryEdge::new(&inst.paths, &inst.config, opts.dry_run);
@@ -68,7 +69,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let workspaces = crate::workspace::GitWorktrees {
         root: inst.paths.workspaces_dir(),
     };
-    let outcome = act::act_with(
+    let mut outcome = act::act_with(
         &plan,
         &effects(inst, &observed, &argv, &workspaces, &retry),
         now,
@@ -94,7 +95,11 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     push_errors.extend(completion_errors);
     let mut shown = paused.iter().cloned().collect::<Vec<_>>();
     shown.extend(errors(&observed, &plan, &outcome, push_errors));
-    let mut report = TickReport::full(&plan, &outcome, pushed, shown, opts.dry_run);
+    let spawns = match opts.dry_run {
+        true => std::mem::take(&mut outcome.spawned),
+        false => outcome.spawned.clone(),
+    };
+    let mut report = TickReport::full(&plan, &outcome, spawns, pushed, shown, opts.dry_run);
     let (warnings, unknown_stories) =
         notices::unknown_stories(&observed.reports, &state.unknown_stories);
     let (orphan_warnings, orphans) = notices::orphans(&plan.unmanaged, &state.orphans);
@@ -151,7 +156,9 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         .collect();
     next.checkins.extend(sent);
     next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
-    next.tracker_fingerprints = super::reuse::remember(&inst.paths.braids_dir, &observed.answers);
+    // The cache this run wrote (observe), vouched for from now on; older fingerprints go.
+    next.observe_cache = observed.cache.take();
+    next.tracker_fingerprints.clear();
     persist(inst, &next, observed, &outcome, &sessions_now, &report, now)?;
     Ok(report)
 }

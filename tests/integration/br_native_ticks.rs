@@ -286,8 +286,14 @@ fn c5_2_an_unchanged_project_reuses_the_last_runs_answers_and_a_changed_one_is_r
     )
     .unwrap();
     assert!(
-        state["trackerFingerprints"]["web"].is_string(),
-        "5.2 violated: no fingerprint recorded: {state:#}"
+        state["observeCache"].is_string(),
+        "5.2 violated: no cache recorded: {state:#}"
+    );
+    assert!(
+        w.home()
+            .join(".openclaw/braids/observe-cache.bin")
+            .is_file(),
+        "5.2 violated: no cache written"
     );
 
     // Unchanged: the answers are reused, and the run decides the same.

@@ -230,8 +230,9 @@ fn c4_3_ready_comes_from_the_tracker() {
                 "checkins",
                 "dry",
                 "unknownStories",
-                // fingerprints of files, vouching for answers kept beside the state
-                "trackerFingerprints",
+                // the generation of the observation cache kept beside the state, which holds
+                // what the files said with their fingerprints (5.2)
+                "observeCache",
                 // problems already logged, when retention last ran, when the next run is due,
                 // claims held by the release-storm guard, the provider breaker's status line
                 "told",

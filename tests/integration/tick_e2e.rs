@@ -728,7 +728,11 @@ fn c2_7_backoff_over_idle_idle_spawn_idle() {
     let id = sb.br_create("app", "new work");
     sb.iteration("app", 1, "active", &[(id.as_str(), "story")]);
     let r3 = sb.tick().run();
-    assert_eq!(r3.run, RunType::Full, "a changed project ends the backoff: {r3:#?}");
+    assert_eq!(
+        r3.run,
+        RunType::Full,
+        "a changed project ends the backoff: {r3:#?}"
+    );
     r3.assert_no_errors();
     assert_eq!(r3.action, Action::Spawn);
     assert_eq!(r3.spawned_beads(), std::slice::from_ref(&id));

@@ -275,13 +275,13 @@ impl World {
                 seen.insert((c.slug.as_str(), &c.bead)),
                 "2.2",
                 "{} planned twice in one run",
-                c.label
+                c.label()
             );
             ensure!(
                 !live.contains(&(c.slug.as_str(), &c.bead)) && !orphan_held.contains(&c.bead),
                 "2.2",
                 "{} planned while a worker for it may still run (a bead spawned twice)",
-                c.label
+                c.label()
             );
             // 2.3: active in the registry and PROJECT.md, exactly one active iteration
             let e = self.registry.iter().find(|e| e.slug == c.slug).unwrap();
@@ -297,7 +297,7 @@ impl World {
                     && self.projects[wp].cfg.status == Some(ProjectStatus::Active),
                 "2.3",
                 "{} planned for a project that is {:?} in the registry and {:?} in PROJECT.md",
-                c.label,
+                c.label(),
                 e.status,
                 self.projects[wp].cfg.status
             );
@@ -305,7 +305,7 @@ impl World {
                 actives == [c.iteration.number()],
                 "2.3",
                 "{} planned in iteration {} while the active iterations are {actives:?}",
-                c.label,
+                c.label(),
                 c.iteration
             );
             // 4.3 / 4.6: only what the tracker offers as ready and open
@@ -315,31 +315,31 @@ impl World {
                     .any(|b| b.id == c.bead && b.status == BeadStatus::Open),
                 "4.6",
                 "{} planned but the tracker did not list it as open and ready",
-                c.label
+                c.label()
             );
             // iteration scope: when Stories lists beads, only those are worked
             ensure!(
                 p.stories.is_empty() || p.stories.contains(&c.bead),
                 "4.3",
                 "{} planned but the iteration's Stories do not list it",
-                c.label
+                c.label()
             );
             ensure!(
                 p.tracker_error.is_none(),
                 "2.2",
                 "{} planned although the tracker failed",
-                c.label
+                c.label()
             );
             // 2.5: the label
             let want = format!("project:{}:{}", c.slug, c.bead);
             ensure!(
-                c.label.to_string() == want,
+                c.label().to_string() == want,
                 "2.5",
                 "label {} for {want}",
-                c.label
+                c.label()
             );
             ensure!(
-                SessionLabel::parse(&want).ok().as_ref() == Some(&c.label),
+                SessionLabel::parse(&want).ok().as_ref() == Some(&c.label()),
                 "2.5",
                 "label {want} does not read back"
             );
@@ -349,13 +349,13 @@ impl World {
                 "label {want} lacks the project:<slug>: prefix"
             );
             // 2.4: four fields, one per line, in order, nothing else
-            let text = c.message.to_string();
+            let text = c.message().to_string();
             let lines: Vec<&str> = text.lines().collect();
             ensure!(
                 lines.len() == 4 && text.ends_with('\n') && !text.contains('\r'),
                 "2.4",
                 "spawn message for {} has {} lines: {text:?}",
-                c.label,
+                c.label(),
                 lines.len()
             );
             let want_lines = [
@@ -372,7 +372,7 @@ impl World {
                 );
             }
             ensure!(
-                SpawnMessage::parse(&text).ok().as_ref() == Some(&c.message),
+                SpawnMessage::parse(&text).ok().as_ref() == Some(&c.message()),
                 "2.4",
                 "spawn message does not read back: {text:?}"
             );

@@ -495,7 +495,7 @@ impl Soak {
         let mut new_claims = Vec::new();
         let mut starts = Vec::new();
         plan.walk(|c| {
-            starts.push((c.slug.clone(), c.bead.clone(), c.label.clone()));
+            starts.push((c.slug.clone(), c.bead.clone(), c.label()));
             Slot::Taken
         });
         for (slug, bead, label) in starts {

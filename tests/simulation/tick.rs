@@ -534,7 +534,8 @@ impl World {
                     "2.2",
                     format!(
                         "{} spawned while {} still runs for it (a bead with two live workers)",
-                        c.label, twin.label
+                        c.label(),
+                        twin.label
                     ),
                 ));
                 return Slot::Stop;
@@ -542,7 +543,7 @@ impl World {
             if self.rng.pct(3) {
                 // the spawn fails: the claim is undone
                 self.transition(p, &c.bead, BeadStatus::Open, None);
-                self.log(format!("spawn of {} fails; claim undone", c.label));
+                self.log(format!("spawn of {} fails; claim undone", c.label()));
                 return Slot::NextProject;
             }
             let behaviour = *self.rng.pick(&[
@@ -562,7 +563,7 @@ impl World {
             let sid = format!("{}:{}", 40000 + self.next_session, self.next_session * 7);
             self.next_session += 1;
             self.sessions.push(SessM {
-                label: c.label.clone(),
+                label: c.label(),
                 id: sid,
                 started: self.now,
                 running: true,

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel, SpawnMessage};
+use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel};
 pub use crate::retry::breaker::Gate;
 use crate::session::{Session, SessionProblem};
 use crate::state::{Claim, IdleReason};
@@ -42,7 +42,8 @@ mod zombie;
 pub use eligibility::{eligibility_of, Eligibility};
 pub use guards::held_key;
 pub use plan::{
-    KillStorm, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, Sweep, Upgrade, STAND_INS,
+    KillStorm, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, SpawnProject, Sweep, Upgrade,
+    STAND_INS,
 };
 pub use zombie::{classify, SessionVerdict, Zombie, ZombieOwner, ZombieReason};
 
@@ -142,15 +143,30 @@ pub fn spawn_order<'a>(
     stories: &[BeadId],
     ready: impl IntoIterator<Item = &'a Bead>,
 ) -> Vec<&'a Bead> {
-    let mut story_at: BTreeMap<&BeadId, usize> = BTreeMap::new();
-    for (i, s) in stories.iter().enumerate() {
-        story_at.entry(s).or_insert(i);
-    }
     let mut ready: Vec<(usize, usize, &Bead)> = ready
         .into_iter()
         .enumerate()
-        .map(|(i, b)| (story_at.get(&b.id).copied().unwrap_or(usize::MAX), i, b))
+        .map(|(i, b)| (usize::MAX, i, b))
         .collect();
+    // Each story's first place: looked up in the list itself when both are short (a plan's
+    // few candidates), else in a table sorted by id. Called per project twice a run.
+    let mut story_at: Vec<(&BeadId, usize)> = Vec::new();
+    let linear = ready.len() * stories.len() <= 256;
+    if !linear {
+        story_at = stories.iter().zip(0..).collect();
+        story_at.sort();
+        story_at.dedup_by(|later, first| later.0 == first.0);
+    }
+    for (place, _, b) in &mut ready {
+        let found = match linear {
+            true => stories.iter().position(|s| *s == b.id),
+            false => story_at
+                .binary_search_by(|(s, _)| (*s).cmp(&b.id))
+                .ok()
+                .map(|at| story_at[at].1),
+        };
+        *place = found.unwrap_or(usize::MAX);
+    }
     ready.sort_by_key(|(story, i, _)| (*story, *i));
     ready.into_iter().map(|(_, _, b)| b).collect()
 }
@@ -413,44 +429,39 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         // with room needs its slots plus a few stand-ins for claims refused in a race. Building
         // a candidate for every ready bead cost 14 MB over 1,000 projects of 20 beads.
         let wanted = if slots == 0 { 1 } else { slots + STAND_INS };
-        let mut seen = BTreeSet::new();
-        let mut candidates = Vec::with_capacity(wanted.min(ready.len()));
+        let mut candidates: Vec<SpawnCandidate> = Vec::with_capacity(wanted.min(ready.len()));
+        let mut shared: Option<std::sync::Arc<SpawnProject>> = None;
         for b in ready {
             if candidates.len() == wanted {
                 break;
             }
-            if !seen.insert(&b.id) {
+            if candidates.iter().any(|c| c.bead == b.id) {
                 continue;
             }
-            let label = match SessionLabel::new(&p.slug, b.id.clone()) {
-                Ok(l) => l,
-                Err(e) => {
-                    errors.push(format!("{}: {e}", p.slug));
-                    continue;
+            let project = match &shared {
+                Some(s) => std::sync::Arc::clone(s),
+                None => {
+                    let made = SpawnProject {
+                        slug: p.slug.clone(),
+                        iteration,
+                        path: p.path.clone(),
+                        channel: p.channel.clone(),
+                        worker_timeout: p.worker_timeout,
+                    };
+                    match made.checked(&b.id) {
+                        Ok(s) => shared.insert(std::sync::Arc::new(s)).clone(),
+                        Err(e) => {
+                            errors.push(e);
+                            break;
+                        }
+                    }
                 }
             };
-            match SpawnMessage::new(
-                p.path.clone(),
-                b.id.clone(),
-                iteration,
-                p.channel.clone().unwrap_or_default(),
-            ) {
-                Ok(message) => candidates.push(SpawnCandidate {
-                    slug: p.slug.clone(),
-                    bead: b.id.clone(),
-                    title: b.title.clone(),
-                    iteration,
-                    path: p.path.clone(),
-                    channel: p.channel.clone(),
-                    worker_timeout: p.worker_timeout,
-                    label,
-                    message,
-                }),
-                Err(e) => {
-                    errors.push(format!("{}: cannot spawn {}: {e}", p.slug, b.id));
-                    break;
-                }
-            }
+            candidates.push(SpawnCandidate {
+                bead: b.id.clone(),
+                title: b.title.clone(),
+                project,
+            });
         }
         if candidates.is_empty() {
             continue;

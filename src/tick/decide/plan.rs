@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::model::{BeadId, IterationName, SessionLabel, SpawnMessage};
 use crate::session::Session;
@@ -11,18 +12,68 @@ use crate::state::{Claim, IdleReason};
 
 use super::Zombie;
 
-/// A bead that may be claimed and given a worker.
+/// A bead that may be claimed and given a worker. What it shares with the project's other
+/// candidates is held once ([`SpawnProject`], read through `Deref`: `c.slug`, `c.path`); its
+/// label and spawn message are made when needed. A plan over 10,000 projects holds 60,000
+/// candidates, and a copy of each project's strings in every one was a third of the run's
+/// memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpawnCandidate {
-    pub slug: String,
     pub bead: BeadId,
     pub title: String,
+    pub project: Arc<SpawnProject>,
+}
+
+/// What every candidate of one project shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnProject {
+    pub slug: String,
     pub iteration: IterationName,
     pub path: PathBuf,
     pub channel: Option<String>,
     pub worker_timeout: u64,
-    pub label: SessionLabel,
-    pub message: SpawnMessage,
+}
+
+impl SpawnProject {
+    /// The project's shared part, once its slug makes a label and its directory and channel a
+    /// spawn message (checked with `bead`, any of its beads: neither depends on which).
+    pub fn checked(self, bead: &BeadId) -> Result<SpawnProject, String> {
+        SessionLabel::new(&self.slug, bead.clone()).map_err(|e| format!("{}: {e}", self.slug))?;
+        self.message(bead.clone())
+            .map_err(|e| format!("{}: cannot spawn {bead}: {e}", self.slug))?;
+        Ok(self)
+    }
+
+    fn message(&self, bead: BeadId) -> Result<SpawnMessage, crate::model::SpawnMessageError> {
+        SpawnMessage::new(
+            self.path.clone(),
+            bead,
+            self.iteration,
+            self.channel.clone().unwrap_or_default(),
+        )
+    }
+}
+
+impl std::ops::Deref for SpawnCandidate {
+    type Target = SpawnProject;
+    fn deref(&self) -> &SpawnProject {
+        &self.project
+    }
+}
+
+impl SpawnCandidate {
+    /// The session label, `project:<slug>:<bead>` (2.5).
+    pub fn label(&self) -> SessionLabel {
+        SessionLabel::new(&self.slug, self.bead.clone())
+            .expect("the slug was checked when the candidate was made")
+    }
+
+    /// The four-line spawn message (2.4).
+    pub fn message(&self) -> SpawnMessage {
+        self.project
+            .message(self.bead.clone())
+            .expect("the path and channel were checked when the candidate was made")
+    }
 }
 
 /// Candidates kept beyond a project's free slots, to stand in for claims refused because
@@ -198,16 +249,17 @@ mod tests {
 
     fn candidate(slug: &str, bead: &str) -> SpawnCandidate {
         let bead = BeadId::new(bead).unwrap();
-        SpawnCandidate {
+        let project = SpawnProject {
             slug: slug.into(),
-            bead: bead.clone(),
-            title: bead.to_string(),
             iteration: 1.into(),
             path: PathBuf::from("/p").join(slug),
             channel: None,
             worker_timeout: 3600,
-            label: SessionLabel::new(slug, bead.clone()).unwrap(),
-            message: SpawnMessage::new(PathBuf::from("/p").join(slug), bead, 1, "").unwrap(),
+        };
+        SpawnCandidate {
+            title: bead.to_string(),
+            project: Arc::new(project.checked(&bead).unwrap()),
+            bead,
         }
     }
 

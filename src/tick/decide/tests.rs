@@ -128,7 +128,7 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
 fn spawned(plan: &Plan) -> Vec<String> {
     plan.intended()
         .iter()
-        .map(|c| c.label.to_string())
+        .map(|c| c.label().to_string())
         .collect()
 }
 
@@ -297,9 +297,9 @@ fn c2_4_c2_5_candidate_carries_label_and_four_field_message() {
     p.0.channel = Some("#web".into());
     let plan = decide(&snap(vec![p], vec![]), now());
     let c = plan.intended()[0];
-    assert_eq!(c.label.to_string(), "project:web:web-x1y");
+    assert_eq!(c.label().to_string(), "project:web:web-x1y");
     assert_eq!(
-        c.message.to_string(),
+        c.message().to_string(),
         "Project: /p/web\nBead: web-x1y\nIteration: 1\nChannel: #web\n"
     );
 }
@@ -1047,4 +1047,42 @@ fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_nothing()
     let plan = decide(&one, now());
     assert_eq!(plan.releases.len(), 1);
     assert!(plan.held.is_empty());
+}
+
+#[test]
+fn c6_1_spawn_order_is_the_stories_first_place_then_the_trackers_short_or_long() {
+    // The reference: each bead at its story's first place, the rest after, in tracker order.
+    fn reference<'a>(stories: &[BeadId], ready: &'a [Bead]) -> Vec<&'a Bead> {
+        let mut v: Vec<(usize, usize, &Bead)> = ready
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let at = stories.iter().position(|s| *s == b.id);
+                (at.unwrap_or(usize::MAX), i, b)
+            })
+            .collect();
+        v.sort_by_key(|(s, i, _)| (*s, *i));
+        v.into_iter().map(|(_, _, b)| b).collect()
+    }
+    for (n_stories, n_ready) in [(3, 4), (20, 6), (30, 20), (40, 40)] {
+        // stories in a scrambled order with repeats, ready beads partly outside them
+        let stories: Vec<BeadId> = (0..n_stories)
+            .map(|i| id(&format!("a-{}", (i * 7) % (n_stories - 1))))
+            .collect();
+        let ready: Vec<Bead> = (0..n_ready)
+            .map(|i| {
+                Bead::new(
+                    id(&format!("a-{}", (i * 5 + 3) % (n_stories + 5))),
+                    "t",
+                    BeadStatus::Open,
+                )
+            })
+            .collect();
+        let got: Vec<&BeadId> = spawn_order(&stories, &ready)
+            .iter()
+            .map(|b| &b.id)
+            .collect();
+        let want: Vec<&BeadId> = reference(&stories, &ready).iter().map(|b| &b.id).collect();
+        assert_eq!(got, want, "{n_stories} stories, {n_ready} ready");
+    }
 }
