@@ -163,14 +163,15 @@ pub enum Gate {
 
 impl Breaker {
     /// "spawning paused: provider failing since …", or `None` when closed.
+    /// The same line for as long as the outage lasts (the next probe's time is left out), so
+    /// the log has it at WARN once, not at every probe.
     pub fn status_line(&self) -> Option<String> {
         let since = self.open_since?;
         Some(format!(
-            "spawning paused: provider failing since {} ({}); next probe {}",
+            "spawning paused: provider failing since {} ({}); one probe spawn at growing \
+             intervals until one succeeds",
             since.format("%Y-%m-%d %H:%M UTC"),
             self.signature.as_deref().unwrap_or("same failure"),
-            self.next_probe
-                .map_or("now".into(), |t| t.format("%H:%M UTC").to_string()),
         ))
     }
 
