@@ -421,6 +421,36 @@ struct Run {
 
 /// Runs `braids <args>` in `home` and waits for it with `wait4(2)`, which reports that one
 /// child's CPU time.
+/// Records what the next runs reuse: once the files are older than the window in which a
+/// fingerprint is not trusted, a full run capped at one worker (a sleeper), then an unchanged
+/// full run, timed. Returns the label to kill, that run, and its time.
+fn record(bin: &Path, h: &Path, path_var: &str, built: Instant) -> (Vec<String>, Run, Duration) {
+    if let Some(wait) = Duration::from_millis(2100).checked_sub(built.elapsed()) {
+        std::thread::sleep(wait);
+    }
+    std::fs::write(
+        h.join(".openclaw/braids/config.toml"),
+        "[tick]\nmax_workers = 1\n\n[worker]\ncommand = [\"/bin/sleep\", \"600\"]\n\n[tracker]\ntimeout_secs = 60\n",
+    )
+    .unwrap();
+    let recorded = run(bin, h, path_var, &["tick", "--force", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&recorded.stdout).unwrap();
+    let labels: Vec<String> = v["spawns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["label"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        labels.len(),
+        1,
+        "the recording run spawns one worker: {v:#}"
+    );
+    let t = Instant::now();
+    let again = run(bin, h, path_var, &["tick", "--force", "--json"]);
+    (labels, again, t.elapsed())
+}
+
 fn run(bin: &Path, home: &Path, path_var: &str, args: &[&str]) -> Run {
     run_sampled(bin, home, path_var, args, false, &[]).0
 }

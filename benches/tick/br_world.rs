@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{build, median_min, ms, peak_rss_kb, run, run_env, runs, BrTemplate, Tracker};
+use super::{build, median_min, ms, peak_rss_kb, record, run, run_env, runs, BrTemplate, Tracker};
 
 /// `naive-tick.sh` from the shared benchmark kit, verbatim: what a user would cron instead.
 const NAIVE_TICK: &str = r#"#!/usr/bin/env bash
@@ -119,31 +119,7 @@ pub fn measure(bin: &Path, br: &Path, template: &BrTemplate, n: usize) -> BrRow 
     let cold_cpu = median_min(cpus).0;
     let cold_peak_kb = (peak_rss_kb(bin, h, &plain, &dry), cold_br_kb);
 
-    // Record: files must be older than the window in which a fingerprint is not trusted.
-    if let Some(wait) = Duration::from_millis(2100).checked_sub(built.elapsed()) {
-        std::thread::sleep(wait);
-    }
-    std::fs::write(
-        h.join(".openclaw/braids/config.toml"),
-        "[tick]\nmax_workers = 1\n\n[worker]\ncommand = [\"/bin/sleep\", \"600\"]\n\n[tracker]\ntimeout_secs = 60\n",
-    )
-    .unwrap();
-    let recorded = run(bin, h, &plain, &["tick", "--force", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&recorded.stdout).unwrap();
-    let labels: Vec<String> = v["spawns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["label"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(
-        labels.len(),
-        1,
-        "the recording run spawns one worker: {v:#}"
-    );
-    let t = Instant::now();
-    let again = run(bin, h, &plain, &["tick", "--force", "--json"]);
-    let unchanged_full = t.elapsed();
+    let (labels, again, unchanged_full) = record(bin, h, &plain, built);
     assert!(again.stdout.contains("\"spawns\": []"), "{}", again.stdout);
 
     let (unchanged_calls, unchanged_log, unchanged_br_kb) =

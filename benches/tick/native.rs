@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{build, median_min, ms, peak_rss_kb, run, run_env, runs, Tracker, MAX_WORKERS};
+use super::{build, median_min, ms, peak_rss_kb, record, run, run_env, runs, Tracker, MAX_WORKERS};
 
 pub struct Row {
     pub projects: usize,
@@ -51,33 +51,9 @@ pub fn measure(bin: &Path, n: usize) -> Row {
     assert_eq!(spawns, n * MAX_WORKERS, "every project fills its slots");
     let cold = dry_runs(bin, h, path);
 
-    // Record: files must be older than the window in which a fingerprint is not trusted.
-    if let Some(wait) = Duration::from_millis(2100).checked_sub(built.elapsed()) {
-        std::thread::sleep(wait);
-    }
     let config = h.join(".openclaw/braids/config.toml");
     let original = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        "[tick]\nmax_workers = 1\n\n[worker]\ncommand = [\"/bin/sleep\", \"600\"]\n\n[tracker]\ntimeout_secs = 60\n",
-    )
-    .unwrap();
-    let recorded = run(bin, h, path, &["tick", "--force", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&recorded.stdout).unwrap();
-    let labels: Vec<String> = v["spawns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["label"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(
-        labels.len(),
-        1,
-        "the recording run spawns one worker: {v:#}"
-    );
-    let t = Instant::now();
-    let again = run(bin, h, path, &["tick", "--force", "--json"]);
-    let unchanged_full = t.elapsed();
+    let (labels, again, unchanged_full) = record(bin, h, path, built);
     assert!(again.stdout.contains("\"spawns\": []"), "{}", again.stdout);
     // The dry runs plan as the cold ones did: no global cap, and the worker gone.
     std::fs::write(&config, original).unwrap();
