@@ -173,6 +173,10 @@ pub struct RetentionConfig {
     pub max_age: std::time::Duration,
     /// Beyond this total the oldest go first.
     pub max_total_mb: u64,
+    /// Events a supervisor marked `.processed` are removed this long after they were written;
+    /// unprocessed events are never removed.
+    #[serde(deserialize_with = "span")]
+    pub processed_events: std::time::Duration,
 }
 
 impl Default for RetentionConfig {
@@ -180,6 +184,7 @@ impl Default for RetentionConfig {
         RetentionConfig {
             max_age: std::time::Duration::from_secs(30 * 24 * 3600),
             max_total_mb: 500,
+            processed_events: std::time::Duration::from_secs(14 * 24 * 3600),
         }
     }
 }

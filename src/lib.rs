@@ -10,6 +10,7 @@ pub mod atomic;
 pub mod cli;
 pub mod config;
 pub mod diag;
+pub mod events;
 pub mod exit;
 pub mod failpoint;
 pub mod format;

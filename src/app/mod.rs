@@ -4,9 +4,11 @@
 //! prints.
 
 pub mod check;
+pub mod events;
 pub mod init;
 pub mod iteration;
 pub mod project;
 pub mod schedule;
 pub mod sessions;
 pub mod status;
+pub mod supervise;

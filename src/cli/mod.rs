@@ -16,12 +16,14 @@ use crate::schedule::{CronExpr, Interval, Schedule};
 mod check;
 mod daemon;
 mod demo;
+mod events;
 mod init;
 mod iteration;
 mod new;
 mod output;
 mod schedule;
 mod sessions;
+mod supervise;
 mod tick;
 mod worker;
 
@@ -70,11 +72,50 @@ pub enum Command {
     /// Run the tick on an internal schedule until SIGTERM or SIGINT, for machines with neither
     /// cron nor systemd (containers); a run in progress always finishes.
     Daemon(DaemonArgs),
+    /// Every project's events (`.claw/events/`), earliest first; `--follow` waits for more.
+    Events(EventsArgs),
+    /// Run a command once per new event and mark it processed when the command succeeds.
+    Supervise(SuperviseArgs),
     /// Build a sample installation and run real ticks on it, with a scripted stand-in agent.
     Demo(DemoArgs),
     /// The scripted agent the demo and the tests use in place of an LLM.
     #[command(hide = true)]
     StandInAgent(StandInArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Keep going: print each new event as it is written, until interrupted.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Only this project's events.
+    #[arg(long, value_name = "SLUG")]
+    pub project: Option<String>,
+    /// Only events after this id (ids are per project: with several projects, after this id in
+    /// each).
+    #[arg(long, value_name = "ID")]
+    pub since: Option<u64>,
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    /// Only this project's events.
+    #[arg(long, value_name = "SLUG")]
+    pub project: Option<String>,
+    /// A command still running after this long is killed and counts as failed.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Handle the events waiting now, then exit (1 when a command failed), instead of
+    /// following.
+    #[arg(long)]
+    pub once: bool,
+    /// The command and its arguments (no shell): the event's JSON on stdin, its fields in
+    /// BRAIDS_EVENT_ID, _TYPE, _PROJECT, _BEAD, _TIMESTAMP and _FILE.
+    #[arg(long, required = true, num_args = 1.., allow_hyphen_values = true, value_name = "ARGV")]
+    pub exec: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -300,6 +341,8 @@ pub fn run() -> std::process::ExitCode {
         Command::Worker(a) => worker::run(&paths, a),
         Command::Schedule(c) => schedule::run(&paths, c, cli.log_format),
         Command::Daemon(a) => daemon::run(&paths, a),
+        Command::Events(a) => events::run(&paths, a),
+        Command::Supervise(a) => supervise::run(&paths, a),
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
     };

@@ -19,6 +19,7 @@ use crate::paths::Paths;
 use crate::retry::{AfterFailure, Failure};
 use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
 use crate::state::Claim;
+use crate::events::Kind;
 use crate::tracker::{ClaimOutcome, Tracker};
 
 use super::decide::{Plan, Slot, SpawnCandidate, ZombieReason};
@@ -90,6 +91,8 @@ pub struct Effects<'a> {
     pub workspaces: &'a dyn crate::workspace::Workspaces,
     /// Where failed attempts are recorded; `None` records nothing (the simulation).
     pub retry: Option<&'a super::attempts::RetryEdge>,
+    /// Whether claims and spawns are written to the projects' event journals.
+    pub events: bool,
 }
 
 /// Where a worker's output goes: one file per session start.
@@ -314,6 +317,20 @@ fn claim_and_spawn(
             return Slot::NextProject;
         }
     }
+    // Held across the spawn, so the worker's first event comes after these.
+    let journal = crate::events::Journal::of_project(&c.path);
+    let held = fx.events.then(|| journal.hold()).and_then(|h| {
+        h.map_err(|e| tracing::warn!(project = %c.slug, "cannot write events: {e:#}"))
+            .ok()
+    });
+    let tell = |d: crate::events::Draft| {
+        if let Some(h) = &held {
+            if let Err(e) = h.append(&c.slug, vec![d.bead(&c.bead)], Utc::now()) {
+                tracing::warn!(project = %c.slug, "cannot write events: {e:#}");
+            }
+        }
+    };
+    tell(crate::events::Draft::new(Kind::BeadClaimed).with("iteration", c.iteration.to_string()));
     let label = c.label();
     let spec = SpawnSpec {
         env: vec![("BRAIDS_LABEL".into(), label.to_string().into())],
@@ -326,11 +343,20 @@ fn claim_and_spawn(
     match fx.backend.spawn(&spec) {
         Ok(_) => {
             tracing::debug!(label = %spec.label, "worker spawned");
+            tell(
+                crate::events::Draft::new(Kind::WorkerSpawned)
+                    .with("session", spec.label.to_string())
+                    .with("worker_timeout_seconds", c.worker_timeout),
+            );
             out.new_claims.push(pending);
             out.spawned.push(Spawned::from_candidate(c));
             Slot::Taken
         }
         Err(e) => {
+            tell(
+                crate::events::Draft::new(Kind::Error)
+                    .with("message", format!("cannot start a worker: {e}")),
+            );
             out.errors.push(format!(
                 "{}: cannot start a worker for {}: {e}",
                 c.slug, c.bead

@@ -11,6 +11,7 @@ pub mod attempts;
 pub mod cache;
 pub mod checkin;
 pub mod decide;
+pub mod events;
 mod notices;
 pub mod observe;
 mod preflight;

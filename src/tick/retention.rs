@@ -71,7 +71,7 @@ pub fn run(
     }
     let c = &inst.config.retention;
     let policy = Policy {
-        max_age: Duration::from_std(c.max_age).unwrap_or(Duration::MAX),
+        max_age: chrono_span(c.max_age),
         max_total: c.max_total_mb.saturating_mul(1024 * 1024),
     };
     let items = scan(&inst.paths.braids_dir);
@@ -83,7 +83,29 @@ pub fn run(
             bytes / 1024
         );
     }
+    prune_events(&observed.reports, chrono_span(c.processed_events), now);
     Some(now)
+}
+
+/// Removes the events supervisors marked processed longer ago than `age`, project by project
+/// (only projects with an events folder cost more than a `stat`). Unprocessed events stay.
+fn prune_events(reports: &[super::observe::ProjectReport], age: Duration, now: DateTime<Utc>) {
+    let cutoff = now - age;
+    let mut removed = 0;
+    for r in reports {
+        let journal = crate::events::Journal::of_project(&r.path);
+        match journal.prune(cutoff) {
+            Ok(n) => removed += n,
+            Err(e) => tracing::warn!(project = %r.slug, "cannot prune events: {e:#}"),
+        }
+    }
+    if removed > 0 {
+        tracing::info!("retention: removed {removed} processed events");
+    }
+}
+
+fn chrono_span(d: std::time::Duration) -> Duration {
+    Duration::from_std(d).unwrap_or(Duration::MAX)
 }
 
 /// The beads whose files a worker or a person may still need: running sessions, claims

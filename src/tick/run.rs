@@ -134,6 +134,21 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         &notifier,
     );
     report.checkins = sent.iter().map(|(slug, _)| slug.clone()).collect();
+    let drafts = super::events::drafts(
+        &outcome,
+        &completed,
+        &observed.reports,
+        &report.errors,
+        &state.told,
+    );
+    super::events::write(
+        &inst.paths.braids_dir,
+        &observed.reports,
+        &observed.snapshot.projects,
+        &sessions_now,
+        drafts,
+        chrono::Utc::now(),
+    );
 
     let retained = super::retention::run(inst, &observed, &outcome, &state, now);
     crate::crash_point!("tick::after_act");
@@ -213,6 +228,7 @@ fn effects<'a>(
         kill_grace: std::time::Duration::from_secs(inst.config.sessions.kill_grace_secs),
         workspaces,
         retry: Some(retry),
+        events: true,
     }
 }
 

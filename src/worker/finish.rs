@@ -189,17 +189,19 @@ impl Worker<'_> {
                 .filter(|p| {
                     p.starts_with(root)
                         && !p.starts_with(&iterations)
+                        && !crate::events::generated(p.strip_prefix(root).unwrap_or(p))
                         && !p.components().any(|c| c == std::path::Component::ParentDir)
                 })
                 .collect();
             paths.extend(ours);
             crate::git::commit_paths(root, &paths, message)?
         } else {
-            let skip = [
+            let mut skip = vec![
                 iterations,
                 root.join(report::SHARED),
                 root.join(report::OWN_DIR),
             ];
+            skip.extend(crate::events::GENERATED.iter().map(|g| root.join(g)));
             crate::git::commit_all_except(root, &skip, &ours, message)?
         };
         Ok(oid.map(|o| o.to_string()))
@@ -245,6 +247,9 @@ fn landing_excludes(_l: &Loaded) -> Vec<PathBuf> {
         PathBuf::from(report::OWN_DIR),
         PathBuf::from(report::HANDOFF),
     ]
+    .into_iter()
+    .chain(crate::events::GENERATED.iter().map(PathBuf::from))
+    .collect()
 }
 
 /// The files a report says the agent changed, as project-relative paths that stay inside the
@@ -257,6 +262,7 @@ fn listed_files(report: &StatusReport) -> Vec<PathBuf> {
         .filter(|p| {
             p.is_relative()
                 && !p.starts_with(".braids/iterations")
+                && !crate::events::generated(p)
                 && !p.components().any(|c| c == std::path::Component::ParentDir)
         })
         .collect()

@@ -17,6 +17,7 @@
 mod claim;
 mod context;
 mod escalate;
+mod events;
 mod exec;
 mod execute;
 mod finish;
@@ -106,6 +107,8 @@ struct Run<'w, 'a> {
     hold: Option<stop::Hold>,
     /// The bead's own worktree while it exists; cleaned up when the run ends, however it ends.
     ws: Option<Workspace>,
+    /// Set once `task_started` is written: from then on steps move the task in status.json.
+    started: bool,
 }
 
 impl Run<'_, '_> {
@@ -113,6 +116,26 @@ impl Run<'_, '_> {
         let detail = detail.into();
         tracing::info!(bead = %self.msg.bead, step = name, "{detail}");
         self.steps.push(Step { name, detail });
+        if let Some(state) = events::state_of(name).filter(|_| self.started) {
+            let journal = crate::events::Journal::of_project(&self.msg.project);
+            let now = chrono::Utc::now();
+            let bead = self.msg.bead.as_str();
+            if let Err(e) = journal.update_status(now, |s| s.step(bead, state, now)) {
+                tracing::warn!(bead = %self.msg.bead, "cannot update status.json: {e:#}");
+            }
+        }
+    }
+
+    /// Tells the supervisor's stream the task started (and status.json that it is coding).
+    fn started(&mut self, l: &Loaded, title: &str) {
+        let label = format!("project:{}:{}", l.slug, self.msg.bead);
+        let draft = crate::events::Draft::new(crate::events::Kind::TaskStarted)
+            .bead(&self.msg.bead)
+            .with("task", title)
+            .with("session", label)
+            .with("iteration", self.msg.iteration.to_string());
+        crate::events::emit(&self.msg.project, &l.slug, vec![draft]);
+        self.started = true;
     }
 
     fn notify(&mut self, l: &Loaded, event: NotificationEvent, text: &str) {
@@ -140,6 +163,7 @@ impl Worker<'_> {
             steps: Vec::new(),
             hold: None,
             ws: None,
+            started: false,
         };
         let l = context::load(self.paths, msg, &mut run)?;
         let ending = match self.claim(&mut run, &l)? {
@@ -151,6 +175,14 @@ impl Worker<'_> {
             }
         };
         self.close_workspace(&mut run);
+        let told = events::ending(
+            &ending,
+            msg.bead.as_str(),
+            &msg.iteration.to_string(),
+            &run.steps,
+            started.elapsed().as_secs(),
+        );
+        crate::events::emit(&msg.project, &l.slug, told);
         Ok(WorkerRun {
             bead: msg.bead.clone(),
             ending,
@@ -173,6 +205,7 @@ impl Worker<'_> {
             return Ok(Ending::AwaitingApproval);
         }
         let ws = self.open_workspace(run, l)?;
+        run.started(l, &bead.title);
         run.notify(
             l,
             NotificationEvent::BeadStart,
@@ -283,7 +316,7 @@ fn first_line(s: &str) -> String {
 
 /// `s` trimmed, on one line, with no control character, at most `max` characters (an ellipsis
 /// marks a cut).
-fn clip(s: &str, max: usize) -> String {
+pub fn clip(s: &str, max: usize) -> String {
     let one = s
         .split(|c: char| c.is_whitespace() || c.is_control())
         .filter(|w| !w.is_empty())

@@ -25,6 +25,7 @@ mod cli;
 mod contracts;
 mod corpus;
 mod daemon;
+mod events;
 mod faults;
 mod formats;
 mod hostile;

@@ -1,0 +1,77 @@
+//! `braids events` and the stop flag the long-running commands share.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Result;
+
+use super::{EventsArgs, EXIT_OK};
+use crate::events::Event;
+use crate::paths::Paths;
+
+pub fn run(paths: &Paths, a: EventsArgs) -> Result<i32> {
+    let sources = crate::app::events::sources(paths, a.project.as_deref())?;
+    let mut cursor = crate::app::events::cursor(&sources, a.since);
+    let mut out = std::io::stdout().lock();
+    // A reader that went away (`braids events | head`) ends the command, quietly.
+    let mut each = |e: &Event| {
+        let line = if a.json {
+            serde_json::to_string(e).unwrap_or_default()
+        } else {
+            text(e)
+        };
+        writeln!(out, "{line}").and_then(|()| out.flush()).is_ok()
+    };
+    if a.follow {
+        crate::app::events::follow(&sources, &mut cursor, stop_on_signals(), &mut each);
+    } else {
+        crate::app::events::list(&sources, &mut cursor, &mut each);
+    }
+    Ok(EXIT_OK)
+}
+
+/// One line: time, project and id, type, bead, then the fields.
+pub fn text(e: &Event) -> String {
+    let mut line = format!(
+        "{}  {}#{}  {}",
+        e.timestamp.format("%Y-%m-%d %H:%M:%SZ"),
+        e.project,
+        e.id,
+        e.kind
+    );
+    if let Some(b) = &e.bead {
+        line.push_str(&format!("  {b}"));
+    }
+    for (k, v) in &e.fields {
+        let v = match v {
+            serde_json::Value::String(s) => crate::worker::clip(s, 200),
+            other => other.to_string(),
+        };
+        line.push_str(&format!("  {k}={v}"));
+    }
+    line
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn raise_stop(_: nix::libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// A flag raised by SIGTERM or SIGINT (the handler only stores to an atomic, which is
+/// async-signal-safe): long-running commands finish what they are doing and return.
+pub fn stop_on_signals() -> &'static AtomicBool {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let action = SigAction::new(
+        SigHandler::Handler(raise_stop),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for sig in [Signal::SIGTERM, Signal::SIGINT] {
+        // SAFETY: the handler only stores to a static atomic.
+        if let Err(e) = unsafe { sigaction(sig, &action) } {
+            tracing::warn!("cannot handle {sig}: {e}");
+        }
+    }
+    &STOP
+}

@@ -1,0 +1,50 @@
+//! `braids supervise --exec <argv…>`.
+
+use anyhow::Result;
+
+use super::{SuperviseArgs, EXIT_FINDINGS, EXIT_OK};
+use crate::app::supervise::{self, Handled, Options};
+use crate::paths::Paths;
+
+pub fn run(paths: &Paths, a: SuperviseArgs) -> Result<i32> {
+    let sources = crate::app::events::sources(paths, a.project.as_deref())?;
+    let opts = Options {
+        argv: a.exec,
+        timeout: a.timeout,
+        once: a.once,
+    };
+    let stop = super::events::stop_on_signals();
+    let totals = supervise::run(&sources, &opts, stop, |h| match h {
+        Handled::Acknowledged {
+            event,
+            stdout,
+            stderr,
+        } => {
+            print!("{stdout}");
+            eprint!("{stderr}");
+            tracing::info!("{}#{} {}: acknowledged", event.project, event.id, event.kind);
+        }
+        Handled::Failed {
+            event,
+            why,
+            retry_in,
+        } => tracing::warn!(
+            "{}#{} {}: the command failed ({why}); retrying in {}",
+            event.project,
+            event.id,
+            event.kind,
+            humantime::format_duration(retry_in)
+        ),
+    })?;
+    tracing::info!(
+        "supervise stopped: {} acknowledged, {} failed runs, {} waiting",
+        totals.acknowledged,
+        totals.failed,
+        totals.waiting
+    );
+    Ok(if a.once && totals.waiting > 0 {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
+}

@@ -1,0 +1,372 @@
+//! One project's event folder, `.claw/events/`: appending under a lock, listing in id order, and
+//! pruning what a supervisor has processed.
+//!
+//! An append takes the folder's `flock`, reads the counter `.seq` (the last id handed out),
+//! writes the counter forward and only then writes the events, each by temp + fsync + rename. A
+//! crash anywhere leaves whole events and, at worst, a gap in the ids; an id is never handed out
+//! twice. The counter is only a cache of the largest id: when it is missing or unreadable the
+//! folder is scanned, and retention never prunes the newest event, so the scan always finds the
+//! largest id there ever was.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context as _, Result};
+use chrono::{DateTime, Utc};
+
+use super::{Draft, Event};
+
+const SEQ: &str = ".seq";
+const LOCK: &str = ".lock";
+/// The ids' width in file names: wide enough that `ls` and a shell glob list them in order.
+const WIDTH: usize = 6;
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// Files a killed writer left half-written are removed by retention after this long.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
+
+/// One `NNNNNN-<type>.event` file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub id: u64,
+    pub path: PathBuf,
+}
+
+impl Entry {
+    /// The supervisor's marker: `<file>.processed`.
+    pub fn marker(&self) -> PathBuf {
+        let mut p = self.path.clone().into_os_string();
+        p.push(".processed");
+        PathBuf::from(p)
+    }
+
+    pub fn is_processed(&self) -> bool {
+        self.marker().exists()
+    }
+
+    /// The event, or why it cannot be read (naming the file).
+    pub fn read(&self) -> Result<Event> {
+        let bytes = crate::atomic::read(&self.path)
+            .with_context(|| format!("cannot read {}", self.path.display()))?;
+        let event: Event = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a valid event", self.path.display()))?;
+        Ok(event)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Journal {
+    pub dir: PathBuf,
+}
+
+impl Journal {
+    pub fn of_project(root: &Path) -> Journal {
+        Journal {
+            dir: root.join(super::CLAW_DIR).join("events"),
+        }
+    }
+
+    /// Writes `drafts` as the next events, in order, and returns them as written.
+    pub fn append(&self, slug: &str, drafts: Vec<Draft>, now: DateTime<Utc>) -> Result<Vec<Event>> {
+        if drafts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.hold()?.append(slug, drafts, now)
+    }
+
+    /// Takes the journal's lock until the guard is dropped: events written through it come
+    /// before any another process writes meanwhile (the tick holds it across a spawn, so the
+    /// worker's first event follows the tick's `worker_spawned`).
+    pub fn hold(&self) -> Result<Held<'_>> {
+        self.prepare()?;
+        Ok(Held {
+            journal: self,
+            _lock: self.lock()?,
+        })
+    }
+
+    /// Applies `f` to status.json under the journal's lock (a worker's step, a tick's
+    /// observation), then settles and writes it when it changed.
+    pub fn update_status(
+        &self,
+        now: DateTime<Utc>,
+        f: impl FnOnce(&mut super::status::Status),
+    ) -> Result<()> {
+        self.prepare()?;
+        let _lock = self.lock()?;
+        let mut status = self.load_status(now);
+        f(&mut status);
+        status.settle(now);
+        super::status::store(&self.status_path(), &status)
+    }
+
+    pub fn status_path(&self) -> PathBuf {
+        self.dir.with_file_name("status.json")
+    }
+
+    fn load_status(&self, now: DateTime<Utc>) -> super::status::Status {
+        super::status::load(&self.status_path(), now)
+    }
+
+    /// The events in id order (names only; nothing is read).
+    pub fn entries(&self) -> Vec<Entry> {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Entry> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name();
+                let id = parse_name(name.to_str()?)?;
+                Some(Entry { id, path: e.path() })
+            })
+            .collect();
+        out.sort_by_key(|e| e.id);
+        out
+    }
+
+    /// The largest id handed out: the counter, or a scan when it is missing or unreadable.
+    fn last_id(&self) -> u64 {
+        let counted = std::fs::read_to_string(self.dir.join(SEQ))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok());
+        match counted {
+            Some(n) => n,
+            None => self.entries().last().map_or(0, |e| e.id),
+        }
+    }
+
+    /// Removes processed events whose time is before `cutoff` (with their markers), never the
+    /// newest event, and half-written temp files a killed writer left. Returns how many events
+    /// went.
+    pub fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize> {
+        if !self.dir.is_dir() {
+            return Ok(0);
+        }
+        let _lock = self.lock()?;
+        let entries = self.entries();
+        let newest = entries.last().map(|e| e.id);
+        let mut removed = 0;
+        for e in &entries {
+            if Some(e.id) == newest || !e.is_processed() {
+                continue;
+            }
+            // An event that cannot be read is kept for a person to look at.
+            let Ok(event) = e.read() else { continue };
+            if event.timestamp >= cutoff {
+                continue;
+            }
+            std::fs::remove_file(&e.path)
+                .with_context(|| format!("cannot remove {}", e.path.display()))?;
+            let _ = std::fs::remove_file(e.marker());
+            removed += 1;
+        }
+        self.remove_stale_temps();
+        Ok(removed)
+    }
+
+    fn remove_stale_temps(&self) {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for e in rd.filter_map(|e| e.ok()) {
+            let stale = e
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > STALE_TEMP);
+            if stale && e.file_name().to_string_lossy().starts_with(".braids-tmp-") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
+    /// The folder, and the `.gitignore`s that keep braids' files out of people's commits.
+    fn prepare(&self) -> Result<()> {
+        if self.dir.join(LOCK).exists() {
+            return Ok(());
+        }
+        // Never creates the project itself: a project folder that went away stays away.
+        let project = self.dir.parent().and_then(|c| c.parent());
+        if let Some(p) = project.filter(|p| !p.is_dir()) {
+            anyhow::bail!("the project folder {} does not exist", p.display());
+        }
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("cannot create {}", self.dir.display()))?;
+        crate::atomic::write_new(&self.dir.join(".gitignore"), b"*\n")?;
+        if let Some(claw) = self.dir.parent() {
+            crate::atomic::write_new(&claw.join(".gitignore"), GITIGNORE.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> Result<crate::lock::TickLock> {
+        let path = self.dir.join(LOCK);
+        crate::lock::TickLock::acquire(&path, LOCK_WAIT)
+            .with_context(|| format!("cannot lock {}", path.display()))?
+            .ok_or_else(|| anyhow!("{} is held by another process", path.display()))
+    }
+}
+
+/// A held journal lock: see [`Journal::hold`].
+pub struct Held<'j> {
+    journal: &'j Journal,
+    _lock: crate::lock::TickLock,
+}
+
+impl Held<'_> {
+    /// Writes `drafts` as the next events and applies them to status.json.
+    pub fn append(&self, slug: &str, drafts: Vec<Draft>, now: DateTime<Utc>) -> Result<Vec<Event>> {
+        let j = self.journal;
+        let last = j.last_id();
+        let n = drafts.len() as u64;
+        crate::atomic::write(&j.dir.join(SEQ), format!("{}\n", last + n).as_bytes())?;
+        crate::crash_point!("events::after_seq");
+        let mut written = Vec::with_capacity(drafts.len());
+        for (i, d) in drafts.into_iter().enumerate() {
+            let event = Event {
+                id: last + 1 + i as u64,
+                kind: d.kind.as_str().to_string(),
+                timestamp: now,
+                project: slug.to_string(),
+                bead: d.bead,
+                fields: d.fields,
+            };
+            let name = format!("{:0WIDTH$}-{}.event", event.id, d.kind.file_part());
+            let mut bytes = serde_json::to_vec_pretty(&event)?;
+            bytes.push(b'\n');
+            crate::atomic::write(&j.dir.join(name), &bytes)?;
+            written.push(event);
+        }
+        let mut status = j.load_status(now);
+        for e in &written {
+            status.apply(e);
+        }
+        status.settle(now);
+        super::status::store(&j.status_path(), &status)?;
+        Ok(written)
+    }
+}
+
+const GITIGNORE: &str = "# Written by braids for supervisors; not part of the project's history.\n/.gitignore\n/events/\n/status.json\n/context/\n";
+
+/// `000042-task-complete.event` → 42; anything else (markers, temp files, the counter) → `None`.
+pub fn parse_name(name: &str) -> Option<u64> {
+    let stem = name.strip_suffix(".event")?;
+    let (digits, kind) = stem.split_once('-')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || kind.is_empty() {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Kind;
+    use super::*;
+
+    fn journal() -> (tempfile::TempDir, Journal) {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::of_project(dir.path());
+        (dir, j)
+    }
+
+    #[test]
+    fn names_parse_only_events() {
+        assert_eq!(parse_name("000042-task-complete.event"), Some(42));
+        assert_eq!(parse_name("7-error.event"), Some(7));
+        for bad in [
+            "000042-task-complete.event.processed",
+            ".seq",
+            ".braids-tmp-abc",
+            "-error.event",
+            "42.event",
+            "4a-error.event",
+            "000001-.event",
+        ] {
+            assert_eq!(parse_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn appends_in_order_with_names_the_seed_uses() {
+        let (_d, j) = journal();
+        let now = Utc::now();
+        let a = j
+            .append("p", vec![Draft::new(Kind::TaskStarted).bead("p-1")], now)
+            .unwrap();
+        let b = j
+            .append(
+                "p",
+                vec![
+                    Draft::new(Kind::TaskComplete).with("duration_seconds", 3),
+                    Draft::new(Kind::Error).with("message", "x"),
+                ],
+                now,
+            )
+            .unwrap();
+        assert_eq!(a[0].id, 1);
+        assert_eq!(b.iter().map(|e| e.id).collect::<Vec<_>>(), vec![2, 3]);
+        let names: Vec<String> = j
+            .entries()
+            .iter()
+            .map(|e| e.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "000001-task-started.event",
+                "000002-task-complete.event",
+                "000003-error.event"
+            ]
+        );
+        let read = j.entries()[1].read().unwrap();
+        assert_eq!(read, b[0]);
+        assert_eq!(read.fields["duration_seconds"], 3);
+        assert!(j.dir.join(".gitignore").is_file());
+        assert!(j.dir.parent().unwrap().join(".gitignore").is_file());
+    }
+
+    #[test]
+    fn a_lost_counter_is_recovered_from_the_folder_and_ids_never_go_back() {
+        let (_d, j) = journal();
+        let now = Utc::now();
+        let drafts = || vec![Draft::new(Kind::Error), Draft::new(Kind::Error)];
+        j.append("p", drafts(), now).unwrap();
+        std::fs::remove_file(j.dir.join(SEQ)).unwrap();
+        assert_eq!(j.append("p", drafts(), now).unwrap()[0].id, 3);
+        std::fs::write(j.dir.join(SEQ), "garbage").unwrap();
+        assert_eq!(j.append("p", drafts(), now).unwrap()[0].id, 5);
+        // A counter ahead of the folder (a crash after it was written) leaves a gap.
+        std::fs::write(j.dir.join(SEQ), "10\n").unwrap();
+        assert_eq!(j.append("p", drafts(), now).unwrap()[0].id, 11);
+    }
+
+    #[test]
+    fn prune_takes_only_old_processed_events_and_never_the_newest() {
+        let (_d, j) = journal();
+        let old = Utc::now() - chrono::Duration::days(40);
+        j.append("p", (0..4).map(|_| Draft::new(Kind::Error)).collect(), old)
+            .unwrap();
+        j.append("p", vec![Draft::new(Kind::Error)], Utc::now())
+            .unwrap();
+        let all = j.entries();
+        // 1 and 2 processed and old; 3 old but unprocessed; 4 old, processed, newest-but-one;
+        // 5 new and processed.
+        for e in [&all[0], &all[1], &all[3], &all[4]] {
+            std::fs::write(e.marker(), "").unwrap();
+        }
+        let cutoff = Utc::now() - chrono::Duration::days(30);
+        assert_eq!(j.prune(cutoff).unwrap(), 3);
+        let left: Vec<u64> = j.entries().iter().map(|e| e.id).collect();
+        assert_eq!(left, vec![3, 5]);
+        assert!(!all[0].marker().exists());
+        // Everything old and processed, the newest included: the newest stays, so a lost
+        // counter is still recovered past it.
+        std::fs::write(all[2].marker(), "").unwrap();
+        let future = Utc::now() + chrono::Duration::days(1);
+        assert_eq!(j.prune(future).unwrap(), 1);
+        std::fs::remove_file(j.dir.join(SEQ)).unwrap();
+        assert_eq!(j.append("p", vec![Draft::new(Kind::Error)], Utc::now()).unwrap()[0].id, 6);
+    }
+}

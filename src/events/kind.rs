@@ -1,0 +1,98 @@
+//! The event types: the claw-builder seed's seven, then braids' own, named the same way.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    // The seed's.
+    TaskStarted,
+    TaskComplete,
+    ValidationFailed,
+    LoopStuck,
+    LoopPaused,
+    LoopComplete,
+    Error,
+    // braids'.
+    BeadClaimed,
+    WorkerSpawned,
+    ZombieKilled,
+    ClaimReleased,
+    BeadBlocked,
+    Question,
+    IterationComplete,
+    NeedsHuman,
+    PushFailed,
+    WorkKept,
+}
+
+impl Kind {
+    pub const ALL: &'static [Kind] = &[
+        Kind::TaskStarted,
+        Kind::TaskComplete,
+        Kind::ValidationFailed,
+        Kind::LoopStuck,
+        Kind::LoopPaused,
+        Kind::LoopComplete,
+        Kind::Error,
+        Kind::BeadClaimed,
+        Kind::WorkerSpawned,
+        Kind::ZombieKilled,
+        Kind::ClaimReleased,
+        Kind::BeadBlocked,
+        Kind::Question,
+        Kind::IterationComplete,
+        Kind::NeedsHuman,
+        Kind::PushFailed,
+        Kind::WorkKept,
+    ];
+
+    /// The `type` field: `task_complete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::TaskStarted => "task_started",
+            Kind::TaskComplete => "task_complete",
+            Kind::ValidationFailed => "validation_failed",
+            Kind::LoopStuck => "loop_stuck",
+            Kind::LoopPaused => "loop_paused",
+            Kind::LoopComplete => "loop_complete",
+            Kind::Error => "error",
+            Kind::BeadClaimed => "bead_claimed",
+            Kind::WorkerSpawned => "worker_spawned",
+            Kind::ZombieKilled => "zombie_killed",
+            Kind::ClaimReleased => "claim_released",
+            Kind::BeadBlocked => "bead_blocked",
+            Kind::Question => "question",
+            Kind::IterationComplete => "iteration_complete",
+            Kind::NeedsHuman => "needs_human",
+            Kind::PushFailed => "push_failed",
+            Kind::WorkKept => "work_kept",
+        }
+    }
+
+    /// The file name's part, as in the seed's `007-task-complete.event`.
+    pub fn file_part(self) -> String {
+        self.as_str().replace('_', "-")
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_serde_and_every_kind_is_listed() {
+        for k in Kind::ALL {
+            let json = serde_json::to_string(k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+            assert!(!k.file_part().contains('_'));
+        }
+        assert_eq!(Kind::ALL.len(), 17);
+    }
+}
