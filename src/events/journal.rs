@@ -289,7 +289,7 @@ mod tests {
     }
 
     #[test]
-    fn appends_in_order_with_names_the_seed_uses() {
+    fn c8_1_appends_in_order_with_names_the_seed_uses() {
         let (_d, j) = journal();
         let now = Utc::now();
         let a = j
@@ -328,7 +328,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_counter_is_recovered_from_the_folder_and_ids_never_go_back() {
+    fn c8_1_a_lost_counter_is_recovered_from_the_folder_and_ids_never_go_back() {
         let (_d, j) = journal();
         let now = Utc::now();
         let drafts = || vec![Draft::new(Kind::Error), Draft::new(Kind::Error)];
@@ -343,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn prune_takes_only_old_processed_events_and_never_the_newest() {
+    fn c8_3_prune_takes_only_old_processed_events_and_never_the_newest() {
         let (_d, j) = journal();
         let old = Utc::now() - chrono::Duration::days(40);
         j.append("p", (0..4).map(|_| Draft::new(Kind::Error)).collect(), old)

@@ -265,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn a_task_walks_coding_validation_commit_then_idle() {
+    fn c8_4_a_task_walks_coding_validation_commit_then_idle() {
         let mut s = Status::new(t(0));
         s.apply(&event(1, Kind::TaskStarted, "p-1", 1));
         s.settle(t(1));
@@ -286,7 +286,7 @@ mod tests {
     }
 
     #[test]
-    fn several_workers_make_lists_and_the_furthest_step_is_the_state() {
+    fn c8_4_several_workers_make_lists_and_the_furthest_step_is_the_state() {
         let mut s = Status::new(t(0));
         s.apply(&event(1, Kind::TaskStarted, "p-1", 1));
         s.apply(&event(2, Kind::TaskStarted, "p-2", 2));
@@ -301,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn observation_is_the_truth_about_workers_and_holds() {
+    fn c8_4_observation_is_the_truth_about_workers_and_holds() {
         let mut s = Status::new(t(0));
         s.apply(&event(1, Kind::TaskStarted, "p-1", 1));
         let o = Observation {
@@ -325,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn every_ending_frees_the_task_and_recent_keeps_ten() {
+    fn c8_4_every_ending_frees_the_task_and_recent_keeps_ten() {
         for (i, end) in ENDS_TASK.iter().enumerate() {
             let mut s = Status::new(t(0));
             s.apply(&event(1, Kind::TaskStarted, "p-1", 1));

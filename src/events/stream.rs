@@ -256,7 +256,7 @@ mod tests {
     }
 
     #[test]
-    fn merges_projects_by_time_and_resumes_from_the_cursor() {
+    fn c8_5_merges_projects_by_time_and_resumes_from_the_cursor() {
         let dir = tempfile::tempdir().unwrap();
         let sources: Vec<Source> = ["a", "b"]
             .iter()

@@ -87,7 +87,7 @@ mod tests {
     }
 
     #[test]
-    fn every_ending_has_its_events() {
+    fn c8_2_every_worker_ending_has_its_events() {
         let step = |name, detail: &str| Step {
             name,
             detail: detail.into(),

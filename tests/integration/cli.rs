@@ -202,6 +202,8 @@ fn help_is_complete() {
         "sessions",
         "kill",
         "worker",
+        "events",
+        "supervise",
         "demo",
     ] {
         let h = s.ok(&[cmd, "--help"]);

@@ -20,7 +20,9 @@ fn project_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             !(r.starts_with(".git")
                 || r.starts_with(".beads")
                 || r == Path::new(".braids/WORKPLAN.md")
-                || r == Path::new(".braids/.workplan.lock"))
+                || r == Path::new(".braids/.workplan.lock")
+                // The supervisor's stream: what braids did, not bead work (CONTRACTS 8).
+                || r.starts_with(".claw"))
         })
         .filter(|r| root.join(r).is_file())
         .map(|r| {

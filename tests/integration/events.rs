@@ -200,7 +200,7 @@ fn follow(sb: &Sandbox) -> (Child, std::sync::mpsc::Receiver<(String, Instant)>)
 }
 
 #[test]
-fn c8_3_events_follow_sees_each_event_within_a_second_of_its_writing() {
+fn c8_5_events_follow_sees_each_event_within_a_second_of_its_writing() {
     let sb = install();
     let a = sb.new_project("a").beads(1).create();
     let b = sb.new_project("b").beads(1).create();
@@ -255,7 +255,7 @@ fn acks(sb: &Sandbox) -> Vec<String> {
 }
 
 #[test]
-fn c8_4_supervise_acknowledges_every_event_exactly_once_across_two_restarts() {
+fn c8_6_supervise_acknowledges_every_event_exactly_once_across_two_restarts() {
     let sb = install();
     let roots: Vec<_> = ["a", "b"].iter().map(|s| sb.new_project(s).beads(1).create().root).collect();
     let put = |n: usize| {
@@ -310,7 +310,7 @@ echo "$BRAIDS_EVENT_PROJECT#$BRAIDS_EVENT_ID" >> {:?}"#,
 }
 
 #[test]
-fn c8_5_supervise_once_handles_the_backlog_and_says_when_some_is_left() {
+fn c8_6_supervise_once_handles_the_backlog_and_says_when_some_is_left() {
     let sb = install();
     let app = sb.new_project("app").beads(1).create();
     Journal::of_project(&app.root)
