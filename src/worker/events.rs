@@ -148,7 +148,7 @@ mod tests {
             &Ending::Completed {
                 commit: None,
                 pushed: Some(false),
-                iteration_completed: false,
+                iteration_completed: true,
             },
             "p-1",
             "001",
