@@ -201,7 +201,7 @@ fn earliest(queues: &mut [Queue<'_>], now: Instant) -> Option<(usize, Event)> {
                     break;
                 }
                 Err(err) => {
-                    tracing::warn!("skipping {}: {err:#}", e.path.display());
+                    tracing::warn!("skipping {}: {err:#}", e.path().display());
                     q.waiting.pop_front();
                 }
             }
@@ -211,7 +211,7 @@ fn earliest(queues: &mut [Queue<'_>], now: Instant) -> Option<(usize, Event)> {
 }
 
 fn execute(opts: &Options, entry: &Entry, event: &Event) -> Result<crate::proc::Output, String> {
-    let bytes = crate::atomic::read(&entry.path).map_err(|e| e.to_string())?;
+    let bytes = crate::atomic::read(&entry.path()).map_err(|e| e.to_string())?;
     let mut inv = crate::proc::Invocation::new(&opts.argv)
         .stdin(bytes)
         .timeout(opts.timeout)
@@ -219,7 +219,7 @@ fn execute(opts: &Options, entry: &Entry, event: &Event) -> Result<crate::proc::
         .env("BRAIDS_EVENT_TYPE", &event.kind)
         .env("BRAIDS_EVENT_PROJECT", &event.project)
         .env("BRAIDS_EVENT_TIMESTAMP", event.timestamp.to_rfc3339())
-        .env("BRAIDS_EVENT_FILE", &entry.path);
+        .env("BRAIDS_EVENT_FILE", entry.path());
     if let Some(b) = &event.bead {
         inv = inv.env("BRAIDS_EVENT_BEAD", b);
     }

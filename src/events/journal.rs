@@ -9,6 +9,7 @@
 //! largest id there ever was.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context as _, Result};
@@ -24,19 +25,23 @@ const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// Files a killed writer left half-written are removed by retention after this long.
 const STALE_TEMP: Duration = Duration::from_secs(3600);
 
-/// One `NNNNNN-<type>.event` file.
+/// One `NNNNNN-<type>.event` file. Small on purpose: listing a folder of 100,000 events
+/// holds one of these per event, sharing the folder's path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub id: u64,
-    pub path: PathBuf,
+    dir: Arc<Path>,
+    name: Box<str>,
 }
 
 impl Entry {
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(&*self.name)
+    }
+
     /// The supervisor's marker: `<file>.processed`.
     pub fn marker(&self) -> PathBuf {
-        let mut p = self.path.clone().into_os_string();
-        p.push(".processed");
-        PathBuf::from(p)
+        self.dir.join(format!("{}.processed", self.name))
     }
 
     pub fn is_processed(&self) -> bool {
@@ -45,10 +50,11 @@ impl Entry {
 
     /// The event, or why it cannot be read (naming the file).
     pub fn read(&self) -> Result<Event> {
-        let bytes = crate::atomic::read(&self.path)
-            .with_context(|| format!("cannot read {}", self.path.display()))?;
+        let path = self.path();
+        let bytes = crate::atomic::read(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let event: Event = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not a valid event", self.path.display()))?;
+            .with_context(|| format!("{} is not a valid event", path.display()))?;
         Ok(event)
     }
 }
@@ -112,16 +118,34 @@ impl Journal {
         let Ok(rd) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
         };
+        let dir: Arc<Path> = Arc::from(self.dir.as_path());
         let mut out: Vec<Entry> = rd
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 let name = e.file_name();
-                let id = parse_name(name.to_str()?)?;
-                Some(Entry { id, path: e.path() })
+                let name = name.to_str()?;
+                let id = parse_name(name)?;
+                Some(Entry {
+                    id,
+                    dir: dir.clone(),
+                    name: name.into(),
+                })
             })
             .collect();
         out.sort_by_key(|e| e.id);
         out
+    }
+
+    /// The events after id `after`, in id order, read from the folder a window of ids at a
+    /// time: memory stays bounded however many events the folder holds, at the cost of one
+    /// directory scan per window.
+    pub fn entries_after(&self, after: u64) -> Windowed {
+        Windowed {
+            dir: Arc::from(self.dir.as_path()),
+            next: after,
+            buffer: std::collections::VecDeque::new(),
+            done: false,
+        }
     }
 
     /// The largest id handed out: the counter, or a scan when it is missing or unreadable.
@@ -155,8 +179,8 @@ impl Journal {
             if event.timestamp >= cutoff {
                 continue;
             }
-            std::fs::remove_file(&e.path)
-                .with_context(|| format!("cannot remove {}", e.path.display()))?;
+            std::fs::remove_file(e.path())
+                .with_context(|| format!("cannot remove {}", e.path().display()))?;
             let _ = std::fs::remove_file(e.marker());
             removed += 1;
         }
@@ -205,6 +229,71 @@ impl Journal {
         crate::lock::TickLock::acquire(&path, LOCK_WAIT)
             .with_context(|| format!("cannot lock {}", path.display()))?
             .ok_or_else(|| anyhow!("{} is held by another process", path.display()))
+    }
+}
+
+/// How many ids one scan of [`Journal::entries_after`] takes.
+const WINDOW: u64 = 16_384;
+
+/// See [`Journal::entries_after`].
+pub struct Windowed {
+    dir: Arc<Path>,
+    /// Every id up to this one has been handed out.
+    next: u64,
+    buffer: std::collections::VecDeque<Entry>,
+    done: bool,
+}
+
+impl Windowed {
+    /// One scan: the entries in `(next, next + WINDOW]`, or, when a gap is wider than the
+    /// window, from the first id past it.
+    fn fill(&mut self) {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            self.done = true;
+            return;
+        };
+        let (lo, hi) = (self.next, self.next.saturating_add(WINDOW));
+        let mut beyond: Option<u64> = None;
+        let mut found = Vec::new();
+        for e in rd.filter_map(|e| e.ok()) {
+            let name = e.file_name();
+            let Some((id, name)) = name.to_str().and_then(|n| Some((parse_name(n)?, n))) else {
+                continue;
+            };
+            if id > lo && id <= hi {
+                found.push(Entry {
+                    id,
+                    dir: self.dir.clone(),
+                    name: name.into(),
+                });
+            } else if id > hi {
+                beyond = Some(beyond.map_or(id, |b| b.min(id)));
+            }
+        }
+        found.sort_by_key(|e| e.id);
+        self.buffer.extend(found);
+        match (self.buffer.is_empty(), beyond) {
+            (_, None) => {
+                self.next = hi;
+                self.done = true;
+            }
+            (false, Some(_)) => self.next = hi,
+            (true, Some(b)) => {
+                self.next = b - 1;
+                self.fill();
+            }
+        }
+    }
+}
+
+impl Iterator for Windowed {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        if self.buffer.is_empty() && !self.done {
+            self.fill();
+        }
+        self.buffer.pop_front()
     }
 }
 
@@ -310,7 +399,7 @@ mod tests {
         let names: Vec<String> = j
             .entries()
             .iter()
-            .map(|e| e.path.file_name().unwrap().to_string_lossy().into_owned())
+            .map(|e| e.path().file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(
             names,
@@ -325,6 +414,27 @@ mod tests {
         assert_eq!(read.fields["duration_seconds"], 3);
         assert!(j.dir.join(".gitignore").is_file());
         assert!(j.dir.parent().unwrap().join(".gitignore").is_file());
+    }
+
+    #[test]
+    fn c8_5_windowed_listing_finds_every_event_across_windows_and_gaps() {
+        let (dir, j) = journal();
+        std::fs::create_dir_all(&j.dir).unwrap();
+        let ids: Vec<u64> = [1u64, 2, 5]
+            .into_iter()
+            .chain(WINDOW - 1..=WINDOW + 2)
+            .chain([5 * WINDOW + 3, 5 * WINDOW + 4])
+            .collect();
+        for id in &ids {
+            std::fs::write(j.dir.join(format!("{id:06}-error.event")), "{}").unwrap();
+        }
+        std::fs::write(j.dir.join("000003-error.event.processed"), "").unwrap();
+        let all: Vec<u64> = j.entries_after(0).map(|e| e.id).collect();
+        assert_eq!(all, ids);
+        let after: Vec<u64> = j.entries_after(WINDOW).map(|e| e.id).collect();
+        assert_eq!(after, ids[5..]);
+        assert_eq!(j.entries_after(10 * WINDOW).count(), 0);
+        drop(dir);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::journal::Entry;
+use super::journal::Windowed;
 use super::{Event, Journal};
 
 /// One project's journal, under its slug.
@@ -66,13 +66,11 @@ pub fn read_after(
     mut each: impl FnMut(&Event) -> bool,
     mut bad: impl FnMut(Unreadable),
 ) {
-    let mut pending: Vec<std::vec::IntoIter<Entry>> = sources
+    let mut pending: Vec<Windowed> = sources
         .iter()
         .map(|s| {
             let after = cursor.get(&s.slug).copied().unwrap_or(0);
-            let mut entries = s.journal.entries();
-            entries.retain(|e| e.id > after);
-            entries.into_iter()
+            s.journal.entries_after(after)
         })
         .collect();
     let mut next_of = |i: usize, bad: &mut dyn FnMut(Unreadable)| -> Option<Head> {
@@ -85,7 +83,7 @@ pub fn read_after(
                     return Some(Head { event, source: i });
                 }
                 Err(e) => bad(Unreadable {
-                    path: entry.path,
+                    path: entry.path(),
                     error: format!("{e:#}"),
                 }),
             }
@@ -306,7 +304,7 @@ mod tests {
         s.journal
             .append("a", vec![Draft::new(Kind::Error), Draft::new(Kind::Error)], t(1))
             .unwrap();
-        std::fs::write(&s.journal.entries()[0].path, "{half").unwrap();
+        std::fs::write(s.journal.entries()[0].path(), "{half").unwrap();
         let mut bad = Vec::new();
         let mut ids = Vec::new();
         read_after(&[&s], &mut Cursor::new(), |e| {
