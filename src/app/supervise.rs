@@ -1,8 +1,9 @@
 //! `braids supervise --exec <argv…>`: runs a command once per new event, the seed's
 //! supervisor loop made dependable.
 //!
-//! - The event's JSON goes to the command's stdin, its fields to `BRAIDS_EVENT_*` variables;
-//!   the command is an argv list, never a shell string.
+//! - The event's JSON goes to the command's stdin, its fields to `BRAIDS_EVENT_*` variables
+//!   and to `{placeholders}` in the arguments ([`argv_for`]); the command is an argv list,
+//!   never a shell string.
 //! - An event is marked `.processed` only after its command exits 0. A failing one is retried
 //!   with backoff (1 s doubling to 5 min), and the project's later events wait behind it, so a
 //!   supervisor sees each project's events in order; other projects go on.
@@ -212,7 +213,8 @@ fn earliest(queues: &mut [Queue<'_>], now: Instant) -> Option<(usize, Event)> {
 
 fn execute(opts: &Options, entry: &Entry, event: &Event) -> Result<crate::proc::Output, String> {
     let bytes = crate::atomic::read(&entry.path()).map_err(|e| e.to_string())?;
-    let mut inv = crate::proc::Invocation::new(&opts.argv)
+    let argv = argv_for(&opts.argv, event, &entry.path());
+    let mut inv = crate::proc::Invocation::new(&argv)
         .stdin(bytes)
         .timeout(opts.timeout)
         .env("BRAIDS_EVENT_ID", event.id.to_string())
@@ -233,6 +235,33 @@ fn execute(opts: &Options, entry: &Entry, event: &Event) -> Result<crate::proc::
     }
 }
 
+/// The command for one event: `{id}`, `{type}`, `{project}`, `{bead}`, `{timestamp}`,
+/// `{file}`, `{message}` (its message or reason) and `{json}` (the event on one line) replaced
+/// in each argument, so a notifier's own CLI can be the supervisor (`openclaw message send …
+/// -m "{project}: {type} {message}"`). Each stays one argument: nothing reaches a shell.
+pub fn argv_for(template: &[String], event: &Event, file: &std::path::Path) -> Vec<String> {
+    let id = event.id.to_string();
+    let ts = event.timestamp.to_rfc3339();
+    let file = file.display().to_string();
+    let json = serde_json::to_string(event).unwrap_or_default();
+    let field = |k: &str| event.fields.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let message = field("message").or_else(|| field("reason")).unwrap_or_default();
+    let vars = [
+        ("id", id.as_str()),
+        ("type", event.kind.as_str()),
+        ("project", event.project.as_str()),
+        ("bead", event.bead.as_deref().unwrap_or("")),
+        ("timestamp", ts.as_str()),
+        ("file", file.as_str()),
+        ("message", message.as_str()),
+        ("json", json.as_str()),
+    ];
+    template
+        .iter()
+        .map(|a| crate::templates::expand(a, &vars))
+        .collect()
+}
+
 fn marker_text() -> String {
     format!(
         "processed by braids supervise (pid {}) at {}\n",
@@ -244,6 +273,31 @@ fn marker_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c8_6_placeholders_fill_each_argument_and_never_split_it() {
+        let event: Event = serde_json::from_str(
+            r#"{"id":7,"type":"question","timestamp":"2026-11-23T17:00:00Z","project":"app","bead":"app-1","message":"which API? $(rm -rf ~) {type}"}"#,
+        )
+        .unwrap();
+        let argv = argv_for(
+            &[
+                "openclaw".into(),
+                "message".into(),
+                "-m".into(),
+                "{project}#{id} {type}: {message}".into(),
+                "{bead}".into(),
+                "{json}".into(),
+            ],
+            &event,
+            std::path::Path::new("/p/000007-question.event"),
+        );
+        assert_eq!(argv[3], "app#7 question: which API? $(rm -rf ~) {type}");
+        assert_eq!(argv[4], "app-1");
+        let back: Event = serde_json::from_str(&argv[5]).unwrap();
+        assert_eq!(back, event);
+        assert_eq!(argv.len(), 6);
+    }
 
     #[test]
     fn backoff_doubles_from_a_second_to_five_minutes() {

@@ -113,7 +113,8 @@ pub struct SuperviseArgs {
     #[arg(long)]
     pub once: bool,
     /// The command and its arguments (no shell): the event's JSON on stdin, its fields in
-    /// BRAIDS_EVENT_ID, _TYPE, _PROJECT, _BEAD, _TIMESTAMP and _FILE.
+    /// BRAIDS_EVENT_ID, _TYPE, _PROJECT, _BEAD, _TIMESTAMP and _FILE, and in the arguments'
+    /// {id} {type} {project} {bead} {timestamp} {file} {message} {json}.
     #[arg(long, required = true, num_args = 1.., allow_hyphen_values = true, value_name = "ARGV")]
     pub exec: Vec<String>,
 }

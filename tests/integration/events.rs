@@ -328,3 +328,35 @@ fn c8_6_supervise_once_handles_the_backlog_and_says_when_some_is_left() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(!Journal::of_project(&app.root).entries()[2].is_processed());
 }
+
+#[test]
+fn c8_6_supervise_hands_each_event_to_a_chat_cli_as_arguments_without_a_shell() {
+    let sb = install();
+    let app = sb.new_project("app").beads(1).create();
+    Journal::of_project(&app.root)
+        .append(
+            "app",
+            vec![Draft::new(Kind::Question).bead("app-w1").with("message", "which API? $(touch pwned) `id`")],
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    // A stand-in for `openclaw message send`: one line per argument.
+    let openclaw = sb.script(
+        "bin/openclaw",
+        &format!("for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {:?}", sb.home().join("sent")),
+    );
+    let out = sb.run(&[
+        "supervise", "--once", "--exec",
+        &openclaw.display().to_string(), "message", "send", "--channel", "irc", "--target", "#braids",
+        "-m", "{project}: {type} {bead} {message}",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let sent = sb.read("sent");
+    let args: Vec<&str> = sent.lines().collect();
+    assert_eq!(
+        args,
+        ["message", "send", "--channel", "irc", "--target", "#braids", "-m",
+         "app: question app-w1 which API? $(touch pwned) `id`"]
+    );
+    assert!(!sb.home().join("pwned").exists() && !app.root.join("pwned").exists());
+}
