@@ -49,12 +49,46 @@ fn watched(root: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The registry's table cut down to this run's slice of rows (its header, its separator and
+/// those rows), so a skipped run parses 64 rows, not 10,000 (about 30 ms). `None` when the
+/// file has no plain table to cut; the caller then reads it whole.
+fn sliced_registry(text: &str, now: DateTime<Utc>) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let is_row = |l: &str| l.trim_start().starts_with('|');
+    let is_rule = |l: &str| {
+        let t = l.trim();
+        t.starts_with('|') && t.contains('-') && t.chars().all(|c| "|-: ".contains(c))
+    };
+    let header = (0..lines.len().saturating_sub(1))
+        .find(|&i| is_row(lines[i]) && is_rule(lines[i + 1]))?;
+    let rows: Vec<&str> = lines[header + 2..]
+        .iter()
+        .copied()
+        .take_while(|l| is_row(l))
+        .collect();
+    let mut out = format!("{}\n{}\n", lines[header], lines[header + 1]);
+    for r in &rows[slice(rows.len(), now)] {
+        out.push_str(r);
+        out.push('\n');
+    }
+    Some(out)
+}
+
 /// The first project in this run's slice with a file changed after `since`, by slug.
 pub fn changed(paths: &Paths, since: DateTime<Utc>, now: DateTime<Utc>) -> Option<String> {
     let since = SystemTime::from(since);
-    let rows = crate::format::registry::read_registry(paths).value.entries;
-    let range = slice(rows.len(), now);
-    rows[range].iter().find_map(|e| {
+    let file = paths.registry();
+    let text = crate::atomic::read(&file).ok()?;
+    let text = crate::format::decode(&text);
+    let rows = match sliced_registry(&text, now) {
+        Some(cut) => crate::format::registry::parse_registry(&cut, &file, paths).value.entries,
+        None => {
+            let all = crate::format::registry::read_registry(paths).value.entries;
+            let range = slice(all.len(), now);
+            all[range].to_vec()
+        }
+    };
+    rows.iter().find_map(|e| {
         watched(&e.path)
             .iter()
             .filter_map(|f| std::fs::metadata(f).ok()?.modified().ok())
@@ -67,6 +101,23 @@ pub fn changed(paths: &Paths, since: DateTime<Utc>, now: DateTime<Utc>) -> Optio
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn c2_7_a_skipped_run_parses_only_its_slice_of_the_registry() {
+        let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 1, 0).unwrap(); // the second window
+        let mut text = String::from("# Registry\n\n| Path | Slug | Status | Priority |\n|:--|---|---|---|\n");
+        for i in 0..150 {
+            text.push_str(&format!("| /p/{i} | p{i} | active | normal |\n"));
+        }
+        text.push_str("\nNotes after the table.\n");
+        let cut = sliced_registry(&text, at).unwrap();
+        let lines: Vec<&str> = cut.lines().collect();
+        assert_eq!(lines.len(), 2 + SLICE);
+        assert_eq!(lines[0], "| Path | Slug | Status | Priority |");
+        assert_eq!(lines[2], "| /p/64 | p64 | active | normal |");
+        assert_eq!(lines[SLICE + 1], "| /p/127 | p127 | active | normal |");
+        assert_eq!(sliced_registry("no table here\n", at), None);
+    }
 
     #[test]
     fn c2_7_every_project_is_looked_at_in_turn() {
