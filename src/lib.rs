@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod atomic;
+pub mod claw;
 pub mod cli;
 pub mod config;
 pub mod diag;

@@ -25,6 +25,7 @@ mod schedule;
 mod sessions;
 mod supervise;
 mod tick;
+mod tools;
 mod worker;
 
 pub use output::Output;
@@ -76,6 +77,8 @@ pub enum Command {
     Events(EventsArgs),
     /// Run a command once per new event and mark it processed when the command succeeds.
     Supervise(SuperviseArgs),
+    /// Exploration tools for agents (claw-builder): slices, contracts, dependencies, symbols.
+    Tools(ToolsArgs),
     /// Build a sample installation and run real ticks on it, with a scripted stand-in agent.
     Demo(DemoArgs),
     /// The scripted agent the demo and the tests use in place of an LLM.
@@ -117,6 +120,30 @@ pub struct SuperviseArgs {
     /// {id} {type} {project} {bead} {timestamp} {file} {message} {json}.
     #[arg(long, required = true, num_args = 1.., allow_hyphen_values = true, value_name = "ARGV")]
     pub exec: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(subcommand)]
+    pub tool: ToolsCommand,
+    /// The source tree to look in (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Every slice: a directory holding a slice.md.
+    ListSlices,
+    /// A file's header docblock: the contract its author wrote for readers.
+    ShowContract { file: PathBuf },
+    /// What a slice imports, and who imports it.
+    SliceDeps { slice: String },
+    /// Every line naming a symbol as a whole word (`file:line`).
+    FindSymbol { name: String },
 }
 
 #[derive(Debug, Args)]
@@ -344,6 +371,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Daemon(a) => daemon::run(&paths, a),
         Command::Events(a) => events::run(&paths, a),
         Command::Supervise(a) => supervise::run(&paths, a),
+        Command::Tools(a) => tools::run(a),
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
     };

@@ -1,0 +1,91 @@
+//! `braids tools …`: the exploration tools, printed for a person or an agent.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{Output, ToolsArgs, ToolsCommand, EXIT_FINDINGS, EXIT_OK};
+use crate::claw::tools;
+
+#[derive(Serialize)]
+#[serde(transparent)]
+struct Slices(Vec<tools::Slice>);
+
+impl Output for Slices {
+    fn text(&self) -> String {
+        self.0
+            .iter()
+            .map(|s| format!("{}  {}\n", s.name, s.dir.display()))
+            .collect()
+    }
+}
+
+#[derive(Serialize)]
+struct Contract {
+    file: String,
+    contract: Option<String>,
+}
+
+impl Output for Contract {
+    fn text(&self) -> String {
+        match &self.contract {
+            Some(c) => c.clone(),
+            None => format!("{} has no header docblock", self.file),
+        }
+    }
+}
+
+impl Output for tools::SliceDeps {
+    fn text(&self) -> String {
+        let list = |v: &[String]| if v.is_empty() { "nothing".to_string() } else { v.join(", ") };
+        format!(
+            "imports from: {}\nimported by: {}\n",
+            list(&self.imports_from),
+            list(&self.imported_by)
+        )
+    }
+}
+
+#[derive(Serialize)]
+#[serde(transparent)]
+struct Hits(Vec<tools::Hit>);
+
+impl Output for Hits {
+    fn text(&self) -> String {
+        self.0
+            .iter()
+            .map(|h| format!("{}:{}: {}\n", h.file, h.line, h.text))
+            .collect()
+    }
+}
+
+pub fn run(a: ToolsArgs) -> Result<i32> {
+    let root = match a.dir {
+        Some(d) => d,
+        None => std::env::current_dir()?,
+    };
+    match a.tool {
+        ToolsCommand::ListSlices => Slices(tools::list_slices(&root)).print(a.json),
+        ToolsCommand::ShowContract { file } => {
+            let contract = tools::show_contract(&root, &file)?;
+            let found = contract.is_some();
+            Contract {
+                file: file.display().to_string(),
+                contract,
+            }
+            .print(a.json);
+            if !found {
+                return Ok(EXIT_FINDINGS);
+            }
+        }
+        ToolsCommand::SliceDeps { slice } => tools::slice_deps(&root, &slice)?.print(a.json),
+        ToolsCommand::FindSymbol { name } => {
+            let hits = tools::find_symbol(&root, &name)?;
+            let found = !hits.is_empty();
+            Hits(hits).print(a.json);
+            if !found {
+                return Ok(EXIT_FINDINGS);
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}
