@@ -180,7 +180,7 @@ pub fn check_project(_slug: &str, root: &Path, config: &Config) -> Vec<Diagnosti
     // read_iterations reports every 1.3 problem, two active iterations included (once).
     let iterations = format::iteration::read_iterations(root);
     out.extend(iterations.diagnostics);
-    let kind = crate::tick::observe::tracker_kind(&project.value, trackers.kind);
+    let kind = crate::tick::observe::tracker_kind(&project.value, trackers.kind, root);
     let timeout = std::time::Duration::from_secs(trackers.timeout_secs.max(1));
     out.extend(check_stories(root, &iterations.value, kind, timeout));
     for it in &iterations.value {

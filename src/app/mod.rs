@@ -4,6 +4,7 @@
 //! prints.
 
 pub mod check;
+pub mod claw;
 pub mod events;
 pub mod init;
 pub mod iteration;

@@ -5,4 +5,24 @@
 //!   `find-symbol`), built on ripgrep's own crates (`ignore` walks in parallel honouring
 //!   `.gitignore`, `grep` searches), so an agent can ask them instead of reading files.
 
+//! - [`workplan`]: `.claw/WORKPLAN.md` as the loop reads it (tasks in file order, phases).
+//! - [`packet`]: the context packet, built by code.
+//! - [`loopstate`]: what the loop remembers (paused, runs without progress), pure rules.
+//! - [`config`]: `.claw/config.yaml`.
+
+pub mod config;
+pub mod loopstate;
+pub mod packet;
+pub mod run;
 pub mod tools;
+pub mod tracker;
+pub mod workplan;
+
+/// Whether a project runs the claw loop: `Pipeline: claw` in PROJECT.md, or, with no
+/// Pipeline field, a `.claw/WORKPLAN.md` (one `stat`).
+pub fn is_claw(config: &crate::format::project::ProjectConfig, root: &std::path::Path) -> bool {
+    match config.field("pipeline") {
+        Some(f) => f.value.trim().trim_matches('`').eq_ignore_ascii_case("claw"),
+        None => tracker::plan_file(root).is_file(),
+    }
+}

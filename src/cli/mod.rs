@@ -79,6 +79,8 @@ pub enum Command {
     Supervise(SuperviseArgs),
     /// Exploration tools for agents (claw-builder): slices, contracts, dependencies, symbols.
     Tools(ToolsArgs),
+    /// Let a paused claw loop go on, optionally with a note for the next task's coder.
+    Resume(ResumeArgs),
     /// Build a sample installation and run real ticks on it, with a scripted stand-in agent.
     Demo(DemoArgs),
     /// The scripted agent the demo and the tests use in place of an LLM.
@@ -120,6 +122,17 @@ pub struct SuperviseArgs {
     /// {id} {type} {project} {bead} {timestamp} {file} {message} {json}.
     #[arg(long, required = true, num_args = 1.., allow_hyphen_values = true, value_name = "ARGV")]
     pub exec: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The project's slug.
+    pub project: String,
+    /// Shown to the coder in the next task's context packet, once.
+    #[arg(long)]
+    pub note: Option<String>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -372,6 +385,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Events(a) => events::run(&paths, a),
         Command::Supervise(a) => supervise::run(&paths, a),
         Command::Tools(a) => tools::run(a),
+        Command::Resume(a) => tools::resume(&paths, a),
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
     };

@@ -38,7 +38,7 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
     let project = std::fs::read(&project_md)
         .map(|b| format::project::parse_project(&format::decode(&b), &project_md).value)
         .unwrap_or_default();
-    let kind = tracker_kind(&project, config.tracker.kind);
+    let kind = tracker_kind(&project, config.tracker.kind, &msg.project);
     let tracker: Arc<dyn tracker::Tracker> = Arc::from(
         tracker::open(
             kind,
@@ -59,6 +59,9 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
         notifier: &notifier,
         executor: &executor,
     };
+    if crate::claw::is_claw(&project, &msg.project) {
+        return claw_turn(paths, &config, &project, tracker.as_ref(), &executor, &msg, args.json);
+    }
     tracing::info!(bead = %msg.bead, project = %msg.project.display(), iteration = %msg.iteration, "worker starting");
     let run = w.run(&msg)?;
     let line = serde_json::to_string(&run.ending).unwrap_or_default();
@@ -70,5 +73,37 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
         EXIT_OK
     } else {
         EXIT_STOPPED
+    })
+}
+
+/// A claw project's worker: one turn of the loop (`crate::claw::run`).
+fn claw_turn(
+    paths: &Paths,
+    config: &Config,
+    project: &crate::format::project::ProjectConfig,
+    tracker: &dyn tracker::Tracker,
+    executor: &dyn worker::Executor,
+    msg: &SpawnMessage,
+    json: bool,
+) -> Result<i32> {
+    let slug = worker::slug_for(paths, &msg.project);
+    let turn = crate::claw::run::Turn {
+        tracker,
+        executor,
+        actor: &config.tracker.actor,
+        slug: &slug,
+        worker_timeout: Duration::from_secs(project.worker_timeout),
+        activity: paths.activity(&slug, &msg.bead),
+    };
+    tracing::info!(bead = %msg.bead, project = %msg.project.display(), "claw turn starting");
+    let end = turn.run(msg)?;
+    let line = serde_json::to_string(&end).unwrap_or_default();
+    tracing::info!(bead = %msg.bead, "claw turn finished: {line}");
+    if json {
+        println!("{line}");
+    }
+    Ok(match end {
+        crate::claw::run::TurnEnd::Completed { .. } => EXIT_OK,
+        _ => EXIT_STOPPED,
     })
 }

@@ -337,7 +337,7 @@ impl Held<'_> {
     }
 }
 
-const GITIGNORE: &str = "# Written by braids for supervisors; not part of the project's history.\n/.gitignore\n/events/\n/status.json\n/context/\n";
+const GITIGNORE: &str = "# Written by braids for supervisors; not part of the project's history.\n/.gitignore\n/events/\n/status.json\n/context/\n/loop.json\n/ISSUES.md\n/.workplan.lock\n";
 
 /// `000042-task-complete.event` → 42; anything else (markers, temp files, the counter) → `None`.
 pub fn parse_name(name: &str) -> Option<u64> {

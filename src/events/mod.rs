@@ -33,7 +33,14 @@ pub const CLAW_DIR: &str = ".claw";
 
 /// What braids writes under `.claw/` for supervisors; never part of a commit (the worker's
 /// landings skip these, and `.claw/.gitignore` names them for people's own `git add -A`).
-pub const GENERATED: &[&str] = &[".claw/events", ".claw/status.json", ".claw/context"];
+pub const GENERATED: &[&str] = &[
+    ".claw/events",
+    ".claw/status.json",
+    ".claw/context",
+    ".claw/loop.json",
+    ".claw/ISSUES.md",
+    ".claw/.workplan.lock",
+];
 
 /// Whether a project-relative path is one of braids' [`GENERATED`] files.
 pub fn generated(rel: &std::path::Path) -> bool {

@@ -124,6 +124,12 @@ impl Status {
         });
         let extra = self.recent_events.len().saturating_sub(RECENT);
         self.recent_events.drain(..extra);
+        // The claw loop's own states: the tick's next observation says the same.
+        if e.kind == Kind::LoopPaused.as_str() || e.kind == Kind::LoopStuck.as_str() {
+            self.held = true;
+        } else if e.kind == Kind::LoopComplete.as_str() {
+            self.complete = true;
+        }
         let Some(bead) = &e.bead else { return };
         let text = |k: &str| e.fields.get(k).and_then(|v| v.as_str()).map(String::from);
         match e.kind.as_str() {
@@ -203,15 +209,18 @@ impl Status {
 }
 
 /// The kinds after which a bead has no worker.
+/// (`validation_failed` does not: the claw loop retries in the same run, and a bead worker
+/// that ends on it is found gone by the next tick's observation.)
 const ENDS_TASK: &[Kind] = &[
     Kind::TaskComplete,
-    Kind::ValidationFailed,
     Kind::BeadBlocked,
     Kind::Question,
     Kind::NeedsHuman,
     Kind::Error,
     Kind::ZombieKilled,
     Kind::ClaimReleased,
+    Kind::LoopPaused,
+    Kind::LoopStuck,
 ];
 
 fn one_or_list(items: impl Iterator<Item = String>) -> serde_json::Value {

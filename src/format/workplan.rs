@@ -171,6 +171,13 @@ fn structure(text: &str) -> Doc<'_> {
     doc
 }
 
+impl Item {
+    /// Where the item's line is in the text (its checkbox), for placing it under headings.
+    pub fn offset(&self) -> usize {
+        self.check_at
+    }
+}
+
 impl Checklist {
     pub fn parse(text: &str) -> Checklist {
         let doc = structure(text);

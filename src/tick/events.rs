@@ -78,7 +78,8 @@ pub fn observation(r: &ProjectReport, view: Option<&ProjectView>, sessions: &[Se
     let stories = || r.stories.iter().filter_map(|(_, _, s)| *s);
     let done = stories().filter(|s| *s == BeadStatus::Closed).count();
     let remaining = stories().filter(|s| *s != BeadStatus::Closed).count();
-    let held = view.is_some_and(|v| matches!(v.eligibility, Eligibility::Inactive { .. }));
+    let held = view.is_some_and(|v| matches!(v.eligibility, Eligibility::Inactive { .. }))
+        || r.loop_paused.is_some();
     let complete = matches!(r.iteration, Some((_, Some(IterationStatus::Complete))))
         || (remaining == 0 && done > 0 && r.ready == 0);
     let mut live: Vec<(String, String)> = sessions
@@ -87,6 +88,15 @@ pub fn observation(r: &ProjectReport, view: Option<&ProjectView>, sessions: &[Se
         .map(|s| (s.label.bead().to_string(), s.label.to_string()))
         .collect();
     live.sort();
+    if let Some((phase, done, remaining, all)) = &r.claw_phase {
+        return Observation {
+            phase: Some(phase.clone()).filter(|p| !p.is_empty()),
+            progress: Progress { done: *done, remaining: *remaining },
+            held,
+            complete: *all,
+            live,
+        };
+    }
     Observation {
         phase: r.iteration.map(|(name, _)| format!("Iteration {name}")),
         progress: Progress { done, remaining },

@@ -33,6 +33,8 @@ pub enum TrackerKind {
     Br,
     Bd,
     Workplan,
+    /// The claw loop's `.claw/WORKPLAN.md`: the first task not checked off, one at a time.
+    Claw,
 }
 
 impl TrackerKind {
@@ -42,6 +44,7 @@ impl TrackerKind {
             "br" | "beads_rust" | "beads-rust" => Some(TrackerKind::Br),
             "bd" | "beads" => Some(TrackerKind::Bd),
             "workplan" | "workplan.md" | "native" => Some(TrackerKind::Workplan),
+            "claw" => Some(TrackerKind::Claw),
             _ => None,
         }
     }
@@ -52,6 +55,7 @@ impl TrackerKind {
             TrackerKind::Br => "br",
             TrackerKind::Bd => "bd",
             TrackerKind::Workplan => "workplan",
+            TrackerKind::Claw => "claw",
         }
     }
 }
@@ -175,6 +179,7 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
     Ok(match resolved {
         TrackerKind::Br => Box::new(br::Br::new(opts)),
         TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
+        TrackerKind::Claw => Box::new(crate::claw::tracker::ClawTracker::new(&opts, false)),
         TrackerKind::Workplan | TrackerKind::Auto => {
             Box::new(workplan::Workplan::with_options(&opts))
         }
@@ -195,6 +200,7 @@ pub fn open_read_only(
         TrackerKind::Workplan | TrackerKind::Auto => Ok(Box::new(
             workplan::Workplan::with_options(&opts).read_only(),
         )),
+        TrackerKind::Claw => Ok(Box::new(crate::claw::tracker::ClawTracker::new(&opts, true))),
         k => open(k, opts),
     }
 }

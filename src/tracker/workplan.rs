@@ -44,6 +44,15 @@ impl Workplan {
         self
     }
 
+    /// A checklist at `file` (the claw loop's `.claw/WORKPLAN.md`), its lock beside it.
+    pub fn at(file: PathBuf, timeout: Duration) -> Self {
+        Workplan {
+            file,
+            timeout,
+            read_only: false,
+        }
+    }
+
     /// As [`Workplan::new`], waiting at most `opts.timeout` for the file lock.
     pub fn with_options(opts: &TrackerOptions) -> Self {
         Workplan {

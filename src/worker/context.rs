@@ -30,7 +30,7 @@ impl Loaded {
 }
 
 /// The slug of the project at `root`, from the registry; the directory name otherwise.
-fn slug_for(paths: &Paths, root: &Path) -> String {
+pub fn slug_for(paths: &Paths, root: &Path) -> String {
     let reg = format::registry::read_registry(paths).value;
     reg.entries
         .iter()

@@ -41,6 +41,7 @@ use context::Loaded;
 use execute::Attempts;
 
 pub use exec::{work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor};
+pub use context::slug_for;
 pub use execute::executor_for;
 
 /// How a worker run ended.

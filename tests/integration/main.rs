@@ -21,6 +21,7 @@ mod br_differential;
 mod br_native_ticks;
 mod check;
 mod checkin;
+mod claw_loop;
 mod claw_tools;
 mod cli;
 mod contracts;

@@ -14,3 +14,4 @@ pub use contract::{header_docblock, show_contract};
 pub use deps::{imports_of, slice_deps, SliceDeps};
 pub use slices::{list_slices, Slice};
 pub use symbol::{find_symbol, Hit};
+pub use walk::all as walk_files;

@@ -26,21 +26,37 @@ pub enum Eligibility {
     Broken(String),
 }
 
+/// Paused or blocked in the registry or PROJECT.md.
+fn inactive(entry: &RegistryEntry, config: &ProjectConfig) -> Option<Eligibility> {
+    if entry.status == Some(ProjectStatus::Active) && config.status == Some(ProjectStatus::Active) {
+        return None;
+    }
+    let show = |s: Option<ProjectStatus>| s.map_or("missing", |s| s.as_str());
+    Some(Eligibility::Inactive {
+        why: format!(
+            "registry {}, PROJECT.md {}",
+            show(entry.status),
+            show(config.status)
+        ),
+    })
+}
+
+/// A claw-loop project (`crate::claw`): its phases are WORKPLAN.md's headings, not
+/// iterations, so it needs only to be active. Its spawn messages carry iteration `0`.
+pub fn claw_eligibility(entry: &RegistryEntry, config: &ProjectConfig) -> Eligibility {
+    inactive(entry, config).unwrap_or(Eligibility::Eligible {
+        iteration: IterationName::new("0").expect("a valid name"),
+    })
+}
+
 /// Contract 2.3 for one project.
 pub fn eligibility_of(
     entry: &RegistryEntry,
     config: &ProjectConfig,
     iterations: &[Iteration],
 ) -> Eligibility {
-    if entry.status != Some(ProjectStatus::Active) || config.status != Some(ProjectStatus::Active) {
-        let show = |s: Option<ProjectStatus>| s.map_or("missing", |s| s.as_str());
-        return Eligibility::Inactive {
-            why: format!(
-                "registry {}, PROJECT.md {}",
-                show(entry.status),
-                show(config.status)
-            ),
-        };
+    if let Some(no) = inactive(entry, config) {
+        return no;
     }
     let active: Vec<IterationName> = iterations
         .iter()

@@ -76,6 +76,13 @@ pub struct ProjectReport {
     pub blocked: Vec<BeadId>,
     /// A push of this project failed earlier and waits for a retry (4.4).
     pub push_pending: bool,
+    /// A claw-loop project whose loop is paused for a person: why (`crate::claw::loopstate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loop_paused: Option<String>,
+    /// A claw-loop project's phase now: the current (or last) task's heading, its done and
+    /// remaining tasks, and whether every task is checked off.
+    #[serde(skip)]
+    pub claw_phase: Option<(String, usize, usize, bool)>,
     /// PROJECT.md `Checkin` (1.2): whether the tick sends this project progress summaries.
     pub checkin: Checkin,
     /// PROJECT.md `Channel`: where check-ins go; none means none are sent.
@@ -377,6 +384,8 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         problems: Vec::new(),
         blocked: Vec::new(),
         push_pending: false,
+        loop_paused: None,
+        claw_phase: None,
         checkin: Checkin::default(),
         channel: None,
         config: None,
@@ -396,7 +405,10 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
 }
 
 /// The tracker a project asked for in PROJECT.md (`Tracker: br`), else the installation's.
-pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind) -> TrackerKind {
+pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind, root: &std::path::Path) -> TrackerKind {
+    if crate::claw::is_claw(config, root) {
+        return TrackerKind::Claw;
+    }
     config
         .field("tracker")
         .and_then(|f| TrackerKind::parse(&f.value))

@@ -81,11 +81,16 @@ pub(super) fn observe_project(
             Err(why) => return broken(entry, why),
         },
     };
-    let eligibility = eligibility_of(entry, &config, &iterations);
+    let claw = crate::claw::is_claw(&config, root);
+    let eligibility = match claw {
+        true => crate::tick::decide::claw_eligibility(entry, &config),
+        false => eligibility_of(entry, &config, &iterations),
+    };
 
     let mut view = base_view(entry, eligibility.clone());
     view.priority = config.priority;
-    view.max_workers = config.max_workers;
+    // The claw loop works one task at a time.
+    view.max_workers = if claw { 1 } else { config.max_workers };
     view.worker_timeout = config.worker_timeout;
     view.stall_timeout = config.stall_timeout;
     view.channel = config.channel.clone();
@@ -98,6 +103,10 @@ pub(super) fn observe_project(
     report.autonomy = config.autonomy;
     report.max_workers = config.max_workers;
     report.push_pending = crate::git::push_pending(root);
+    if claw {
+        report.loop_paused = crate::claw::loopstate::load(root).paused.map(|p| p.reason);
+        report.claw_phase = crate::claw::workplan::Plan::read(root).map(|p| p.now());
+    }
     report.checkin = config.checkin;
     report.channel = config.channel.clone();
     // For notifications, which read-only runs never send.
@@ -160,7 +169,7 @@ pub(super) fn observe_project(
         .map(|c| &c.bead)
         .collect();
 
-    let kind = tracker_kind(&config, default_kind);
+    let kind = tracker_kind(&config, default_kind, root);
     let options = TrackerOptions {
         project: root.clone(),
         timeout,

@@ -1,0 +1,43 @@
+//! `braids resume <project>`: a paused claw loop goes on (the seed's "PAUSED ──[intervention]──▶
+//! TASK_SELECTION"), with an optional note that the next task's context packet shows once.
+
+use anyhow::{bail, Result};
+
+use crate::claw::loopstate::{self, LoopState};
+use crate::paths::Paths;
+
+/// What resuming found and left.
+#[derive(Debug, serde::Serialize)]
+pub struct Resumed {
+    pub project: String,
+    /// Why it was paused; `None` when it was not.
+    pub was_paused: Option<String>,
+    pub note: Option<String>,
+}
+
+pub fn resume(paths: &Paths, slug: &str, note: Option<String>) -> Result<Resumed> {
+    let registry = crate::format::registry::read_registry(paths).value;
+    let Some(entry) = registry.get(slug) else {
+        bail!(
+            "no project named {slug} in {}; `braids status` lists them",
+            paths.registry().display()
+        );
+    };
+    let root = &entry.path;
+    let project_md = root.join(".braids/PROJECT.md");
+    let config = std::fs::read(&project_md)
+        .map(|b| crate::format::project::parse_project(&crate::format::decode(&b), &project_md).value)
+        .unwrap_or_default();
+    if !crate::claw::is_claw(&config, root) {
+        bail!("{slug} does not run the claw loop (no `Pipeline: claw` in PROJECT.md and no .claw/WORKPLAN.md); there is nothing to resume");
+    }
+    let before: LoopState = loopstate::load(root);
+    let after = before.resumed(note.clone());
+    loopstate::store(root, &after)?;
+    crate::state::wake(paths, crate::state::WAKE_WAIT);
+    Ok(Resumed {
+        project: slug.to_string(),
+        was_paused: before.paused.map(|p| p.reason),
+        note: after.note,
+    })
+}

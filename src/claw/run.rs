@@ -1,0 +1,248 @@
+//! One turn of the claw loop, as `braids worker` runs it for a claw project: the task the tick
+//! claimed walks CONTEXT_PREP → CODING → VALIDATION → COMMIT, with the seed's events at each
+//! step. Every fixed step is braids': the packet is built by code, the checks are argv lists
+//! from `.claw/config.yaml`, the check-off, commit and push are the worker's. The coder only
+//! codes.
+//!
+//! - Validation failing: the coder tries again with the failure in its packet, up to `retries`
+//!   more times; then the loop pauses (`loop_paused`, an entry in `.claw/ISSUES.md`) until
+//!   `braids resume`.
+//! - The coder failing (non-zero exit, a timeout) or asking a question: the task goes back to
+//!   open; `stuck_after` such turns in a row pause the loop (`loop_stuck`).
+//! - The last task checked off: `loop_complete`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use chrono::Utc;
+
+use super::loopstate::{self, RunEnd};
+use super::workplan::Plan;
+use super::{config, packet};
+use crate::events::status::State;
+use crate::events::{Draft, Journal, Kind};
+use crate::model::{BeadId, SpawnMessage};
+use crate::tracker::{ClaimOutcome, Tracker};
+use crate::worker::{ExecRequest, Executor};
+
+/// How a turn ended, for the worker's exit code and `--json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "ending", rename_all = "kebab-case")]
+pub enum TurnEnd {
+    Completed { commit: Option<String>, left: usize },
+    ClaimRefused,
+    ValidationFailed,
+    NoProgress { why: String },
+    Paused { why: String },
+}
+
+/// The turn's edges.
+pub struct Turn<'a> {
+    pub tracker: &'a dyn Tracker,
+    pub executor: &'a dyn Executor,
+    pub actor: &'a str,
+    pub slug: &'a str,
+    pub worker_timeout: Duration,
+    pub activity: PathBuf,
+}
+
+impl Turn<'_> {
+    pub fn run(&self, msg: &SpawnMessage) -> Result<TurnEnd> {
+        let root = &msg.project;
+        let started = Instant::now();
+        let journal = Journal::of_project(root);
+        let tell = |drafts: Vec<Draft>| crate::events::emit(root, self.slug, drafts);
+        let step = |state: State| {
+            let now = Utc::now();
+            let bead = msg.bead.as_str();
+            if let Err(e) = journal.update_status(now, |s| s.step(bead, state, now)) {
+                tracing::warn!("cannot update status.json: {e:#}");
+            }
+        };
+        if let ClaimOutcome::Refused { .. } = self.tracker.claim(&msg.bead, self.actor)? {
+            return Ok(TurnEnd::ClaimRefused);
+        }
+        let cfg = match config::load(root) {
+            Ok(c) => c,
+            Err(e) => return self.pause(root, &msg.bead, None, &format!("{e:#}"), &tell),
+        };
+        let plan = Plan::parse(&std::fs::read_to_string(super::tracker::plan_file(root))?);
+        let task = plan
+            .find(&msg.bead)
+            .ok_or_else(|| anyhow!("task {} is not in .claw/WORKPLAN.md", msg.bead))?
+            .clone();
+        let state = loopstate::load(root);
+        let label = format!("project:{}:{}", self.slug, msg.bead);
+        tell(vec![Draft::new(Kind::TaskStarted)
+            .bead(&msg.bead)
+            .with("task", &task.title)
+            .with("session", &label)
+            .with("phase", plan.phases.get(task.phase))]);
+
+        let mut failure: Option<String> = None;
+        let mut passed = false;
+        for attempt in 0..=cfg.retries {
+            step(State::ContextPrep);
+            let p = packet::gather(root, &plan, &task, state.note.clone(), failure.clone(), &cfg.validation);
+            let prompt = root.join(".claw/context/current.md");
+            crate::atomic::write(&prompt, packet::render(&p).as_bytes())?;
+            step(State::Coding);
+            let result_file = root.join(".claw/context/result");
+            let _ = std::fs::remove_file(&result_file);
+            let res = self.executor.run(&ExecRequest {
+                project: root.clone(),
+                workspace: root.clone(),
+                bead: msg.bead.clone(),
+                prompt_file: prompt,
+                deliverable: root.join(".claw/context/deliverable.md"),
+                result_file: result_file.clone(),
+                timeout: self.worker_timeout,
+                activity: self.activity.clone(),
+            })?;
+            let report = std::fs::read_to_string(&result_file)
+                .ok()
+                .and_then(|t| crate::worker::report::parse_executor_result(&t));
+            if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
+                let q = r.summary.clone().unwrap_or_else(|| "the coder needs a person".into());
+                tell(vec![Draft::new(Kind::Question).bead(&msg.bead).with("message", &q)]);
+                return self.pause(root, &msg.bead, Some(&task.title), &format!("the coder asked: {q}"), &tell);
+            }
+            if res.code != Some(0) || res.timed_out {
+                let why = match res.timed_out {
+                    true => format!("the coder timed out after {}s", self.worker_timeout.as_secs()),
+                    false => format!("the coder {}", crate::proc::exit_text(res.code)),
+                };
+                return self.no_progress(root, &msg.bead, &task.title, &cfg, why, &tell);
+            }
+            step(State::Validation);
+            match validate(root, &cfg.validation, cfg.timeout) {
+                Ok(()) => {
+                    passed = true;
+                    break;
+                }
+                Err(out) => {
+                    tell(vec![Draft::new(Kind::ValidationFailed)
+                        .bead(&msg.bead)
+                        .with("task", &task.title)
+                        .with("attempt", attempt + 1)
+                        .with("tests_passed", false)
+                        .with("message", crate::worker::clip(&out, 400))]);
+                    failure = Some(out);
+                }
+            }
+        }
+        if !passed {
+            self.tracker.reopen(&msg.bead, "claw: validation failed; the loop is paused")?;
+            issue(root, &task.title, failure.as_deref().unwrap_or(""))?;
+            let (next, told) = state.after(&task.title, &RunEnd::ValidationFailed { output: failure.unwrap_or_default() }, cfg.stuck_after, Utc::now());
+            loopstate::store(root, &next)?;
+            tell(told.into_iter().map(|d| d.bead(&msg.bead)).collect());
+            return Ok(TurnEnd::ValidationFailed);
+        }
+
+        step(State::Commit);
+        self.tracker.close(&msg.bead, "claw: validated")?;
+        let lock = crate::git::RepoLock::acquire(root)?;
+        let commit = if root.join(".git").exists() {
+            let skip: Vec<PathBuf> = crate::events::GENERATED.iter().map(|g| root.join(g)).collect();
+            let message = format!("{} ({})", crate::worker::clip(&task.title, 72), msg.bead);
+            crate::git::commit_all_except(root, &skip, &[], &message)?.map(|o| o.to_string())
+        } else {
+            None
+        };
+        if crate::git::has_upstream(root) {
+            if let Err(e) = crate::git::push_recorded(root, Duration::from_secs(120)) {
+                tell(vec![Draft::new(Kind::PushFailed).bead(&msg.bead).with("message", format!("{e:#}"))]);
+            }
+        }
+        drop(lock);
+        let left = Plan::parse(&std::fs::read_to_string(super::tracker::plan_file(root))?)
+            .tasks
+            .iter()
+            .filter(|t| t.status != crate::model::BeadStatus::Closed)
+            .count();
+        let (next, told) = state.after(&task.title, &RunEnd::Done { left }, cfg.stuck_after, Utc::now());
+        loopstate::store(root, &next)?;
+        let mut all = vec![Draft::new(Kind::TaskComplete)
+            .bead(&msg.bead)
+            .with("task", &task.title)
+            .with("duration_seconds", started.elapsed().as_secs())
+            .with("tests_passed", true)
+            .with("commit", &commit)];
+        all.extend(told);
+        tell(all);
+        Ok(TurnEnd::Completed { commit, left })
+    }
+
+    fn no_progress(
+        &self,
+        root: &Path,
+        bead: &BeadId,
+        task: &str,
+        cfg: &config::ClawConfig,
+        why: String,
+        tell: &dyn Fn(Vec<Draft>),
+    ) -> Result<TurnEnd> {
+        self.tracker.reopen(bead, &format!("claw: {why}"))?;
+        let (next, told) = loopstate::load(root).after(task, &RunEnd::NoProgress { why: why.clone() }, cfg.stuck_after, Utc::now());
+        loopstate::store(root, &next)?;
+        let mut all = vec![Draft::new(Kind::Error).bead(bead).with("task", task).with("message", &why)];
+        all.extend(told.into_iter().map(|d| d.bead(bead)));
+        tell(all);
+        Ok(TurnEnd::NoProgress { why })
+    }
+
+    /// Pauses the loop for a person, the task open again.
+    fn pause(
+        &self,
+        root: &Path,
+        bead: &BeadId,
+        task: Option<&str>,
+        why: &str,
+        tell: &dyn Fn(Vec<Draft>),
+    ) -> Result<TurnEnd> {
+        self.tracker.reopen(bead, &format!("claw: {why}"))?;
+        let mut s = loopstate::load(root);
+        s.paused = Some(loopstate::Paused {
+            reason: why.to_string(),
+            task: task.map(str::to_string),
+            since: Utc::now(),
+        });
+        loopstate::store(root, &s)?;
+        issue(root, task.unwrap_or("(no task)"), why)?;
+        tell(vec![Draft::new(Kind::LoopPaused).bead(bead).with("task", task).with("reason", why)]);
+        Ok(TurnEnd::Paused { why: why.to_string() })
+    }
+}
+
+/// Runs the checks in order in the project; the first failure's output (its last lines).
+fn validate(root: &Path, checks: &[Vec<String>], timeout: Duration) -> Result<(), String> {
+    for argv in checks {
+        let out = crate::proc::Invocation::new(argv)
+            .cwd(root)
+            .timeout(timeout)
+            .run()
+            .map_err(|e| format!("`{}` could not run: {e}", argv.join(" ")))?;
+        if !out.success() {
+            let text = format!("{}{}", out.stdout, out.stderr);
+            let tail: Vec<&str> = text.lines().rev().take(60).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(format!("`{}` {}:\n{}", argv.join(" "), out.status_text(), tail.join("\n")));
+        }
+    }
+    Ok(())
+}
+
+/// Appends an entry to `.claw/ISSUES.md` (created with a heading when missing).
+fn issue(root: &Path, task: &str, what: &str) -> Result<()> {
+    let path = root.join(".claw/ISSUES.md");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_else(|_| "# Issues\n\nProblems the claw loop stopped on, newest last. `braids resume <project> [--note \"…\"]` goes on.\n".into());
+    text.push_str(&format!(
+        "\n## {} — {}\n\n```\n{}\n```\n",
+        Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        task,
+        what.trim_end()
+    ));
+    crate::atomic::write(&path, text.as_bytes())
+}
