@@ -80,7 +80,10 @@ fn list_cost(total: usize, projects: usize) {
         let slug = format!("p{p}");
         let root = h.join("Projects").join(&slug);
         lay_down(&root, &slug, per);
-        rows.push_str(&format!("| {slug} | active | normal | {} |\n", root.display()));
+        rows.push_str(&format!(
+            "| {slug} | active | normal | {} |\n",
+            root.display()
+        ));
     }
     std::fs::write(h.join(".openclaw/braids/registry.md"), rows).unwrap();
     let laid = t0.elapsed();

@@ -42,7 +42,10 @@ fn main() {
     println!(
         "{} files; load average {}",
         slices * (per + 1) + 10,
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     for args in [
         vec!["list-slices"],

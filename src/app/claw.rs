@@ -26,7 +26,9 @@ pub fn resume(paths: &Paths, slug: &str, note: Option<String>) -> Result<Resumed
     let root = &entry.path;
     let project_md = root.join(".braids/PROJECT.md");
     let config = std::fs::read(&project_md)
-        .map(|b| crate::format::project::parse_project(&crate::format::decode(&b), &project_md).value)
+        .map(|b| {
+            crate::format::project::parse_project(&crate::format::decode(&b), &project_md).value
+        })
         .unwrap_or_default();
     if !crate::claw::is_claw(&config, root) {
         bail!("{slug} does not run the claw loop (no `Pipeline: claw` in PROJECT.md and no .claw/WORKPLAN.md); there is nothing to resume");

@@ -194,7 +194,8 @@ fn earliest(queues: &mut [Queue<'_>], now: Instant) -> Option<(usize, Event)> {
                     event.id = e.id;
                     event.project.clone_from(&q.source.slug);
                     let earlier = best.as_ref().is_none_or(|(_, b)| {
-                        (event.timestamp, &event.project, event.id) < (b.timestamp, &b.project, b.id)
+                        (event.timestamp, &event.project, event.id)
+                            < (b.timestamp, &b.project, b.id)
                     });
                     if earlier {
                         best = Some((i, event));
@@ -228,8 +229,23 @@ fn execute(opts: &Options, entry: &Entry, event: &Event) -> Result<crate::proc::
     match inv.run() {
         Ok(out) if out.success() => Ok(out),
         Ok(out) => {
-            let tail: String = out.stderr.lines().last().unwrap_or("").chars().take(200).collect();
-            Err(format!("{}{}", out.status_text(), if tail.is_empty() { String::new() } else { format!(": {tail}") }))
+            let tail: String = out
+                .stderr
+                .lines()
+                .last()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect();
+            Err(format!(
+                "{}{}",
+                out.status_text(),
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {tail}")
+                }
+            ))
         }
         Err(e) => Err(e.to_string()),
     }
@@ -244,8 +260,16 @@ pub fn argv_for(template: &[String], event: &Event, file: &std::path::Path) -> V
     let ts = event.timestamp.to_rfc3339();
     let file = file.display().to_string();
     let json = serde_json::to_string(event).unwrap_or_default();
-    let field = |k: &str| event.fields.get(k).and_then(|v| v.as_str()).map(str::to_string);
-    let message = field("message").or_else(|| field("reason")).unwrap_or_default();
+    let field = |k: &str| {
+        event
+            .fields
+            .get(k)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    let message = field("message")
+        .or_else(|| field("reason"))
+        .unwrap_or_default();
     let vars = [
         ("id", id.as_str()),
         ("type", event.kind.as_str()),

@@ -38,7 +38,9 @@ impl Default for ClawConfig {
 mod humantime_serde_compat {
     use serde::Deserialize;
 
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<std::time::Duration, D::Error> {
         let s = String::deserialize(d)?;
         humantime::parse_duration(&s).map_err(serde::de::Error::custom)
     }
@@ -84,7 +86,12 @@ mod tests {
         assert_eq!(parse("").unwrap(), ClawConfig::default());
         let e = parse("validation:\n  - cargo test\n").unwrap_err();
         assert!(!e.is_empty());
-        assert!(parse("retries: 2\nretry: 3\n").is_err(), "unknown keys are errors");
-        assert!(parse("validation:\n  - []\n").unwrap_err().contains("empty"));
+        assert!(
+            parse("retries: 2\nretry: 3\n").is_err(),
+            "unknown keys are errors"
+        );
+        assert!(parse("validation:\n  - []\n")
+            .unwrap_err()
+            .contains("empty"));
     }
 }

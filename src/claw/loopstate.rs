@@ -40,7 +40,13 @@ pub enum RunEnd {
 impl LoopState {
     /// The state after a run of `task`, and the loop events it calls for.
     #[must_use]
-    pub fn after(&self, task: &str, end: &RunEnd, stuck_after: u32, now: DateTime<Utc>) -> (LoopState, Vec<Draft>) {
+    pub fn after(
+        &self,
+        task: &str,
+        end: &RunEnd,
+        stuck_after: u32,
+        now: DateTime<Utc>,
+    ) -> (LoopState, Vec<Draft>) {
         let mut next = self.clone();
         let mut told = Vec::new();
         match end {
@@ -54,15 +60,36 @@ impl LoopState {
             RunEnd::ValidationFailed { output } => {
                 next.since_progress += 1;
                 let reason = "validation failed after the retries".to_string();
-                next.paused = Some(Paused { reason: reason.clone(), task: Some(task.into()), since: now });
-                told.push(Draft::new(Kind::LoopPaused).with("task", task).with("reason", reason).with("message", crate::worker::clip(output, 400)));
+                next.paused = Some(Paused {
+                    reason: reason.clone(),
+                    task: Some(task.into()),
+                    since: now,
+                });
+                told.push(
+                    Draft::new(Kind::LoopPaused)
+                        .with("task", task)
+                        .with("reason", reason)
+                        .with("message", crate::worker::clip(output, 400)),
+                );
             }
             RunEnd::NoProgress { why } => {
                 next.since_progress += 1;
                 if stuck_after > 0 && next.since_progress >= stuck_after {
-                    let reason = format!("{} loop iterations without a task checked off", next.since_progress);
-                    next.paused = Some(Paused { reason: reason.clone(), task: Some(task.into()), since: now });
-                    told.push(Draft::new(Kind::LoopStuck).with("task", task).with("reason", reason).with("message", why));
+                    let reason = format!(
+                        "{} loop iterations without a task checked off",
+                        next.since_progress
+                    );
+                    next.paused = Some(Paused {
+                        reason: reason.clone(),
+                        task: Some(task.into()),
+                        since: now,
+                    });
+                    told.push(
+                        Draft::new(Kind::LoopStuck)
+                            .with("task", task)
+                            .with("reason", reason)
+                            .with("message", why),
+                    );
                 }
             }
         }
@@ -115,19 +142,43 @@ mod tests {
         let (s, t) = fresh.after("a", &RunEnd::Done { left: 0 }, 3, now);
         assert_eq!(kinds(&t), [Kind::LoopComplete]);
         assert!(s.paused.is_none());
-        let (s, t) = fresh.after("a", &RunEnd::ValidationFailed { output: "1 failed".into() }, 3, now);
+        let (s, t) = fresh.after(
+            "a",
+            &RunEnd::ValidationFailed {
+                output: "1 failed".into(),
+            },
+            3,
+            now,
+        );
         assert_eq!(kinds(&t), [Kind::LoopPaused]);
         assert!(s.paused.is_some());
         let mut s = fresh.clone();
         for i in 1..=3 {
-            let (n, t) = s.after("a", &RunEnd::NoProgress { why: "coder failed".into() }, 3, now);
+            let (n, t) = s.after(
+                "a",
+                &RunEnd::NoProgress {
+                    why: "coder failed".into(),
+                },
+                3,
+                now,
+            );
             assert_eq!(n.since_progress, i);
-            assert_eq!(kinds(&t), if i == 3 { vec![Kind::LoopStuck] } else { vec![] });
+            assert_eq!(
+                kinds(&t),
+                if i == 3 {
+                    vec![Kind::LoopStuck]
+                } else {
+                    vec![]
+                }
+            );
             s = n;
         }
         assert!(s.paused.is_some());
         let r = s.resumed(Some("try the other API".into()));
-        assert_eq!((r.paused, r.since_progress, r.note.as_deref()), (None, 0, Some("try the other API")));
+        assert_eq!(
+            (r.paused.clone(), r.since_progress, r.note.as_deref()),
+            (None, 0, Some("try the other API"))
+        );
         let (s, _) = r.after("a", &RunEnd::Done { left: 1 }, 3, now);
         assert_eq!(s.note, None, "a note reaches one packet");
     }

@@ -22,7 +22,11 @@ pub mod workplan;
 /// Pipeline field, a `.claw/WORKPLAN.md` (one `stat`).
 pub fn is_claw(config: &crate::format::project::ProjectConfig, root: &std::path::Path) -> bool {
     match config.field("pipeline") {
-        Some(f) => f.value.trim().trim_matches('`').eq_ignore_ascii_case("claw"),
+        Some(f) => f
+            .value
+            .trim()
+            .trim_matches('`')
+            .eq_ignore_ascii_case("claw"),
         None => tracker::plan_file(root).is_file(),
     }
 }

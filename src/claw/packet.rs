@@ -52,7 +52,8 @@ pub fn gather(
 ) -> Packet {
     let (done, remaining) = plan.progress(task.phase);
     let all = tools::list_slices(root);
-    let wanted = |name: &str| task.slice.as_deref() == Some(name) || task.touches.iter().any(|t| t == name);
+    let wanted =
+        |name: &str| task.slice.as_deref() == Some(name) || task.touches.iter().any(|t| t == name);
     let slices = all
         .iter()
         .filter(|s| wanted(&s.name))
@@ -144,8 +145,15 @@ pub fn render(p: &Packet) -> String {
     let mut o = String::new();
     o.push_str(&format!("## Task\n> {}\n\n", p.task));
     o.push_str("## Phase Context\n");
-    let phase = if p.phase.is_empty() { "Tasks" } else { &p.phase };
-    o.push_str(&format!("{phase} — {} done, {} remaining\n\n", p.done, p.remaining));
+    let phase = if p.phase.is_empty() {
+        "Tasks"
+    } else {
+        &p.phase
+    };
+    o.push_str(&format!(
+        "{phase} — {} done, {} remaining\n\n",
+        p.done, p.remaining
+    ));
     if let Some(n) = &p.note {
         o.push_str(&format!("## Supervisor Note\n{}\n\n", n.trim()));
     }
@@ -190,10 +198,16 @@ pub fn render(p: &Packet) -> String {
     } else {
         o.push_str(&format!(
             "3. Run the checks before you finish; braids runs them after you: {}.\n",
-            p.validation.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
+            p.validation
+                .iter()
+                .map(|v| format!("`{v}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
-    o.push_str("4. Do not check off the task, commit or push: braids does that once the checks pass.\n");
+    o.push_str(
+        "4. Do not check off the task, commit or push: braids does that once the checks pass.\n",
+    );
     o.push_str("5. When done, write `status: pass` (or `failing`, or `needs_human` with the question) and `summary: <one sentence>` to the file named by $BRAIDS_RESULT_FILE.\n");
     o
 }

@@ -84,7 +84,14 @@ impl Turn<'_> {
         let mut passed = false;
         for attempt in 0..=cfg.retries {
             step(State::ContextPrep);
-            let p = packet::gather(root, &plan, &task, state.note.clone(), failure.clone(), &cfg.validation);
+            let p = packet::gather(
+                root,
+                &plan,
+                &task,
+                state.note.clone(),
+                failure.clone(),
+                &cfg.validation,
+            );
             let prompt = root.join(".claw/context/current.md");
             crate::atomic::write(&prompt, packet::render(&p).as_bytes())?;
             step(State::Coding);
@@ -104,13 +111,27 @@ impl Turn<'_> {
                 .ok()
                 .and_then(|t| crate::worker::report::parse_executor_result(&t));
             if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
-                let q = r.summary.clone().unwrap_or_else(|| "the coder needs a person".into());
-                tell(vec![Draft::new(Kind::Question).bead(&msg.bead).with("message", &q)]);
-                return self.pause(root, &msg.bead, Some(&task.title), &format!("the coder asked: {q}"), &tell);
+                let q = r
+                    .summary
+                    .clone()
+                    .unwrap_or_else(|| "the coder needs a person".into());
+                tell(vec![Draft::new(Kind::Question)
+                    .bead(&msg.bead)
+                    .with("message", &q)]);
+                return self.pause(
+                    root,
+                    &msg.bead,
+                    Some(&task.title),
+                    &format!("the coder asked: {q}"),
+                    &tell,
+                );
             }
             if res.code != Some(0) || res.timed_out {
                 let why = match res.timed_out {
-                    true => format!("the coder timed out after {}s", self.worker_timeout.as_secs()),
+                    true => format!(
+                        "the coder timed out after {}s",
+                        self.worker_timeout.as_secs()
+                    ),
                     false => format!("the coder {}", crate::proc::exit_text(res.code)),
                 };
                 return self.no_progress(root, &msg.bead, &task.title, &cfg, why, &tell);
@@ -133,9 +154,17 @@ impl Turn<'_> {
             }
         }
         if !passed {
-            self.tracker.reopen(&msg.bead, "claw: validation failed; the loop is paused")?;
+            self.tracker
+                .reopen(&msg.bead, "claw: validation failed; the loop is paused")?;
             issue(root, &task.title, failure.as_deref().unwrap_or(""))?;
-            let (next, told) = state.after(&task.title, &RunEnd::ValidationFailed { output: failure.unwrap_or_default() }, cfg.stuck_after, Utc::now());
+            let (next, told) = state.after(
+                &task.title,
+                &RunEnd::ValidationFailed {
+                    output: failure.unwrap_or_default(),
+                },
+                cfg.stuck_after,
+                Utc::now(),
+            );
             loopstate::store(root, &next)?;
             tell(told.into_iter().map(|d| d.bead(&msg.bead)).collect());
             return Ok(TurnEnd::ValidationFailed);
@@ -145,7 +174,10 @@ impl Turn<'_> {
         self.tracker.close(&msg.bead, "claw: validated")?;
         let lock = crate::git::RepoLock::acquire(root)?;
         let commit = if root.join(".git").exists() {
-            let skip: Vec<PathBuf> = crate::events::GENERATED.iter().map(|g| root.join(g)).collect();
+            let skip: Vec<PathBuf> = crate::events::GENERATED
+                .iter()
+                .map(|g| root.join(g))
+                .collect();
             let message = format!("{} ({})", crate::worker::clip(&task.title, 72), msg.bead);
             crate::git::commit_all_except(root, &skip, &[], &message)?.map(|o| o.to_string())
         } else {
@@ -153,7 +185,9 @@ impl Turn<'_> {
         };
         if crate::git::has_upstream(root) {
             if let Err(e) = crate::git::push_recorded(root, Duration::from_secs(120)) {
-                tell(vec![Draft::new(Kind::PushFailed).bead(&msg.bead).with("message", format!("{e:#}"))]);
+                tell(vec![Draft::new(Kind::PushFailed)
+                    .bead(&msg.bead)
+                    .with("message", format!("{e:#}"))]);
             }
         }
         drop(lock);
@@ -162,7 +196,12 @@ impl Turn<'_> {
             .iter()
             .filter(|t| t.status != crate::model::BeadStatus::Closed)
             .count();
-        let (next, told) = state.after(&task.title, &RunEnd::Done { left }, cfg.stuck_after, Utc::now());
+        let (next, told) = state.after(
+            &task.title,
+            &RunEnd::Done { left },
+            cfg.stuck_after,
+            Utc::now(),
+        );
         loopstate::store(root, &next)?;
         let mut all = vec![Draft::new(Kind::TaskComplete)
             .bead(&msg.bead)
@@ -185,9 +224,17 @@ impl Turn<'_> {
         tell: &dyn Fn(Vec<Draft>),
     ) -> Result<TurnEnd> {
         self.tracker.reopen(bead, &format!("claw: {why}"))?;
-        let (next, told) = loopstate::load(root).after(task, &RunEnd::NoProgress { why: why.clone() }, cfg.stuck_after, Utc::now());
+        let (next, told) = loopstate::load(root).after(
+            task,
+            &RunEnd::NoProgress { why: why.clone() },
+            cfg.stuck_after,
+            Utc::now(),
+        );
         loopstate::store(root, &next)?;
-        let mut all = vec![Draft::new(Kind::Error).bead(bead).with("task", task).with("message", &why)];
+        let mut all = vec![Draft::new(Kind::Error)
+            .bead(bead)
+            .with("task", task)
+            .with("message", &why)];
         all.extend(told.into_iter().map(|d| d.bead(bead)));
         tell(all);
         Ok(TurnEnd::NoProgress { why })
@@ -211,8 +258,13 @@ impl Turn<'_> {
         });
         loopstate::store(root, &s)?;
         issue(root, task.unwrap_or("(no task)"), why)?;
-        tell(vec![Draft::new(Kind::LoopPaused).bead(bead).with("task", task).with("reason", why)]);
-        Ok(TurnEnd::Paused { why: why.to_string() })
+        tell(vec![Draft::new(Kind::LoopPaused)
+            .bead(bead)
+            .with("task", task)
+            .with("reason", why)]);
+        Ok(TurnEnd::Paused {
+            why: why.to_string(),
+        })
     }
 }
 
@@ -228,7 +280,12 @@ fn validate(root: &Path, checks: &[Vec<String>], timeout: Duration) -> Result<()
             let text = format!("{}{}", out.stdout, out.stderr);
             let tail: Vec<&str> = text.lines().rev().take(60).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            return Err(format!("`{}` {}:\n{}", argv.join(" "), out.status_text(), tail.join("\n")));
+            return Err(format!(
+                "`{}` {}:\n{}",
+                argv.join(" "),
+                out.status_text(),
+                tail.join("\n")
+            ));
         }
     }
     Ok(())

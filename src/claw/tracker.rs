@@ -114,7 +114,10 @@ mod tests {
         let busy = [bead("a", InProgress), bead("b", Open)];
         assert!(next_ready(&busy, false).is_empty());
         let blocked = [bead("a", Blocked), bead("b", Open)];
-        assert!(next_ready(&blocked, false).is_empty(), "the order is the Architect's");
+        assert!(
+            next_ready(&blocked, false).is_empty(),
+            "the order is the Architect's"
+        );
         assert!(next_ready(&[bead("a", Closed)], false).is_empty());
     }
 }

@@ -107,7 +107,11 @@ impl Plan {
     /// The task the loop works next: the first unchecked one, unless a task is already in
     /// progress (the loop runs one at a time) or the first unchecked one is blocked.
     pub fn next(&self) -> Option<&Task> {
-        if self.tasks.iter().any(|t| t.status == BeadStatus::InProgress) {
+        if self
+            .tasks
+            .iter()
+            .any(|t| t.status == BeadStatus::InProgress)
+        {
             return None;
         }
         self.tasks
@@ -119,7 +123,10 @@ impl Plan {
     /// Done and remaining tasks of a phase.
     pub fn progress(&self, phase: usize) -> (usize, usize) {
         let of = self.tasks.iter().filter(|t| t.phase == phase);
-        let done = of.clone().filter(|t| t.status == BeadStatus::Closed).count();
+        let done = of
+            .clone()
+            .filter(|t| t.status == BeadStatus::Closed)
+            .count();
         (done, of.count() - done)
     }
 
@@ -156,7 +163,11 @@ mod tests {
         let busy = PLAN.replace("id:wp-c", "id:wp-c, status:in_progress");
         assert_eq!(Plan::parse(&busy).next(), None);
         let blocked = PLAN.replace("id:wp-b,", "id:wp-b, status:blocked,");
-        assert_eq!(Plan::parse(&blocked).next(), None, "the Architect's order is kept");
+        assert_eq!(
+            Plan::parse(&blocked).next(),
+            None,
+            "the Architect's order is kept"
+        );
         let done = PLAN.replace("- [ ]", "- [x]");
         assert!(Plan::parse(&done).complete());
     }

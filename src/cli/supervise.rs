@@ -22,7 +22,12 @@ pub fn run(paths: &Paths, a: SuperviseArgs) -> Result<i32> {
         } => {
             print!("{stdout}");
             eprint!("{stderr}");
-            tracing::info!("{}#{} {}: acknowledged", event.project, event.id, event.kind);
+            tracing::info!(
+                "{}#{} {}: acknowledged",
+                event.project,
+                event.id,
+                event.kind
+            );
         }
         Handled::Failed {
             event,

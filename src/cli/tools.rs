@@ -36,7 +36,13 @@ impl Output for Contract {
 
 impl Output for tools::SliceDeps {
     fn text(&self) -> String {
-        let list = |v: &[String]| if v.is_empty() { "nothing".to_string() } else { v.join(", ") };
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "nothing".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
         format!(
             "imports from: {}\nimported by: {}\n",
             list(&self.imports_from),
@@ -94,7 +100,10 @@ impl Output for crate::app::claw::Resumed {
     fn text(&self) -> String {
         let was = match &self.was_paused {
             Some(why) => format!("{}: resumed (it was paused: {why})", self.project),
-            None => format!("{}: the loop was not paused; nothing changed but the note", self.project),
+            None => format!(
+                "{}: the loop was not paused; nothing changed but the note",
+                self.project
+            ),
         };
         match &self.note {
             Some(n) => format!("{was}\nthe next task's coder will read: {n}\n"),

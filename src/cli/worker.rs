@@ -60,7 +60,15 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
         executor: &executor,
     };
     if crate::claw::is_claw(&project, &msg.project) {
-        return claw_turn(paths, &config, &project, tracker.as_ref(), &executor, &msg, args.json);
+        return claw_turn(
+            paths,
+            &config,
+            &project,
+            tracker.as_ref(),
+            &executor,
+            &msg,
+            args.json,
+        );
     }
     tracing::info!(bead = %msg.bead, project = %msg.project.display(), iteration = %msg.iteration, "worker starting");
     let run = w.run(&msg)?;

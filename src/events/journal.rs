@@ -477,6 +477,11 @@ mod tests {
         let future = Utc::now() + chrono::Duration::days(1);
         assert_eq!(j.prune(future).unwrap(), 1);
         std::fs::remove_file(j.dir.join(SEQ)).unwrap();
-        assert_eq!(j.append("p", vec![Draft::new(Kind::Error)], Utc::now()).unwrap()[0].id, 6);
+        assert_eq!(
+            j.append("p", vec![Draft::new(Kind::Error)], Utc::now())
+                .unwrap()[0]
+                .id,
+            6
+        );
     }
 }

@@ -168,7 +168,8 @@ impl Status {
         self.phase_progress = o.progress;
         self.held = o.held;
         self.complete = o.complete;
-        self.tasks.retain(|t| o.live.iter().any(|(b, _)| *b == t.bead));
+        self.tasks
+            .retain(|t| o.live.iter().any(|(b, _)| *b == t.bead));
         for (bead, label) in &o.live {
             if let Some(t) = self.tasks.iter_mut().find(|t| &t.bead == bead) {
                 t.session.get_or_insert_with(|| label.clone());
@@ -315,7 +316,10 @@ mod tests {
         s.apply(&event(1, Kind::TaskStarted, "p-1", 1));
         let o = Observation {
             phase: Some("Iteration 002".into()),
-            progress: Progress { done: 3, remaining: 0 },
+            progress: Progress {
+                done: 3,
+                remaining: 0,
+            },
             held: false,
             complete: true,
             live: vec![("p-9".into(), "project:p:p-9".into())],
@@ -325,7 +329,13 @@ mod tests {
         assert_eq!(s.tasks.len(), 1);
         assert_eq!(s.tasks[0].bead, "p-9");
         assert_eq!(s.state, State::Coding);
-        s.observe(&Observation { live: vec![], ..o.clone() }, t(5));
+        s.observe(
+            &Observation {
+                live: vec![],
+                ..o.clone()
+            },
+            t(5),
+        );
         s.settle(t(5));
         assert_eq!(s.state, State::Complete);
         s.observe(&Observation { held: true, ..o }, t(6));

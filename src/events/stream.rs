@@ -9,8 +9,8 @@
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::journal::Windowed;
@@ -234,7 +234,9 @@ pub fn woken<'a>(sources: &'a [Source], wake: &Wake) -> Vec<&'a Source> {
                 let project = s.journal.dir.parent().and_then(|c| c.parent());
                 paths.iter().any(|p| {
                     p.starts_with(&s.journal.dir)
-                        || project.is_some_and(|root| p.parent() == Some(root) || p.parent() == s.journal.dir.parent())
+                        || project.is_some_and(|root| {
+                            p.parent() == Some(root) || p.parent() == s.journal.dir.parent()
+                        })
                 })
             })
             .collect(),
@@ -279,17 +281,27 @@ mod tests {
         let mut cursor = Cursor::new();
         let mut seen = Vec::new();
         let sources: Vec<&Source> = sources.iter().collect();
-        read_after(&sources, &mut cursor, |e| {
-            seen.push(format!("{}{}", e.project, e.id));
-            true
-        }, |_| panic!());
+        read_after(
+            &sources,
+            &mut cursor,
+            |e| {
+                seen.push(format!("{}{}", e.project, e.id));
+                true
+            },
+            |_| panic!(),
+        );
         assert_eq!(seen, ["a1", "b1", "a2", "b2"]);
         put(1, 4);
         seen.clear();
-        read_after(&sources, &mut cursor, |e| {
-            seen.push(format!("{}{}", e.project, e.id));
-            true
-        }, |_| panic!());
+        read_after(
+            &sources,
+            &mut cursor,
+            |e| {
+                seen.push(format!("{}{}", e.project, e.id));
+                true
+            },
+            |_| panic!(),
+        );
         assert_eq!(seen, ["b3"]);
         assert_eq!(cursor_at_end(&sources), cursor);
     }
@@ -302,15 +314,24 @@ mod tests {
             journal: Journal::of_project(dir.path()),
         };
         s.journal
-            .append("a", vec![Draft::new(Kind::Error), Draft::new(Kind::Error)], t(1))
+            .append(
+                "a",
+                vec![Draft::new(Kind::Error), Draft::new(Kind::Error)],
+                t(1),
+            )
             .unwrap();
         std::fs::write(s.journal.entries()[0].path(), "{half").unwrap();
         let mut bad = Vec::new();
         let mut ids = Vec::new();
-        read_after(&[&s], &mut Cursor::new(), |e| {
-            ids.push(e.id);
-            true
-        }, |u| bad.push(u.path));
+        read_after(
+            &[&s],
+            &mut Cursor::new(),
+            |e| {
+                ids.push(e.id);
+                true
+            },
+            |u| bad.push(u.path),
+        );
         assert_eq!(ids, [2]);
         assert_eq!(bad.len(), 1);
     }

@@ -14,12 +14,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::events::Kind;
 use crate::model::{BeadId, IterationName};
 use crate::paths::Paths;
 use crate::retry::{AfterFailure, Failure};
 use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
 use crate::state::Claim;
-use crate::events::Kind;
 use crate::tracker::{ClaimOutcome, Tracker};
 
 use super::decide::{Plan, Slot, SpawnCandidate, ZombieReason};

@@ -470,6 +470,8 @@ mod tests {
             checkin: Checkin::Daily,
             channel: Some("#app".into()),
             push_pending: false,
+            loop_paused: None,
+            claw_phase: None,
             config: None,
         };
         assert!(!paused(&r));

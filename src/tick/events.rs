@@ -49,13 +49,24 @@ pub fn drafts(
         put(&r.project, d);
     }
     for (slug, bead, reason) in &outcome.blocked {
-        put(slug, Draft::new(Kind::BeadBlocked).bead(bead).with("reason", reason));
+        put(
+            slug,
+            Draft::new(Kind::BeadBlocked)
+                .bead(bead)
+                .with("reason", reason),
+        );
     }
     for (slug, bead, branch) in &outcome.kept {
-        put(slug, Draft::new(Kind::WorkKept).bead(bead).with("branch", branch));
+        put(
+            slug,
+            Draft::new(Kind::WorkKept).bead(bead).with("branch", branch),
+        );
     }
     for (slug, name) in completed {
-        put(slug, Draft::new(Kind::IterationComplete).with("iteration", name.to_string()));
+        put(
+            slug,
+            Draft::new(Kind::IterationComplete).with("iteration", name.to_string()),
+        );
     }
     for r in reports {
         let prefix = format!("{}: ", r.slug);
@@ -67,14 +78,21 @@ pub fn drafts(
                 true => Kind::PushFailed,
                 false => Kind::Error,
             };
-            put(&r.slug, Draft::new(kind).with("message", &e[prefix.len()..]));
+            put(
+                &r.slug,
+                Draft::new(kind).with("message", &e[prefix.len()..]),
+            );
         }
     }
     out
 }
 
 /// What status.json says a tick sees of a project.
-pub fn observation(r: &ProjectReport, view: Option<&ProjectView>, sessions: &[Session]) -> Observation {
+pub fn observation(
+    r: &ProjectReport,
+    view: Option<&ProjectView>,
+    sessions: &[Session],
+) -> Observation {
     let stories = || r.stories.iter().filter_map(|(_, _, s)| *s);
     let done = stories().filter(|s| *s == BeadStatus::Closed).count();
     let remaining = stories().filter(|s| *s != BeadStatus::Closed).count();
@@ -91,7 +109,10 @@ pub fn observation(r: &ProjectReport, view: Option<&ProjectView>, sessions: &[Se
     if let Some((phase, done, remaining, all)) = &r.claw_phase {
         return Observation {
             phase: Some(phase.clone()).filter(|p| !p.is_empty()),
-            progress: Progress { done: *done, remaining: *remaining },
+            progress: Progress {
+                done: *done,
+                remaining: *remaining,
+            },
             held,
             complete: *all,
             live,

@@ -59,8 +59,8 @@ fn sliced_registry(text: &str, now: DateTime<Utc>) -> Option<String> {
         let t = l.trim();
         t.starts_with('|') && t.contains('-') && t.chars().all(|c| "|-: ".contains(c))
     };
-    let header = (0..lines.len().saturating_sub(1))
-        .find(|&i| is_row(lines[i]) && is_rule(lines[i + 1]))?;
+    let header =
+        (0..lines.len().saturating_sub(1)).find(|&i| is_row(lines[i]) && is_rule(lines[i + 1]))?;
     let rows: Vec<&str> = lines[header + 2..]
         .iter()
         .copied()
@@ -81,7 +81,11 @@ pub fn changed(paths: &Paths, since: DateTime<Utc>, now: DateTime<Utc>) -> Optio
     let text = crate::atomic::read(&file).ok()?;
     let text = crate::format::decode(&text);
     let rows = match sliced_registry(&text, now) {
-        Some(cut) => crate::format::registry::parse_registry(&cut, &file, paths).value.entries,
+        Some(cut) => {
+            crate::format::registry::parse_registry(&cut, &file, paths)
+                .value
+                .entries
+        }
         None => {
             let all = crate::format::registry::read_registry(paths).value.entries;
             let range = slice(all.len(), now);
@@ -105,7 +109,8 @@ mod tests {
     #[test]
     fn c2_7_a_skipped_run_parses_only_its_slice_of_the_registry() {
         let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 1, 0).unwrap(); // the second window
-        let mut text = String::from("# Registry\n\n| Path | Slug | Status | Priority |\n|:--|---|---|---|\n");
+        let mut text =
+            String::from("# Registry\n\n| Path | Slug | Status | Priority |\n|:--|---|---|---|\n");
         for i in 0..150 {
             text.push_str(&format!("| /p/{i} | p{i} | active | normal |\n"));
         }

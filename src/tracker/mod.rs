@@ -200,7 +200,9 @@ pub fn open_read_only(
         TrackerKind::Workplan | TrackerKind::Auto => Ok(Box::new(
             workplan::Workplan::with_options(&opts).read_only(),
         )),
-        TrackerKind::Claw => Ok(Box::new(crate::claw::tracker::ClawTracker::new(&opts, true))),
+        TrackerKind::Claw => Ok(Box::new(crate::claw::tracker::ClawTracker::new(
+            &opts, true,
+        ))),
         k => open(k, opts),
     }
 }

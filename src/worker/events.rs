@@ -15,7 +15,11 @@ pub fn ending(
     steps: &[Step],
     duration_seconds: u64,
 ) -> Vec<Draft> {
-    let d = |k: Kind| Draft::new(k).bead(bead).with("duration_seconds", duration_seconds);
+    let d = |k: Kind| {
+        Draft::new(k)
+            .bead(bead)
+            .with("duration_seconds", duration_seconds)
+    };
     match ending {
         Ending::Completed {
             commit,
@@ -42,15 +46,20 @@ pub fn ending(
         Ending::ClaimRefused | Ending::IterationFrozen => Vec::new(),
         Ending::DependenciesOpen { open } => vec![d(Kind::BeadBlocked)
             .with("reason", "its dependencies are open")
-            .with("open", open.iter().map(|b| b.to_string()).collect::<Vec<_>>())],
+            .with(
+                "open",
+                open.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+            )],
         Ending::AwaitingHuman => {
             let q = last(steps, "question")
                 .map(|q| q.trim_start_matches("bead blocked until answered: "))
                 .unwrap_or("the agent needs a person's answer");
             vec![d(Kind::Question).with("message", q)]
         }
-        Ending::AwaitingApproval => vec![d(Kind::NeedsHuman)
-            .with("reason", "ask-first: the plan waits for a person's approval")],
+        Ending::AwaitingApproval => vec![d(Kind::NeedsHuman).with(
+            "reason",
+            "ask-first: the plan waits for a person's approval",
+        )],
         Ending::Retrying {
             not_before,
             failures,
@@ -74,7 +83,11 @@ pub fn state_of(step: &str) -> Option<State> {
 }
 
 fn last<'a>(steps: &'a [Step], name: &str) -> Option<&'a str> {
-    steps.iter().rev().find(|s| s.name == name).map(|s| s.detail.as_str())
+    steps
+        .iter()
+        .rev()
+        .find(|s| s.name == name)
+        .map(|s| s.detail.as_str())
 }
 
 #[cfg(test)]
@@ -112,7 +125,11 @@ mod tests {
                     pushed: Some(false),
                     iteration_completed: true,
                 },
-                vec![Kind::TaskComplete, Kind::IterationComplete, Kind::PushFailed],
+                vec![
+                    Kind::TaskComplete,
+                    Kind::IterationComplete,
+                    Kind::PushFailed,
+                ],
             ),
             (Ending::ClaimRefused, vec![]),
             (Ending::IterationFrozen, vec![]),
@@ -131,7 +148,10 @@ mod tests {
                 },
                 vec![Kind::ValidationFailed],
             ),
-            (Ending::Blocked { reason: "x".into() }, vec![Kind::BeadBlocked]),
+            (
+                Ending::Blocked { reason: "x".into() },
+                vec![Kind::BeadBlocked],
+            ),
             (Ending::Failed { error: "x".into() }, vec![Kind::Error]),
         ];
         for (e, want) in cases {

@@ -40,8 +40,8 @@ use crate::workspace::{GitWorktrees, Workspace, WorkspaceMode, Workspaces};
 use context::Loaded;
 use execute::Attempts;
 
-pub use exec::{work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor};
 pub use context::slug_for;
+pub use exec::{work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor};
 pub use execute::executor_for;
 
 /// How a worker run ended.

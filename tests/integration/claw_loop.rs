@@ -76,7 +76,11 @@ fn kinds(root: &Path) -> Vec<String> {
         .iter()
         .map(|e| {
             let ev = e.read().unwrap();
-            format!("{}{}", ev.kind, ev.bead.map(|b| format!(":{b}")).unwrap_or_default())
+            format!(
+                "{}{}",
+                ev.kind,
+                ev.bead.map(|b| format!(":{b}")).unwrap_or_default()
+            )
         })
         .collect()
 }
@@ -86,7 +90,15 @@ fn checked(root: &Path) -> Vec<String> {
         .unwrap()
         .lines()
         .filter(|l| l.starts_with("- [x]"))
-        .map(|l| l.split("id:").nth(1).unwrap().split([',', ' ']).next().unwrap().to_string())
+        .map(|l| {
+            l.split("id:")
+                .nth(1)
+                .unwrap()
+                .split([',', ' '])
+                .next()
+                .unwrap()
+                .to_string()
+        })
         .collect()
 }
 
@@ -109,8 +121,14 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
     assert_eq!(checked(&root), ["wp-store"]);
     let log = sb.git(&root, &["log", "-1", "--name-only", "--format=%s"]);
     assert!(log.starts_with("Set up the store (wp-store)"), "{log}");
-    assert!(log.contains("work-wp-store.txt") && log.contains(".claw/WORKPLAN.md"), "{log}");
-    assert!(!log.contains(".claw/events") && !log.contains("status.json"), "{log}");
+    assert!(
+        log.contains("work-wp-store.txt") && log.contains(".claw/WORKPLAN.md"),
+        "{log}"
+    );
+    assert!(
+        !log.contains(".claw/events") && !log.contains("status.json"),
+        "{log}"
+    );
 
     // The next task's checks fail twice (one retry): the loop pauses.
     std::fs::write(sb.home().join("validation-fails"), "").unwrap();
@@ -118,14 +136,21 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
     assert_eq!(checked(&root), ["wp-store"]);
     let ks = kinds(&root);
     assert_eq!(
-        ks.iter().filter(|k| *k == "validation_failed:wp-snap").count(),
+        ks.iter()
+            .filter(|k| *k == "validation_failed:wp-snap")
+            .count(),
         2,
         "{ks:?}"
     );
     assert!(ks.last().unwrap().starts_with("loop_paused"), "{ks:?}");
     let issues = sb.read(root.join(".claw/ISSUES.md"));
-    assert!(issues.contains("Add window snapping") && issues.contains("check"), "{issues}");
-    let packets = std::fs::read_dir(sb.home().join("packets")).unwrap().count();
+    assert!(
+        issues.contains("Add window snapping") && issues.contains("check"),
+        "{issues}"
+    );
+    let packets = std::fs::read_dir(sb.home().join("packets"))
+        .unwrap()
+        .count();
     assert_eq!(packets, 3, "the retry's coder got a packet too");
     let retry = sb.read(sb.home().join("packets/02-wp-snap.md"));
     assert!(retry.contains("## Previous Attempt"), "{retry}");
@@ -135,7 +160,12 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
 
     // A person fixes it and resumes with a note: the next packet shows it once.
     std::fs::remove_file(sb.home().join("validation-fails")).unwrap();
-    let out = sb.ok(&["resume", "app", "--note", "Use the edge list, not the grid."]);
+    let out = sb.ok(&[
+        "resume",
+        "app",
+        "--note",
+        "Use the edge list, not the grid.",
+    ]);
     assert!(out.contains("it was paused: validation failed"), "{out}");
     assert_eq!(turn(&sb), 1);
     assert_eq!(checked(&root), ["wp-store", "wp-snap"]);
@@ -154,7 +184,10 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
         "packets/{:02}-wp-bar.md",
         std::fs::read_dir(sb.home().join("packets")).unwrap().count() - 1
     )));
-    assert!(!next.contains("Use the edge list"), "a note reaches one packet: {next}");
+    assert!(
+        !next.contains("Use the edge list"),
+        "a note reaches one packet: {next}"
+    );
 
     // Resumed, the loop finishes: loop_complete, COMPLETE.
     std::fs::remove_file(sb.home().join("coder-fails")).unwrap();
@@ -164,15 +197,28 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
     assert_eq!(checked(&root), ["wp-store", "wp-snap", "wp-bar", "wp-docs"]);
     assert_eq!(turn(&sb), 0);
     let ks = kinds(&root);
-    assert_eq!(ks.last().map(String::as_str), Some("loop_complete"), "{ks:?}");
+    assert_eq!(
+        ks.last().map(String::as_str),
+        Some("loop_complete"),
+        "{ks:?}"
+    );
     let s = status(&root);
     assert_eq!(s["state"], "COMPLETE", "{s:#}");
     assert_eq!(s["phase"], "Phase 3: Polish", "{s:#}");
     assert_eq!(s["phase_progress"]["done"], 1, "{s:#}");
     // One commit per task, and a clean work tree.
     let subjects = sb.git(&root, &["log", "--format=%s"]);
-    for t in ["Set up the store", "Add window snapping", "Build the taskbar", "Write the docs"] {
-        assert_eq!(subjects.lines().filter(|l| l.starts_with(t)).count(), 1, "{subjects}");
+    for t in [
+        "Set up the store",
+        "Add window snapping",
+        "Build the taskbar",
+        "Write the docs",
+    ] {
+        assert_eq!(
+            subjects.lines().filter(|l| l.starts_with(t)).count(),
+            1,
+            "{subjects}"
+        );
     }
     let dirty = sb.git(&root, &["status", "--porcelain", "--untracked-files=all"]);
     assert_eq!(dirty.trim(), "", "{dirty}");

@@ -56,7 +56,9 @@ fn c8_7_the_exploration_tools_answer_from_the_tree() {
     );
     let hits = out(&["find-symbol", "snapWindow"]);
     assert_eq!(
-        hits.lines().map(|l| l.split(": ").next().unwrap()).collect::<Vec<_>>(),
+        hits.lines()
+            .map(|l| l.split(": ").next().unwrap())
+            .collect::<Vec<_>>(),
         [
             "src/slices/windows/hooks/useSnap.ts:1",
             "src/slices/windows/hooks/useSnap.ts:4",
@@ -64,14 +66,21 @@ fn c8_7_the_exploration_tools_answer_from_the_tree() {
         ],
         "whole words only, node_modules ignored: {hits}"
     );
-    let json: serde_json::Value = serde_json::from_str(&out(&["find-symbol", "useSnap", "--json"])).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&out(&["find-symbol", "useSnap", "--json"])).unwrap();
     assert_eq!(json.as_array().unwrap().len(), 4, "{json:#}");
     assert_eq!(json[0]["file"], "src/slices/shell/Shell.tsx");
-    assert_eq!(tools(&["find-symbol", "noSuchThing"]).status.code(), Some(1));
+    assert_eq!(
+        tools(&["find-symbol", "noSuchThing"]).status.code(),
+        Some(1)
+    );
     let bad = tools(&["slice-deps", "nope"]);
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("no slice named nope") && err.contains("shell, taskbar, windows"), "{err}");
+    assert!(
+        err.contains("no slice named nope") && err.contains("shell, taskbar, windows"),
+        "{err}"
+    );
     // A pattern-looking name is a literal, never a regex.
     assert_eq!(tools(&["find-symbol", ".*"]).status.code(), Some(1));
 }

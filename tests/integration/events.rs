@@ -47,7 +47,10 @@ fn events_of(root: &Path) -> BTreeMap<u64, (String, Vec<u8>)> {
             .unwrap_or_else(|err| panic!("{name} is not a whole event ({err}): {bytes:?}"));
         assert_eq!(v["id"], id, "{name}");
         let kind = v["type"].as_str().unwrap().to_string();
-        assert!(name.ends_with(&format!("-{}.event", kind.replace('_', "-"))), "{name}");
+        assert!(
+            name.ends_with(&format!("-{}.event", kind.replace('_', "-"))),
+            "{name}"
+        );
         assert!(out.insert(id, (kind, bytes)).is_none());
     }
     out
@@ -64,9 +67,7 @@ fn show(events: &BTreeMap<u64, (String, Vec<u8>)>) -> String {
 fn kinds_for(events: &BTreeMap<u64, (String, Vec<u8>)>, bead: &str) -> Vec<String> {
     events
         .values()
-        .filter(|(_, b)| {
-            serde_json::from_slice::<serde_json::Value>(b).unwrap()["bead"] == bead
-        })
+        .filter(|(_, b)| serde_json::from_slice::<serde_json::Value>(b).unwrap()["bead"] == bead)
         .map(|(k, _)| k.clone())
         .collect()
 }
@@ -85,7 +86,12 @@ fn c8_1_a_bead_is_told_from_claim_to_commit_and_braids_files_never_reach_a_commi
     for bead in &app.beads {
         assert_eq!(
             kinds_for(&events, bead),
-            ["bead_claimed", "worker_spawned", "task_started", "task_complete"],
+            [
+                "bead_claimed",
+                "worker_spawned",
+                "task_started",
+                "task_complete"
+            ],
             "{bead}: {}",
             show(&events)
         );
@@ -105,7 +111,10 @@ fn c8_1_a_bead_is_told_from_claim_to_commit_and_braids_files_never_reach_a_commi
     // Nothing of .claw/ was committed, and nothing of it shows as untracked either.
     let tracked = sb.git(&app.root, &["log", "--all", "--name-only", "--format="]);
     assert!(!tracked.contains(".claw"), "{tracked}");
-    let untracked = sb.git(&app.root, &["status", "--porcelain", "--untracked-files=all"]);
+    let untracked = sb.git(
+        &app.root,
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
     assert!(!untracked.contains(".claw"), "{untracked}");
     // `braids events` lists them in order, as text and as JSON lines.
     let text = sb.ok(&["events", "--project", "app"]);
@@ -113,7 +122,11 @@ fn c8_1_a_bead_is_told_from_claim_to_commit_and_braids_files_never_reach_a_commi
     let json = sb.ok(&["events", "--json", "--since", "2"]);
     let ids: Vec<u64> = json
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_u64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     assert_eq!(ids, (3..=events.len() as u64).collect::<Vec<_>>());
     let unknown = sb.run(&["events", "--project", "nope"]);
@@ -126,7 +139,10 @@ fn c8_1_a_bead_is_told_from_claim_to_commit_and_braids_files_never_reach_a_commi
 struct Lcg(u64);
 impl Lcg {
     fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) % n
     }
 }
@@ -148,7 +164,12 @@ fn c8_2_ticks_killed_at_200_random_points_leave_whole_events_and_never_reuse_an_
     let mut seen: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut killed_mid_run = 0;
     for round in 0..200 {
-        let mut child = sb.command(&["tick", "--force"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = sb
+            .command(&["tick", "--force"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(Duration::from_millis(rng.below(120)));
         if child.try_wait().unwrap().is_none() {
             killed_mid_run += 1;
@@ -159,23 +180,45 @@ fn c8_2_ticks_killed_at_200_random_points_leave_whole_events_and_never_reuse_an_
         let before_max = seen.keys().last().copied().unwrap_or(0);
         for (id, (_, bytes)) in &now {
             match seen.get(id) {
-                Some(old) => assert_eq!(old, bytes, "seed {seed} round {round}: event {id} changed"),
+                Some(old) => {
+                    assert_eq!(old, bytes, "seed {seed} round {round}: event {id} changed")
+                }
                 None => {
-                    assert!(*id > before_max, "seed {seed} round {round}: id {id} reused (max was {before_max})");
+                    assert!(
+                        *id > before_max,
+                        "seed {seed} round {round}: id {id} reused (max was {before_max})"
+                    );
                     seen.insert(*id, bytes.clone());
                 }
             }
         }
-        assert_eq!(now.len(), seen.len(), "seed {seed} round {round}: an event vanished");
+        assert_eq!(
+            now.len(),
+            seen.len(),
+            "seed {seed} round {round}: an event vanished"
+        );
     }
-    eprintln!("seed {seed}: {killed_mid_run} of 200 ticks killed while running, {} events", seen.len());
-    assert!(killed_mid_run >= 100, "only {killed_mid_run} of 200 ticks were killed while running");
-    assert!(seen.len() > 200, "too few events to mean anything: {}", seen.len());
+    eprintln!(
+        "seed {seed}: {killed_mid_run} of 200 ticks killed while running, {} events",
+        seen.len()
+    );
+    assert!(
+        killed_mid_run >= 100,
+        "only {killed_mid_run} of 200 ticks were killed while running"
+    );
+    assert!(
+        seen.len() > 200,
+        "too few events to mean anything: {}",
+        seen.len()
+    );
     // And a tick that is let finish goes on after the largest id there ever was.
     sb.tick().force().run();
     let after = events_of(&app.root);
     let max_before = *seen.keys().last().unwrap();
-    assert!(after.keys().filter(|id| !seen.contains_key(id)).all(|id| *id > max_before));
+    assert!(after
+        .keys()
+        .filter(|id| !seen.contains_key(id))
+        .all(|id| *id > max_before));
 }
 
 /// `braids events --follow --json`, with a reader thread sending (line, when read).
@@ -206,26 +249,48 @@ fn c8_5_events_follow_sees_each_event_within_a_second_of_its_writing() {
     let b = sb.new_project("b").beads(1).create();
     let ja = Journal::of_project(&a.root);
     // `b` has no events folder yet: its first event must be seen too.
-    ja.append("a", vec![Draft::new(Kind::Error).with("message", "ready")], chrono::Utc::now())
-        .unwrap();
+    ja.append(
+        "a",
+        vec![Draft::new(Kind::Error).with("message", "ready")],
+        chrono::Utc::now(),
+    )
+    .unwrap();
     let (mut child, rx) = follow(&sb);
-    let (first, _) = rx.recv_timeout(Duration::from_secs(30)).expect("the backlog");
+    let (first, _) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the backlog");
     assert!(first.contains("ready"), "{first}");
     let mut worst = Duration::ZERO;
     for i in 0..6 {
-        let (slug, root) = if i % 2 == 0 { ("a", &a.root) } else { ("b", &b.root) };
+        let (slug, root) = if i % 2 == 0 {
+            ("a", &a.root)
+        } else {
+            ("b", &b.root)
+        };
         let msg = format!("event {i}");
         let written = Instant::now();
         Journal::of_project(root)
-            .append(slug, vec![Draft::new(Kind::Error).with("message", &msg)], chrono::Utc::now())
+            .append(
+                slug,
+                vec![Draft::new(Kind::Error).with("message", &msg)],
+                chrono::Utc::now(),
+            )
             .unwrap();
-        let (line, read) = rx.recv_timeout(Duration::from_secs(30)).expect("a followed event");
-        assert!(line.contains(&msg) && line.contains(&format!("\"project\":\"{slug}\"")), "{line}");
+        let (line, read) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a followed event");
+        assert!(
+            line.contains(&msg) && line.contains(&format!("\"project\":\"{slug}\"")),
+            "{line}"
+        );
         worst = worst.max(read - written);
     }
     let _ = child.kill();
     child.wait().unwrap();
-    assert!(worst < Duration::from_secs(1), "an event took {worst:?} to be seen");
+    assert!(
+        worst < Duration::from_secs(1),
+        "an event took {worst:?} to be seen"
+    );
 }
 
 /// Starts `braids supervise` running `cmd`.
@@ -238,10 +303,17 @@ fn supervise(sb: &Sandbox, cmd: &Path) -> Child {
 }
 
 fn stop(mut child: Child) {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "supervise did not stop on SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "supervise did not stop on SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -257,12 +329,23 @@ fn acks(sb: &Sandbox) -> Vec<String> {
 #[test]
 fn c8_6_supervise_acknowledges_every_event_exactly_once_across_two_restarts() {
     let sb = install();
-    let roots: Vec<_> = ["a", "b"].iter().map(|s| sb.new_project(s).beads(1).create().root).collect();
+    let roots: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|s| sb.new_project(s).beads(1).create().root)
+        .collect();
     let put = |n: usize| {
         for i in 0..n {
-            let (slug, root) = if i % 2 == 0 { ("a", &roots[0]) } else { ("b", &roots[1]) };
+            let (slug, root) = if i % 2 == 0 {
+                ("a", &roots[0])
+            } else {
+                ("b", &roots[1])
+            };
             Journal::of_project(root)
-                .append(slug, vec![Draft::new(Kind::Error).with("message", i)], chrono::Utc::now())
+                .append(
+                    slug,
+                    vec![Draft::new(Kind::Error).with("message", i)],
+                    chrono::Utc::now(),
+                )
                 .unwrap();
         }
     };
@@ -281,15 +364,27 @@ echo "$BRAIDS_EVENT_PROJECT#$BRAIDS_EVENT_ID" >> {:?}"#,
     );
     put(12);
     let first = supervise(&sb, &cmd);
-    assert!(poll_until(Duration::from_secs(120), || acks(&sb).len() >= 5), "{:?}", acks(&sb));
+    assert!(
+        poll_until(Duration::from_secs(120), || acks(&sb).len() >= 5),
+        "{:?}",
+        acks(&sb)
+    );
     stop(first);
     put(12);
     let second = supervise(&sb, &cmd);
-    assert!(poll_until(Duration::from_secs(120), || acks(&sb).len() >= 15), "{:?}", acks(&sb));
+    assert!(
+        poll_until(Duration::from_secs(120), || acks(&sb).len() >= 15),
+        "{:?}",
+        acks(&sb)
+    );
     stop(second);
     put(6);
     let third = supervise(&sb, &cmd);
-    assert!(poll_until(Duration::from_secs(180), || acks(&sb).len() >= 30), "{:?}", acks(&sb));
+    assert!(
+        poll_until(Duration::from_secs(180), || acks(&sb).len() >= 30),
+        "{:?}",
+        acks(&sb)
+    );
     // Let a few more rounds pass: nothing more may come.
     std::thread::sleep(Duration::from_secs(3));
     stop(third);
@@ -302,11 +397,21 @@ echo "$BRAIDS_EVENT_PROJECT#$BRAIDS_EVENT_ID" >> {:?}"#,
             .iter()
             .filter_map(|l| l.strip_prefix(&format!("{slug}#"))?.parse().ok())
             .collect();
-        assert_eq!(ids, (1..=15).collect::<Vec<_>>(), "{slug}: out of order or missing");
-        assert!(Journal::of_project(root).entries().iter().all(|e| e.is_processed()));
+        assert_eq!(
+            ids,
+            (1..=15).collect::<Vec<_>>(),
+            "{slug}: out of order or missing"
+        );
+        assert!(Journal::of_project(root)
+            .entries()
+            .iter()
+            .all(|e| e.is_processed()));
     }
     let runs: u64 = sb.read("runs").trim().parse().unwrap();
-    assert!(runs >= 44, "every third run fails, so 30 successes take 44 runs or more: {runs}");
+    assert!(
+        runs >= 44,
+        "every third run fails, so 30 successes take 44 runs or more: {runs}"
+    );
 }
 
 #[test]
@@ -314,12 +419,19 @@ fn c8_6_supervise_once_handles_the_backlog_and_says_when_some_is_left() {
     let sb = install();
     let app = sb.new_project("app").beads(1).create();
     Journal::of_project(&app.root)
-        .append("app", vec![Draft::new(Kind::Error), Draft::new(Kind::Error)], chrono::Utc::now())
+        .append(
+            "app",
+            vec![Draft::new(Kind::Error), Draft::new(Kind::Error)],
+            chrono::Utc::now(),
+        )
         .unwrap();
     let ok = sb.script("bin/ok", "cat > /dev/null");
     let out = sb.run(&["supervise", "--once", "--exec", &ok.display().to_string()]);
     assert!(out.status.success(), "{out:?}");
-    assert!(Journal::of_project(&app.root).entries().iter().all(|e| e.is_processed()));
+    assert!(Journal::of_project(&app.root)
+        .entries()
+        .iter()
+        .all(|e| e.is_processed()));
     Journal::of_project(&app.root)
         .append("app", vec![Draft::new(Kind::Error)], chrono::Utc::now())
         .unwrap();
@@ -336,27 +448,49 @@ fn c8_6_supervise_hands_each_event_to_a_chat_cli_as_arguments_without_a_shell() 
     Journal::of_project(&app.root)
         .append(
             "app",
-            vec![Draft::new(Kind::Question).bead("app-w1").with("message", "which API? $(touch pwned) `id`")],
+            vec![Draft::new(Kind::Question)
+                .bead("app-w1")
+                .with("message", "which API? $(touch pwned) `id`")],
             chrono::Utc::now(),
         )
         .unwrap();
     // A stand-in for `openclaw message send`: one line per argument.
     let openclaw = sb.script(
         "bin/openclaw",
-        &format!("for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {:?}", sb.home().join("sent")),
+        &format!(
+            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {:?}",
+            sb.home().join("sent")
+        ),
     );
     let out = sb.run(&[
-        "supervise", "--once", "--exec",
-        &openclaw.display().to_string(), "message", "send", "--channel", "irc", "--target", "#braids",
-        "-m", "{project}: {type} {bead} {message}",
+        "supervise",
+        "--once",
+        "--exec",
+        &openclaw.display().to_string(),
+        "message",
+        "send",
+        "--channel",
+        "irc",
+        "--target",
+        "#braids",
+        "-m",
+        "{project}: {type} {bead} {message}",
     ]);
     assert!(out.status.success(), "{out:?}");
     let sent = sb.read("sent");
     let args: Vec<&str> = sent.lines().collect();
     assert_eq!(
         args,
-        ["message", "send", "--channel", "irc", "--target", "#braids", "-m",
-         "app: question app-w1 which API? $(touch pwned) `id`"]
+        [
+            "message",
+            "send",
+            "--channel",
+            "irc",
+            "--target",
+            "#braids",
+            "-m",
+            "app: question app-w1 which API? $(touch pwned) `id`"
+        ]
     );
     assert!(!sb.home().join("pwned").exists() && !app.root.join("pwned").exists());
 }

@@ -5,7 +5,11 @@ use std::path::Path;
 
 /// The file's header docblock, or a sentence saying why there is none.
 pub fn show_contract(root: &Path, file: &Path) -> anyhow::Result<Option<String>> {
-    let path = if file.is_absolute() { file.to_path_buf() } else { root.join(file) };
+    let path = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        root.join(file)
+    };
     let bytes = crate::atomic::read(&path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     let text = String::from_utf8_lossy(&bytes);
@@ -28,14 +32,35 @@ pub fn header_docblock(text: &str, ext: &str) -> Option<String> {
     let first = lines[0].trim_start();
     let hash_comments = matches!(
         ext,
-        "py" | "sh" | "bash" | "zsh" | "rb" | "pl" | "r" | "yaml" | "yml" | "toml" | "cfg" | "conf" | "mk" | "cmake" | "nix" | "tf" | "ps1" | "jl" | "ex" | "exs"
+        "py" | "sh"
+            | "bash"
+            | "zsh"
+            | "rb"
+            | "pl"
+            | "r"
+            | "yaml"
+            | "yml"
+            | "toml"
+            | "cfg"
+            | "conf"
+            | "mk"
+            | "cmake"
+            | "nix"
+            | "tf"
+            | "ps1"
+            | "jl"
+            | "ex"
+            | "exs"
     ) || ext.is_empty();
     let out: Vec<String> = if first.starts_with("/*") {
         let mut block = Vec::new();
         for l in lines {
             let done = l.contains("*/");
             let t = l.split("*/").next().unwrap_or("").trim();
-            let t = t.trim_start_matches("/**").trim_start_matches("/*").trim_start();
+            let t = t
+                .trim_start_matches("/**")
+                .trim_start_matches("/*")
+                .trim_start();
             let t = t.strip_prefix('*').map(str::trim_start).unwrap_or(t);
             block.push(t.to_string());
             if done {
@@ -43,7 +68,10 @@ pub fn header_docblock(text: &str, ext: &str) -> Option<String> {
             }
         }
         block
-    } else if let Some(marker) = ["//!", "///", "//"].into_iter().find(|m| first.starts_with(m)) {
+    } else if let Some(marker) = ["//!", "///", "//"]
+        .into_iter()
+        .find(|m| first.starts_with(m))
+    {
         run(lines, marker)
     } else if first.starts_with('#') && !first.starts_with("#[") && hash_comments {
         run(lines, "#")
@@ -96,14 +124,38 @@ mod tests {
     #[test]
     fn docblocks_of_each_comment_style() {
         let cases: &[(&str, &str, Option<&str>)] = &[
-            ("/**\n * The window store.\n *\n * Owns z-order.\n */\nexport const x = 1;\n", "ts", Some("The window store.\n\nOwns z-order.")),
+            (
+                "/**\n * The window store.\n *\n * Owns z-order.\n */\nexport const x = 1;\n",
+                "ts",
+                Some("The window store.\n\nOwns z-order."),
+            ),
             ("/* one line */\ncode", "c", Some("one line")),
-            ("//! Why this module.\n//! More.\n\nuse x;\n", "rs", Some("Why this module.\nMore.")),
-            ("// Header.\n// Two.\nconst a = 1; // not this\n", "js", Some("Header.\nTwo.")),
-            ("#!/usr/bin/env python3\n# The tool.\n# Usage: x\nimport os\n", "py", Some("The tool.\nUsage: x")),
-            ("\"\"\"Docstring\nsecond line.\n\"\"\"\nimport os\n", "py", Some("Docstring\nsecond line.")),
+            (
+                "//! Why this module.\n//! More.\n\nuse x;\n",
+                "rs",
+                Some("Why this module.\nMore."),
+            ),
+            (
+                "// Header.\n// Two.\nconst a = 1; // not this\n",
+                "js",
+                Some("Header.\nTwo."),
+            ),
+            (
+                "#!/usr/bin/env python3\n# The tool.\n# Usage: x\nimport os\n",
+                "py",
+                Some("The tool.\nUsage: x"),
+            ),
+            (
+                "\"\"\"Docstring\nsecond line.\n\"\"\"\nimport os\n",
+                "py",
+                Some("Docstring\nsecond line."),
+            ),
             ("'''One.'''\n", "py", Some("One.")),
-            ("-- The schema.\nCREATE TABLE t();\n", "sql", Some("The schema.")),
+            (
+                "-- The schema.\nCREATE TABLE t();\n",
+                "sql",
+                Some("The schema."),
+            ),
             ("#include <stdio.h>\n", "c", None),
             ("#[derive(Debug)]\nstruct A;\n", "rs", None),
             ("export const x = 1;\n", "ts", None),

@@ -24,7 +24,10 @@ pub fn imports_of(text: &str, ext: &str) -> Vec<String> {
     let quoted = |l: &str, after: &str| -> Option<String> {
         let rest = &l[l.find(after)? + after.len()..];
         let rest = rest.trim_start().trim_start_matches('(').trim_start();
-        let q = rest.chars().next().filter(|c| matches!(c, '\'' | '"' | '`'))?;
+        let q = rest
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '\'' | '"' | '`'))?;
         let body = &rest[1..];
         Some(body[..body.find(q)?].to_string())
     };
@@ -44,7 +47,10 @@ pub fn imports_of(text: &str, ext: &str) -> Vec<String> {
                 if let Some(rest) = l.strip_prefix("from ") {
                     out.extend(rest.split_whitespace().next().map(String::from));
                 } else if let Some(rest) = l.strip_prefix("import ") {
-                    out.extend(rest.split(',').filter_map(|m| m.split_whitespace().next().map(String::from)));
+                    out.extend(
+                        rest.split(',')
+                            .filter_map(|m| m.split_whitespace().next().map(String::from)),
+                    );
                 }
             }
             "rs" => {
@@ -168,11 +174,21 @@ mod tests {
         let ts = "import { a } from '../../store/windowStore';\nimport x from \"react\";\nimport './side.css';\nconst y = require('lodash');\nexport * from './hooks/useSnap';\n// import nothing here\n";
         assert_eq!(
             imports_of(ts, "ts"),
-            ["../../store/windowStore", "react", "./side.css", "lodash", "./hooks/useSnap"]
+            [
+                "../../store/windowStore",
+                "react",
+                "./side.css",
+                "lodash",
+                "./hooks/useSnap"
+            ]
         );
         let py = "from ..shared import types\nimport os, sys as s\nfrom app.store import x\n";
         assert_eq!(imports_of(py, "py"), ["..shared", "os", "sys", "app.store"]);
-        let rs = "use crate::retry::store::Store;\npub use super::x;\nuse std::path::{Path, PathBuf};\n";
-        assert_eq!(imports_of(rs, "rs"), ["crate::retry::store::Store", "super::x", "std::path"]);
+        let rs =
+            "use crate::retry::store::Store;\npub use super::x;\nuse std::path::{Path, PathBuf};\n";
+        assert_eq!(
+            imports_of(rs, "rs"),
+            ["crate::retry::store::Store", "super::x", "std::path"]
+        );
     }
 }

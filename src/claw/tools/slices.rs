@@ -13,9 +13,7 @@ pub struct Slice {
 
 /// Every directory under `root` holding a `slice.md`, by name.
 pub fn list_slices(root: &Path) -> Vec<Slice> {
-    let found = super::walk::files(root, |p| {
-        (p.file_name()? == "slice.md").then_some(())
-    });
+    let found = super::walk::files(root, |p| (p.file_name()? == "slice.md").then_some(()));
     let mut out: Vec<Slice> = found
         .into_iter()
         .filter_map(|(p, ())| {
@@ -40,6 +38,10 @@ pub fn find(root: &Path, name: &str) -> anyhow::Result<Slice> {
     anyhow::bail!(
         "no slice named {name} under {} (a slice is a directory with a slice.md); slices: {}",
         root.display(),
-        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
     )
 }

@@ -30,10 +30,16 @@ pub fn files<T: Send>(root: &Path, each: impl Fn(&Path) -> Option<T> + Sync) -> 
 
 /// `path` relative to `root`, for display.
 pub fn rel(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root).unwrap_or(path).display().to_string()
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// Every file under `root` (ignore rules applied), sorted.
 pub fn all(root: &Path) -> Vec<PathBuf> {
-    files(root, |_| Some(())).into_iter().map(|(p, ())| p).collect()
+    files(root, |_| Some(()))
+        .into_iter()
+        .map(|(p, ())| p)
+        .collect()
 }

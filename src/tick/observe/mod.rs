@@ -405,7 +405,11 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
 }
 
 /// The tracker a project asked for in PROJECT.md (`Tracker: br`), else the installation's.
-pub fn tracker_kind(config: &ProjectConfig, default: TrackerKind, root: &std::path::Path) -> TrackerKind {
+pub fn tracker_kind(
+    config: &ProjectConfig,
+    default: TrackerKind,
+    root: &std::path::Path,
+) -> TrackerKind {
     if crate::claw::is_claw(config, root) {
         return TrackerKind::Claw;
     }
