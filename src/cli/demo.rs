@@ -74,9 +74,24 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     };
     std::fs::create_dir_all(&dir)?;
     let dir = dir.canonicalize()?;
+    // The sample's home has no ~/.gitconfig: commits (the agents' work kept on a branch, for
+    // one) take the person's identity from here, or the demo's own.
+    let identity = [
+        ("GIT_AUTHOR_NAME", "user.name", "braids demo"),
+        ("GIT_AUTHOR_EMAIL", "user.email", "demo@braids.invalid"),
+        ("GIT_COMMITTER_NAME", "user.name", "braids demo"),
+        ("GIT_COMMITTER_EMAIL", "user.email", "demo@braids.invalid"),
+    ]
+    .map(|(var, key, fallback)| {
+        let value = std::env::var(var).ok().or_else(|| git_config(key)).unwrap_or_else(|| fallback.into());
+        (var, value)
+    });
     // Everything below — and every worker the ticks start — sees the sample as its home.
     // SAFETY: single-threaded at this point; nothing else reads the environment concurrently.
     unsafe {
+        for (var, value) in &identity {
+            std::env::set_var(var, value);
+        }
         std::env::set_var("HOME", &dir);
         std::env::remove_var("BRAIDS_HOME");
     }
@@ -204,4 +219,11 @@ pub fn stand_in(args: StandInArgs) -> Result<i32> {
     )?;
     println!("stand-in agent: wrote {}", args.deliverable.display());
     Ok(EXIT_OK)
+}
+
+/// `git config <key>` as the person has it, if set.
+fn git_config(key: &str) -> Option<String> {
+    let out = std::process::Command::new("git").args(["config", key]).output().ok()?;
+    let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
 }
