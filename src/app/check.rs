@@ -177,6 +177,28 @@ pub fn check_project(_slug: &str, root: &Path, config: &Config) -> Vec<Diagnosti
             "until it is fixed, ticks claim nothing for this project",
         ));
     }
+    if crate::claw::is_claw(&project.value, root) {
+        let plan = crate::claw::tracker::plan_file(root);
+        if !plan.is_file() {
+            out.push(Diagnostic::error(
+                &project_md,
+                project.value.field("pipeline").map(|f| f.line),
+                "8.8",
+                "the project runs the claw loop but has no .claw/WORKPLAN.md, so it has no task to work",
+                "write the tasks as a checklist in .claw/WORKPLAN.md, or remove `Pipeline: claw`",
+            ));
+        }
+        if let Err(e) = crate::claw::config::load(root) {
+            let text = format!("{e:#}");
+            out.push(Diagnostic::error(
+                &root.join(".claw/config.yaml"),
+                crate::claw::config::error_line(&text),
+                "8.8",
+                text,
+                "until it is fixed, each task the loop starts pauses it",
+            ));
+        }
+    }
     // read_iterations reports every 1.3 problem, two active iterations included (once).
     let iterations = format::iteration::read_iterations(root);
     out.extend(iterations.diagnostics);
