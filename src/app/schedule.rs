@@ -26,6 +26,9 @@ pub struct InstallRequest {
     pub journal: bool,
     /// Ticks log JSON lines.
     pub json_logs: bool,
+    /// Also run `braids supervise --exec <these>` beside the tick: a systemd service, or a
+    /// crontab line with `--once` on the tick's schedule.
+    pub supervise: Option<Vec<String>>,
 }
 
 /// Which of the two schedulers `show` and `remove` look at; neither named means both.
@@ -52,6 +55,9 @@ pub struct Installed {
     pub changed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crontab_line: Option<String>,
+    /// The supervisor's crontab line, with `--supervise`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supervise_line: Option<String>,
     /// The whole new crontab, on a dry run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crontab: Option<String>,
@@ -88,15 +94,31 @@ pub fn install(paths: &Paths, r: &InstallRequest) -> Result<Installed> {
             paths.registry().display()
         ));
     }
+    let supervise = match &r.supervise {
+        Some(exec) => Some(cmd.supervise(r.cron, exec)?),
+        None => None,
+    };
     if r.cron {
-        install_cron(paths, &r.schedule, &cmd, r.dry_run, warnings)
+        install_cron(
+            paths,
+            &r.schedule,
+            &cmd,
+            supervise.as_ref(),
+            r.dry_run,
+            warnings,
+        )
     } else {
         let log = if r.journal {
             LogTarget::Journal
         } else {
             LogTarget::File
         };
-        install_systemd(paths, &r.schedule, &cmd, r.dry_run, r.enable, log, warnings)
+        let units = Units {
+            tick: &cmd,
+            supervise: supervise.as_ref(),
+            log,
+        };
+        install_systemd(paths, &r.schedule, &units, r.dry_run, r.enable, warnings)
     }
 }
 
@@ -108,12 +130,22 @@ fn install_cron(
     paths: &Paths,
     schedule: &Schedule,
     cmd: &TickCommand,
+    supervise: Option<&TickCommand>,
     dry_run: bool,
     mut warnings: Vec<String>,
 ) -> Result<Installed> {
     let expr = schedule.crontab_expr().map_err(|e| anyhow!(e))?;
-    let tag = crontab::tag(&braids_dir_str(paths)?);
+    let dir = braids_dir_str(paths)?;
+    let tag = crontab::tag(&dir);
     let line = crontab::entry_line(&expr, cmd, &tag)?;
+    let supervise_line = match supervise {
+        Some(s) => Some(crontab::entry_line(
+            &expr,
+            s,
+            &crontab::supervise_tag(&dir),
+        )?),
+        None => None,
+    };
     let current = match crontab::read_if_installed()? {
         Some(text) => text,
         // A dry run shows the line it would write wherever it runs.
@@ -123,7 +155,10 @@ fn install_cron(
         }
         None => bail!("{}", crontab::NOT_INSTALLED),
     };
-    let new = crontab::upsert(&current, &line, &tag);
+    let mut new = crontab::upsert(&current, &line, &tag);
+    if let Some(l) = &supervise_line {
+        new = crontab::upsert(&new, l, &crontab::supervise_tag(&dir));
+    }
     for l in crontab::untagged_ticks(&current) {
         warnings.push(format!(
             "another crontab line also runs braids tick and was left alone (ticks cannot overlap, but remove it if it is a leftover): {l}"
@@ -144,6 +179,7 @@ fn install_cron(
         dry_run,
         changed,
         crontab_line: Some(line),
+        supervise_line,
         crontab: dry_run.then_some(new),
         on_calendar: vec![],
         files: vec![],
@@ -154,19 +190,25 @@ fn install_cron(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The systemd units' commands and where they log.
+struct Units<'a> {
+    tick: &'a TickCommand,
+    supervise: Option<&'a TickCommand>,
+    log: LogTarget,
+}
+
 fn install_systemd(
     paths: &Paths,
     schedule: &Schedule,
-    cmd: &TickCommand,
+    units: &Units<'_>,
     dry_run: bool,
     enable: bool,
-    log: LogTarget,
     warnings: Vec<String>,
 ) -> Result<Installed> {
+    let (cmd, log) = (units.tick, units.log);
     let on_calendar = schedule.on_calendar().map_err(|e| anyhow!(e))?;
     let dir = systemd::unit_dir(paths);
-    let files = vec![
+    let mut files = vec![
         UnitFile {
             path: dir.join(systemd::SERVICE),
             text: systemd::service_unit(cmd, log),
@@ -176,10 +218,21 @@ fn install_systemd(
             text: systemd::timer_unit(&on_calendar, &schedule.to_string()),
         },
     ];
+    let mut cmds = systemd::enable_commands();
+    if let Some(s) = units.supervise {
+        files.push(UnitFile {
+            path: dir.join(systemd::SUPERVISE),
+            text: systemd::supervise_unit(s, log),
+        });
+        cmds.push(
+            ["systemctl", "--user", "enable", "--now", systemd::SUPERVISE]
+                .map(String::from)
+                .to_vec(),
+        );
+    }
     let changed = files
         .iter()
         .any(|f| std::fs::read_to_string(&f.path).ok().as_deref() != Some(f.text.as_str()));
-    let cmds = systemd::enable_commands();
     let mut ran = false;
     if !dry_run {
         if log == LogTarget::File {
@@ -201,6 +254,7 @@ fn install_systemd(
         dry_run,
         changed,
         crontab_line: None,
+        supervise_line: None,
         crontab: None,
         on_calendar,
         files,
@@ -316,11 +370,15 @@ pub fn remove(paths: &Paths, which: Which, dry_run: bool, disable: bool) -> Resu
         match crontab::read() {
             Ok(text) => {
                 let tag = crontab::tag(&braids_dir_str(paths)?);
-                let lines: Vec<String> = crontab::find(&text, &tag)
+                let mut lines: Vec<String> = crontab::find(&text, &tag)
                     .iter()
                     .map(|l| l.to_string())
                     .collect();
+                let stag = crontab::supervise_tag(&braids_dir_str(paths)?);
+                lines.extend(crontab::find(&text, &stag).iter().map(|l| l.to_string()));
                 let (new, n) = crontab::remove(&text, &tag);
+                let (new, m) = crontab::remove(&new, &stag);
+                let n = n + m;
                 if n > 0 && !dry_run {
                     crontab::write(&new)?;
                 }
@@ -339,10 +397,15 @@ pub fn remove(paths: &Paths, which: Which, dry_run: bool, disable: bool) -> Resu
 fn remove_systemd(paths: &Paths, dry_run: bool, disable: bool, out: &mut Removed) -> Result<()> {
     let dir = systemd::unit_dir(paths);
     let wants = dir.join("timers.target.wants").join(systemd::TIMER);
-    let present: Vec<PathBuf> = [dir.join(systemd::SERVICE), dir.join(systemd::TIMER)]
-        .into_iter()
-        .filter(|p| p.exists())
-        .collect();
+    let supervise_wants = dir.join("default.target.wants").join(systemd::SUPERVISE);
+    let present: Vec<PathBuf> = [
+        dir.join(systemd::SERVICE),
+        dir.join(systemd::TIMER),
+        dir.join(systemd::SUPERVISE),
+    ]
+    .into_iter()
+    .filter(|p| p.exists())
+    .collect();
     if present.is_empty() && wants.symlink_metadata().is_err() {
         return Ok(());
     }
@@ -350,14 +413,22 @@ fn remove_systemd(paths: &Paths, dry_run: bool, disable: bool, out: &mut Removed
         out.files = present;
         return Ok(());
     }
+    let supervised = dir.join(systemd::SUPERVISE).exists();
     if disable {
         if let Err(e) = systemd::run_all(&systemd::disable_commands()) {
             out.notes.push(format!("warning: {e:#}"));
         }
+        if supervised {
+            if let Err(e) = systemd::run_all(&systemd::disable_supervise_commands()) {
+                out.notes.push(format!("warning: {e:#}"));
+            }
+        }
     }
     // What `systemctl disable` would remove, in case it was not run.
-    if wants.symlink_metadata().is_ok() {
-        remove_file(&wants)?;
+    for link in [&wants, &supervise_wants] {
+        if link.symlink_metadata().is_ok() {
+            remove_file(link)?;
+        }
     }
     for p in &present {
         remove_file(p)?;
@@ -375,10 +446,12 @@ fn remove_systemd(paths: &Paths, dry_run: bool, disable: bool, out: &mut Removed
             Err(e) => out.notes.push(format!("warning: {e:#}")),
         }
     } else {
-        out.commands = vec![
-            format!("systemctl --user stop {}", systemd::TIMER),
-            "systemctl --user daemon-reload".into(),
-        ];
+        out.commands = vec![format!("systemctl --user stop {}", systemd::TIMER)];
+        if supervised {
+            out.commands
+                .push(format!("systemctl --user stop {}", systemd::SUPERVISE));
+        }
+        out.commands.push("systemctl --user daemon-reload".into());
     }
     Ok(())
 }

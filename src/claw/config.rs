@@ -66,7 +66,10 @@ pub fn load(project: &Path) -> anyhow::Result<ClawConfig> {
 /// The line a parse error names (`line 2 column 5: …`), for `braids check`.
 pub fn error_line(message: &str) -> Option<usize> {
     let rest = &message[message.find("line ")? + 5..];
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 pub fn parse(text: &str) -> Result<ClawConfig, String> {

@@ -83,7 +83,10 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         ("GIT_COMMITTER_EMAIL", "user.email", "demo@braids.invalid"),
     ]
     .map(|(var, key, fallback)| {
-        let value = std::env::var(var).ok().or_else(|| git_config(key)).unwrap_or_else(|| fallback.into());
+        let value = std::env::var(var)
+            .ok()
+            .or_else(|| git_config(key))
+            .unwrap_or_else(|| fallback.into());
         (var, value)
     });
     // Everything below — and every worker the ticks start — sees the sample as its home.
@@ -223,7 +226,10 @@ pub fn stand_in(args: StandInArgs) -> Result<i32> {
 
 /// `git config <key>` as the person has it, if set.
 fn git_config(key: &str) -> Option<String> {
-    let out = std::process::Command::new("git").args(["config", key]).output().ok()?;
+    let out = std::process::Command::new("git")
+        .args(["config", key])
+        .output()
+        .ok()?;
     let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
     (out.status.success() && !v.is_empty()).then_some(v)
 }

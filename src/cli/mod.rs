@@ -316,6 +316,11 @@ pub struct ScheduleInstallArgs {
     pub journal: bool,
     #[arg(long)]
     pub json: bool,
+    /// Also run `braids supervise --exec <ARGV…>` beside the tick (a systemd service, or a
+    /// crontab line with --once on the same schedule). Put it last: it takes the rest of the
+    /// line as the command.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "ARGV")]
+    pub supervise: Option<Vec<String>>,
 }
 
 #[derive(Debug, Args)]

@@ -41,6 +41,7 @@ fn install(paths: &Paths, a: ScheduleInstallArgs, log_format: LogFormat) -> Resu
         enable: a.enable,
         journal: a.journal,
         json_logs: log_format == LogFormat::Json,
+        supervise: a.supervise,
     };
     schedule::install(paths, &request)?.print(a.json);
     Ok(EXIT_OK)
@@ -73,6 +74,9 @@ impl Output for Installed {
                     "  {}\n",
                     self.crontab_line.as_deref().unwrap_or_default()
                 ));
+                if let Some(l) = &self.supervise_line {
+                    o.push_str(&format!("  {l}\n"));
+                }
             }
             (_, true) => {
                 for f in &self.files {

@@ -31,6 +31,11 @@ pub fn tag(braids_dir: &str) -> String {
     cron_escape(&format!("{TAG_PREFIX} {braids_dir}"))
 }
 
+/// The tag of this installation's `braids supervise --once` line.
+pub fn supervise_tag(braids_dir: &str) -> String {
+    cron_escape(&format!("# braids:supervise {braids_dir}"))
+}
+
 fn shell_quote(s: &str) -> Result<String> {
     match shlex::try_quote(s) {
         Ok(q) => Ok(q.into_owned()),

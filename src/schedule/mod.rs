@@ -335,6 +335,36 @@ impl TickCommand {
     }
 }
 
+impl TickCommand {
+    /// The same installation's `braids supervise` (`--once` for cron, which starts it each
+    /// time), logging to `logs/supervise.log`.
+    pub fn supervise(&self, once: bool, exec: &[String]) -> Result<TickCommand> {
+        let mut argv: Vec<String> = self
+            .argv
+            .iter()
+            .take_while(|a| *a != "tick")
+            .cloned()
+            .collect();
+        argv.push("supervise".into());
+        if once {
+            argv.push("--once".into());
+        }
+        argv.push("--exec".into());
+        for a in exec {
+            if a.contains('\n') || a.contains('\0') {
+                bail!("a --supervise argument contains a line break or NUL, which no schedule can hold");
+            }
+            argv.push(a.clone());
+        }
+        let log = self.log.with_file_name("supervise.log");
+        Ok(TickCommand {
+            argv,
+            env: self.env.clone(),
+            log,
+        })
+    }
+}
+
 /// A path as UTF-8 text without newlines: what crontab lines and unit files can hold.
 pub fn path_str(p: &Path, what: &str) -> Result<String> {
     let Some(s) = p.to_str() else {

@@ -16,6 +16,7 @@ use super::TickCommand;
 
 pub const SERVICE: &str = "braids-tick.service";
 pub const TIMER: &str = "braids-tick.timer";
+pub const SUPERVISE: &str = "braids-supervise.service";
 
 /// Where user units live for this HOME.
 pub fn unit_dir(paths: &Paths) -> PathBuf {
@@ -106,6 +107,41 @@ pub fn service_unit(cmd: &TickCommand, log: LogTarget) -> String {
     s
 }
 
+/// The supervisor's unit: `braids supervise` kept running, restarted when it fails. A stop
+/// sends SIGTERM to braids alone (`KillMode=mixed`), which lets the running command finish and
+/// be acknowledged.
+pub fn supervise_unit(cmd: &TickCommand, log: LogTarget) -> String {
+    let mut s = String::new();
+    s.push_str("# Written by `braids schedule install --supervise`; `braids schedule remove` deletes it.\n");
+    s.push_str("[Unit]\n");
+    s.push_str("Description=braids supervise: a command for every event braids writes\n\n");
+    s.push_str("[Service]\n");
+    s.push_str("Type=simple\n");
+    s.push_str("Restart=on-failure\n");
+    s.push_str("RestartSec=10\n");
+    s.push_str("KillMode=mixed\n");
+    s.push_str("TimeoutStopSec=15min\n");
+    for (k, v) in &cmd.env {
+        s.push_str(&environment_line(k, v));
+        s.push('\n');
+    }
+    let words: Vec<String> = cmd.argv.iter().map(|a| exec_word(a)).collect();
+    s.push_str(&format!("ExecStart={}\n", words.join(" ")));
+    match log {
+        LogTarget::File => {
+            let log = specifiers(&cmd.log.to_string_lossy());
+            s.push_str(&format!("StandardOutput=append:{log}\n"));
+            s.push_str(&format!("StandardError=append:{log}\n"));
+        }
+        LogTarget::Journal => {
+            s.push_str("StandardOutput=journal\n");
+            s.push_str("StandardError=journal\n");
+        }
+    }
+    s.push_str("\n[Install]\nWantedBy=default.target\n");
+    s
+}
+
 /// The timer unit's text: one `OnCalendar=` per expression (they are ORed).
 pub fn timer_unit(on_calendar: &[String], shown: &str) -> String {
     let mut s = String::new();
@@ -140,6 +176,17 @@ pub fn enable_commands() -> Vec<Vec<String>> {
 /// The commands that stop the timer (before its files are deleted).
 pub fn disable_commands() -> Vec<Vec<String>> {
     vec![argv(&["systemctl", "--user", "disable", "--now", TIMER])]
+}
+
+/// The commands that stop and disable the supervisor's service.
+pub fn disable_supervise_commands() -> Vec<Vec<String>> {
+    vec![argv(&[
+        "systemctl",
+        "--user",
+        "disable",
+        "--now",
+        SUPERVISE,
+    ])]
 }
 
 /// After the files are deleted.

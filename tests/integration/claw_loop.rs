@@ -231,8 +231,12 @@ fn c8_8_check_names_a_bad_claw_config_by_file_and_line() {
     std::fs::write(root.join(".claw/config.yaml"), "retries: 2\nretry: 3\n").unwrap();
     let out = sb.run(&["check"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains("config.yaml:2") && text.contains("unknown field `retry`"), "{text}");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("config.yaml:2") && text.contains("unknown field `retry`"),
+        "{text}"
+    );
     std::fs::remove_file(root.join(".claw/WORKPLAN.md")).unwrap();
     let out = sb.run(&["check"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();

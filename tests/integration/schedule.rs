@@ -550,3 +550,69 @@ fn a_cron_dry_run_works_without_crontab_and_the_install_says_what_to_do() {
     assert!(err.contains("install cron"), "{err}");
     assert!(!sb.home().join("crontab.txt").exists());
 }
+
+#[test]
+fn c8_6_supervise_is_installed_beside_the_tick_and_removed_with_it() {
+    let sb = Sandbox::new();
+    sb.ok(&["init"]);
+    sb.ok(&[
+        "schedule",
+        "install",
+        "--systemd",
+        "--supervise",
+        "/usr/local/bin/page-me",
+        "--to",
+        "ops",
+    ]);
+    let dir = sb.home().join(".config/systemd/user");
+    let unit = sb.read(".config/systemd/user/braids-supervise.service");
+    let exe = assert_cmd::cargo::cargo_bin("braids");
+    for want in [
+        "Type=simple\n".to_string(),
+        "Restart=on-failure\n".to_string(),
+        "KillMode=mixed\n".to_string(),
+        format!(
+            "ExecStart={} supervise --exec /usr/local/bin/page-me --to ops\n",
+            exe.display()
+        ),
+        format!(
+            "StandardError=append:{}\n",
+            sb.braids_dir().join("logs/supervise.log").display()
+        ),
+        "WantedBy=default.target\n".to_string(),
+    ] {
+        assert!(unit.contains(&want), "{want}\n{unit}");
+    }
+    // systemd itself accepts the unit.
+    let runtime = sb.home().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let o = Command::new(systemd_analyze())
+        .arg("--user")
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .arg("verify")
+        .arg(dir.join("braids-supervise.service"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("braids-supervise"), "{err}");
+    sb.ok(&["schedule", "remove", "--systemd"]);
+    assert!(!dir.join("braids-supervise.service").exists());
+    // cron: a second line, `--once` on the tick's schedule, shown by a dry run.
+    let out = sb.ok(&[
+        "schedule",
+        "install",
+        "--cron",
+        "--dry-run",
+        "--supervise",
+        "/usr/local/bin/page-me",
+    ]);
+    assert!(
+        out.contains("supervise --once --exec /usr/local/bin/page-me"),
+        "{out}"
+    );
+    assert!(out.contains("# braids:supervise "), "{out}");
+    assert!(out.contains("# braids:tick "), "{out}");
+}
