@@ -133,6 +133,17 @@ impl Status {
         let Some(bead) = &e.bead else { return };
         let text = |k: &str| e.fields.get(k).and_then(|v| v.as_str()).map(String::from);
         match e.kind.as_str() {
+            // The tick picked the task; its worker is starting.
+            k if k == Kind::BeadClaimed.as_str() => {
+                self.tasks.retain(|t| &t.bead != bead);
+                self.tasks.push(Task {
+                    bead: bead.clone(),
+                    title: None,
+                    state: State::TaskSelection,
+                    session: None,
+                    since: e.timestamp,
+                });
+            }
             k if k == Kind::TaskStarted.as_str() => {
                 self.loop_iteration += 1;
                 self.tasks.retain(|t| &t.bead != bead);
@@ -296,6 +307,17 @@ mod tests {
     }
 
     #[test]
+    fn c8_4_a_claim_is_task_selection_until_the_worker_starts() {
+        let mut s = Status::new(t(0));
+        s.apply(&event(1, Kind::BeadClaimed, "p-1", 1));
+        s.settle(t(1));
+        assert_eq!(s.state, State::TaskSelection);
+        s.apply(&event(2, Kind::TaskStarted, "p-1", 2));
+        s.settle(t(2));
+        assert_eq!((s.state, s.tasks.len()), (State::Coding, 1));
+    }
+
+    #[test]
     fn c8_4_several_workers_make_lists_and_the_furthest_step_is_the_state() {
         let mut s = Status::new(t(0));
         s.apply(&event(1, Kind::TaskStarted, "p-1", 1));
@@ -354,7 +376,7 @@ mod tests {
         }
         let mut s = Status::new(t(0));
         for id in 1..=25 {
-            s.apply(&event(id, Kind::BeadClaimed, "p-1", id as i64));
+            s.apply(&event(id, Kind::WorkerSpawned, "p-1", id as i64));
         }
         assert_eq!(s.recent_events.len(), RECENT);
         assert_eq!(s.recent_events[0].id, 16);

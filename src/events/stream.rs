@@ -279,30 +279,23 @@ mod tests {
         put(0, 3);
         put(1, 3);
         let mut cursor = Cursor::new();
-        let mut seen = Vec::new();
         let sources: Vec<&Source> = sources.iter().collect();
-        read_after(
-            &sources,
-            &mut cursor,
-            |e| {
-                seen.push(format!("{}{}", e.project, e.id));
-                true
-            },
-            |_| panic!(),
-        );
-        assert_eq!(seen, ["a1", "b1", "a2", "b2"]);
+        let mut read = |cursor: &mut Cursor| {
+            let mut seen = Vec::new();
+            read_after(
+                &sources,
+                cursor,
+                |e| {
+                    seen.push(format!("{}{}", e.project, e.id));
+                    true
+                },
+                |_| panic!(),
+            );
+            seen
+        };
+        assert_eq!(read(&mut cursor), ["a1", "b1", "a2", "b2"]);
         put(1, 4);
-        seen.clear();
-        read_after(
-            &sources,
-            &mut cursor,
-            |e| {
-                seen.push(format!("{}{}", e.project, e.id));
-                true
-            },
-            |_| panic!(),
-        );
-        assert_eq!(seen, ["b3"]);
+        assert_eq!(read(&mut cursor), ["b3"]);
         assert_eq!(cursor_at_end(&sources), cursor);
     }
 

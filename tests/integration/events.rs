@@ -163,14 +163,29 @@ fn c8_2_ticks_killed_at_200_random_points_leave_whole_events_and_never_reuse_an_
     let mut rng = Lcg(seed);
     let mut seen: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     let mut killed_mid_run = 0;
-    for round in 0..200 {
+    // Kill points are spread over a whole tick's length as measured now, on this machine and
+    // under this load, so they land everywhere in it however slow the machine is.
+    let tick_ms = || {
+        let t = Instant::now();
+        sb.tick().force().run();
+        (t.elapsed().as_millis() as u64).max(20)
+    };
+    let mut span = tick_ms();
+    // Until 200 ticks were killed while running (a kill after a tick ended is no kill point).
+    let mut round = 0;
+    while killed_mid_run < 200 {
+        round += 1;
+        assert!(round <= 1000, "only {killed_mid_run} kill points in 1000 rounds");
+        if round % 50 == 0 {
+            span = tick_ms();
+        }
         let mut child = sb
             .command(&["tick", "--force"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(120)));
+        std::thread::sleep(Duration::from_millis(rng.below(span)));
         if child.try_wait().unwrap().is_none() {
             killed_mid_run += 1;
         }
@@ -198,13 +213,16 @@ fn c8_2_ticks_killed_at_200_random_points_leave_whole_events_and_never_reuse_an_
             "seed {seed} round {round}: an event vanished"
         );
     }
+    let temps = std::fs::read_dir(Journal::of_project(&app.root).dir)
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            n.to_string_lossy().starts_with(".braids-tmp-")
+        })
+        .count();
     eprintln!(
-        "seed {seed}: {killed_mid_run} of 200 ticks killed while running, {} events",
+        "seed {seed}: {killed_mid_run} of {round} ticks killed while running (span {span} ms), {} events, {temps} half-written temp files left (never read as events)",
         seen.len()
-    );
-    assert!(
-        killed_mid_run >= 100,
-        "only {killed_mid_run} of 200 ticks were killed while running"
     );
     assert!(
         seen.len() > 200,
@@ -362,32 +380,22 @@ echo "$BRAIDS_EVENT_PROJECT#$BRAIDS_EVENT_ID" >> {:?}"#,
             sb.home().join("acks")
         ),
     );
-    put(12);
-    let first = supervise(&sb, &cmd);
-    assert!(
-        poll_until(Duration::from_secs(120), || acks(&sb).len() >= 5),
-        "{:?}",
-        acks(&sb)
-    );
-    stop(first);
-    put(12);
-    let second = supervise(&sb, &cmd);
-    assert!(
-        poll_until(Duration::from_secs(120), || acks(&sb).len() >= 15),
-        "{:?}",
-        acks(&sb)
-    );
-    stop(second);
-    put(6);
-    let third = supervise(&sb, &cmd);
-    assert!(
-        poll_until(Duration::from_secs(180), || acks(&sb).len() >= 30),
-        "{:?}",
-        acks(&sb)
-    );
-    // Let a few more rounds pass: nothing more may come.
-    std::thread::sleep(Duration::from_secs(3));
-    stop(third);
+    // Three supervisors in turn, each stopped (SIGTERM) once it acknowledged some, with more
+    // events written while none runs.
+    for (written, acked, secs) in [(12, 5, 120), (12, 15, 120), (6, 30, 180)] {
+        put(written);
+        let running = supervise(&sb, &cmd);
+        assert!(
+            poll_until(Duration::from_secs(secs), || acks(&sb).len() >= acked),
+            "{:?}",
+            acks(&sb)
+        );
+        if acked == 30 {
+            // Let a few more rounds pass: nothing more may come.
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        stop(running);
+    }
     let got = acks(&sb);
     let unique: BTreeSet<&String> = got.iter().collect();
     assert_eq!(got.len(), 30, "an event was acknowledged twice: {got:?}");
