@@ -24,9 +24,16 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = tmp.as_file().set_permissions(meta.permissions());
-    }
+    // An existing file keeps its mode; a new one gets what the process's umask allows, as a
+    // plain `open(O_CREAT, 0666)` would (the temp file itself is created 0600).
+    let mode = match std::fs::metadata(path) {
+        Ok(meta) => meta.permissions(),
+        Err(_) => {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::Permissions::from_mode(0o666 & !umask())
+        }
+    };
+    let _ = tmp.as_file().set_permissions(mode);
     tmp.as_file()
         .sync_all()
         .with_context(|| format!("cannot sync {}", path.display()))?;
@@ -37,6 +44,18 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// The process's umask, read without changing it (`/proc/self/status`, Linux 4.7+); 022 when
+/// it cannot be read.
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Umask:"))?;
+            u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+        })
+        .unwrap_or(0o022)
 }
 
 /// Reads a regular file whole. Anything else in its place (a directory, a FIFO, a socket, a
@@ -186,6 +205,22 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_file_gets_the_umasks_mode_and_an_old_one_keeps_its_own() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new.md");
+        write(&p, b"x").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !umask(), "{mode:o}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write(&p, b"y").unwrap();
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
 
     #[test]
     fn replaces_and_leaves_no_temp_files() {

@@ -31,6 +31,13 @@ pub fn init(root: &Path) -> Result<bool> {
 }
 
 fn signature(repo: &Repository) -> Result<Signature<'static>> {
+    // As git does: the environment before the config.
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    if let (Some(name), Some(email)) = (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
+        if let Ok(s) = Signature::now(&name, &email) {
+            return Ok(s);
+        }
+    }
     repo.signature()
         .map(|s| s.to_owned())
         .or_else(|_| Signature::now("braids", "braids@localhost"))
@@ -62,6 +69,33 @@ fn stage(root: &Path, index: &mut git2::Index, paths: &[PathBuf]) -> Result<()> 
         }
     }
     Ok(())
+}
+
+/// A file's (size, modification time), or `None` when it is gone: enough to tell whether it
+/// changed between two looks.
+pub type Stamp = Option<(u64, std::time::SystemTime)>;
+
+/// Every path that differs from HEAD (staged, changed, deleted, or untracked and not ignored),
+/// relative to the work tree, with its [`Stamp`]. The claw loop takes one before its coder runs
+/// and one after, and commits only what changed between them: a person's uncommitted work is
+/// never part of a task's commit.
+pub fn dirty(root: &Path) -> Result<std::collections::BTreeMap<PathBuf, Stamp>> {
+    let repo = open(root)?;
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    Ok(statuses
+        .iter()
+        .filter_map(|e| {
+            let rel = PathBuf::from(e.path()?);
+            let stamp = std::fs::symlink_metadata(root.join(&rel))
+                .ok()
+                .and_then(|m| Some((m.len(), m.modified().ok()?)));
+            Some((rel, stamp))
+        })
+        .collect())
 }
 
 /// Stages everything (like `git add -A`) and commits.

@@ -157,7 +157,7 @@ fn preflight_of_config(root: &Path, config: &Config) -> Option<String> {
     }
 }
 
-pub fn check_project(_slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic> {
+pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic> {
     let trackers = &config.tracker;
     let mut out = Vec::new();
     let project_md = root.join(".braids/PROJECT.md");
@@ -188,14 +188,35 @@ pub fn check_project(_slug: &str, root: &Path, config: &Config) -> Vec<Diagnosti
                 "write the tasks as a checklist in .claw/WORKPLAN.md, or remove `Pipeline: claw`",
             ));
         }
-        if let Err(e) = crate::claw::config::load(root) {
-            let text = format!("{e:#}");
-            out.push(Diagnostic::error(
-                &root.join(".claw/config.yaml"),
-                crate::claw::config::error_line(&text),
+        let yaml = root.join(".claw/config.yaml");
+        match crate::claw::config::load(root) {
+            Err(e) => {
+                let text = format!("{e:#}");
+                let text = text.strip_prefix(&format!("{}: ", yaml.display())).unwrap_or(&text).to_string();
+                out.push(Diagnostic::error(
+                    &yaml,
+                    crate::claw::config::error_line(&text),
+                    "8.8",
+                    format!("{text} (each task the loop starts pauses it until this is fixed)"),
+                    "write validation as a list of argv lists (`- [cargo, test]`), retries and stuck_after as numbers, timeout as a duration (`10m`)",
+                ));
+            }
+            Ok(c) if c.validation.is_empty() => out.push(Diagnostic::warning(
+                &yaml,
+                None,
                 "8.8",
-                text,
-                "until it is fixed, each task the loop starts pauses it",
+                "the claw loop has no validation commands, so every task the coder finishes is checked off unchecked",
+                "list the project's checks under `validation:`, for example `- [cargo, test]`",
+            )),
+            Ok(_) => {}
+        }
+        if let Some(p) = crate::claw::loopstate::load(root).paused {
+            out.push(Diagnostic::warning(
+                &crate::claw::loopstate::path(root),
+                None,
+                "8.8",
+                format!("the claw loop is paused: {}", p.reason),
+                format!("see .claw/ISSUES.md, then run `braids resume {slug}`"),
             ));
         }
     }

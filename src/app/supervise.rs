@@ -44,7 +44,8 @@ pub enum Handled<'a> {
     Failed {
         event: &'a Event,
         why: String,
-        retry_in: Duration,
+        /// `None` with `once`: the event waits for the next run.
+        retry_in: Option<Duration>,
     },
 }
 
@@ -167,7 +168,7 @@ pub fn run(
                 show(Handled::Failed {
                     event: &event,
                     why,
-                    retry_in,
+                    retry_in: (!opts.once).then_some(retry_in),
                 });
                 if opts.once {
                     // Nothing more of this project this run: its events wait, in order.

@@ -55,12 +55,7 @@ pub fn load(project: &Path) -> anyhow::Result<ClawConfig> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ClawConfig::default()),
         Err(e) => anyhow::bail!("cannot read {}: {e}", file.display()),
     };
-    parse(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: {e}; validation is a list of argv lists (`- [cargo, test]`), retries and stuck_after are numbers, timeout a duration (`10m`)",
-            file.display()
-        )
-    })
+    parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
 }
 
 /// The line a parse error names (`line 2 column 5: …`), for `braids check`.
@@ -76,7 +71,12 @@ pub fn parse(text: &str) -> Result<ClawConfig, String> {
     if text.trim().is_empty() {
         return Ok(ClawConfig::default());
     }
-    let c: ClawConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    // The parser's first line says what and where; the rest is a source excerpt.
+    let c: ClawConfig = serde_saphyr::from_str(text).map_err(|e| {
+        let m = e.to_string();
+        let first = m.lines().next().unwrap_or("").trim();
+        first.strip_prefix("error: ").unwrap_or(first).to_string()
+    })?;
     if let Some(i) = c.validation.iter().position(|argv| argv.is_empty()) {
         return Err(format!("validation command {} is empty", i + 1));
     }

@@ -102,8 +102,13 @@ pub fn gather(
         specs: specs(root, task),
         note,
         previous_failure,
-        validation: validation.iter().map(|argv| argv.join(" ")).collect(),
+        validation: validation.iter().map(|argv| shown(argv)).collect(),
     }
+}
+
+/// An argv as a shell would read it back (quoted where needed), for people and coders.
+pub fn shown(argv: &[String]) -> String {
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
 }
 
 /// The specs in `.claw/specs/` that name the task's slice or a file it touches, or whose name

@@ -80,6 +80,12 @@ impl Turn<'_> {
             .with("session", &label)
             .with("phase", plan.phases.get(task.phase))]);
 
+        // What differs from HEAD before the coder runs is a person's (or an earlier failed
+        // attempt's): the task's commit takes only what changes from here.
+        let before = match root.join(".git").exists() {
+            true => Some(crate::git::dirty(root)?),
+            false => None,
+        };
         let mut failure: Option<String> = None;
         let mut passed = false;
         for attempt in 0..=cfg.retries {
@@ -173,15 +179,13 @@ impl Turn<'_> {
         step(State::Commit);
         self.tracker.close(&msg.bead, "claw: validated")?;
         let lock = crate::git::RepoLock::acquire(root)?;
-        let commit = if root.join(".git").exists() {
-            let skip: Vec<PathBuf> = crate::events::GENERATED
-                .iter()
-                .map(|g| root.join(g))
-                .collect();
-            let message = format!("{} ({})", crate::worker::clip(&task.title, 72), msg.bead);
-            crate::git::commit_all_except(root, &skip, &[], &message)?.map(|o| o.to_string())
-        } else {
-            None
+        let commit = match &before {
+            Some(before) => {
+                let message = format!("{} ({})", crate::worker::clip(&task.title, 72), msg.bead);
+                let paths = changed_since(before, &crate::git::dirty(root)?);
+                crate::git::commit_paths(root, &paths, &message)?.map(|o| o.to_string())
+            }
+            None => None,
         };
         if crate::git::has_upstream(root) {
             if let Err(e) = crate::git::push_recorded(root, Duration::from_secs(120)) {
@@ -268,6 +272,25 @@ impl Turn<'_> {
     }
 }
 
+/// What the turn changed: paths dirty now that were clean before or changed since, and the
+/// plan (its check-off), never braids' own generated files.
+pub fn changed_since(
+    before: &std::collections::BTreeMap<PathBuf, crate::git::Stamp>,
+    after: &std::collections::BTreeMap<PathBuf, crate::git::Stamp>,
+) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = after
+        .iter()
+        .filter(|(p, stamp)| before.get(*p) != Some(*stamp))
+        .map(|(p, _)| p.clone())
+        .filter(|p| !crate::events::generated(p))
+        .collect();
+    let plan = PathBuf::from(".claw/WORKPLAN.md");
+    if !out.contains(&plan) {
+        out.push(plan);
+    }
+    out
+}
+
 /// Runs the checks in order in the project; the first failure's output (its last lines).
 fn validate(root: &Path, checks: &[Vec<String>], timeout: Duration) -> Result<(), String> {
     for argv in checks {
@@ -275,14 +298,14 @@ fn validate(root: &Path, checks: &[Vec<String>], timeout: Duration) -> Result<()
             .cwd(root)
             .timeout(timeout)
             .run()
-            .map_err(|e| format!("`{}` could not run: {e}", argv.join(" ")))?;
+            .map_err(|e| format!("`{}` could not run: {e}", super::packet::shown(argv)))?;
         if !out.success() {
             let text = format!("{}{}", out.stdout, out.stderr);
             let tail: Vec<&str> = text.lines().rev().take(60).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
             return Err(format!(
                 "`{}` {}:\n{}",
-                argv.join(" "),
+                super::packet::shown(argv),
                 out.status_text(),
                 tail.join("\n")
             ));

@@ -174,7 +174,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         }
     }
     println!(
-        "\nThe sample stays in {} (HOME={0} braids status). Delete it when done.",
+        "\nThe sample stays in {} (HOME={0} braids status, HOME={0} braids events). Delete it when done.",
         dir.display()
     );
     Ok(EXIT_OK)

@@ -34,11 +34,14 @@ pub fn run(paths: &Paths, a: SuperviseArgs) -> Result<i32> {
             why,
             retry_in,
         } => tracing::warn!(
-            "{}#{} {}: the command failed ({why}); retrying in {}",
+            "{}#{} {}: the command failed ({why}); {}",
             event.project,
             event.id,
             event.kind,
-            humantime::format_duration(retry_in)
+            match retry_in {
+                Some(d) => format!("retrying in {}", humantime::format_duration(d)),
+                None => "it and the project's later events wait for the next run".into(),
+            }
         ),
     })?;
     tracing::info!(

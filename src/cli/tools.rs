@@ -69,6 +69,12 @@ pub fn run(a: ToolsArgs) -> Result<i32> {
         Some(d) => d,
         None => std::env::current_dir()?,
     };
+    if !root.is_dir() {
+        anyhow::bail!(
+            "{} is not a directory; --dir names the source tree to look in",
+            root.display()
+        );
+    }
     match a.tool {
         ToolsCommand::ListSlices => Slices(tools::list_slices(&root)).print(a.json),
         ToolsCommand::ShowContract { file } => {

@@ -322,7 +322,8 @@ impl Held<'_> {
                 fields: d.fields,
             };
             let name = format!("{:0WIDTH$}-{}.event", event.id, d.kind.file_part());
-            let mut bytes = serde_json::to_vec_pretty(&event)?;
+            // One line: `cat *.event >> log.jsonl` is JSON Lines.
+            let mut bytes = serde_json::to_vec(&event)?;
             bytes.push(b'\n');
             crate::atomic::write(&j.dir.join(name), &bytes)?;
             written.push(event);

@@ -106,7 +106,11 @@ pub fn emit(project_root: &std::path::Path, slug: &str, drafts: Vec<Draft>) {
         return;
     }
     let journal = Journal::of_project(project_root);
-    if let Err(e) = journal.append(slug, drafts, Utc::now()) {
+    // The time is taken with the lock held, so a project's events never go back in time.
+    if let Err(e) = journal
+        .hold()
+        .and_then(|h| h.append(slug, drafts, Utc::now()))
+    {
         tracing::warn!(project = slug, "cannot write events: {e:#}");
     }
 }

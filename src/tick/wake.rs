@@ -32,7 +32,8 @@ pub fn slice(rows: usize, now: DateTime<Utc>) -> std::ops::Range<usize> {
 }
 
 /// The files whose change may bring work: PROJECT.md, the native tracker, br's export and its
-/// directory, the iterations directory and each ITERATION.md.
+/// directory, the iterations directory and each ITERATION.md, the claw loop's WORKPLAN.md and
+/// its state (a resume).
 fn watched(root: &Path) -> Vec<PathBuf> {
     let dot = root.join(".braids");
     let iterations = dot.join("iterations");
@@ -42,6 +43,8 @@ fn watched(root: &Path) -> Vec<PathBuf> {
         root.join(".beads"),
         root.join(".beads/issues.jsonl"),
         iterations.clone(),
+        root.join(".claw/WORKPLAN.md"),
+        root.join(".claw/loop.json"),
     ];
     if let Ok(dirs) = std::fs::read_dir(&iterations) {
         files.extend(dirs.flatten().map(|d| d.path().join("ITERATION.md")));

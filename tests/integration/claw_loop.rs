@@ -116,6 +116,10 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
     ));
     let root = project(&sb);
 
+    // A person's work in progress, uncommitted and untracked, is never part of a task.
+    std::fs::write(root.join("notes.txt"), "mine\n").unwrap();
+    std::fs::write(root.join("AGENTS.md"), "edited by a person\n").unwrap();
+
     // Phase 1's task: coded, validated, checked off, committed.
     assert_eq!(turn(&sb), 1);
     assert_eq!(checked(&root), ["wp-store"]);
@@ -129,6 +133,17 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
         !log.contains(".claw/events") && !log.contains("status.json"),
         "{log}"
     );
+    assert!(
+        !log.contains("notes.txt") && !log.contains("AGENTS.md"),
+        "{log}"
+    );
+    let dirty = sb.git(&root, &["status", "--porcelain"]);
+    assert!(
+        dirty.contains("?? notes.txt") && dirty.contains(" M AGENTS.md"),
+        "{dirty}"
+    );
+    std::fs::remove_file(root.join("notes.txt")).unwrap();
+    sb.git(&root, &["checkout", "AGENTS.md"]);
 
     // The next task's checks fail twice (one retry): the loop pauses.
     std::fs::write(sb.home().join("validation-fails"), "").unwrap();

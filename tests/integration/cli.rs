@@ -204,6 +204,8 @@ fn help_is_complete() {
         "worker",
         "events",
         "supervise",
+        "tools",
+        "resume",
         "demo",
     ] {
         let h = s.ok(&[cmd, "--help"]);

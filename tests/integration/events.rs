@@ -175,7 +175,10 @@ fn c8_2_ticks_killed_at_200_random_points_leave_whole_events_and_never_reuse_an_
     let mut round = 0;
     while killed_mid_run < 200 {
         round += 1;
-        assert!(round <= 1000, "only {killed_mid_run} kill points in 1000 rounds");
+        assert!(
+            round <= 1000,
+            "only {killed_mid_run} kill points in 1000 rounds"
+        );
         if round % 50 == 0 {
             span = tick_ms();
         }
@@ -374,7 +377,7 @@ fn c8_6_supervise_acknowledges_every_event_exactly_once_across_two_restarts() {
         &format!(
             r#"n=$(cat "$HOME/runs" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$HOME/runs"
 json=$(cat)
-case "$json" in *"\"id\": $BRAIDS_EVENT_ID,"*) ;; *) echo "stdin is not event $BRAIDS_EVENT_ID" >&2; exit 2;; esac
+case "$json" in *"\"id\":$BRAIDS_EVENT_ID,"*) ;; *) echo "stdin is not event $BRAIDS_EVENT_ID" >&2; exit 2;; esac
 if [ $((n % 3)) -eq 0 ]; then echo "failing on purpose" >&2; exit 1; fi
 echo "$BRAIDS_EVENT_PROJECT#$BRAIDS_EVENT_ID" >> {:?}"#,
             sb.home().join("acks")

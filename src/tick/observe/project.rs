@@ -136,6 +136,12 @@ pub(super) fn observe_project(
         )),
         Eligibility::Broken(why) => Some(why.clone()),
     };
+    if let (Some(why), None) = (&report.loop_paused, &report.note) {
+        report.note = Some(format!(
+            "the claw loop is paused ({why}); see .claw/ISSUES.md, then `braids resume {}`",
+            entry.slug
+        ));
+    }
     // What the next run may use instead of the files: only what no write can still be
     // racing. The tracker's answers are added once they are known.
     let mut record = (!read_only)
