@@ -280,7 +280,7 @@ mod tests {
         put(1, 3);
         let mut cursor = Cursor::new();
         let sources: Vec<&Source> = sources.iter().collect();
-        let mut read = |cursor: &mut Cursor| {
+        let read = |cursor: &mut Cursor| {
             let mut seen = Vec::new();
             read_after(
                 &sources,

@@ -71,6 +71,16 @@ pub fn environment_line(key: &str, value: &str) -> String {
     out
 }
 
+/// The command's environment and `ExecStart=` lines.
+fn push_exec(s: &mut String, cmd: &TickCommand) {
+    for (k, v) in &cmd.env {
+        s.push_str(&environment_line(k, v));
+        s.push('\n');
+    }
+    let words: Vec<String> = cmd.argv.iter().map(|a| exec_word(a)).collect();
+    s.push_str(&format!("ExecStart={}\n", words.join(" ")));
+}
+
 /// The service unit's text.
 pub fn service_unit(cmd: &TickCommand, log: LogTarget) -> String {
     let mut s = String::new();
@@ -86,12 +96,7 @@ pub fn service_unit(cmd: &TickCommand, log: LogTarget) -> String {
         "# Workers are detached sessions that outlive the run: stop only the tick itself.\n",
     );
     s.push_str("KillMode=process\n");
-    for (k, v) in &cmd.env {
-        s.push_str(&environment_line(k, v));
-        s.push('\n');
-    }
-    let words: Vec<String> = cmd.argv.iter().map(|a| exec_word(a)).collect();
-    s.push_str(&format!("ExecStart={}\n", words.join(" ")));
+    push_exec(&mut s, cmd);
     match log {
         LogTarget::File => {
             let log = specifiers(&cmd.log.to_string_lossy());
@@ -121,12 +126,7 @@ pub fn supervise_unit(cmd: &TickCommand, log: LogTarget) -> String {
     s.push_str("RestartSec=10\n");
     s.push_str("KillMode=mixed\n");
     s.push_str("TimeoutStopSec=15min\n");
-    for (k, v) in &cmd.env {
-        s.push_str(&environment_line(k, v));
-        s.push('\n');
-    }
-    let words: Vec<String> = cmd.argv.iter().map(|a| exec_word(a)).collect();
-    s.push_str(&format!("ExecStart={}\n", words.join(" ")));
+    push_exec(&mut s, cmd);
     match log {
         LogTarget::File => {
             let log = specifiers(&cmd.log.to_string_lossy());

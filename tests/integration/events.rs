@@ -425,17 +425,19 @@ echo "$BRAIDS_EVENT_PROJECT#$BRAIDS_EVENT_ID" >> {:?}"#,
     );
 }
 
-#[test]
-fn c8_6_supervise_once_handles_the_backlog_and_says_when_some_is_left() {
+/// An installation with one project, `app`, whose journal holds `drafts`.
+fn app_with(drafts: Vec<Draft>) -> (Sandbox, crate::support::project::Project) {
     let sb = install();
     let app = sb.new_project("app").beads(1).create();
     Journal::of_project(&app.root)
-        .append(
-            "app",
-            vec![Draft::new(Kind::Error), Draft::new(Kind::Error)],
-            chrono::Utc::now(),
-        )
+        .append("app", drafts, chrono::Utc::now())
         .unwrap();
+    (sb, app)
+}
+
+#[test]
+fn c8_6_supervise_once_handles_the_backlog_and_says_when_some_is_left() {
+    let (sb, app) = app_with(vec![Draft::new(Kind::Error), Draft::new(Kind::Error)]);
     let ok = sb.script("bin/ok", "cat > /dev/null");
     let out = sb.run(&["supervise", "--once", "--exec", &ok.display().to_string()]);
     assert!(out.status.success(), "{out:?}");
@@ -454,17 +456,9 @@ fn c8_6_supervise_once_handles_the_backlog_and_says_when_some_is_left() {
 
 #[test]
 fn c8_6_supervise_hands_each_event_to_a_chat_cli_as_arguments_without_a_shell() {
-    let sb = install();
-    let app = sb.new_project("app").beads(1).create();
-    Journal::of_project(&app.root)
-        .append(
-            "app",
-            vec![Draft::new(Kind::Question)
-                .bead("app-w1")
-                .with("message", "which API? $(touch pwned) `id`")],
-            chrono::Utc::now(),
-        )
-        .unwrap();
+    let (sb, app) = app_with(vec![Draft::new(Kind::Question)
+        .bead("app-w1")
+        .with("message", "which API? $(touch pwned) `id`")]);
     // A stand-in for `openclaw message send`: one line per argument.
     let openclaw = sb.script(
         "bin/openclaw",
