@@ -13,6 +13,22 @@ pub const WORKPLAN: &str = include_str!("../templates/WORKPLAN.md");
 pub const CONFIG: &str = include_str!("../templates/config.toml");
 pub const PROMPT: &str = include_str!("../templates/prompt.md");
 
+/// `s` trimmed, on one line, with no control character, at most `max` characters (an ellipsis
+/// marks a cut): how text from a file, a tracker or an agent goes into a log line, an event or
+/// a commit subject.
+pub fn clip(s: &str, max: usize) -> String {
+    let one = s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out: String = one.chars().take(max).collect();
+    if one.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
 /// Replaces `{name}` placeholders in one pass, so a value that contains `{…}` is never expanded
 /// again. Unknown placeholders are kept as written.
 pub fn expand(template: &str, vars: &[(&str, &str)]) -> String {

@@ -178,7 +178,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
         ));
     }
     if crate::claw::is_claw(&project.value, root) {
-        let plan = crate::claw::tracker::plan_file(root);
+        let plan = crate::tracker::claw::plan_file(root);
         if !plan.is_file() {
             out.push(Diagnostic::error(
                 &project_md,

@@ -69,7 +69,7 @@ impl LoopState {
                     Draft::new(Kind::LoopPaused)
                         .with("task", task)
                         .with("reason", reason)
-                        .with("message", crate::worker::clip(output, 400)),
+                        .with("message", crate::templates::clip(output, 400)),
                 );
             }
             RunEnd::NoProgress { why } => {

@@ -13,9 +13,7 @@
 pub mod config;
 pub mod loopstate;
 pub mod packet;
-pub mod run;
 pub mod tools;
-pub mod tracker;
 pub mod workplan;
 
 /// Whether a project runs the claw loop: `Pipeline: claw` in PROJECT.md, or, with no
@@ -27,6 +25,6 @@ pub fn is_claw(config: &crate::format::project::ProjectConfig, root: &std::path:
             .trim()
             .trim_matches('`')
             .eq_ignore_ascii_case("claw"),
-        None => tracker::plan_file(root).is_file(),
+        None => crate::tracker::claw::plan_file(root).is_file(),
     }
 }

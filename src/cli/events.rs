@@ -44,7 +44,7 @@ pub fn text(e: &Event) -> String {
     }
     for (k, v) in &e.fields {
         let v = match v {
-            serde_json::Value::String(s) => crate::worker::clip(s, 200),
+            serde_json::Value::String(s) => crate::templates::clip(s, 200),
             other => other.to_string(),
         };
         line.push_str(&format!("  {k}={v}"));

@@ -84,7 +84,7 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
     })
 }
 
-/// A claw project's worker: one turn of the loop (`crate::claw::run`).
+/// A claw project's worker: one turn of the loop (`worker::claw_turn`).
 fn claw_turn(
     paths: &Paths,
     config: &Config,
@@ -95,7 +95,7 @@ fn claw_turn(
     json: bool,
 ) -> Result<i32> {
     let slug = worker::slug_for(paths, &msg.project);
-    let turn = crate::claw::run::Turn {
+    let turn = crate::worker::claw_turn::Turn {
         tracker,
         executor,
         actor: &config.tracker.actor,
@@ -111,7 +111,7 @@ fn claw_turn(
         println!("{line}");
     }
     Ok(match end {
-        crate::claw::run::TurnEnd::Completed { .. } => EXIT_OK,
+        crate::worker::claw_turn::TurnEnd::Completed { .. } => EXIT_OK,
         _ => EXIT_STOPPED,
     })
 }

@@ -20,6 +20,7 @@ mod beads_cli;
 pub mod br;
 pub mod br_jsonl;
 pub mod br_native;
+pub mod claw;
 mod rules;
 pub mod workplan;
 
@@ -179,7 +180,7 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
     Ok(match resolved {
         TrackerKind::Br => Box::new(br::Br::new(opts)),
         TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
-        TrackerKind::Claw => Box::new(crate::claw::tracker::ClawTracker::new(&opts, false)),
+        TrackerKind::Claw => Box::new(claw::ClawTracker::new(&opts, false)),
         TrackerKind::Workplan | TrackerKind::Auto => {
             Box::new(workplan::Workplan::with_options(&opts))
         }
@@ -200,9 +201,7 @@ pub fn open_read_only(
         TrackerKind::Workplan | TrackerKind::Auto => Ok(Box::new(
             workplan::Workplan::with_options(&opts).read_only(),
         )),
-        TrackerKind::Claw => Ok(Box::new(crate::claw::tracker::ClawTracker::new(
-            &opts, true,
-        ))),
+        TrackerKind::Claw => Ok(Box::new(claw::ClawTracker::new(&opts, true))),
         k => open(k, opts),
     }
 }

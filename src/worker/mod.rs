@@ -15,6 +15,7 @@
 //! to commit or push, and a termination signal waits until the fixed steps are done.
 
 mod claim;
+pub mod claw_turn;
 mod context;
 mod escalate;
 mod events;
@@ -315,20 +316,7 @@ fn first_line(s: &str) -> String {
     clip(s.lines().find(|l| !l.trim().is_empty()).unwrap_or(""), 72)
 }
 
-/// `s` trimmed, on one line, with no control character, at most `max` characters (an ellipsis
-/// marks a cut).
-pub fn clip(s: &str, max: usize) -> String {
-    let one = s
-        .split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut out: String = one.chars().take(max).collect();
-    if one.chars().count() > max {
-        out.push('…');
-    }
-    out
-}
+pub use crate::templates::clip;
 
 #[cfg(test)]
 mod tests {

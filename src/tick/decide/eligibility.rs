@@ -42,11 +42,27 @@ fn inactive(entry: &RegistryEntry, config: &ProjectConfig) -> Option<Eligibility
 }
 
 /// A claw-loop project (`crate::claw`): its phases are WORKPLAN.md's headings, not
-/// iterations, so it needs only to be active. Its spawn messages carry iteration `0`.
-pub fn claw_eligibility(entry: &RegistryEntry, config: &ProjectConfig) -> Eligibility {
-    inactive(entry, config).unwrap_or(Eligibility::Eligible {
-        iteration: IterationName::new("0").expect("a valid name"),
-    })
+/// iterations, so it needs only to be active, and its loop not paused for a person (`paused`:
+/// why). Its spawn messages carry iteration `0`.
+pub fn claw_eligibility(
+    entry: &RegistryEntry,
+    config: &ProjectConfig,
+    paused: Option<&str>,
+) -> Eligibility {
+    if let Some(no) = inactive(entry, config) {
+        return no;
+    }
+    match paused {
+        Some(why) => Eligibility::Inactive {
+            why: format!(
+                "the claw loop is paused: {why}; see .claw/ISSUES.md, then `braids resume {}`",
+                entry.slug
+            ),
+        },
+        None => Eligibility::Eligible {
+            iteration: IterationName::new("0").expect("a valid name"),
+        },
+    }
 }
 
 /// Contract 2.3 for one project.

@@ -82,8 +82,11 @@ pub(super) fn observe_project(
         },
     };
     let claw = crate::claw::is_claw(&config, root);
+    let loop_paused = claw
+        .then(|| crate::claw::loopstate::load(root).paused.map(|p| p.reason))
+        .flatten();
     let eligibility = match claw {
-        true => crate::tick::decide::claw_eligibility(entry, &config),
+        true => crate::tick::decide::claw_eligibility(entry, &config, loop_paused.as_deref()),
         false => eligibility_of(entry, &config, &iterations),
     };
 
@@ -104,7 +107,7 @@ pub(super) fn observe_project(
     report.max_workers = config.max_workers;
     report.push_pending = crate::git::push_pending(root);
     if claw {
-        report.loop_paused = crate::claw::loopstate::load(root).paused.map(|p| p.reason);
+        report.loop_paused = loop_paused;
         report.claw_phase = crate::claw::workplan::Plan::read(root).map(|p| p.now());
     }
     report.checkin = config.checkin;
@@ -136,12 +139,6 @@ pub(super) fn observe_project(
         )),
         Eligibility::Broken(why) => Some(why.clone()),
     };
-    if let (Some(why), None) = (&report.loop_paused, &report.note) {
-        report.note = Some(format!(
-            "the claw loop is paused ({why}); see .claw/ISSUES.md, then `braids resume {}`",
-            entry.slug
-        ));
-    }
     // What the next run may use instead of the files: only what no write can still be
     // racing. The tracker's answers are added once they are known.
     let mut record = (!read_only)

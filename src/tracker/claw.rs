@@ -1,17 +1,17 @@
-//! The claw loop's tracker: the native checklist at `.claw/WORKPLAN.md`, with the loop's rule
-//! for what is ready. Only the first task not checked off is, and only when no task is in
-//! progress and the loop is not paused: the Architect ordered the tasks, so nothing is sorted
-//! by priority and nothing runs beside another. Every write is the native tracker's.
+//! The claw loop's tracker (see the `claw` module): the native checklist at `.claw/WORKPLAN.md`, with
+//! the loop's rule for what is ready. Only the first task not checked off is, and only when no
+//! task is in progress: the Architect ordered the tasks, so nothing is sorted by priority and
+//! nothing runs beside another. Every write is the native tracker's. (A paused loop is not the
+//! tracker's business: the tick holds the project, `claw_eligibility`.)
 
 use std::path::{Path, PathBuf};
 
+use super::workplan::Workplan;
+use super::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use crate::model::{Bead, BeadId, BeadStatus};
-use crate::tracker::workplan::Workplan;
-use crate::tracker::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 
 pub struct ClawTracker {
     inner: Workplan,
-    project: PathBuf,
 }
 
 /// The loop's plan file.
@@ -24,14 +24,13 @@ impl ClawTracker {
         let inner = Workplan::at(plan_file(&opts.project), opts.timeout);
         ClawTracker {
             inner: if read_only { inner.read_only() } else { inner },
-            project: opts.project.clone(),
         }
     }
 }
 
 /// The loop's rule over the checklist in file order (pure).
-pub fn next_ready(listed: &[Bead], paused: bool) -> Vec<Bead> {
-    if paused || listed.iter().any(|b| b.status == BeadStatus::InProgress) {
+pub fn next_ready(listed: &[Bead]) -> Vec<Bead> {
+    if listed.iter().any(|b| b.status == BeadStatus::InProgress) {
         return Vec::new();
     }
     listed
@@ -55,8 +54,7 @@ impl Tracker for ClawTracker {
         self.inner.list()
     }
     fn ready_among(&self, listed: &[Bead]) -> Result<Vec<Bead>, TrackerError> {
-        let paused = super::loopstate::load(&self.project).paused.is_some();
-        Ok(next_ready(listed, paused))
+        Ok(next_ready(listed))
     }
     fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError> {
         self.inner.show(id)
@@ -82,11 +80,8 @@ impl Tracker for ClawTracker {
     fn is_cheap(&self) -> bool {
         self.inner.is_cheap()
     }
-    /// The checklist and the loop's state: a pause or a resume changes what is ready.
     fn state_files(&self) -> Vec<PathBuf> {
-        let mut f = self.inner.state_files();
-        f.push(super::loopstate::path(&self.project));
-        f
+        self.inner.state_files()
     }
     fn answers_valid(&self) -> Option<Option<chrono::DateTime<chrono::Utc>>> {
         self.inner.answers_valid()
@@ -108,16 +103,15 @@ mod tests {
     fn only_the_first_open_task_and_only_when_nothing_runs() {
         use BeadStatus::*;
         let list = [bead("a", Closed), bead("b", Open), bead("c", Open)];
-        assert_eq!(next_ready(&list, false).len(), 1);
-        assert_eq!(next_ready(&list, false)[0].id.as_str(), "b");
-        assert!(next_ready(&list, true).is_empty(), "paused");
+        assert_eq!(next_ready(&list).len(), 1);
+        assert_eq!(next_ready(&list)[0].id.as_str(), "b");
         let busy = [bead("a", InProgress), bead("b", Open)];
-        assert!(next_ready(&busy, false).is_empty());
+        assert!(next_ready(&busy).is_empty());
         let blocked = [bead("a", Blocked), bead("b", Open)];
         assert!(
-            next_ready(&blocked, false).is_empty(),
+            next_ready(&blocked).is_empty(),
             "the order is the Architect's"
         );
-        assert!(next_ready(&[bead("a", Closed)], false).is_empty());
+        assert!(next_ready(&[bead("a", Closed)]).is_empty());
     }
 }

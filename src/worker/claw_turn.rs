@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 use chrono::Utc;
 
-use super::loopstate::{self, RunEnd};
-use super::workplan::Plan;
-use super::{config, packet};
+use super::{ExecRequest, Executor};
+use crate::claw::loopstate::{self, RunEnd};
+use crate::claw::workplan::Plan;
+use crate::claw::{config, packet};
 use crate::events::status::State;
 use crate::events::{Draft, Journal, Kind};
 use crate::model::{BeadId, SpawnMessage};
 use crate::tracker::{ClaimOutcome, Tracker};
-use crate::worker::{ExecRequest, Executor};
 
 /// How a turn ended, for the worker's exit code and `--json`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -67,7 +67,9 @@ impl Turn<'_> {
             Ok(c) => c,
             Err(e) => return self.pause(root, &msg.bead, None, &format!("{e:#}"), &tell),
         };
-        let plan = Plan::parse(&std::fs::read_to_string(super::tracker::plan_file(root))?);
+        let plan = Plan::parse(&std::fs::read_to_string(crate::tracker::claw::plan_file(
+            root,
+        ))?);
         let task = plan
             .find(&msg.bead)
             .ok_or_else(|| anyhow!("task {} is not in .claw/WORKPLAN.md", msg.bead))?
@@ -115,7 +117,7 @@ impl Turn<'_> {
             })?;
             let report = std::fs::read_to_string(&result_file)
                 .ok()
-                .and_then(|t| crate::worker::report::parse_executor_result(&t));
+                .and_then(|t| super::report::parse_executor_result(&t));
             if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
                 let q = r
                     .summary
@@ -154,7 +156,7 @@ impl Turn<'_> {
                         .with("task", &task.title)
                         .with("attempt", attempt + 1)
                         .with("tests_passed", false)
-                        .with("message", crate::worker::clip(&out, 400))]);
+                        .with("message", crate::templates::clip(&out, 400))]);
                     failure = Some(out);
                 }
             }
@@ -181,7 +183,7 @@ impl Turn<'_> {
         let lock = crate::git::RepoLock::acquire(root)?;
         let commit = match &before {
             Some(before) => {
-                let message = format!("{} ({})", crate::worker::clip(&task.title, 72), msg.bead);
+                let message = format!("{} ({})", crate::templates::clip(&task.title, 72), msg.bead);
                 let paths = changed_since(before, &crate::git::dirty(root)?);
                 crate::git::commit_paths(root, &paths, &message)?.map(|o| o.to_string())
             }
@@ -195,11 +197,13 @@ impl Turn<'_> {
             }
         }
         drop(lock);
-        let left = Plan::parse(&std::fs::read_to_string(super::tracker::plan_file(root))?)
-            .tasks
-            .iter()
-            .filter(|t| t.status != crate::model::BeadStatus::Closed)
-            .count();
+        let left = Plan::parse(&std::fs::read_to_string(crate::tracker::claw::plan_file(
+            root,
+        ))?)
+        .tasks
+        .iter()
+        .filter(|t| t.status != crate::model::BeadStatus::Closed)
+        .count();
         let (next, told) = state.after(
             &task.title,
             &RunEnd::Done { left },
@@ -298,14 +302,14 @@ fn validate(root: &Path, checks: &[Vec<String>], timeout: Duration) -> Result<()
             .cwd(root)
             .timeout(timeout)
             .run()
-            .map_err(|e| format!("`{}` could not run: {e}", super::packet::shown(argv)))?;
+            .map_err(|e| format!("`{}` could not run: {e}", packet::shown(argv)))?;
         if !out.success() {
             let text = format!("{}{}", out.stdout, out.stderr);
             let tail: Vec<&str> = text.lines().rev().take(60).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
             return Err(format!(
                 "`{}` {}:\n{}",
-                super::packet::shown(argv),
+                packet::shown(argv),
                 out.status_text(),
                 tail.join("\n")
             ));
