@@ -46,12 +46,23 @@ fn signature(repo: &Repository) -> Result<Signature<'static>> {
 
 /// Stages `paths` (relative to the work tree; deletions included) and commits them with
 /// `message`. Returns `None` when nothing changed.
+///
+/// The commit is HEAD's tree plus `paths` as they are in the work tree: whatever else a person
+/// staged stays staged, and out of the commit. The index on disk then gets `paths` too, so it
+/// agrees with the new HEAD for them.
 pub fn commit_paths(root: &Path, paths: &[PathBuf], message: &str) -> Result<Option<git2::Oid>> {
     let repo = open(root)?;
-    let mut index = repo.index()?;
-    stage(root, &mut index, paths)?;
-    index.write()?;
-    commit_index(&repo, &mut index, message)
+    let mut scratch = repo.index()?;
+    if let Ok(head) = repo.head() {
+        scratch.read_tree(&head.peel_to_tree()?)?;
+    }
+    stage(root, &mut scratch, paths)?;
+    let oid = commit_index(&repo, &mut scratch, message)?;
+    let mut real = repo.index()?;
+    real.read(true)?;
+    stage(root, &mut real, paths)?;
+    real.write()?;
+    Ok(oid)
 }
 
 /// Adds `paths` to the index: a directory with everything in it that is not ignored, a file,

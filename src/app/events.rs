@@ -66,8 +66,9 @@ pub fn follow(
         going.set(each(e));
         going.get()
     };
-    list(sources, cursor, &mut take);
+    // Watching first: an event written while the backlog is read wakes the loop below.
     let mut waker = Waker::new(sources);
+    list(sources, cursor, &mut take);
     while going.get() {
         let wake = waker.wait(Duration::from_secs(3600), stop);
         if wake == Wake::Stop {

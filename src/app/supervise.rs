@@ -69,7 +69,7 @@ struct Queue<'s> {
 impl Queue<'_> {
     /// Takes the folder's events after the last one seen, leaving out the processed ones.
     fn refresh(&mut self) {
-        for e in self.source.journal.entries() {
+        for e in self.source.journal.listing() {
             if e.id > self.seen {
                 self.seen = e.id;
                 if !e.is_processed() {
@@ -82,6 +82,13 @@ impl Queue<'_> {
     fn due(&self, now: Instant) -> bool {
         self.not_before.is_none_or(|t| t <= now)
     }
+}
+
+/// One supervisor per installation: two would run the same event's command twice. `None`
+/// when another holds it.
+pub fn single(paths: &crate::paths::Paths) -> Result<Option<crate::lock::TickLock>> {
+    let path = paths.braids_dir.join(".supervise.lock");
+    Ok(crate::lock::TickLock::try_acquire(&path)?)
 }
 
 const FIRST_RETRY: Duration = Duration::from_secs(1);

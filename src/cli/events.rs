@@ -32,22 +32,24 @@ pub fn run(paths: &Paths, a: EventsArgs) -> Result<i32> {
 
 /// One line: time, project and id, type, bead, then the fields.
 pub fn text(e: &Event) -> String {
+    // Every field is someone's text: one line, no control characters (no terminal escapes).
+    let clip = crate::templates::clip;
     let mut line = format!(
         "{}  {}#{}  {}",
         e.timestamp.format("%Y-%m-%d %H:%M:%SZ"),
-        e.project,
+        clip(&e.project, 100),
         e.id,
-        e.kind
+        clip(&e.kind, 60)
     );
     if let Some(b) = &e.bead {
-        line.push_str(&format!("  {b}"));
+        line.push_str(&format!("  {}", clip(b, 100)));
     }
     for (k, v) in &e.fields {
         let v = match v {
-            serde_json::Value::String(s) => crate::templates::clip(s, 200),
-            other => other.to_string(),
+            serde_json::Value::String(s) => clip(s, 200),
+            other => clip(&other.to_string(), 200),
         };
-        line.push_str(&format!("  {k}={v}"));
+        line.push_str(&format!("  {}={v}", clip(k, 60)));
     }
     line
 }

@@ -8,6 +8,18 @@ use crate::paths::Paths;
 
 pub fn run(paths: &Paths, a: SuperviseArgs) -> Result<i32> {
     let sources = crate::app::events::sources(paths, a.project.as_deref())?;
+    let Some(_single) = supervise::single(paths)? else {
+        if a.once {
+            tracing::info!(
+                "another braids supervise is running for this installation; it handles the events"
+            );
+            return Ok(EXIT_OK);
+        }
+        anyhow::bail!(
+            "another braids supervise is running for this installation ({}); two would run each event's command twice",
+            paths.braids_dir.join(".supervise.lock").display()
+        );
+    };
     let opts = Options {
         argv: a.exec,
         timeout: a.timeout,

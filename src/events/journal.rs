@@ -113,7 +113,16 @@ impl Journal {
         super::status::load(&self.status_path(), now)
     }
 
-    /// The events in id order (names only; nothing is read).
+    /// The events in id order, listed under the folder's lock: a directory listing taken while
+    /// a writer adds files may show a later event and not an earlier one, and a reader that
+    /// moved past the missing one would never see it. For readers; a writer holding the lock
+    /// uses [`Journal::entries`].
+    pub fn listing(&self) -> Vec<Entry> {
+        let _lock = read_lock(&self.dir);
+        self.entries()
+    }
+
+    /// The events in id order (names only; nothing is read), without the lock.
     pub fn entries(&self) -> Vec<Entry> {
         let Ok(rd) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
@@ -248,6 +257,7 @@ impl Windowed {
     /// One scan: the entries in `(next, next + WINDOW]`, or, when a gap is wider than the
     /// window, from the first id past it.
     fn fill(&mut self) {
+        let _lock = read_lock(&self.dir);
         let Ok(rd) = std::fs::read_dir(&self.dir) else {
             self.done = true;
             return;
@@ -295,6 +305,18 @@ impl Iterator for Windowed {
         }
         self.buffer.pop_front()
     }
+}
+
+/// The folder's lock for a reader, when the folder has one (a reader never creates it); `None`
+/// when there is none or it cannot be had in time (the listing goes on without it).
+fn read_lock(dir: &Path) -> Option<crate::lock::TickLock> {
+    let path = dir.join(LOCK);
+    if !path.exists() {
+        return None;
+    }
+    crate::lock::TickLock::acquire(&path, LOCK_WAIT)
+        .ok()
+        .flatten()
 }
 
 /// A held journal lock: see [`Journal::hold`].

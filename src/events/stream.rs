@@ -112,7 +112,7 @@ pub fn read_after(
 pub fn cursor_at_end(sources: &[&Source]) -> Cursor {
     sources
         .iter()
-        .filter_map(|s| Some((s.slug.clone(), s.journal.entries().last()?.id)))
+        .filter_map(|s| Some((s.slug.clone(), s.journal.listing().last()?.id)))
         .collect()
 }
 

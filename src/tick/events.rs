@@ -169,7 +169,11 @@ pub fn write(
             continue;
         }
         if !mine.is_empty() {
-            if let Err(e) = journal.append(&r.slug, mine, now) {
+            // Timed under the lock, after whatever a worker wrote before.
+            let appended = journal
+                .hold()
+                .and_then(|h| h.append(&r.slug, mine, Utc::now()));
+            if let Err(e) = appended {
                 tracing::warn!(project = %r.slug, "cannot write events: {e:#}");
                 after.remove(&r.slug);
                 continue;

@@ -48,9 +48,44 @@ pub struct Turn<'a> {
 }
 
 impl Turn<'_> {
+    /// Claims the task and runs the turn. After the claim nothing leaves the task claimed: an
+    /// error reopens it and counts as a turn without progress (or, once the task is checked
+    /// off, pauses the loop for a person, since closed is final).
     pub fn run(&self, msg: &SpawnMessage) -> Result<TurnEnd> {
         let root = &msg.project;
+        if let ClaimOutcome::Refused { .. } = self.tracker.claim(&msg.bead, self.actor)? {
+            return Ok(TurnEnd::ClaimRefused);
+        }
+        let tell = |drafts: Vec<Draft>| crate::events::emit(root, self.slug, drafts);
+        match self.claimed(msg) {
+            Ok(end) => Ok(end),
+            Err(e) => {
+                let why = format!("{e:#}");
+                tracing::warn!(bead = %msg.bead, "claw turn failed: {why}");
+                let closed = self
+                    .tracker
+                    .show(&msg.bead)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|b| b.status == crate::model::BeadStatus::Closed);
+                if closed {
+                    let why = format!("the task was checked off but its commit failed ({why}); commit its work by hand");
+                    return self.pause(root, &msg.bead, None, &why, &tell);
+                }
+                let cfg = config::load(root).unwrap_or_default();
+                let task = msg.bead.to_string();
+                self.no_progress(root, &msg.bead, &task, &cfg, why, &tell)
+            }
+        }
+    }
+
+    fn claimed(&self, msg: &SpawnMessage) -> Result<TurnEnd> {
+        let root = &msg.project;
         let started = Instant::now();
+        // One deadline for the whole turn, inside WorkerTimeout, with room for the fixed steps
+        // after it: the tick never has to stop a turn as a zombie.
+        let deadline = started + super::execute::agent_budget(self.worker_timeout);
+        let left = || deadline.saturating_duration_since(Instant::now());
         let journal = Journal::of_project(root);
         let tell = |drafts: Vec<Draft>| crate::events::emit(root, self.slug, drafts);
         let step = |state: State| {
@@ -60,9 +95,6 @@ impl Turn<'_> {
                 tracing::warn!("cannot update status.json: {e:#}");
             }
         };
-        if let ClaimOutcome::Refused { .. } = self.tracker.claim(&msg.bead, self.actor)? {
-            return Ok(TurnEnd::ClaimRefused);
-        }
         let cfg = match config::load(root) {
             Ok(c) => c,
             Err(e) => return self.pause(root, &msg.bead, None, &format!("{e:#}"), &tell),
@@ -102,6 +134,10 @@ impl Turn<'_> {
             );
             let prompt = root.join(".claw/context/current.md");
             crate::atomic::write(&prompt, packet::render(&p).as_bytes())?;
+            if left().is_zero() {
+                let why = "the turn ran out of time before the coder could run".to_string();
+                return self.no_progress(root, &msg.bead, &task.title, &cfg, why, &tell);
+            }
             step(State::Coding);
             let result_file = root.join(".claw/context/result");
             let _ = std::fs::remove_file(&result_file);
@@ -112,7 +148,7 @@ impl Turn<'_> {
                 prompt_file: prompt,
                 deliverable: root.join(".claw/context/deliverable.md"),
                 result_file: result_file.clone(),
-                timeout: self.worker_timeout,
+                timeout: left(),
                 activity: self.activity.clone(),
             })?;
             let report = std::fs::read_to_string(&result_file)
@@ -136,16 +172,18 @@ impl Turn<'_> {
             }
             if res.code != Some(0) || res.timed_out {
                 let why = match res.timed_out {
-                    true => format!(
-                        "the coder timed out after {}s",
-                        self.worker_timeout.as_secs()
-                    ),
+                    true => "the coder ran out of the turn's time".to_string(),
                     false => format!("the coder {}", crate::proc::exit_text(res.code)),
                 };
                 return self.no_progress(root, &msg.bead, &task.title, &cfg, why, &tell);
             }
             step(State::Validation);
-            match validate(root, &cfg.validation, cfg.timeout) {
+            match validate(
+                root,
+                &cfg.validation,
+                cfg.timeout.min(left()),
+                &self.activity,
+            ) {
                 Ok(()) => {
                     passed = true;
                     break;
@@ -165,7 +203,8 @@ impl Turn<'_> {
             self.tracker
                 .reopen(&msg.bead, "claw: validation failed; the loop is paused")?;
             issue(root, &task.title, failure.as_deref().unwrap_or(""))?;
-            let (next, told) = state.after(
+            // Read again: a `braids resume --note` may have come meanwhile.
+            let (next, told) = loopstate::load(root).after(
                 &task.title,
                 &RunEnd::ValidationFailed {
                     output: failure.unwrap_or_default(),
@@ -197,16 +236,16 @@ impl Turn<'_> {
             }
         }
         drop(lock);
-        let left = Plan::parse(&std::fs::read_to_string(crate::tracker::claw::plan_file(
+        let remaining = Plan::parse(&std::fs::read_to_string(crate::tracker::claw::plan_file(
             root,
         ))?)
         .tasks
         .iter()
         .filter(|t| t.status != crate::model::BeadStatus::Closed)
         .count();
-        let (next, told) = state.after(
+        let (next, told) = loopstate::load(root).after(
             &task.title,
-            &RunEnd::Done { left },
+            &RunEnd::Done { left: remaining },
             cfg.stuck_after,
             Utc::now(),
         );
@@ -219,7 +258,10 @@ impl Turn<'_> {
             .with("commit", &commit)];
         all.extend(told);
         tell(all);
-        Ok(TurnEnd::Completed { commit, left })
+        Ok(TurnEnd::Completed {
+            commit,
+            left: remaining,
+        })
     }
 
     fn no_progress(
@@ -295,9 +337,20 @@ pub fn changed_since(
     out
 }
 
-/// Runs the checks in order in the project; the first failure's output (its last lines).
-fn validate(root: &Path, checks: &[Vec<String>], timeout: Duration) -> Result<(), String> {
+/// Runs the checks in order in the project; the first failure's output (its last 60 lines,
+/// each clipped), which goes into the next packet, the event and ISSUES.md.
+fn validate(
+    root: &Path,
+    checks: &[Vec<String>],
+    timeout: Duration,
+    activity: &Path,
+) -> Result<(), String> {
     for argv in checks {
+        if timeout.is_zero() {
+            return Err("the turn ran out of time before the checks could run".into());
+        }
+        // Each check counts as activity, so a quiet test suite is not stopped as stalled.
+        let _ = super::tee::touch(activity);
         let out = crate::proc::Invocation::new(argv)
             .cwd(root)
             .timeout(timeout)
@@ -305,8 +358,8 @@ fn validate(root: &Path, checks: &[Vec<String>], timeout: Duration) -> Result<()
             .map_err(|e| format!("`{}` could not run: {e}", packet::shown(argv)))?;
         if !out.success() {
             let text = format!("{}{}", out.stdout, out.stderr);
-            let tail: Vec<&str> = text.lines().rev().take(60).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            let tail: Vec<String> = text.lines().rev().take(60).map(clip_line).collect();
+            let tail: Vec<String> = tail.into_iter().rev().collect();
             return Err(format!(
                 "`{}` {}:\n{}",
                 packet::shown(argv),
@@ -316,6 +369,18 @@ fn validate(root: &Path, checks: &[Vec<String>], timeout: Duration) -> Result<()
         }
     }
     Ok(())
+}
+
+/// One line of a check's output, at most 300 characters, control characters dropped.
+fn clip_line(l: &str) -> String {
+    let clean: String = l
+        .chars()
+        .filter(|c| !c.is_control() || *c == '\t')
+        .collect();
+    match clean.char_indices().nth(300) {
+        Some((at, _)) => format!("{}…", &clean[..at]),
+        None => clean,
+    }
 }
 
 /// Appends an entry to `.claw/ISSUES.md` (created with a heading when missing).

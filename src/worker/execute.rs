@@ -65,7 +65,7 @@ pub fn executor_for(config: &Config, project: &ProjectConfig) -> ArgvExecutor {
 /// The part of WorkerTimeout the agent may use, counted from the worker's start: a tenth (at
 /// most five minutes) is kept for the fixed steps after it, so the worker blocks or completes
 /// the bead itself before the tick would stop it as a zombie (2.6).
-fn agent_budget(worker_timeout: Duration) -> Duration {
+pub(super) fn agent_budget(worker_timeout: Duration) -> Duration {
     worker_timeout - (worker_timeout / 10).min(Duration::from_secs(300))
 }
 

@@ -119,6 +119,8 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
     // A person's work in progress, uncommitted and untracked, is never part of a task.
     std::fs::write(root.join("notes.txt"), "mine\n").unwrap();
     std::fs::write(root.join("AGENTS.md"), "edited by a person\n").unwrap();
+    std::fs::write(root.join("staged.txt"), "staged by a person\n").unwrap();
+    sb.git(&root, &["add", "staged.txt"]);
 
     // Phase 1's task: coded, validated, checked off, committed.
     assert_eq!(turn(&sb), 1);
@@ -134,16 +136,20 @@ fn c8_8_a_three_phase_workplan_through_pause_resume_stuck_and_complete() {
         "{log}"
     );
     assert!(
-        !log.contains("notes.txt") && !log.contains("AGENTS.md"),
+        !log.contains("notes.txt") && !log.contains("AGENTS.md") && !log.contains("staged.txt"),
         "{log}"
     );
     let dirty = sb.git(&root, &["status", "--porcelain"]);
     assert!(
-        dirty.contains("?? notes.txt") && dirty.contains(" M AGENTS.md"),
-        "{dirty}"
+        dirty.contains("?? notes.txt")
+            && dirty.contains(" M AGENTS.md")
+            && dirty.contains("A  staged.txt"),
+        "a person's work stays as it was: {dirty}"
     );
     std::fs::remove_file(root.join("notes.txt")).unwrap();
     sb.git(&root, &["checkout", "AGENTS.md"]);
+    sb.git(&root, &["rm", "-q", "--cached", "staged.txt"]);
+    std::fs::remove_file(root.join("staged.txt")).unwrap();
 
     // The next task's checks fail twice (one retry): the loop pauses.
     std::fs::write(sb.home().join("validation-fails"), "").unwrap();
@@ -254,6 +260,7 @@ fn c8_8_check_names_a_bad_claw_config_by_file_and_line() {
     );
     std::fs::remove_file(root.join(".claw/WORKPLAN.md")).unwrap();
     let out = sb.run(&["check"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.contains("has no .claw/WORKPLAN.md"), "{text}");
 }

@@ -499,3 +499,80 @@ fn c8_6_supervise_hands_each_event_to_a_chat_cli_as_arguments_without_a_shell() 
     );
     assert!(!sb.home().join("pwned").exists() && !app.root.join("pwned").exists());
 }
+
+#[test]
+fn c8_6_a_second_supervisor_refuses_and_a_once_run_leaves_the_events_to_the_first() {
+    let (sb, app) = app_with(vec![Draft::new(Kind::Error)]);
+    // The first holds its command until released, so both are certainly running at once.
+    let gate = sb.home().join("release");
+    let slow = sb.script(
+        "bin/slow",
+        &format!("cat > /dev/null\nwhile [ ! -e {gate:?} ]; do sleep 0.1; done"),
+    );
+    let first = supervise(&sb, &slow);
+    let lock = sb.braids_dir().join(".supervise.lock");
+    wait_for(
+        "the first supervisor to start",
+        Duration::from_secs(60),
+        || {
+            braids::lock::TickLock::holder(&lock)
+                .filter(|pid| *pid == first.id())
+                .map(|_| ())
+        },
+    );
+    let second = sb.run(&["supervise", "--exec", "true"]);
+    assert_eq!(second.status.code(), Some(2), "{second:?}");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("another braids supervise is running"), "{err}");
+    let once = sb.run(&["supervise", "--once", "--exec", "true"]);
+    assert!(once.status.success(), "{once:?}");
+    assert!(
+        !Journal::of_project(&app.root).entries()[0].is_processed(),
+        "the --once run took it"
+    );
+    std::fs::write(&gate, "").unwrap();
+    wait_for("the first to acknowledge", Duration::from_secs(60), || {
+        Journal::of_project(&app.root).entries()[0]
+            .is_processed()
+            .then_some(())
+    });
+    stop(first);
+}
+
+#[test]
+fn c8_1_a_crash_after_the_counter_leaves_a_gap_and_never_a_repeated_id() {
+    let sb = Install::new().worker(QUITTER).build();
+    let app = sb.new_project("app").beads(3).max_workers(3).create();
+    // The tick dies (SIGKILL) right after writing the counter for its first events.
+    let died = sb
+        .tick()
+        .force()
+        .env("FAILPOINTS", "events::after_seq=return")
+        .output();
+    assert_ne!(died.code, Some(0), "the crash point did not fire: {}", died.stderr);
+    let seq: u64 = std::fs::read_to_string(Journal::of_project(&app.root).dir.join(".seq"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(seq >= 1);
+    assert!(events_of(&app.root).keys().all(|id| *id <= seq));
+    let before: BTreeSet<u64> = events_of(&app.root).keys().copied().collect();
+    assert!(
+        !before.contains(&seq),
+        "the event the counter covers was never written"
+    );
+    // The next run goes on after the gap.
+    sb.tick().force().run();
+    let after = events_of(&app.root);
+    let new: Vec<u64> = after
+        .keys()
+        .filter(|id| !before.contains(id))
+        .copied()
+        .collect();
+    assert!(!new.is_empty());
+    assert!(
+        new.iter().all(|id| *id > seq),
+        "{new:?} after a counter at {seq}"
+    );
+}
