@@ -15,6 +15,24 @@ pub struct Resumed {
     pub note: Option<String>,
 }
 
+/// [`resume`] for a claw project; `None` (and nothing done) for any other.
+pub fn resume_if_claw(paths: &Paths, slug: &str, note: Option<String>) -> Result<Option<Resumed>> {
+    let registry = crate::format::registry::read_registry(paths).value;
+    let Some(entry) = registry.get(slug) else {
+        return Ok(None);
+    };
+    let project_md = entry.path.join(".braids/PROJECT.md");
+    let config = std::fs::read(&project_md)
+        .map(|b| {
+            crate::format::project::parse_project(&crate::format::decode(&b), &project_md).value
+        })
+        .unwrap_or_default();
+    if !crate::claw::is_claw(&config, &entry.path) {
+        return Ok(None);
+    }
+    resume(paths, slug, note).map(Some)
+}
+
 pub fn resume(paths: &Paths, slug: &str, note: Option<String>) -> Result<Resumed> {
     let registry = crate::format::registry::read_registry(paths).value;
     let Some(entry) = registry.get(slug) else {

@@ -8,6 +8,7 @@ pub mod claw;
 pub mod events;
 pub mod init;
 pub mod iteration;
+pub mod pause;
 pub mod project;
 pub mod schedule;
 pub mod sessions;

@@ -21,6 +21,7 @@ mod init;
 mod iteration;
 mod new;
 mod output;
+mod pause;
 mod schedule;
 mod sessions;
 mod supervise;
@@ -79,7 +80,11 @@ pub enum Command {
     Supervise(SuperviseArgs),
     /// Exploration tools for agents (claw-builder): slices, contracts, dependencies, symbols.
     Tools(ToolsArgs),
-    /// Let a paused claw loop go on, optionally with a note for the next task's coder.
+    /// Stop scheduling a project: its registry row becomes `paused` (nothing else in the file
+    /// changes); running workers finish.
+    Pause(PauseArgs),
+    /// Let a project go on: its registry row `active` again and, for a claw project, its loop
+    /// resumed (optionally with a note for the next task's coder).
     Resume(ResumeArgs),
     /// Build a sample installation and run real ticks on it, with a scripted stand-in agent.
     Demo(DemoArgs),
@@ -122,6 +127,14 @@ pub struct SuperviseArgs {
     /// {id} {type} {project} {bead} {timestamp} {file} {message} {json}.
     #[arg(long, required = true, num_args = 1.., allow_hyphen_values = true, value_name = "ARGV")]
     pub exec: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// The project's slug.
+    pub project: String,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -390,7 +403,8 @@ pub fn run() -> std::process::ExitCode {
         Command::Events(a) => events::run(&paths, a),
         Command::Supervise(a) => supervise::run(&paths, a),
         Command::Tools(a) => tools::run(a),
-        Command::Resume(a) => tools::resume(&paths, a),
+        Command::Pause(a) => pause::pause(&paths, a),
+        Command::Resume(a) => pause::resume(&paths, a),
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
     };

@@ -1,9 +1,9 @@
-//! `braids tools …` (the exploration tools) and `braids resume`: the claw loop's commands.
+//! `braids tools …`: the exploration tools, printed for a person or an agent.
 
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Output, ResumeArgs, ToolsArgs, ToolsCommand, EXIT_FINDINGS, EXIT_OK};
+use super::{Output, ToolsArgs, ToolsCommand, EXIT_FINDINGS, EXIT_OK};
 use crate::claw::tools;
 
 #[derive(Serialize)]
@@ -99,26 +99,5 @@ pub fn run(a: ToolsArgs) -> Result<i32> {
             }
         }
     }
-    Ok(EXIT_OK)
-}
-
-impl Output for crate::app::claw::Resumed {
-    fn text(&self) -> String {
-        let was = match &self.was_paused {
-            Some(why) => format!("{}: resumed (it was paused: {why})", self.project),
-            None => format!(
-                "{}: the loop was not paused; nothing changed but the note",
-                self.project
-            ),
-        };
-        match &self.note {
-            Some(n) => format!("{was}\nthe next task's coder will read: {n}\n"),
-            None => format!("{was}\n"),
-        }
-    }
-}
-
-pub fn resume(paths: &crate::paths::Paths, a: ResumeArgs) -> Result<i32> {
-    crate::app::claw::resume(paths, &a.project, a.note)?.print(a.json);
     Ok(EXIT_OK)
 }

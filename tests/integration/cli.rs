@@ -205,6 +205,7 @@ fn help_is_complete() {
         "events",
         "supervise",
         "tools",
+        "pause",
         "resume",
         "demo",
     ] {

@@ -549,7 +549,12 @@ fn c8_1_a_crash_after_the_counter_leaves_a_gap_and_never_a_repeated_id() {
         .force()
         .env("FAILPOINTS", "events::after_seq=return")
         .output();
-    assert_ne!(died.code, Some(0), "the crash point did not fire: {}", died.stderr);
+    assert_ne!(
+        died.code,
+        Some(0),
+        "the crash point did not fire: {}",
+        died.stderr
+    );
     let seq: u64 = std::fs::read_to_string(Journal::of_project(&app.root).dir.join(".seq"))
         .unwrap()
         .trim()

@@ -33,6 +33,7 @@ mod formats;
 mod hostile;
 mod iteration_names;
 mod logging;
+mod pause;
 mod push_retry;
 mod read_only;
 mod schedule;
