@@ -103,7 +103,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     crate::app::init::ensure(&paths)?.print(false);
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let config = format!(
-        "[tracker]\nkind = \"workplan\"\n[sessions]\nkill_grace_secs = 2\nclaim_grace_secs = 3\n[worker]\nexecutor = [{exe:?}, \"stand-in-agent\", \"--deliverable\", \"{{deliverable}}\", \"--seconds\", \"{}\"]\nretries = 0\n",
+        "[tracker]\nkind = \"workplan\"\n[sessions]\nkill_grace_secs = 5\nclaim_grace_secs = 5\n[worker]\nexecutor = [{exe:?}, \"stand-in-agent\", \"--deliverable\", \"{{deliverable}}\", \"--seconds\", \"{}\"]\nretries = 0\n",
         args.agent_seconds
     );
     atomic::write(&paths.config(), config.as_bytes())?;
