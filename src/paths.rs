@@ -77,6 +77,10 @@ impl Paths {
     pub fn logs_dir(&self) -> PathBuf {
         self.braids_dir.join("logs")
     }
+    /// Where the workers' output of one project goes: `<bead>-<start>.log` per session start.
+    pub fn session_logs(&self, slug: &str) -> PathBuf {
+        self.logs_dir().join("sessions").join(slug)
+    }
     /// Where the agents' git worktrees live: outside every project and outside the agent
     /// workspace (4.1).
     pub fn workspaces_dir(&self) -> PathBuf {

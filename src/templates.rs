@@ -29,6 +29,18 @@ pub fn clip(s: &str, max: usize) -> String {
     out
 }
 
+/// A span of seconds as people read it, every unit named: `42s`, `3m07s`, `1h02m13s`,
+/// `2d04h`.
+pub fn elapsed(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m{s:02}s"),
+        (0, _, _) => format!("{h}h{m:02}m{s:02}s"),
+        _ => format!("{d}d{h:02}h"),
+    }
+}
+
 /// Replaces `{name}` placeholders in one pass, so a value that contains `{…}` is never expanded
 /// again. Unknown placeholders are kept as written.
 pub fn expand(template: &str, vars: &[(&str, &str)]) -> String {
@@ -60,4 +72,18 @@ pub fn expand(template: &str, vars: &[(&str, &str)]) -> String {
 /// Fills a template's placeholders.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
     expand(template, vars)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_names_every_unit() {
+        assert_eq!(elapsed(0), "0s");
+        assert_eq!(elapsed(42), "42s");
+        assert_eq!(elapsed(187), "3m07s");
+        assert_eq!(elapsed(3733), "1h02m13s");
+        assert_eq!(elapsed(2 * 86_400 + 4 * 3600 + 59), "2d04h");
+    }
 }

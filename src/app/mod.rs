@@ -3,13 +3,18 @@
 //! lock), and returns a value the caller prints or serves. Nothing here parses arguments or
 //! prints.
 
+pub mod answer;
+pub mod beads;
 pub mod check;
 pub mod claw;
 pub mod events;
+pub mod history;
 pub mod init;
 pub mod iteration;
 pub mod pause;
+pub mod logs;
 pub mod project;
+pub mod retry;
 pub mod schedule;
 pub mod sessions;
 pub mod status;

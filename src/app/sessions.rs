@@ -1,12 +1,17 @@
 //! Listing worker sessions (`braids sessions`) and ending one by hand (`braids kill`, the same
 //! kill a tick uses for a zombie).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use chrono::{DateTime, Utc};
 
+use anyhow::{anyhow, bail, Result};
+use serde::Serialize;
+
+use crate::events::{Draft, Kind};
 use crate::installation::Installation;
-use crate::model::SessionLabel;
+use crate::model::{BeadId, BeadStatus, SessionLabel};
 use crate::session::{KillOutcome, Session};
 
 /// A session as `braids sessions` shows it.
@@ -18,35 +23,170 @@ pub struct Listed {
     /// session still counts against `[tick] max_workers` and ends by `orphan_timeout_secs` or
     /// `braids kill` (CONTRACTS 2.2).
     pub orphan: bool,
+    pub elapsed_seconds: u64,
+    /// The bead's title, when its tracker could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Where the worker is: `CODING`, `VALIDATION`, `COMMIT` (the project's status.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// Seconds since the agent last printed something or changed a file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_output_seconds: Option<u64>,
 }
 
 /// Every session the backend knows, each marked orphan or not against the registry as it
-/// reads now (an unreadable registry marks none: nothing says they are orphans).
-pub fn list(inst: &Installation) -> Result<Vec<Listed>> {
+/// reads now (an unreadable registry marks none: nothing says they are orphans), with its
+/// bead's title, step and last output.
+pub fn list(inst: &Installation, now: DateTime<Utc>) -> Result<Vec<Listed>> {
     let sessions = inst.backend.list()?;
     let registry = crate::format::registry::read_registry(&inst.paths).value;
-    let known = |slug: &str| registry.entries.iter().any(|e| e.slug == slug);
     let readable = inst.paths.registry().is_file();
+    let mut titles: BTreeMap<String, BTreeMap<BeadId, String>> = BTreeMap::new();
+    let mut steps: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for s in sessions.iter().filter(|s| s.running) {
+        let slug = s.label.slug();
+        let Some(entry) = registry.get(slug) else {
+            continue;
+        };
+        if !titles.contains_key(slug) {
+            let listed = super::beads::Opened::open(inst, entry.clone(), false)
+                .ok()
+                .and_then(|o| o.tracker.list().ok())
+                .unwrap_or_default();
+            titles.insert(
+                slug.to_string(),
+                listed.into_iter().map(|b| (b.id, b.title)).collect(),
+            );
+            let status = crate::events::status::load(
+                &crate::events::Journal::of_project(&entry.path).status_path(),
+                now,
+            );
+            steps.insert(
+                slug.to_string(),
+                status
+                    .tasks
+                    .into_iter()
+                    .map(|t| (t.bead, serde_json::to_value(t.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()))
+                    .collect(),
+            );
+        }
+    }
     Ok(sessions
         .into_iter()
-        .map(|session| Listed {
-            orphan: readable && !known(session.label.slug()),
-            session,
+        .map(|session| {
+            let (slug, bead) = (session.label.slug(), session.label.bead());
+            let last_output_seconds = std::fs::metadata(inst.paths.activity(slug, bead))
+                .and_then(|m| m.modified())
+                .ok()
+                .map(|t| u64::try_from((now - DateTime::<Utc>::from(t)).num_seconds()).unwrap_or(0));
+            Listed {
+                orphan: readable && registry.get(slug).is_none(),
+                elapsed_seconds: u64::try_from((now - session.started_at).num_seconds()).unwrap_or(0),
+                title: titles.get(slug).and_then(|t| t.get(bead)).cloned(),
+                step: steps.get(slug).and_then(|t| t.get(bead.as_str())).cloned(),
+                last_output_seconds: last_output_seconds.filter(|_| session.running),
+                session,
+            }
         })
         .collect())
 }
 
-/// Kills the live session labelled `label` (SIGTERM, the grace period, SIGKILL) and forgets it.
-pub fn kill(inst: &Installation, label: &str) -> Result<KillOutcome> {
-    let wanted = SessionLabel::parse(label).map_err(|e| {
-        anyhow::anyhow!("{e}; labels look like project:<slug>:<bead-id> (see `braids sessions`)")
-    })?;
+/// What becomes of the bead after `braids kill`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterKill {
+    /// Open again, eligible at once: the run was stopped, not failed.
+    Requeue,
+    /// Blocked with this reason, for a person.
+    Block(String),
+}
+
+/// What a kill did.
+#[derive(Debug, Serialize)]
+pub struct Killed {
+    pub session: String,
+    pub outcome: KillOutcome,
+    /// `requeued`, `blocked`, or `closed` when the worker finished its bead before it went (a
+    /// worker never stops between the close and the commit).
+    pub then: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Kills the live session of `target` (a label, or a bead id as `braids beads` shows it):
+/// SIGTERM, the grace period, SIGKILL, as a tick kills a zombie. Then the bead is requeued or
+/// blocked as asked; a session whose project is gone from the registry is only killed.
+pub fn kill(inst: &Installation, target: &str, after: AfterKill) -> Result<Killed> {
     let sessions = inst.backend.list()?;
-    let Some(s) = sessions.iter().find(|s| s.label == wanted && s.running) else {
-        bail!("no live session is labelled {label}; `braids sessions` lists them");
+    let live = |label: &SessionLabel| sessions.iter().find(|s| &s.label == label && s.running);
+    let (session, project) = match SessionLabel::parse(target) {
+        Ok(label) => {
+            let Some(s) = live(&label) else {
+                bail!("no live session is labelled {target}; `braids sessions` lists them");
+            };
+            let entry = crate::format::registry::read_registry(&inst.paths)
+                .value
+                .get(label.slug())
+                .cloned();
+            let project = entry
+                .map(|e| super::beads::Opened::open(inst, e, true))
+                .transpose()?;
+            (s, project)
+        }
+        Err(_) => {
+            let found = super::beads::locate(inst, target, true)?;
+            let label = SessionLabel::new(&found.project.entry.slug, found.bead.id.clone())?;
+            let Some(s) = live(&label) else {
+                bail!(
+                    "{} has no live worker (it is {}); `braids sessions` lists the live ones",
+                    found.bead.id,
+                    found.bead.status
+                );
+            };
+            (s, Some(found.project))
+        }
     };
     let grace = Duration::from_secs(inst.config.sessions.kill_grace_secs);
-    let outcome = inst.backend.kill(s, grace)?;
-    inst.backend.forget(s)?;
-    Ok(outcome)
+    let outcome = inst.backend.kill(session, grace)?;
+    inst.backend.forget(session)?;
+    let bead = session.label.bead();
+    let mut killed = Killed {
+        session: session.label.to_string(),
+        outcome,
+        then: "requeued",
+        reason: None,
+    };
+    let Some(p) = project else {
+        killed.then = "killed only: its project is not in the registry";
+        return Ok(killed);
+    };
+    let now_status = p.tracker.show(bead).ok().flatten().map(|b| b.status);
+    let slug = p.entry.slug.as_str();
+    match (now_status, &after) {
+        (Some(BeadStatus::Closed), _) => killed.then = "closed",
+        (_, AfterKill::Requeue) => {
+            p.tracker
+                .reopen(bead, "braids: its worker was killed by a person; requeued")
+                .map_err(|e| anyhow!("{slug}: killed, but {bead} could not be reopened: {e}"))?;
+            crate::retry::store::Store::in_dir(&inst.paths.braids_dir)
+                .update(|a| a.forget(&p.entry.path, bead))?;
+        }
+        (_, AfterKill::Block(reason)) => {
+            p.tracker
+                .block(bead, &format!("killed by a person: {reason}"))
+                .map_err(|e| anyhow!("{slug}: killed, but {bead} could not be blocked: {e}"))?;
+            killed.then = "blocked";
+            killed.reason = Some(reason.clone());
+        }
+    }
+    crate::events::emit(
+        &p.entry.path,
+        slug,
+        vec![Draft::new(Kind::Killed)
+            .bead(bead)
+            .with("session", &killed.session)
+            .with("then", killed.then)
+            .with("reason", &killed.reason)],
+    );
+    Ok(killed)
 }

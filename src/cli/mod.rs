@@ -13,6 +13,7 @@ pub use crate::logging::LogFormat;
 use crate::paths::Paths;
 use crate::schedule::{CronExpr, Interval, Schedule};
 
+mod beads;
 mod check;
 mod daemon;
 mod demo;
@@ -61,10 +62,22 @@ pub enum Command {
     Tick(TickArgs),
     /// Show what STATUS.md would say, without changing anything.
     Status(JsonFlag),
-    /// List live worker sessions.
+    /// List live worker sessions: elapsed time, bead title, step, last output.
     Sessions(JsonFlag),
-    /// Kill a worker session by label (`project:<slug>:<bead-id>`).
+    /// Stop a bead's worker (by bead id or session label), then requeue the bead (default) or
+    /// block it with a reason.
     Kill(KillArgs),
+    /// A project's beads: status, iteration scope, attempts, what each waits for, its worker.
+    Beads(BeadsArgs),
+    /// Answer the question a bead asked (or approve its plan): recorded for its next prompt,
+    /// and the bead is open again.
+    Answer(AnswerArgs),
+    /// Make a failed or blocked bead eligible now: its failure count and backoff forgotten.
+    Retry(BeadArgs),
+    /// The output of a bead's worker and agent; `-f` follows it live.
+    Logs(LogsArgs),
+    /// What happened, newest first: spawned, completed, blocked, killed, answered.
+    History(HistoryArgs),
     /// Run one bead to completion (started by the tick with the four-line spawn message on stdin).
     Worker(WorkerArgs),
     /// Install, show or remove the schedule that runs `braids tick` (crontab line or systemd
@@ -375,7 +388,69 @@ pub struct DaemonArgs {
 
 #[derive(Debug, Args)]
 pub struct KillArgs {
-    pub label: String,
+    /// A bead id (`app-a1b`, `a1b`, `app:a1b`) or a session label (`project:app:app-a1b`).
+    pub target: String,
+    /// Open the bead again afterwards, eligible at once (the default).
+    #[arg(long, conflicts_with = "block")]
+    pub requeue: bool,
+    /// Block the bead afterwards, with this reason, for a person.
+    #[arg(long, value_name = "REASON")]
+    pub block: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BeadsArgs {
+    /// The project's slug.
+    pub project: String,
+    /// Only beads with this status (repeat or comma-separate: open, in_progress, blocked,
+    /// deferred, closed).
+    #[arg(long, value_delimiter = ',')]
+    pub status: Vec<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The bead that asked (`app-a1b`, `a1b`, `app:a1b`).
+    pub bead: String,
+    /// The answer, in quotes; the bead's next prompt carries it.
+    pub text: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BeadArgs {
+    /// A bead id (`app-a1b`, `a1b`, `app:a1b`).
+    pub bead: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// A bead id (`app-a1b`, `a1b`, `app:a1b`).
+    pub bead: String,
+    /// Keep printing what the worker writes until its session ends.
+    #[arg(short, long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only this project.
+    pub project: Option<String>,
+    /// How far back: 7d, 12h, 30m.
+    #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+    pub since: std::time::Duration,
+    /// At most this many events.
+    #[arg(long, default_value_t = 200)]
+    pub limit: usize,
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Parses the process arguments, runs the command, returns the exit code.
@@ -396,7 +471,12 @@ pub fn run() -> std::process::ExitCode {
         Command::Tick(a) => tick::run(&paths, a),
         Command::Status(a) => tick::status(&paths, a.json),
         Command::Sessions(a) => sessions::list(&paths, a.json),
-        Command::Kill(a) => sessions::kill(&paths, &a.label),
+        Command::Kill(a) => sessions::kill(&paths, a),
+        Command::Beads(a) => beads::list(&paths, a),
+        Command::Answer(a) => beads::answer(&paths, a),
+        Command::Retry(a) => beads::retry(&paths, a),
+        Command::Logs(a) => beads::logs(&paths, a),
+        Command::History(a) => beads::history(&paths, a),
         Command::Worker(a) => worker::run(&paths, a),
         Command::Schedule(c) => schedule::run(&paths, c, cli.log_format),
         Command::Daemon(a) => daemon::run(&paths, a),

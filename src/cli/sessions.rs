@@ -4,12 +4,13 @@ use anyhow::Result;
 use chrono::Utc;
 use serde::Serialize;
 
-use crate::app::sessions::Listed;
+use crate::app::sessions::{AfterKill, Killed, Listed};
 use crate::installation;
 use crate::paths::Paths;
 use crate::session::KillOutcome;
+use crate::templates::{clip, elapsed};
 
-use super::{Output, EXIT_OK};
+use super::{KillArgs, Output, EXIT_OK};
 
 #[derive(Serialize)]
 #[serde(transparent)]
@@ -21,26 +22,30 @@ impl Output for SessionList {
         if live.is_empty() {
             return "no live worker sessions\n".into();
         }
-        let now = Utc::now();
         let mut o = String::new();
         for l in live {
             let s = &l.session;
-            let mins = (now - s.started_at).num_minutes();
-            let pid = s.pid.map(|p| format!("pid {p}")).unwrap_or_default();
-            let log = s
-                .log
-                .as_ref()
-                .map(|l| format!("  log {}", l.display()))
-                .unwrap_or_default();
-            let orphan = if l.orphan {
-                "  orphan: its project is not in the registry"
-            } else {
-                ""
-            };
-            o.push_str(&format!(
-                "{}  {}m  {}  {pid}{log}{orphan}\n",
-                s.label, mins, s.backend
-            ));
+            let mut line = format!("{}  {}  {}", s.label, elapsed(l.elapsed_seconds), s.backend);
+            if let Some(p) = s.pid {
+                line.push_str(&format!("  pid {p}"));
+            }
+            if let Some(step) = &l.step {
+                line.push_str(&format!("  step {}", step.to_lowercase()));
+            }
+            if let Some(q) = l.last_output_seconds {
+                line.push_str(&format!("  last output {} ago", elapsed(q)));
+            }
+            if l.orphan {
+                line.push_str("  orphan: its project is not in the registry");
+            }
+            o.push_str(&line);
+            o.push('\n');
+            if let Some(t) = &l.title {
+                o.push_str(&format!("    {}\n", clip(t, 100)));
+            }
+            if let Some(log) = &s.log {
+                o.push_str(&format!("    log {}\n", log.display()));
+            }
         }
         o
     }
@@ -48,7 +53,7 @@ impl Output for SessionList {
 
 pub fn list(paths: &Paths, json: bool) -> Result<i32> {
     let inst = installation::open(paths)?;
-    let mut sessions = crate::app::sessions::list(&inst)?;
+    let mut sessions = crate::app::sessions::list(&inst, Utc::now())?;
     if json {
         sessions.retain(|l| l.session.running);
     }
@@ -56,13 +61,29 @@ pub fn list(paths: &Paths, json: bool) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn kill(paths: &Paths, label: &str) -> Result<i32> {
+impl Output for Killed {
+    fn text(&self) -> String {
+        let how = match self.outcome {
+            KillOutcome::Terminated => "terminated",
+            KillOutcome::Killed => "killed (it ignored SIGTERM)",
+            KillOutcome::AlreadyGone => "already gone",
+        };
+        let then = match (self.then, &self.reason) {
+            ("blocked", Some(r)) => format!("bead blocked: {}", clip(r, 200)),
+            ("requeued", _) => "bead open again; the next run spawns it".into(),
+            ("closed", _) => "the worker had finished: bead closed".into(),
+            (other, _) => other.to_string(),
+        };
+        format!("{}: {how}; {then}\n", self.session)
+    }
+}
+
+pub fn kill(paths: &Paths, a: KillArgs) -> Result<i32> {
     let inst = installation::open(paths)?;
-    let how = match crate::app::sessions::kill(&inst, label)? {
-        KillOutcome::Terminated => "terminated",
-        KillOutcome::Killed => "killed (it ignored SIGTERM)",
-        KillOutcome::AlreadyGone => "already gone",
+    let after = match a.block {
+        Some(reason) => AfterKill::Block(reason),
+        None => AfterKill::Requeue,
     };
-    println!("{label}: {how}");
+    crate::app::sessions::kill(&inst, &a.target, after)?.print(a.json);
     Ok(EXIT_OK)
 }

@@ -44,6 +44,15 @@ impl Entry {
         self.dir.join(format!("{}.processed", self.name))
     }
 
+    /// The type its file name gives (`task_complete` of `000007-task-complete.event`), so a
+    /// reader looking for some types opens only those files.
+    pub fn kind(&self) -> String {
+        let stem = self.name.strip_suffix(".event").unwrap_or(&self.name);
+        stem.split_once('-')
+            .map_or("", |(_, k)| k)
+            .replace('-', "_")
+    }
+
     pub fn is_processed(&self) -> bool {
         self.marker().exists()
     }

@@ -24,6 +24,12 @@ pub enum Kind {
     NeedsHuman,
     PushFailed,
     WorkKept,
+    /// A person answered a bead's question (`braids answer`).
+    Answered,
+    /// A person made a bead eligible again (`braids retry`).
+    Retried,
+    /// A person ended a bead's worker (`braids kill`), then requeued or blocked it.
+    Killed,
 }
 
 impl Kind {
@@ -45,6 +51,9 @@ impl Kind {
         Kind::NeedsHuman,
         Kind::PushFailed,
         Kind::WorkKept,
+        Kind::Answered,
+        Kind::Retried,
+        Kind::Killed,
     ];
 
     /// The `type` field: `task_complete`.
@@ -67,6 +76,9 @@ impl Kind {
             Kind::NeedsHuman => "needs_human",
             Kind::PushFailed => "push_failed",
             Kind::WorkKept => "work_kept",
+            Kind::Answered => "answered",
+            Kind::Retried => "retried",
+            Kind::Killed => "killed",
         }
     }
 
@@ -93,6 +105,6 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", k.as_str()));
             assert!(!k.file_part().contains('_'));
         }
-        assert_eq!(Kind::ALL.len(), 17);
+        assert_eq!(Kind::ALL.len(), 20);
     }
 }

@@ -98,9 +98,7 @@ pub struct Effects<'a> {
 /// Where a worker's output goes: one file per session start.
 fn log_path(paths: &Paths, c: &SpawnCandidate, now: DateTime<Utc>) -> std::path::PathBuf {
     paths
-        .logs_dir()
-        .join("sessions")
-        .join(&c.slug)
+        .session_logs(&c.slug)
         .join(format!("{}-{}.log", c.bead, now.format("%Y%m%dT%H%M%SZ")))
 }
 

@@ -132,6 +132,7 @@ pub(super) fn prompt(
     work_in: &Path,
     deliverable: &Path,
     earlier: &[crate::retry::Failure],
+    answers: &[crate::answers::Answer],
 ) -> String {
     let context: String = l
         .context
@@ -164,6 +165,7 @@ pub(super) fn prompt(
             ("deliverable", &dl),
             ("result_file", &report::own_file(&bead.id).to_string_lossy()),
             ("earlier", &earlier_attempts(earlier)),
+            ("answers", &crate::answers::prompt_block(answers)),
         ],
     )
 }
@@ -210,7 +212,7 @@ mod tests {
             context: vec![],
         };
         let bead = Bead::new(BeadId::new("a-1").unwrap(), "x", BeadStatus::Open);
-        let p = prompt(&l, &bead, Path::new("/w"), Path::new("/w/d.md"), &[]);
+        let p = prompt(&l, &bead, Path::new("/w"), Path::new("/w/d.md"), &[], &[]);
         assert!(p.contains("Never touch the billing schema."), "{p}");
         assert!(!p.contains("Earlier attempts"), "a first attempt: {p}");
         assert!(p.contains("No new dependencies."), "{p}");
@@ -219,7 +221,7 @@ mod tests {
         let mut bare = l;
         bare.project.guardrails = None;
         bare.iteration.guardrails = None;
-        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"), &[]);
+        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"), &[], &[]);
         assert!(p.contains("None are written"), "{p}");
         // a retry is told what went wrong before
         let at = chrono::DateTime::UNIX_EPOCH;
@@ -227,7 +229,7 @@ mod tests {
             at,
             "exit 1, status failing: 3 tests fail",
         )];
-        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"), &failed);
+        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"), &failed, &[]);
         assert!(
             p.contains("# Earlier attempts of this bead failed")
                 && p.contains("- 1970-01-01 00:00 UTC: exit 1, status failing: 3 tests fail"),

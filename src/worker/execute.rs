@@ -102,7 +102,8 @@ impl Worker<'_> {
             .record(&msg.project, bead_id)
             .map(|r| r.failures.clone())
             .unwrap_or_default();
-        let prompt = context::prompt(l, bead, &ws.dir, &expected, &earlier);
+        let answers = crate::answers::load(self.paths, &l.slug, bead_id);
+        let prompt = context::prompt(l, bead, &ws.dir, &expected, &earlier, &answers);
         crate::atomic::write(&prompt_file, prompt.as_bytes())?;
         // A deliverable counts only if this run wrote it, not one left by an earlier run.
         let before = deliverables_now(&iteration_dir, bead_id);

@@ -27,6 +27,7 @@ mod cli;
 mod contracts;
 mod corpus;
 mod daemon;
+mod day_two;
 mod events;
 mod faults;
 mod formats;

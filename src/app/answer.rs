@@ -1,0 +1,82 @@
+//! `braids answer <bead> "text"`: a person answers the question a bead's agent asked (or
+//! approves an ask-first plan). The answer is recorded where every later prompt of the bead
+//! reads it, added to the tracker as the reopening's comment, and the bead is open again, so
+//! the next run spawns it.
+
+use anyhow::{bail, Result};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::answers::Answer;
+use crate::events::{Draft, Kind};
+use crate::installation::Installation;
+use crate::model::BeadStatus;
+
+use super::beads::{self, WaitKind};
+
+/// What an answer did.
+#[derive(Debug, Serialize)]
+pub struct Answered {
+    pub project: String,
+    pub bead: String,
+    pub question: String,
+    pub answer: String,
+    /// `question` or `approval`.
+    pub kind: WaitKind,
+}
+
+pub fn answer(inst: &Installation, target: &str, text: &str, now: DateTime<Utc>) -> Result<Answered> {
+    let text = text.trim();
+    if text.is_empty() {
+        bail!("the answer is empty; write what the agent should know, in quotes");
+    }
+    let found = beads::locate(inst, target, true)?;
+    let (p, bead) = (&found.project, &found.bead);
+    let slug = p.entry.slug.as_str();
+    let waits = beads::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
+    let wait = waits.get(bead.id.as_str());
+    let asked = match (bead.status, wait) {
+        (BeadStatus::Blocked, Some(w)) if w.kind.answerable() => w.clone(),
+        (BeadStatus::Blocked, Some(w)) => bail!(
+            "{} asked nothing: it is blocked because {}; `braids retry {}` makes it eligible again",
+            bead.id,
+            w.text,
+            bead.id
+        ),
+        _ => bail!(
+            "{} asked nothing: it is {}, not waiting for an answer; `braids beads {slug}` shows what each bead waits for",
+            bead.id,
+            bead.status
+        ),
+    };
+    p.refuse_if_paused(&bead.id)?;
+    crate::answers::record(
+        &inst.paths,
+        slug,
+        &bead.id,
+        Answer {
+            question: asked.text.clone(),
+            answer: text.to_string(),
+            at: now,
+        },
+    )?;
+    p.tracker
+        .reopen(&bead.id, &format!("braids: answered by a person: {text}"))
+        .map_err(|e| anyhow::anyhow!("{slug}: the answer is recorded, but {} could not be reopened: {e}", bead.id))?;
+    crate::events::emit(
+        &p.entry.path,
+        slug,
+        vec![Draft::new(Kind::Answered)
+            .bead(&bead.id)
+            .with("question", &asked.text)
+            .with("message", text)],
+    );
+    crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
+    Ok(Answered {
+        project: slug.to_string(),
+        bead: bead.id.to_string(),
+        question: asked.text,
+        answer: text.to_string(),
+        kind: asked.kind,
+    })
+}

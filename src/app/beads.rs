@@ -1,0 +1,478 @@
+//! Finding a bead from what a person types, and the picture of one project's beads
+//! (`braids beads`): status, scope, attempts, what it waits for, and its worker.
+//!
+//! What a bead waits for comes from braids' own events (the question the agent asked, the
+//! reason it was blocked), newest first, because the trackers keep those only as free-text
+//! comments that differ between `br`, `bd` and WORKPLAN.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::events::{Event, Journal};
+use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
+use crate::installation::Installation;
+use crate::model::{Bead, BeadId, BeadStatus, ProjectStatus, SessionLabel};
+use crate::session::Session;
+use crate::tracker::{self, Tracker, TrackerOptions};
+
+/// A registry project opened for reading or acting on its beads.
+pub struct Opened {
+    pub entry: RegistryEntry,
+    pub config: ProjectConfig,
+    pub tracker: Box<dyn Tracker>,
+}
+
+impl Opened {
+    /// Opens `entry`'s tracker (through `br` itself when `write`, so writes and reads agree).
+    pub fn open(inst: &Installation, entry: RegistryEntry, write: bool) -> Result<Opened> {
+        let config = format::project::read_project(&entry.path).value;
+        let kind = crate::tick::observe::tracker_kind(&config, inst.config.tracker.kind, &entry.path);
+        let options = TrackerOptions {
+            project: entry.path.clone(),
+            timeout: Duration::from_secs(inst.config.tracker.timeout_secs),
+            program: None,
+        };
+        let opened = if write {
+            tracker::open(kind, options)
+        } else {
+            tracker::open_observing(kind, options, true)
+        };
+        let tracker = opened.map_err(|e| anyhow!("{}: {e}", entry.slug))?;
+        Ok(Opened {
+            entry,
+            config,
+            tracker,
+        })
+    }
+
+    /// Paused in the registry or in PROJECT.md: the tick starts nothing here.
+    pub fn paused(&self) -> bool {
+        [self.entry.status, self.config.status]
+            .iter()
+            .any(|s| matches!(s, Some(ProjectStatus::Paused)))
+    }
+
+    /// Refuses an action that would make a bead eligible in a paused project: it would silently
+    /// wait for a `resume` nobody knows is needed.
+    pub fn refuse_if_paused(&self, bead: &BeadId) -> Result<()> {
+        if self.paused() {
+            bail!(
+                "project {} is paused, so {bead} would not run; `braids resume {}` first",
+                self.entry.slug,
+                self.entry.slug
+            );
+        }
+        Ok(())
+    }
+
+    pub fn journal(&self) -> Journal {
+        Journal::of_project(&self.entry.path)
+    }
+}
+
+/// A bead found from what a person typed.
+pub struct Located {
+    pub project: Opened,
+    pub bead: Bead,
+}
+
+/// Finds `raw` among the registry's projects: an exact id, `<slug>:<id>`, a session label, or
+/// an id's unique ending (`a1b` for `app-a1b`). An unknown id and an ambiguous one are errors;
+/// the ambiguous one lists its candidates.
+pub fn locate(inst: &Installation, raw: &str, write: bool) -> Result<Located> {
+    let raw = raw.trim();
+    let (only, wanted) = split_target(raw);
+    let registry = format::registry::read_registry(&inst.paths).value;
+    if let Some(slug) = only {
+        if registry.get(slug).is_none() {
+            bail!(
+                "no project named {slug} in {}; `braids status` lists them",
+                inst.paths.registry().display()
+            );
+        }
+    }
+    let mut exact = Vec::new();
+    let mut ending = Vec::new();
+    let mut unreadable = Vec::new();
+    for entry in registry.entries {
+        if only.is_some_and(|s| s != entry.slug) {
+            continue;
+        }
+        let slug = entry.slug.clone();
+        let listed = Opened::open(inst, entry.clone(), false).and_then(|o| {
+            o.tracker
+                .list()
+                .map_err(|e| anyhow!("{}: {e}", o.entry.slug))
+        });
+        let beads = match listed {
+            Ok(b) => b,
+            Err(e) => {
+                unreadable.push(format!("{e:#}"));
+                continue;
+            }
+        };
+        for b in beads {
+            if b.id.as_str() == wanted {
+                exact.push((entry.clone(), b));
+            } else if ends_with_part(b.id.as_str(), wanted) {
+                ending.push((slug.clone(), entry.clone(), b));
+            }
+        }
+    }
+    let found = match (exact.len(), ending.len()) {
+        (1, _) => exact.pop(),
+        (0, 1) => ending.pop().map(|(_, e, b)| (e, b)),
+        (0, 0) => {
+            let also = if unreadable.is_empty() {
+                String::new()
+            } else {
+                format!(" (not searched: {})", unreadable.join("; "))
+            };
+            bail!(
+                "no bead {raw} in any registered project{also}; `braids beads <project>` lists them"
+            )
+        }
+        _ => {
+            let mut names: Vec<String> = exact
+                .iter()
+                .map(|(e, b)| format!("{}:{}", e.slug, b.id))
+                .chain(ending.iter().map(|(s, _, b)| format!("{s}:{}", b.id)))
+                .collect();
+            names.sort();
+            bail!(
+                "{raw} is ambiguous: it could be {}; give one of these",
+                names.join(", ")
+            )
+        }
+    };
+    let (entry, bead) = found.expect("one candidate");
+    let project = Opened::open(inst, entry, write)?;
+    Ok(Located { project, bead })
+}
+
+/// `project:<slug>:<bead>` and `<slug>:<bead>` name the project; a bare id does not.
+fn split_target(raw: &str) -> (Option<&str>, &str) {
+    if let Ok(label) = SessionLabel::parse(raw) {
+        let slug_len = label.slug().len();
+        return (
+            Some(&raw["project:".len().."project:".len() + slug_len]),
+            &raw[raw.len() - label.bead().as_str().len()..],
+        );
+    }
+    match raw.split_once(':') {
+        Some((slug, bead)) if !slug.is_empty() && !bead.contains(':') => (Some(slug), bead),
+        _ => (None, raw),
+    }
+}
+
+/// Whether `typed` is a whole `-`/`.`-separated ending of `id` (`a1b`, `x.1` of `app-x.1`).
+fn ends_with_part(id: &str, typed: &str) -> bool {
+    !typed.is_empty()
+        && id.len() > typed.len()
+        && id[id.len() - typed.len()..].eq_ignore_ascii_case(typed)
+        && matches!(id.as_bytes()[id.len() - typed.len() - 1], b'-' | b'.')
+}
+
+/// What a bead waits for, from braids' own events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Waiting {
+    /// `question` (the agent asked something), `approval` (ask-first), `blocked` (a reason),
+    /// `retry` (a failed attempt, eligible again at `retry_at`).
+    pub kind: WaitKind,
+    pub text: String,
+    pub since: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    Question,
+    Approval,
+    Blocked,
+}
+
+impl WaitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitKind::Question => "question",
+            WaitKind::Approval => "approval",
+            WaitKind::Blocked => "blocked",
+        }
+    }
+
+    /// Whether `braids answer` is what this bead waits for.
+    pub fn answerable(self) -> bool {
+        matches!(self, WaitKind::Question | WaitKind::Approval)
+    }
+}
+
+/// The event types [`waiting_from`] reads.
+const SETTLING: &[&str] = &[
+    "question",
+    "needs_human",
+    "bead_blocked",
+    "error",
+    "killed",
+    "answered",
+    "retried",
+    "task_started",
+    "task_complete",
+    "bead_claimed",
+    "worker_spawned",
+    "validation_failed",
+];
+
+/// What the newest event about a bead says it waits for, if it waits for a person at all.
+/// Events that end the wait (an answer, a retry, a new attempt, completion) end it.
+pub fn waiting_from(e: &Event) -> Option<Option<Waiting>> {
+    let text = |k: &str| {
+        e.fields
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let w = |kind, text: String| {
+        Some(Some(Waiting {
+            kind,
+            text,
+            since: e.timestamp,
+        }))
+    };
+    match e.kind.as_str() {
+        "question" => w(WaitKind::Question, text("message")),
+        "needs_human" => w(WaitKind::Approval, text("reason")),
+        "bead_blocked" => w(WaitKind::Blocked, text("reason")),
+        "error" if e.bead.is_some() => w(WaitKind::Blocked, text("message")),
+        "killed" if text("then") == "blocked" => w(WaitKind::Blocked, text("reason")),
+        "answered" | "retried" | "killed" | "task_started" | "task_complete" | "bead_claimed"
+        | "worker_spawned" | "validation_failed" => Some(None),
+        _ => None,
+    }
+}
+
+/// For each of `beads`, what the project's events say it waits for (newest event first; the
+/// search stops once every bead is settled).
+pub fn waiting(journal: &Journal, beads: &BTreeSet<&str>) -> BTreeMap<String, Waiting> {
+    let mut out = BTreeMap::new();
+    let mut settled: BTreeSet<String> = BTreeSet::new();
+    if beads.is_empty() {
+        return out;
+    }
+    let mut entries = journal.listing();
+    entries.reverse();
+    for entry in entries {
+        if settled.len() == beads.len() {
+            break;
+        }
+        // The type is in the file name: only events that can settle a wait are read.
+        if !SETTLING.contains(&entry.kind().as_str()) {
+            continue;
+        }
+        let Ok(e) = entry.read() else { continue };
+        let Some(bead) = e.bead.as_deref() else {
+            continue;
+        };
+        if !beads.contains(bead) || settled.contains(bead) {
+            continue;
+        }
+        if let Some(w) = waiting_from(&e) {
+            settled.insert(bead.to_string());
+            if let Some(w) = w {
+                out.insert(bead.to_string(), w);
+            }
+        }
+    }
+    out
+}
+
+/// One bead as `braids beads` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct BeadRow {
+    pub id: BeadId,
+    pub title: String,
+    pub status: BeadStatus,
+    pub priority: u8,
+    /// Listed in the active iteration's Stories: worked this iteration.
+    pub in_scope: bool,
+    /// Failed attempts recorded since the last success or retry.
+    pub attempts: u32,
+    /// After a failed attempt, not spawned before this time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<DateTime<Utc>>,
+    /// A blocked bead's question, approval or reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<Worker>,
+}
+
+/// A live worker of a bead.
+#[derive(Debug, Clone, Serialize)]
+pub struct Worker {
+    pub session: String,
+    pub started_at: DateTime<Utc>,
+    pub elapsed_seconds: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
+}
+
+impl Worker {
+    pub fn of(s: &Session, now: DateTime<Utc>) -> Worker {
+        Worker {
+            session: s.label.to_string(),
+            started_at: s.started_at,
+            elapsed_seconds: u64::try_from((now - s.started_at).num_seconds()).unwrap_or(0),
+            log: s.log.clone(),
+        }
+    }
+}
+
+/// One project's beads.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectBeads {
+    pub project: String,
+    pub paused: bool,
+    pub iteration: Option<String>,
+    pub beads: Vec<BeadRow>,
+}
+
+/// `braids beads <project>`: every bead (or those with a status in `only`), most urgent first.
+pub fn list(
+    inst: &Installation,
+    slug: &str,
+    only: &[BeadStatus],
+    now: DateTime<Utc>,
+) -> Result<ProjectBeads> {
+    let entry = crate::app::iteration::locate(&inst.paths, slug)?;
+    let project = Opened::open(inst, entry, false)?;
+    let all = project
+        .tracker
+        .list()
+        .map_err(|e| anyhow!("{slug}: {e}"))?;
+    let sessions = inst.backend.list()?;
+    Ok(rows(inst, &project, all, only, &sessions, now))
+}
+
+/// The rows for `beads` of `project`, given the live sessions.
+pub fn rows(
+    inst: &Installation,
+    project: &Opened,
+    beads: Vec<Bead>,
+    only: &[BeadStatus],
+    sessions: &[Session],
+    now: DateTime<Utc>,
+) -> ProjectBeads {
+    let root = &project.entry.path;
+    let iterations = format::iteration::read_iterations(root).value;
+    let active = iterations
+        .iter()
+        .rev()
+        .find(|i| i.status == Some(crate::model::IterationStatus::Active));
+    let known: BTreeSet<BeadId> = beads.iter().map(|b| b.id.clone()).collect();
+    let scope: BTreeSet<BeadId> = active
+        .map(|i| {
+            i.stories_known(|id| known.contains(id))
+                .into_iter()
+                .map(|s| s.id.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let attempts = crate::retry::store::Store::in_dir(&inst.paths.braids_dir).load();
+    let mut beads: Vec<Bead> = beads
+        .into_iter()
+        .filter(|b| only.is_empty() || only.contains(&b.status))
+        .collect();
+    beads.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
+    let blocked: BTreeSet<&str> = beads
+        .iter()
+        .filter(|b| b.status == BeadStatus::Blocked)
+        .map(|b| b.id.as_str())
+        .collect();
+    let waits = waiting(&project.journal(), &blocked);
+    let rows = beads
+        .iter()
+        .map(|b| {
+            let record = attempts.record(root, &b.id);
+            let worker = sessions
+                .iter()
+                .find(|s| s.running && s.label.slug() == project.entry.slug && s.label.bead() == &b.id)
+                .map(|s| Worker::of(s, now));
+            BeadRow {
+                id: b.id.clone(),
+                title: b.title.clone(),
+                status: b.status,
+                priority: b.priority,
+                in_scope: scope.contains(&b.id),
+                attempts: record.map_or(0, |r| u32::try_from(r.failures.len()).unwrap_or(u32::MAX)),
+                retry_at: record.and_then(|r| r.not_before).filter(|t| *t > now),
+                waiting: waits.get(b.id.as_str()).cloned(),
+                worker,
+            }
+        })
+        .collect();
+    ProjectBeads {
+        project: project.entry.slug.clone(),
+        paused: project.paused(),
+        iteration: active.map(|i| i.name.to_string()),
+        beads: rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_name_their_project_or_not() {
+        assert_eq!(split_target("app-a1b"), (None, "app-a1b"));
+        assert_eq!(split_target("app:app-a1b"), (Some("app"), "app-a1b"));
+        assert_eq!(
+            split_target("project:app:app-a1b"),
+            (Some("app"), "app-a1b")
+        );
+    }
+
+    #[test]
+    fn an_ending_is_a_whole_part_of_the_id() {
+        assert!(ends_with_part("app-a1b", "a1b"));
+        assert!(ends_with_part("app-a1b", "A1B"));
+        assert!(ends_with_part("app-x.1", "1"));
+        assert!(!ends_with_part("app-a1b", "1b"), "not half a part");
+        assert!(!ends_with_part("app-a1b", "app-a1b"), "the whole id is exact");
+        assert!(!ends_with_part("app-a1b", ""));
+    }
+
+    fn event(kind: &str, fields: serde_json::Value) -> Event {
+        Event {
+            id: 1,
+            kind: kind.into(),
+            timestamp: Utc::now(),
+            project: "app".into(),
+            bead: Some("app-1".into()),
+            fields: fields.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn what_each_event_says_a_bead_waits_for() {
+        let q = waiting_from(&event("question", serde_json::json!({"message": "JSON or XML?"})));
+        let q = q.unwrap().unwrap();
+        assert_eq!((q.kind, q.text.as_str()), (WaitKind::Question, "JSON or XML?"));
+        let b = waiting_from(&event("bead_blocked", serde_json::json!({"reason": "3 failures"})));
+        assert_eq!(b.unwrap().unwrap().kind, WaitKind::Blocked);
+        let a = waiting_from(&event("needs_human", serde_json::json!({"reason": "plan"})));
+        assert!(a.unwrap().unwrap().kind.answerable());
+        for ends in ["answered", "retried", "task_complete", "worker_spawned"] {
+            assert_eq!(waiting_from(&event(ends, serde_json::json!({}))), Some(None), "{ends}");
+        }
+        let killed = event("killed", serde_json::json!({"then": "blocked", "reason": "wrong"}));
+        assert_eq!(waiting_from(&killed).unwrap().unwrap().text, "wrong");
+        assert_eq!(waiting_from(&event("push_failed", serde_json::json!({}))), None);
+    }
+}

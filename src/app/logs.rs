@@ -1,0 +1,104 @@
+//! `braids logs <bead> [-f]`: the output of the bead's worker and agent (the session log the
+//! worker writes both into), the live session's or else the newest one, followed as it grows.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::installation::Installation;
+use crate::model::SessionLabel;
+
+/// How often a followed log is read again; and how often the session is checked.
+const POLL: Duration = Duration::from_millis(200);
+const CHECK_SESSION: Duration = Duration::from_secs(1);
+
+/// A bead's log.
+pub struct Log {
+    pub path: PathBuf,
+    /// The session writing it now, if it is live.
+    pub live: Option<SessionLabel>,
+}
+
+pub fn locate(inst: &Installation, target: &str) -> Result<Log> {
+    let found = super::beads::locate(inst, target, false)?;
+    let slug = &found.project.entry.slug;
+    let label = SessionLabel::new(slug, found.bead.id.clone())?;
+    let live = inst
+        .backend
+        .list()?
+        .into_iter()
+        .find(|s| s.running && s.label == label);
+    if let Some(path) = live.as_ref().and_then(|s| s.log.clone()) {
+        return Ok(Log {
+            path,
+            live: Some(label),
+        });
+    }
+    let prefix = format!("{}-", found.bead.id);
+    let dir = inst.paths.session_logs(slug);
+    let newest = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix) && n.ends_with(".log"))
+        // `<bead>-<YYYYmmddTHHMMSSZ>.log`: the name sorts by start time.
+        .max();
+    match newest {
+        Some(name) => Ok(Log {
+            path: dir.join(name),
+            live: None,
+        }),
+        None => bail!(
+            "{} has no log: no worker has run it since retention last cleaned {}",
+            found.bead.id,
+            dir.display()
+        ),
+    }
+}
+
+/// Copies the log to `out`; with `follow`, keeps copying what is written until the session
+/// ends (or `stop` is raised), as `tail -f` would but ending with the worker.
+pub fn copy(
+    inst: &Installation,
+    log: &Log,
+    out: &mut impl Write,
+    follow: bool,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let mut file = std::fs::File::open(&log.path)
+        .with_context(|| format!("cannot read {}", log.path.display()))?;
+    let mut buf = Vec::new();
+    let mut pos = 0u64;
+    let mut checked = Instant::now();
+    let mut live = follow && log.live.is_some();
+    loop {
+        file.seek(SeekFrom::Start(pos))?;
+        buf.clear();
+        pos += file.read_to_end(&mut buf)? as u64;
+        if !buf.is_empty() && out.write_all(&buf).and_then(|()| out.flush()).is_err() {
+            // The reader went away (`braids logs x | head`).
+            return Ok(());
+        }
+        if !live || stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        if checked.elapsed() >= CHECK_SESSION {
+            checked = Instant::now();
+            let label = log.live.as_ref().expect("followed logs are live");
+            // One more read after the session ends, for its last lines.
+            live = inst
+                .backend
+                .list()
+                .map(|all| all.iter().any(|s| s.running && &s.label == label))
+                .unwrap_or(true);
+            if !live {
+                continue;
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+}

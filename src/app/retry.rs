@@ -1,0 +1,77 @@
+//! `braids retry <bead>`: a person says "try this one again now". Its failure count and backoff
+//! are forgotten and, when blocked (or left claimed by a worker that is gone), it is open again;
+//! the next run spawns it.
+
+use anyhow::{anyhow, bail, Result};
+use serde::Serialize;
+
+use crate::events::{Draft, Kind};
+use crate::installation::Installation;
+use crate::model::BeadStatus;
+
+use super::beads;
+
+/// What a retry did.
+#[derive(Debug, Serialize)]
+pub struct Retried {
+    pub project: String,
+    pub bead: String,
+    /// The status it had.
+    pub from: BeadStatus,
+    /// Failed attempts forgotten.
+    pub forgotten_failures: usize,
+}
+
+pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
+    let found = beads::locate(inst, target, true)?;
+    let (p, bead) = (&found.project, &found.bead);
+    let slug = p.entry.slug.as_str();
+    match bead.status {
+        BeadStatus::Closed => bail!("{} is closed; there is nothing to retry", bead.id),
+        BeadStatus::Deferred => bail!(
+            "{} is deferred in the tracker, a person's decision; undefer it there first",
+            bead.id
+        ),
+        _ => {}
+    }
+    let live = inst
+        .backend
+        .list()?
+        .into_iter()
+        .find(|s| s.running && s.label.slug() == slug && s.label.bead() == &bead.id);
+    if let Some(s) = live {
+        bail!(
+            "{} is running now in {}; `braids kill {} --requeue` ends that run first",
+            bead.id,
+            s.label,
+            bead.id
+        );
+    }
+    p.refuse_if_paused(&bead.id)?;
+    let store = crate::retry::store::Store::in_dir(&inst.paths.braids_dir);
+    let forgotten = store.update(|a| {
+        let n = a.record(&p.entry.path, &bead.id).map_or(0, |r| r.failures.len());
+        a.forget(&p.entry.path, &bead.id);
+        n
+    })?;
+    if matches!(bead.status, BeadStatus::Blocked | BeadStatus::InProgress) {
+        p.tracker
+            .reopen(&bead.id, "braids: retried by a person")
+            .map_err(|e| anyhow!("{slug}: {} could not be reopened: {e}", bead.id))?;
+    }
+    crate::events::emit(
+        &p.entry.path,
+        slug,
+        vec![Draft::new(Kind::Retried)
+            .bead(&bead.id)
+            .with("from", bead.status.as_str())
+            .with("forgotten_failures", forgotten)],
+    );
+    crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
+    Ok(Retried {
+        project: slug.to_string(),
+        bead: bead.id.to_string(),
+        from: bead.status,
+        forgotten_failures: forgotten,
+    })
+}

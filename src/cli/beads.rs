@@ -1,0 +1,151 @@
+//! `braids beads`, `answer`, `retry`, `logs` and `history`: a person's day-two commands on
+//! beads. Each parses, calls its use case in `app/`, and prints.
+
+use anyhow::{bail, Result};
+use chrono::Utc;
+use serde::Serialize;
+
+use crate::app::answer::Answered;
+use crate::app::beads::ProjectBeads;
+use crate::app::retry::Retried;
+use crate::events::Event;
+use crate::installation;
+use crate::model::BeadStatus;
+use crate::paths::Paths;
+use crate::templates::{clip, elapsed};
+
+use super::{AnswerArgs, BeadArgs, BeadsArgs, HistoryArgs, LogsArgs, Output, EXIT_OK};
+
+impl Output for ProjectBeads {
+    fn text(&self) -> String {
+        let mut o = format!(
+            "{}{}: {} bead(s){}\n",
+            self.project,
+            if self.paused { " (paused)" } else { "" },
+            self.beads.len(),
+            self.iteration
+                .as_ref()
+                .map(|i| format!(", iteration {i}"))
+                .unwrap_or_default()
+        );
+        let now = Utc::now();
+        for b in &self.beads {
+            let mut line = format!(
+                "{:<16} {:<11} P{} {}",
+                b.id,
+                b.status.as_str(),
+                b.priority,
+                if b.in_scope { "in scope " } else { "         " }
+            );
+            line.push_str(&clip(&b.title, 70));
+            if b.attempts > 0 {
+                line.push_str(&format!("  ({} failed attempt(s))", b.attempts));
+            }
+            if let Some(t) = b.retry_at {
+                let secs = u64::try_from((t - now).num_seconds()).unwrap_or(0);
+                line.push_str(&format!("  retry in {}", elapsed(secs)));
+            }
+            o.push_str(&line);
+            o.push('\n');
+            if let Some(w) = &b.waiting {
+                o.push_str(&format!("    {}: {}\n", w.kind.as_str(), clip(&w.text, 300)));
+            } else if b.status == BeadStatus::Blocked {
+                o.push_str("    blocked: no reason recorded by braids (blocked in the tracker)\n");
+            }
+            if let Some(w) = &b.worker {
+                o.push_str(&format!(
+                    "    worker {} for {}\n",
+                    w.session,
+                    elapsed(w.elapsed_seconds)
+                ));
+            }
+        }
+        o
+    }
+}
+
+pub fn list(paths: &Paths, a: BeadsArgs) -> Result<i32> {
+    let inst = installation::open(paths)?;
+    let mut only = Vec::new();
+    for s in &a.status {
+        match BeadStatus::parse(s) {
+            BeadStatus::Unknown => bail!(
+                "--status {s} is not a bead status; use open, in_progress, blocked, deferred or closed"
+            ),
+            st => only.push(st),
+        }
+    }
+    crate::app::beads::list(&inst, &a.project, &only, Utc::now())?.print(a.json);
+    Ok(EXIT_OK)
+}
+
+impl Output for Answered {
+    fn text(&self) -> String {
+        format!(
+            "{}: answered {:?}; the bead is open again and its next prompt carries the answer\n",
+            self.bead,
+            clip(&self.answer, 200)
+        )
+    }
+}
+
+pub fn answer(paths: &Paths, a: AnswerArgs) -> Result<i32> {
+    let inst = installation::open(paths)?;
+    crate::app::answer::answer(&inst, &a.bead, &a.text, Utc::now())?.print(a.json);
+    Ok(EXIT_OK)
+}
+
+impl Output for Retried {
+    fn text(&self) -> String {
+        format!(
+            "{}: was {}, now eligible ({} failed attempt(s) forgotten)\n",
+            self.bead, self.from, self.forgotten_failures
+        )
+    }
+}
+
+pub fn retry(paths: &Paths, a: BeadArgs) -> Result<i32> {
+    let inst = installation::open(paths)?;
+    crate::app::retry::retry(&inst, &a.bead)?.print(a.json);
+    Ok(EXIT_OK)
+}
+
+pub fn logs(paths: &Paths, a: LogsArgs) -> Result<i32> {
+    let inst = installation::open(paths)?;
+    let log = crate::app::logs::locate(&inst, &a.bead)?;
+    let stop = super::events::stop_on_signals();
+    let mut out = std::io::stdout().lock();
+    crate::app::logs::copy(&inst, &log, &mut out, a.follow, stop)?;
+    Ok(EXIT_OK)
+}
+
+#[derive(Serialize)]
+#[serde(transparent)]
+struct History(Vec<Event>);
+
+impl Output for History {
+    fn text(&self) -> String {
+        if self.0.is_empty() {
+            return "nothing happened in that time\n".into();
+        }
+        self.0
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}  {:<12} {:<16} {}\n",
+                    e.timestamp.format("%Y-%m-%d %H:%M:%S"),
+                    clip(&e.project, 40),
+                    clip(e.bead.as_deref().unwrap_or("-"), 40),
+                    crate::app::history::describe(e)
+                )
+            })
+            .collect()
+    }
+}
+
+pub fn history(paths: &Paths, a: HistoryArgs) -> Result<i32> {
+    let since = Utc::now() - chrono::Duration::from_std(a.since)?;
+    let events = crate::app::history::history(paths, a.project.as_deref(), since, a.limit)?;
+    History(events).print(a.json);
+    Ok(EXIT_OK)
+}
