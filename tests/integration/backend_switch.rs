@@ -435,11 +435,11 @@ fn switch(from: &str, to: &str) {
     );
 
     // `braids kill` reaches the first.
-    let out = sb.ok(&["kill", &label(&ids[0])]);
-    assert_eq!(
-        out.trim(),
-        format!("{}: terminated", label(&ids[0])),
-        "2.9 violated: `braids kill` under {to} of a {from} worker"
+    // Blocked, so the freed slot below goes to the ready bead.
+    let out = sb.ok(&["kill", &label(&ids[0]), "--block", "switching backends"]);
+    assert!(
+        out.starts_with(&format!("{}: terminated;", label(&ids[0]))),
+        "2.9 violated: `braids kill` under {to} of a {from} worker: {out}"
     );
     wait_until("the killed worker's group to go", || {
         !group_alive(pid(&ids[0]))
@@ -526,7 +526,8 @@ fn c2_9_with_no_tmux_server_the_process_backend_starts_no_tmux() {
     sb.tick();
     assert_eq!(sb.live().len(), 1);
     sb.ok(&["sessions"]);
-    sb.ok(&["kill", &label(&ids[0])]);
+    // Blocked, so the next run takes the other bead.
+    sb.ok(&["kill", &label(&ids[0]), "--block", "switching backends"]);
     assert!(sb.live().is_empty());
     assert_eq!(
         called(),
