@@ -12,7 +12,8 @@ use crate::events::{Draft, Kind};
 use crate::installation::Installation;
 use crate::model::BeadStatus;
 
-use super::beads::{self, WaitKind};
+use super::beads;
+use crate::events::waiting::{self, WaitKind};
 
 /// What an answer did.
 #[derive(Debug, Serialize)]
@@ -33,7 +34,7 @@ pub fn answer(inst: &Installation, target: &str, text: &str, now: DateTime<Utc>)
     let found = beads::locate(inst, target, true)?;
     let (p, bead) = (&found.project, &found.bead);
     let slug = p.entry.slug.as_str();
-    let waits = beads::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
+    let waits = waiting::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
     let wait = waits.get(bead.id.as_str());
     let asked = match (bead.status, wait) {
         (BeadStatus::Blocked, Some(w)) if w.kind.answerable() => w.clone(),

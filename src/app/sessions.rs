@@ -39,7 +39,11 @@ pub struct Listed {
 /// reads now (an unreadable registry marks none: nothing says they are orphans), with its
 /// bead's title, step and last output.
 pub fn list(inst: &Installation, now: DateTime<Utc>) -> Result<Vec<Listed>> {
-    let sessions = inst.backend.list()?;
+    Ok(detail(inst, inst.backend.list()?, now))
+}
+
+/// [`list`] for sessions already surveyed.
+pub fn detail(inst: &Installation, sessions: Vec<Session>, now: DateTime<Utc>) -> Vec<Listed> {
     let registry = crate::format::registry::read_registry(&inst.paths).value;
     let readable = inst.paths.registry().is_file();
     let mut titles: BTreeMap<String, BTreeMap<BeadId, String>> = BTreeMap::new();
@@ -72,7 +76,7 @@ pub fn list(inst: &Installation, now: DateTime<Utc>) -> Result<Vec<Listed>> {
             );
         }
     }
-    Ok(sessions
+    sessions
         .into_iter()
         .map(|session| {
             let (slug, bead) = (session.label.slug(), session.label.bead());
@@ -89,7 +93,7 @@ pub fn list(inst: &Installation, now: DateTime<Utc>) -> Result<Vec<Listed>> {
                 session,
             }
         })
-        .collect())
+        .collect()
 }
 
 /// What becomes of the bead after `braids kill`.

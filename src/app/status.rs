@@ -13,7 +13,8 @@ use crate::tick::{observe, status_md};
 #[derive(Serialize)]
 pub struct StatusView {
     pub projects: Vec<observe::ProjectReport>,
-    pub sessions: Vec<crate::session::Session>,
+    /// The live sessions, with elapsed time, title, step and last output.
+    pub sessions: Vec<super::sessions::Listed>,
     pub state: OrchestratorState,
     #[serde(skip)]
     pub markdown: String,
@@ -46,9 +47,10 @@ pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
         diagnostics: &observed.diagnostics,
         errors: &errors,
     });
+    let live = sessions.into_iter().filter(|s| s.running).collect();
     Ok(StatusView {
         projects: observed.reports,
-        sessions,
+        sessions: super::sessions::detail(inst, live, now),
         state,
         markdown,
     })

@@ -21,6 +21,7 @@ pub mod journal;
 pub mod kind;
 pub mod status;
 pub mod stream;
+pub mod waiting;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

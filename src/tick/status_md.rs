@@ -106,6 +106,7 @@ pub fn render(d: &Dashboard<'_>) -> String {
                 let _ = writeln!(o, "  - {}", cell(&u.problem.to_string()));
             }
         }
+        waiting_of(&mut o, r);
         let workers: Vec<&Session> = d
             .sessions
             .iter()
@@ -171,6 +172,39 @@ pub fn render(d: &Dashboard<'_>) -> String {
         }
     }
     o
+}
+
+/// The beads waiting for a person, by what they wait for, each with the command that answers.
+fn waiting_of(o: &mut String, r: &ProjectReport) {
+    use crate::events::waiting::WaitKind;
+    let groups = [
+        (WaitKind::Question, "Questions waiting for an answer", "braids answer"),
+        (WaitKind::Approval, "Waiting for review", "braids answer"),
+        (WaitKind::Blocked, "Blocked", "braids retry"),
+    ];
+    for (kind, heading, command) in groups {
+        let mut beads = r.waiting.iter().filter(|(_, w)| w.kind == kind).peekable();
+        if beads.peek().is_none() {
+            continue;
+        }
+        let _ = writeln!(o, "- {heading}:");
+        for (bead, w) in beads {
+            let text = crate::templates::clip(&w.text, 300);
+            let _ = writeln!(o, "  - {bead}: {} (`{command} {bead}`)", cell(&text));
+        }
+    }
+    let unexplained = r
+        .blocked
+        .iter()
+        .filter(|b| !r.waiting.contains_key(b.as_str()))
+        .count();
+    if unexplained > 0 {
+        let _ = writeln!(
+            o,
+            "- Blocked in the tracker with no reason braids recorded: {unexplained} (`braids beads {}`)",
+            r.slug
+        );
+    }
 }
 
 fn status_of(r: &ProjectReport) -> String {

@@ -99,9 +99,37 @@ fn a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
         "{text}"
     );
 
+    // `status` and STATUS.md list the question with its text and the command that answers it.
+    let status = sb.ok(&["status"]);
+    assert!(
+        status.contains("- Questions waiting for an answer:")
+            && status.contains(&format!(
+                "  - {ask}: Should the API speak JSON or XML? (`braids answer {ask}`)"
+            )),
+        "{status}"
+    );
+    let sj = json(&sb, &["status", "--json"]);
+    let p = &sj["projects"][0];
+    assert_eq!(p["waiting"][ask]["kind"], "question", "{p:#}");
+    assert_eq!(p["iteration"]["name"], "001", "named, not positional: {p:#}");
+    assert_eq!(p["iteration"]["status"], "active", "{p:#}");
+    assert_eq!(p["stories"][0]["id"], *ask, "{p:#}");
+    assert_eq!(p["stories"][0]["status"], "blocked", "{p:#}");
+    // A full run writes the same into STATUS.md; it also retries the failed bead, which fails
+    // a second time and is blocked.
+    sb.tick().force().run();
+    let md = std::fs::read_to_string(sb.status_path()).unwrap();
+    assert!(md.contains("Should the API speak JSON or XML?"), "{md}");
+    workers_end(&sb);
+    assert_eq!(sb.br_status("app", build), "blocked");
+
     // A bead that asked nothing cannot be answered; nor can an unknown one.
     let e = err(&sb, &["answer", build, "use JSON"]);
-    assert!(e.contains("asked nothing: it is open"), "{e}");
+    assert!(
+        e.contains("asked nothing: it is blocked because failed 2 times")
+            && e.contains(&format!("`braids retry {build}`")),
+        "{e}"
+    );
     let e = err(&sb, &["answer", "app-nope", "use JSON"]);
     assert!(e.contains("no bead app-nope"), "{e}");
 
@@ -119,7 +147,6 @@ fn a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
     );
     workers_end(&sb);
     assert_eq!(sb.br_status("app", ask), "closed");
-    assert_eq!(sb.br_status("app", build), "blocked", "its second failure");
     let prompt = std::fs::read_to_string(sb.home().join("answered-prompt")).unwrap();
     assert!(
         prompt.contains("Question") && prompt.contains("Should the API speak JSON or XML?"),

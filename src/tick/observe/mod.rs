@@ -14,6 +14,7 @@
 //! `project.rs` observes one project, `files.rs` reads its files or takes them from the cache.
 
 mod files;
+mod named;
 mod pool;
 mod project;
 
@@ -50,11 +51,13 @@ pub struct ProjectReport {
     pub autonomy: Autonomy,
     pub max_workers: u32,
     /// The active iteration (its directory name as written), or else the newest one.
+    #[serde(serialize_with = "named::iteration")]
     pub iteration: Option<(IterationName, Option<IterationStatus>)>,
     pub tracker: Option<&'static str>,
     /// Bead counts by status, when the tracker was asked this run.
     pub counts: Option<BTreeMap<String, usize>>,
     /// The iteration's Stories with their status when known.
+    #[serde(serialize_with = "named::stories")]
     pub stories: Vec<(BeadId, String, Option<BeadStatus>)>,
     /// Stories of that iteration the tracker does not know, each with the finding STATUS.md
     /// lists under the project's Problems: the iteration could never complete (1.3, 3.7).
@@ -74,6 +77,10 @@ pub struct ProjectReport {
     /// logs for the person who will look).
     #[serde(skip)]
     pub blocked: Vec<BeadId>,
+    /// What each blocked bead waits for (a question, an approval, a reason), from the
+    /// project's events; only for the dashboards.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub waiting: BTreeMap<String, crate::events::waiting::Waiting>,
     /// A push of this project failed earlier and waits for a retry (4.4).
     pub push_pending: bool,
     /// A claw-loop project whose loop is paused for a person: why (`crate::claw::loopstate`).
@@ -383,6 +390,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         error: None,
         problems: Vec::new(),
         blocked: Vec::new(),
+        waiting: BTreeMap::new(),
         push_pending: false,
         loop_paused: None,
         claw_phase: None,

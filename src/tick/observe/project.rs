@@ -254,6 +254,11 @@ pub(super) fn observe_project(
         .filter(|(_, s)| *s == BeadStatus::Blocked)
         .map(|(b, _)| b.clone())
         .collect();
+    if dashboard && !report.blocked.is_empty() {
+        let wanted = report.blocked.iter().map(BeadId::as_str).collect();
+        report.waiting =
+            crate::events::waiting::waiting(&crate::events::Journal::of_project(root), &wanted);
+    }
     let mut unknown = Vec::new();
     if let Some(it) = shown {
         let known = |id: &BeadId| status(id).is_some();
