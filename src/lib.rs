@@ -11,6 +11,7 @@ pub mod atomic;
 pub mod claw;
 pub mod cli;
 pub mod config;
+pub mod cost;
 pub mod diag;
 pub mod events;
 pub mod exit;

@@ -26,7 +26,12 @@ pub struct Answered {
     pub kind: WaitKind,
 }
 
-pub fn answer(inst: &Installation, target: &str, text: &str, now: DateTime<Utc>) -> Result<Answered> {
+pub fn answer(
+    inst: &Installation,
+    target: &str,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<Answered> {
     let text = text.trim();
     if text.is_empty() {
         bail!("the answer is empty; write what the agent should know, in quotes");
@@ -63,7 +68,12 @@ pub fn answer(inst: &Installation, target: &str, text: &str, now: DateTime<Utc>)
     )?;
     p.tracker
         .reopen(&bead.id, &format!("braids: answered by a person: {text}"))
-        .map_err(|e| anyhow::anyhow!("{slug}: the answer is recorded, but {} could not be reopened: {e}", bead.id))?;
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{slug}: the answer is recorded, but {} could not be reopened: {e}",
+                bead.id
+            )
+        })?;
     crate::events::emit(
         &p.entry.path,
         slug,

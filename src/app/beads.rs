@@ -32,7 +32,8 @@ impl Opened {
     /// Opens `entry`'s tracker (through `br` itself when `write`, so writes and reads agree).
     pub fn open(inst: &Installation, entry: RegistryEntry, write: bool) -> Result<Opened> {
         let config = format::project::read_project(&entry.path).value;
-        let kind = crate::tick::observe::tracker_kind(&config, inst.config.tracker.kind, &entry.path);
+        let kind =
+            crate::tick::observe::tracker_kind(&config, inst.config.tracker.kind, &entry.path);
         let options = TrackerOptions {
             project: entry.path.clone(),
             timeout: Duration::from_secs(inst.config.tracker.timeout_secs),
@@ -239,10 +240,7 @@ pub fn list(
 ) -> Result<ProjectBeads> {
     let entry = crate::app::iteration::locate(&inst.paths, slug)?;
     let project = Opened::open(inst, entry, false)?;
-    let all = project
-        .tracker
-        .list()
-        .map_err(|e| anyhow!("{slug}: {e}"))?;
+    let all = project.tracker.list().map_err(|e| anyhow!("{slug}: {e}"))?;
     let sessions = inst.backend.list()?;
     Ok(rows(inst, &project, all, only, &sessions, now))
 }
@@ -289,7 +287,9 @@ pub fn rows(
             let record = attempts.record(root, &b.id);
             let worker = sessions
                 .iter()
-                .find(|s| s.running && s.label.slug() == project.entry.slug && s.label.bead() == &b.id)
+                .find(|s| {
+                    s.running && s.label.slug() == project.entry.slug && s.label.bead() == &b.id
+                })
                 .map(|s| Worker::of(s, now));
             BeadRow {
                 id: b.id.clone(),
@@ -332,8 +332,10 @@ mod tests {
         assert!(ends_with_part("app-a1b", "A1B"));
         assert!(ends_with_part("app-x.1", "1"));
         assert!(!ends_with_part("app-a1b", "1b"), "not half a part");
-        assert!(!ends_with_part("app-a1b", "app-a1b"), "the whole id is exact");
+        assert!(
+            !ends_with_part("app-a1b", "app-a1b"),
+            "the whole id is exact"
+        );
         assert!(!ends_with_part("app-a1b", ""));
     }
-
 }

@@ -65,7 +65,10 @@ pub fn describe(e: &Event) -> String {
             if commit.is_empty() {
                 format!("completed{took}{pushed}")
             } else {
-                format!("completed{took}, commit {}{pushed}", &commit[..commit.len().min(10)])
+                format!(
+                    "completed{took}, commit {}{pushed}",
+                    &commit[..commit.len().min(10)]
+                )
             }
         }
         "validation_failed" => {

@@ -50,7 +50,9 @@ pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
     p.refuse_if_paused(&bead.id)?;
     let store = crate::retry::store::Store::in_dir(&inst.paths.braids_dir);
     let forgotten = store.update(|a| {
-        let n = a.record(&p.entry.path, &bead.id).map_or(0, |r| r.failures.len());
+        let n = a
+            .record(&p.entry.path, &bead.id)
+            .map_or(0, |r| r.failures.len());
         a.forget(&p.entry.path, &bead.id);
         n
     })?;

@@ -71,7 +71,15 @@ pub fn detail(inst: &Installation, sessions: Vec<Session>, now: DateTime<Utc>) -
                 status
                     .tasks
                     .into_iter()
-                    .map(|t| (t.bead, serde_json::to_value(t.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()))
+                    .map(|t| {
+                        (
+                            t.bead,
+                            serde_json::to_value(t.state)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_string))
+                                .unwrap_or_default(),
+                        )
+                    })
                     .collect(),
             );
         }
@@ -83,10 +91,13 @@ pub fn detail(inst: &Installation, sessions: Vec<Session>, now: DateTime<Utc>) -
             let last_output_seconds = std::fs::metadata(inst.paths.activity(slug, bead))
                 .and_then(|m| m.modified())
                 .ok()
-                .map(|t| u64::try_from((now - DateTime::<Utc>::from(t)).num_seconds()).unwrap_or(0));
+                .map(|t| {
+                    u64::try_from((now - DateTime::<Utc>::from(t)).num_seconds()).unwrap_or(0)
+                });
             Listed {
                 orphan: readable && registry.get(slug).is_none(),
-                elapsed_seconds: u64::try_from((now - session.started_at).num_seconds()).unwrap_or(0),
+                elapsed_seconds: u64::try_from((now - session.started_at).num_seconds())
+                    .unwrap_or(0),
                 title: titles.get(slug).and_then(|t| t.get(bead)).cloned(),
                 step: steps.get(slug).and_then(|t| t.get(bead.as_str())).cloned(),
                 last_output_seconds: last_output_seconds.filter(|_| session.running),

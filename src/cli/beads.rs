@@ -48,7 +48,11 @@ impl Output for ProjectBeads {
             o.push_str(&line);
             o.push('\n');
             if let Some(w) = &b.waiting {
-                o.push_str(&format!("    {}: {}\n", w.kind.as_str(), clip(&w.text, 300)));
+                o.push_str(&format!(
+                    "    {}: {}\n",
+                    w.kind.as_str(),
+                    clip(&w.text, 300)
+                ));
             } else if b.status == BeadStatus::Blocked {
                 o.push_str("    blocked: no reason recorded by braids (blocked in the tracker)\n");
             }

@@ -15,6 +15,7 @@ use crate::schedule::{CronExpr, Interval, Schedule};
 
 mod beads;
 mod check;
+mod cost;
 mod daemon;
 mod demo;
 mod events;
@@ -78,6 +79,8 @@ pub enum Command {
     Logs(LogsArgs),
     /// What happened, newest first: spawned, completed, blocked, killed, answered.
     History(HistoryArgs),
+    /// What the agents cost (tokens and dollars their reports gave), by project, bead or day.
+    Cost(CostArgs),
     /// Run one bead to completion (started by the tick with the four-line spawn message on stdin).
     Worker(WorkerArgs),
     /// Install, show or remove the schedule that runs `braids tick` (crontab line or systemd
@@ -440,6 +443,18 @@ pub struct LogsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CostArgs {
+    /// How to group the sums.
+    #[arg(long, value_enum, default_value = "project")]
+    pub by: crate::cost::By,
+    /// How far back: 7d, 24h, 30d.
+    #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+    pub since: std::time::Duration,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct HistoryArgs {
     /// Only this project.
     pub project: Option<String>,
@@ -477,6 +492,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Retry(a) => beads::retry(&paths, a),
         Command::Logs(a) => beads::logs(&paths, a),
         Command::History(a) => beads::history(&paths, a),
+        Command::Cost(a) => cost::run(&paths, a),
         Command::Worker(a) => worker::run(&paths, a),
         Command::Schedule(c) => schedule::run(&paths, c, cli.log_format),
         Command::Daemon(a) => daemon::run(&paths, a),

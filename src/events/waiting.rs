@@ -140,18 +140,37 @@ mod tests {
 
     #[test]
     fn what_each_event_says_a_bead_waits_for() {
-        let q = waiting_from(&event("question", serde_json::json!({"message": "JSON or XML?"})));
+        let q = waiting_from(&event(
+            "question",
+            serde_json::json!({"message": "JSON or XML?"}),
+        ));
         let q = q.unwrap().unwrap();
-        assert_eq!((q.kind, q.text.as_str()), (WaitKind::Question, "JSON or XML?"));
-        let b = waiting_from(&event("bead_blocked", serde_json::json!({"reason": "3 failures"})));
+        assert_eq!(
+            (q.kind, q.text.as_str()),
+            (WaitKind::Question, "JSON or XML?")
+        );
+        let b = waiting_from(&event(
+            "bead_blocked",
+            serde_json::json!({"reason": "3 failures"}),
+        ));
         assert_eq!(b.unwrap().unwrap().kind, WaitKind::Blocked);
         let a = waiting_from(&event("needs_human", serde_json::json!({"reason": "plan"})));
         assert!(a.unwrap().unwrap().kind.answerable());
         for ends in ["answered", "retried", "task_complete", "worker_spawned"] {
-            assert_eq!(waiting_from(&event(ends, serde_json::json!({}))), Some(None), "{ends}");
+            assert_eq!(
+                waiting_from(&event(ends, serde_json::json!({}))),
+                Some(None),
+                "{ends}"
+            );
         }
-        let killed = event("killed", serde_json::json!({"then": "blocked", "reason": "wrong"}));
+        let killed = event(
+            "killed",
+            serde_json::json!({"then": "blocked", "reason": "wrong"}),
+        );
         assert_eq!(waiting_from(&killed).unwrap().unwrap().text, "wrong");
-        assert_eq!(waiting_from(&event("push_failed", serde_json::json!({}))), None);
+        assert_eq!(
+            waiting_from(&event("push_failed", serde_json::json!({}))),
+            None
+        );
     }
 }

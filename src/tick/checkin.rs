@@ -467,6 +467,7 @@ mod tests {
             error: None,
             problems: vec![],
             blocked: vec![],
+            waiting: Default::default(),
             checkin: Checkin::Daily,
             channel: Some("#app".into()),
             push_pending: false,

@@ -178,7 +178,11 @@ pub fn render(d: &Dashboard<'_>) -> String {
 fn waiting_of(o: &mut String, r: &ProjectReport) {
     use crate::events::waiting::WaitKind;
     let groups = [
-        (WaitKind::Question, "Questions waiting for an answer", "braids answer"),
+        (
+            WaitKind::Question,
+            "Questions waiting for an answer",
+            "braids answer",
+        ),
         (WaitKind::Approval, "Waiting for review", "braids answer"),
         (WaitKind::Blocked, "Blocked", "braids retry"),
     ];

@@ -221,7 +221,14 @@ mod tests {
         let mut bare = l;
         bare.project.guardrails = None;
         bare.iteration.guardrails = None;
-        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"), &[], &[]);
+        let p = prompt(
+            &bare,
+            &bead,
+            Path::new("/w"),
+            Path::new("/w/d.md"),
+            &[],
+            &[],
+        );
         assert!(p.contains("None are written"), "{p}");
         // a retry is told what went wrong before
         let at = chrono::DateTime::UNIX_EPOCH;
@@ -229,7 +236,14 @@ mod tests {
             at,
             "exit 1, status failing: 3 tests fail",
         )];
-        let p = prompt(&bare, &bead, Path::new("/w"), Path::new("/w/d.md"), &failed, &[]);
+        let p = prompt(
+            &bare,
+            &bead,
+            Path::new("/w"),
+            Path::new("/w/d.md"),
+            &failed,
+            &[],
+        );
         assert!(
             p.contains("# Earlier attempts of this bead failed")
                 && p.contains("- 1970-01-01 00:00 UTC: exit 1, status failing: 3 tests fail"),

@@ -135,6 +135,7 @@ impl Worker<'_> {
             timeout: left,
             activity: self.paths.activity(&l.slug, bead_id),
         };
+        let agent_started = Instant::now();
         let res = self.executor.run(&req);
         let mut report = inbox.take();
         let fresh = find_deliverable(&iteration_dir, bead_id, &before);
@@ -143,6 +144,7 @@ impl Worker<'_> {
         }
         let verdict = judge(&res, report.as_ref(), fresh.as_ref());
         run.step("execute", format!("attempt: {verdict}"));
+        self.account(run, l, report.as_ref(), &verdict, agent_started.elapsed());
         run.hold = Some(stop::Hold::new());
         if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
             return Ok(Attempts::Guardrail(r.clone()));
@@ -163,6 +165,70 @@ impl Worker<'_> {
             tried: vec![verdict],
             result: res.unwrap_or_default(),
         }))
+    }
+
+    /// Records what the attempt cost in the ledger ([`crate::cost`]) and, when it is the one that
+    /// took the project past its `DailyBudget`, tells a person once. Never fails the bead: a
+    /// cost that cannot be recorded is logged.
+    fn account(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        report: Option<&StatusReport>,
+        verdict: &str,
+        took: Duration,
+    ) {
+        let usage = report.map(|r| r.usage).unwrap_or_default();
+        let attempt = crate::cost::Attempt {
+            at: chrono::Utc::now(),
+            project: l.slug.clone(),
+            bead: run.msg.bead.to_string(),
+            outcome: match report {
+                Some(r) if r.needs_human() => "question",
+                _ if verdict.starts_with("pass") => "passed",
+                _ => "failed",
+            }
+            .to_string(),
+            duration_seconds: took.as_secs(),
+            usage,
+        };
+        let ledger = crate::cost::ledger::Ledger::in_dir(&self.paths.braids_dir);
+        let (before, after) = match ledger.record(attempt) {
+            Ok(spent) => spent,
+            Err(e) => {
+                tracing::warn!(bead = %run.msg.bead, "the attempt's cost is not recorded: {e:#}");
+                return;
+            }
+        };
+        if !usage.is_empty() {
+            run.step(
+                "cost",
+                format!(
+                    "{} tokens in, {} tokens out, {}; {after:.2} USD spent today in {}",
+                    usage.tokens_in.map_or("?".into(), |n| n.to_string()),
+                    usage.tokens_out.map_or("?".into(), |n| n.to_string()),
+                    usage
+                        .cost_usd
+                        .map_or("cost not reported".into(), |c| format!("{c:.4} USD")),
+                    l.slug
+                ),
+            );
+        }
+        let budget = l
+            .project
+            .field("dailybudget")
+            .and_then(|f| crate::cost::parse_budget(&f.value).ok());
+        if crate::cost::crossed(budget, before, after) {
+            run.notify(
+                l,
+                NotificationEvent::Blocker,
+                &format!(
+                    "[{}] {}",
+                    l.slug,
+                    crate::cost::over_budget(budget, after).unwrap_or_default()
+                ),
+            );
+        }
     }
 
     /// The agent needs a person's answer: the bead is blocked until it comes.

@@ -53,7 +53,7 @@ impl Reason {
 }
 
 /// What the executor said about its run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StatusReport {
     pub status: ExecStatus,
     pub reason: Option<Reason>,
@@ -65,6 +65,8 @@ pub struct StatusReport {
     pub source: &'static str,
     /// Values that were not valid, as written, for the log.
     pub invalid: Vec<String>,
+    /// The tokens and dollars the attempt used, when the agent said.
+    pub usage: crate::cost::Usage,
 }
 
 impl ExecStatus {
@@ -90,6 +92,7 @@ impl StatusReport {
             files_changed: Vec::new(),
             source: "none (assumed from exit 0 and a fresh deliverable)",
             invalid: Vec::new(),
+            usage: crate::cost::Usage::default(),
         }
     }
 
@@ -103,6 +106,7 @@ impl StatusReport {
             files_changed: Vec::new(),
             source: why,
             invalid: vec!["the report itself".into()],
+            usage: crate::cost::Usage::default(),
         }
     }
 
@@ -135,9 +139,15 @@ fn from_pairs<'a>(
     let mut summary = None;
     let mut story = None;
     let mut invalid = Vec::new();
+    let mut usage = crate::cost::Usage::default();
     for (k, v) in pairs {
         let v = clean(v);
-        match k.trim().to_ascii_lowercase().as_str() {
+        let key = k.trim().to_ascii_lowercase();
+        if let Some(read) = usage.read(&key, &v) {
+            invalid.extend(read.err());
+            continue;
+        }
+        match key.as_str() {
             "status" => {
                 status = Some(match v.as_str() {
                     "pass" => ExecStatus::Pass,
@@ -173,6 +183,7 @@ fn from_pairs<'a>(
         files_changed: files,
         source,
         invalid,
+        usage,
     })
 }
 
@@ -426,6 +437,25 @@ mod tests {
         assert!(
             parse_handoff("# HANDOFF\nstatus: pass\n").is_none(),
             "no front matter, no report"
+        );
+    }
+
+    #[test]
+    fn usage_is_read_from_both_formats_and_bad_numbers_are_invalid() {
+        let h = parse_handoff(
+            "---\nstatus: pass\ntokens_in: 1200\ntokens_out: 300\ncost_usd: 0.05\n---\nbody\n",
+        )
+        .unwrap();
+        assert_eq!(h.usage.tokens_in, Some(1200));
+        assert_eq!(h.usage.cost_usd, Some(0.05));
+        let r = parse_executor_result("status: pass\ncost_usd: free\ntokens_out: 7\n").unwrap();
+        assert_eq!(r.usage.cost_usd, None);
+        assert_eq!(r.usage.tokens_out, Some(7));
+        assert_eq!(r.invalid, ["cost_usd `free`"]);
+        assert_eq!(
+            r.status,
+            ExecStatus::Pass,
+            "a bad cost never fails the attempt"
         );
     }
 }

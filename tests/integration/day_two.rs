@@ -111,7 +111,10 @@ fn a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
     let sj = json(&sb, &["status", "--json"]);
     let p = &sj["projects"][0];
     assert_eq!(p["waiting"][ask]["kind"], "question", "{p:#}");
-    assert_eq!(p["iteration"]["name"], "001", "named, not positional: {p:#}");
+    assert_eq!(
+        p["iteration"]["name"], "001",
+        "named, not positional: {p:#}"
+    );
     assert_eq!(p["iteration"]["status"], "active", "{p:#}");
     assert_eq!(p["stories"][0]["id"], *ask, "{p:#}");
     assert_eq!(p["stories"][0]["status"], "blocked", "{p:#}");
@@ -170,8 +173,14 @@ fn a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
         h.find(what)
             .unwrap_or_else(|| panic!("{what:?} not in history:\n{h}"))
     };
-    assert!(pos("retried by a person") < pos("answered: JSON, always."), "{h}");
-    assert!(pos("answered: JSON, always.") < pos("asked: Should the API"), "{h}");
+    assert!(
+        pos("retried by a person") < pos("answered: JSON, always."),
+        "{h}"
+    );
+    assert!(
+        pos("answered: JSON, always.") < pos("asked: Should the API"),
+        "{h}"
+    );
     assert!(h.contains("completed"), "{h}");
     let hj = json(&sb, &["history", "--json", "--since", "1h"]);
     let kinds: Vec<&str> = hj
@@ -180,8 +189,15 @@ fn a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
         .iter()
         .map(|e| e["type"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds[..2], ["iteration_complete", "task_complete"], "newest first");
-    assert!(kinds.contains(&"answered") && kinds.contains(&"retried"), "{kinds:?}");
+    assert_eq!(
+        kinds[..2],
+        ["iteration_complete", "task_complete"],
+        "newest first"
+    );
+    assert!(
+        kinds.contains(&"answered") && kinds.contains(&"retried"),
+        "{kinds:?}"
+    );
 }
 
 #[test]
@@ -203,11 +219,11 @@ fn kill_blocks_or_requeues_and_logs_follow_the_worker() {
 
     // `sessions` shows elapsed time with its units, the title and the step.
     let s = sb.ok(&["sessions"]);
-    assert!(s.contains("Slow work one") && s.contains("step coding"), "{s}");
     assert!(
-        regex_like_elapsed(&s),
-        "elapsed like 12s or 1m02s: {s}"
+        s.contains("Slow work one") && s.contains("step coding"),
+        "{s}"
     );
+    assert!(regex_like_elapsed(&s), "elapsed like 12s or 1m02s: {s}");
     let sj = json(&sb, &["sessions", "--json"]);
     assert!(sj[0]["elapsed_seconds"].is_u64(), "{sj:#}");
     assert!(sj[0]["last_output_seconds"].is_u64(), "{sj:#}");
@@ -217,7 +233,10 @@ fn kill_blocks_or_requeues_and_logs_follow_the_worker() {
     follow.stdout(std::process::Stdio::piped());
     let follower = follow.spawn().unwrap();
 
-    let out = json(&sb, &["kill", one, "--block", "the approach is wrong", "--json"]);
+    let out = json(
+        &sb,
+        &["kill", one, "--block", "the approach is wrong", "--json"],
+    );
     assert_eq!(out["then"], "blocked", "{out:#}");
     let followed = follower.wait_with_output().unwrap();
     assert!(followed.status.success(), "{followed:?}");
@@ -235,7 +254,10 @@ fn kill_blocks_or_requeues_and_logs_follow_the_worker() {
     let list = json(&sb, &["beads", "app", "--json"]);
     let b = bead_of(&list, one);
     assert_eq!(b["waiting"]["text"], "the approach is wrong", "{list:#}");
-    assert!(bead_of(&list, two)["worker"]["session"].is_string(), "{list:#}");
+    assert!(
+        bead_of(&list, two)["worker"]["session"].is_string(),
+        "{list:#}"
+    );
 
     // The other by its session label, requeued: open again, and spawned again.
     let label = format!("project:app:{two}");
@@ -263,7 +285,8 @@ fn regex_like_elapsed(s: &str) -> bool {
     s.split_whitespace().any(|w| {
         let w = w.trim_end_matches('s');
         !w.is_empty()
-            && w.chars().all(|c| c.is_ascii_digit() || c == 'm' || c == 'h')
+            && w.chars()
+                .all(|c| c.is_ascii_digit() || c == 'm' || c == 'h')
             && w.chars().next().unwrap().is_ascii_digit()
     })
 }
@@ -307,4 +330,77 @@ fn ambiguous_unknown_and_paused_beads_are_refused_with_the_fix() {
     assert!(e.contains("has no log"), "{e}");
     let h = sb.ok(&["history", "lib"]);
     assert!(h.contains("retried by a person (was open)"), "{h}");
+}
+
+#[test]
+fn costs_are_recorded_per_attempt_summed_and_a_daily_budget_stops_spawns_with_one_notice() {
+    let sb = Install::new().build();
+    let agent = sb.script(
+        "bin/agent",
+        r#"mkdir -p "$(dirname "$1")"
+printf '# %s\n\n## Summary\n\nDid %s.\n' "$BRAIDS_BEAD" "$BRAIDS_BEAD" > "$1"
+printf 'status: pass\nsummary: did it\ntokens_in: 12,000\ntokens_out: 800\ncost_usd: 0.60\n' > "$BRAIDS_RESULT_FILE"
+"#,
+    );
+    let notified = sb.home().join("notified");
+    let notifier = sb.script(
+        "bin/notify",
+        &format!("printf '%s|%s\\n' \"$1\" \"$2\" >> {:?}\n", notified),
+    );
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\n[notify]\ncommand = [{:?}, \"{{event}}\", \"{{message}}\"]\n",
+        agent.display().to_string(),
+        notifier.display().to_string()
+    ));
+    let app = sb
+        .new_project("app")
+        .br()
+        .beads(3)
+        .channel("ops")
+        .field("DailyBudget", "1 USD")
+        .create();
+    for _ in 0..2 {
+        let r = sb.tick().force().run();
+        assert_eq!(r.spawned_beads().len(), 1, "{r:#?}");
+        workers_end(&sb);
+    }
+    // 1.20 USD spent: the budget is reached, the third bead waits for tomorrow.
+    let r = sb.tick().force().run();
+    assert!(r.spawned_beads().is_empty(), "{r:#?}");
+    let status = sb.ok(&["status"]);
+    assert!(
+        status.contains("daily budget of 1.00 USD is reached"),
+        "{status}"
+    );
+    let notes = std::fs::read_to_string(&notified).unwrap_or_default();
+    let budget_notes: Vec<&str> = notes
+        .lines()
+        .filter(|l| l.contains("daily budget"))
+        .collect();
+    assert_eq!(budget_notes.len(), 1, "one notification: {notes}");
+    assert!(budget_notes[0].starts_with("blocker|[app]"), "{notes}");
+
+    let c = json(&sb, &["cost", "--json"]);
+    assert_eq!(c["total"]["attempts"], 2, "{c:#}");
+    assert_eq!(c["total"]["tokens_in"], 24_000, "{c:#}");
+    assert!(
+        (c["total"]["cost_usd"].as_f64().unwrap() - 1.2).abs() < 1e-9,
+        "{c:#}"
+    );
+    assert_eq!(c["budgets"][0]["reached"], true, "{c:#}");
+    let by_bead = json(&sb, &["cost", "--by", "bead", "--json", "--since", "1d"]);
+    let keys: Vec<&str> = by_bead["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 2, "{by_bead:#}");
+    assert!(keys.iter().all(|k| k.starts_with("app:app-")), "{keys:?}");
+    let text = sb.ok(&["cost", "--by", "day"]);
+    assert!(
+        text.contains("1.20 USD") && text.contains("budget app: 1.20 of 1.00 USD"),
+        "{text}"
+    );
+    assert_eq!(sb.br_status("app", &app.beads[2]), "open");
 }

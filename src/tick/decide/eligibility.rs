@@ -65,6 +65,22 @@ pub fn claw_eligibility(
     }
 }
 
+/// A project that reached its `DailyBudget` today gets no new worker until the UTC day ends;
+/// the workers it has finish. Not a 2.3 status: the project stays active, only paused by money.
+#[must_use]
+pub fn budget_gate(e: Eligibility, config: &ProjectConfig, spent_today: f64) -> Eligibility {
+    if !matches!(e, Eligibility::Eligible { .. }) {
+        return e;
+    }
+    let budget = config
+        .field("dailybudget")
+        .and_then(|f| crate::cost::parse_budget(&f.value).ok());
+    match crate::cost::over_budget(budget, spent_today) {
+        Some(why) => Eligibility::Inactive { why },
+        None => e,
+    }
+}
+
 /// Contract 2.3 for one project.
 pub fn eligibility_of(
     entry: &RegistryEntry,
@@ -83,5 +99,56 @@ pub fn eligibility_of(
         [] => Eligibility::NoActiveIteration,
         [n] => Eligibility::Eligible { iteration: *n },
         many => Eligibility::SeveralActive(many.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(budget: Option<&str>) -> ProjectConfig {
+        let mut text = "# App\n\n- **Status:** active\n- **Priority:** normal\n".to_string();
+        if let Some(b) = budget {
+            text.push_str(&format!("- **DailyBudget:** {b}\n"));
+        }
+        crate::format::project::parse_project(&text, std::path::Path::new("PROJECT.md")).value
+    }
+
+    #[test]
+    fn a_daily_budget_stops_new_workers_once_reached() {
+        let eligible = || Eligibility::Eligible {
+            iteration: IterationName::new("001").unwrap(),
+        };
+        let table = [
+            (None, 500.0, true),
+            (Some("20 USD"), 0.0, true),
+            (Some("20 USD"), 19.99, true),
+            (Some("20 USD"), 20.0, false),
+            (Some("$20"), 31.5, false),
+            // An unreadable budget stops nothing (`braids check` reports it).
+            (Some("lots"), 1000.0, true),
+        ];
+        for (budget, spent, open) in table {
+            let e = budget_gate(eligible(), &config(budget), spent);
+            assert_eq!(
+                matches!(e, Eligibility::Eligible { .. }),
+                open,
+                "{budget:?} {spent}: {e:?}"
+            );
+            if let Eligibility::Inactive { why } = e {
+                assert!(
+                    why.contains("daily budget") && why.contains("tomorrow"),
+                    "{why}"
+                );
+            }
+        }
+        // A project that was not eligible stays as it was.
+        let paused = Eligibility::Inactive {
+            why: "paused".into(),
+        };
+        assert_eq!(
+            budget_gate(paused.clone(), &config(Some("1 USD")), 5.0),
+            paused
+        );
     }
 }

@@ -39,7 +39,7 @@ mod guards;
 mod plan;
 mod zombie;
 
-pub use eligibility::{claw_eligibility, eligibility_of, Eligibility};
+pub use eligibility::{budget_gate, claw_eligibility, eligibility_of, Eligibility};
 pub use guards::held_key;
 pub use plan::{
     KillStorm, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, SpawnProject, Sweep, Upgrade,

@@ -31,6 +31,8 @@ pub(super) struct Reading {
     pub cached: Option<(Arc<cache::Reader>, cache::Loc)>,
     pub now: chrono::DateTime<chrono::Utc>,
     pub unreadable: usize,
+    /// Dollars each project spent today (UTC), from the cost ledger, for `DailyBudget`.
+    pub spent_today: Arc<std::collections::BTreeMap<String, f64>>,
 }
 
 pub(super) fn observe_project(
@@ -48,6 +50,7 @@ pub(super) fn observe_project(
         cached,
         now,
         unreadable,
+        spent_today,
     } = how;
     let root = &entry.path;
     if paths.in_workspace(root) {
@@ -89,6 +92,8 @@ pub(super) fn observe_project(
         true => crate::tick::decide::claw_eligibility(entry, &config, loop_paused.as_deref()),
         false => eligibility_of(entry, &config, &iterations),
     };
+    let spent = spent_today.get(&entry.slug).copied().unwrap_or(0.0);
+    let eligibility = crate::tick::decide::budget_gate(eligibility, &config, spent);
 
     let mut view = base_view(entry, eligibility.clone());
     view.priority = config.priority;
