@@ -28,6 +28,7 @@ pub mod paths;
 pub mod proc;
 pub mod retry;
 pub mod schedule;
+pub mod serve;
 pub mod session;
 pub mod state;
 pub mod templates;

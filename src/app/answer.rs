@@ -36,12 +36,74 @@ pub fn answer(
     if text.is_empty() {
         bail!("the answer is empty; write what the agent should know, in quotes");
     }
+    respond(inst, target, text, None, now)
+}
+
+/// Approves a plan that waits for review (ask-first): the answer "approved", with the
+/// reviewer's note for the agent when given.
+pub fn approve(
+    inst: &Installation,
+    target: &str,
+    note: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Answered> {
+    let text = match note.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(n) => format!("Approved. {n}"),
+        None => "Approved.".to_string(),
+    };
+    respond(inst, target, &text, Some(WaitKind::Approval), now)
+}
+
+/// Rejects a plan that waits for review: the bead stays blocked, now with the reason, for a
+/// person to rework (`braids retry` when it may go on).
+pub fn reject(inst: &Installation, target: &str, reason: &str) -> Result<String> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        bail!("a rejection needs a reason, for the person who reworks the bead");
+    }
+    let found = beads::locate(inst, target, false)?;
+    let (p, bead) = (&found.project, &found.bead);
+    let w = waiting::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
+    if !(bead.status == BeadStatus::Blocked
+        && w.get(bead.id.as_str())
+            .is_some_and(|w| w.kind == WaitKind::Approval))
+    {
+        bail!(
+            "{} waits for no review; `braids beads {}` shows what each bead waits for",
+            bead.id,
+            p.entry.slug
+        );
+    }
+    let why = format!("plan rejected: {reason}");
+    crate::events::emit(
+        &p.entry.path,
+        &p.entry.slug,
+        vec![Draft::new(Kind::BeadBlocked)
+            .bead(&bead.id)
+            .with("reason", &why)],
+    );
+    Ok(why)
+}
+
+/// Answers `target`'s question (or, with `only`, only a wait of that kind).
+fn respond(
+    inst: &Installation,
+    target: &str,
+    text: &str,
+    only: Option<WaitKind>,
+    now: DateTime<Utc>,
+) -> Result<Answered> {
     let found = beads::locate(inst, target, true)?;
     let (p, bead) = (&found.project, &found.bead);
     let slug = p.entry.slug.as_str();
     let waits = waiting::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
     let wait = waits.get(bead.id.as_str());
     let asked = match (bead.status, wait) {
+        (BeadStatus::Blocked, Some(w)) if only.is_some_and(|k| k != w.kind) => bail!(
+            "{} waits for no review: it waits for {}; `braids beads {slug}` shows what each bead waits for",
+            bead.id,
+            w.kind.as_str()
+        ),
         (BeadStatus::Blocked, Some(w)) if w.kind.answerable() => w.clone(),
         (BeadStatus::Blocked, Some(w)) => bail!(
             "{} asked nothing: it is blocked because {}; `braids retry {}` makes it eligible again",

@@ -8,6 +8,7 @@ pub mod beads;
 pub mod check;
 pub mod claw;
 pub mod cost;
+pub mod dashboard;
 pub mod events;
 pub mod history;
 pub mod init;

@@ -25,6 +25,7 @@ mod new;
 mod output;
 mod pause;
 mod schedule;
+mod serve;
 mod sessions;
 mod supervise;
 mod tick;
@@ -81,6 +82,9 @@ pub enum Command {
     History(HistoryArgs),
     /// What the agents cost (tokens and dollars their reports gave), by project, bead or day.
     Cost(CostArgs),
+    /// A local web server: a live dashboard, a JSON API, server-sent events and the actions
+    /// (answer, retry, kill, approve, reject, pause, resume), each needing the server's token.
+    Serve(ServeArgs),
     /// Run one bead to completion (started by the tick with the four-line spawn message on stdin).
     Worker(WorkerArgs),
     /// Install, show or remove the schedule that runs `braids tick` (crontab line or systemd
@@ -443,6 +447,18 @@ pub struct LogsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen (port 0: any free port, printed at start). An address other machines
+    /// can reach needs --token-file.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub listen: std::net::SocketAddr,
+    /// The token actions must carry; by default serve.token in braids' directory, made (mode
+    /// 0600) on first start.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct CostArgs {
     /// How to group the sums.
     #[arg(long, value_enum, default_value = "project")]
@@ -493,6 +509,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Logs(a) => beads::logs(&paths, a),
         Command::History(a) => beads::history(&paths, a),
         Command::Cost(a) => cost::run(&paths, a),
+        Command::Serve(a) => serve::run(&paths, a),
         Command::Worker(a) => worker::run(&paths, a),
         Command::Schedule(c) => schedule::run(&paths, c, cli.log_format),
         Command::Daemon(a) => daemon::run(&paths, a),

@@ -1,0 +1,359 @@
+//! The HTTP handlers: JSON reads, the dashboard's pages, the live event stream, and the
+//! actions, each calling the same use case as its CLI command (`crate::app`). Blocking work
+//! (trackers, files, signals) runs on tokio's blocking pool.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, FromRequest, Path, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::{Form, Json};
+use serde::Deserialize;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::{Stream, StreamExt};
+
+use super::page::{self, Ctx};
+use super::{auth, Server};
+
+/// Runs `f` on the blocking pool and turns its error into a response.
+async fn blocking<T: Send + 'static>(
+    s: &Arc<Server>,
+    f: impl FnOnce(&Server) -> anyhow::Result<T> + Send + 'static,
+) -> Result<T, Response> {
+    let s = Arc::clone(s);
+    match tokio::task::spawn_blocking(move || f(&s)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(error(&e)),
+        Err(e) => Err((StatusCode::INTERNAL_SERVER_ERROR, format!("braids: {e}")).into_response()),
+    }
+}
+
+/// A use case's error as JSON: 404 for what does not exist, 409 for what cannot be done now.
+fn error(e: &anyhow::Error) -> Response {
+    let text = format!("{e:#}");
+    let code = if text.starts_with("no bead") || text.starts_with("no project") {
+        StatusCode::NOT_FOUND
+    } else {
+        StatusCode::CONFLICT
+    };
+    (code, Json(serde_json::json!({ "error": text }))).into_response()
+}
+
+fn json_bytes(bytes: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+}
+
+pub async fn state(State(s): State<Arc<Server>>) -> Response {
+    match blocking(&s, |s| s.snapshot()).await {
+        Ok(snap) => json_bytes(snap.json.clone()),
+        Err(r) => r,
+    }
+}
+
+pub async fn project(State(s): State<Arc<Server>>, Path(slug): Path<String>) -> Response {
+    let r = blocking(&s, move |s| {
+        let snap = s.snapshot()?;
+        let report = snap
+            .picture
+            .status
+            .projects
+            .iter()
+            .find(|r| r.slug == slug)
+            .cloned();
+        let beads = crate::app::beads::list(&s.inst, &slug, &[], chrono::Utc::now())?;
+        Ok(serde_json::json!({
+            "project": report,
+            "detail": snap.picture.details.get(&slug),
+            "beads": beads,
+        }))
+    })
+    .await;
+    match r {
+        Ok(v) => Json(v).into_response(),
+        Err(r) => r,
+    }
+}
+
+/// One bead as `braids beads` shows it.
+fn bead_row(s: &Server, id: &str) -> anyhow::Result<(String, crate::app::beads::BeadRow)> {
+    let found = crate::app::beads::locate(&s.inst, id, false)?;
+    let sessions = s.inst.backend.list()?;
+    let rows = crate::app::beads::rows(
+        &s.inst,
+        &found.project,
+        vec![found.bead],
+        &[],
+        &sessions,
+        chrono::Utc::now(),
+    );
+    let row = rows.beads.into_iter().next().expect("the bead itself");
+    Ok((found.project.entry.slug, row))
+}
+
+pub async fn bead(State(s): State<Arc<Server>>, Path(id): Path<String>) -> Response {
+    match blocking(&s, move |s| bead_row(s, &id)).await {
+        Ok((slug, row)) => {
+            Json(serde_json::json!({ "project": slug, "bead": row })).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+pub async fn events(
+    State(s): State<Arc<Server>>,
+) -> Sse<impl Stream<Item = Result<SseEvent, std::convert::Infallible>>> {
+    let stream = BroadcastStream::new(s.events.subscribe()).map(|item| {
+        // A client that fell behind is told to read the state again.
+        let data = item.unwrap_or_else(|_| Arc::from(r#"{"type":"resync"}"#));
+        Ok(SseEvent::default().data(&*data))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// The token for a page, when this client may have it.
+fn token_for<'a>(s: &'a Server, peer: SocketAddr, headers: &HeaderMap) -> Option<&'a str> {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    auth::may_embed(peer, host).then_some(s.token.as_str())
+}
+
+pub async fn index(
+    State(s): State<Arc<Server>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    match blocking(&s, |s| s.snapshot()).await {
+        Ok(snap) => {
+            let ctx = Ctx {
+                token: token_for(&s, peer, &headers),
+            };
+            Html(page::dashboard(&snap.picture, ctx).into_string()).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+pub async fn fragment(
+    State(s): State<Arc<Server>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    match blocking(&s, |s| s.snapshot()).await {
+        Ok(snap) => {
+            let ctx = Ctx {
+                token: token_for(&s, peer, &headers),
+            };
+            Html(page::main(&snap.picture, ctx).into_string()).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+pub async fn status_page(State(s): State<Arc<Server>>) -> Response {
+    let r =
+        blocking(&s, |s| {
+            Ok(std::fs::read_to_string(s.inst.paths.status()).unwrap_or_else(|_| {
+            "STATUS.md has not been written yet: it is written by every full `braids tick`.".into()
+        }))
+        })
+        .await;
+    match r {
+        Ok(text) => Html(page::document("STATUS.md — braids", &text).into_string()).into_response(),
+        Err(r) => r,
+    }
+}
+
+pub async fn bead_page(
+    State(s): State<Arc<Server>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let r = blocking(&s, move |s| {
+        let (slug, row) = bead_row(s, &id)?;
+        let root = crate::app::iteration::locate(&s.inst.paths, &slug)?.path;
+        let deliverable = crate::format::iteration::list_iteration_dirs(&root)
+            .into_iter()
+            .rev()
+            .flat_map(|(_, dir)| crate::format::deliverable::find(&dir, &row.id))
+            .next()
+            .and_then(|p| {
+                let text = std::fs::read_to_string(&p).ok()?;
+                let shown = p.strip_prefix(&root).unwrap_or(&p).display().to_string();
+                Some((shown, text))
+            });
+        Ok((slug, row, deliverable))
+    })
+    .await;
+    match r {
+        Ok((slug, row, deliverable)) => {
+            let ctx = Ctx {
+                token: token_for(&s, peer, &headers),
+            };
+            Html(page::bead(&slug, &row, deliverable, ctx).into_string()).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+/// What an action may carry, as JSON or as a form.
+#[derive(Debug, Default, Deserialize)]
+pub struct ActionBody {
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// `kill`: block with this reason instead of requeueing.
+    #[serde(default)]
+    pub block: Option<String>,
+}
+
+/// The body and whether it came from a form (which is answered with a redirect).
+async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Response> {
+    let headers = req.headers().clone();
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
+    let body = if is_form {
+        Form::<ActionBody>::from_request(req, &())
+            .await
+            .map_err(IntoResponse::into_response)?
+            .0
+    } else {
+        let bytes = Bytes::from_request(req, &())
+            .await
+            .map_err(IntoResponse::into_response)?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            ActionBody::default()
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| {
+                (
+                    StatusCode::BAD_REQUEST,
+                    Json(serde_json::json!({ "error": format!("the body is not the JSON this action takes: {e}") })),
+                )
+                    .into_response()
+            })?
+        }
+    };
+    let given = headers
+        .get(auth::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| body.token.clone());
+    match given {
+        None => Err((
+            StatusCode::UNAUTHORIZED,
+            Json(serde_json::json!({ "error": format!("actions need the server's token in the {} header", auth::HEADER) })),
+        )
+            .into_response()),
+        Some(t) if !auth::matches(&s.token, &t) => Err((
+            StatusCode::FORBIDDEN,
+            Json(serde_json::json!({ "error": "the token is not this server's" })),
+        )
+            .into_response()),
+        Some(_) => Ok((body, is_form)),
+    }
+}
+
+/// The answer to an action: JSON, or for a form the dashboard again (errors as a page).
+async fn respond(
+    s: &Arc<Server>,
+    form: bool,
+    f: impl FnOnce(&Server) -> anyhow::Result<serde_json::Value> + Send + 'static,
+) -> Response {
+    let r = blocking(s, f).await;
+    s.invalidate();
+    match (r, form) {
+        (Ok(v), false) => Json(v).into_response(),
+        (Ok(_), true) => Redirect::to("/").into_response(),
+        (Err(r), false) => r,
+        (Err(r), true) => {
+            let code = r.status();
+            let body = axum::body::to_bytes(r.into_body(), 1 << 16)
+                .await
+                .unwrap_or_default();
+            let msg: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let text = msg["error"]
+                .as_str()
+                .unwrap_or("the action failed")
+                .to_string();
+            let page = page::document(
+                "braids — action refused",
+                &format!("# Not done\n\n{text}\n\n[Back to the dashboard](/)\n"),
+            );
+            (code, Html(page.into_string())).into_response()
+        }
+    }
+}
+
+pub async fn project_action(
+    State(s): State<Arc<Server>>,
+    Path((slug, action)): Path<(String, String)>,
+    req: Request,
+) -> Response {
+    let (body, form) = match read_action(&s, req).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    respond(&s, form, move |s| {
+        let paths = &s.inst.paths;
+        let changed = match action.as_str() {
+            "pause" => {
+                crate::app::pause::set_status(paths, &slug, crate::model::ProjectStatus::Paused)?
+            }
+            "resume" => crate::app::pause::resume(paths, &slug, body.note)?,
+            other => anyhow::bail!("no project action {other}; use pause or resume"),
+        };
+        Ok(serde_json::to_value(changed)?)
+    })
+    .await
+}
+
+pub async fn bead_action(
+    State(s): State<Arc<Server>>,
+    Path((id, action)): Path<(String, String)>,
+    req: Request,
+) -> Response {
+    let (body, form) = match read_action(&s, req).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    respond(&s, form, move |s| {
+        let inst = &s.inst;
+        let now = chrono::Utc::now();
+        Ok(match action.as_str() {
+            "answer" => serde_json::to_value(crate::app::answer::answer(
+                inst,
+                &id,
+                body.text.as_deref().unwrap_or(""),
+                now,
+            )?)?,
+            "retry" => serde_json::to_value(crate::app::retry::retry(inst, &id)?)?,
+            "kill" => {
+                let after = match body.block.or(body.reason) {
+                    Some(r) => crate::app::sessions::AfterKill::Block(r),
+                    None => crate::app::sessions::AfterKill::Requeue,
+                };
+                serde_json::to_value(crate::app::sessions::kill(inst, &id, after)?)?
+            }
+            "approve" => serde_json::to_value(crate::app::answer::approve(
+                inst,
+                &id,
+                body.note.as_deref(),
+                now,
+            )?)?,
+            "reject" => serde_json::json!({
+                "blocked": crate::app::answer::reject(inst, &id, body.reason.as_deref().unwrap_or(""))?
+            }),
+            other => anyhow::bail!("no bead action {other}; use answer, retry, kill, approve or reject"),
+        })
+    })
+    .await
+}

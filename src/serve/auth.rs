@@ -1,0 +1,123 @@
+//! Who may act: every action carries the server's token (a header for API clients, a form
+//! field for the dashboard's forms), compared in constant time. The token is made on first
+//! start, 32 random bytes as hex in a file only its owner can read; a page embeds it only for a
+//! client on loopback that asked for a loopback host name (so a DNS-rebinding page never sees
+//! it).
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+/// The header API clients send the token in.
+pub const HEADER: &str = "x-braids-token";
+
+/// Reads the token at `path`; when `create` and the file is missing, makes one (mode 0600).
+pub fn load(path: &Path, create: bool) -> Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
+        Ok(_) => bail!(
+            "{} is empty; put a long random token in it (or delete it and let `braids serve` make one)",
+            path.display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot read the token file {}", path.display())),
+    }
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read /dev/urandom for a token")?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(token.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(token)
+}
+
+/// Whether `given` is the token, in time that does not depend on where they differ.
+pub fn matches(token: &str, given: &str) -> bool {
+    let (a, b) = (token.as_bytes(), given.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Whether a `Host` header names this machine's loopback (`localhost`, `127.0.0.1`, `[::1]`,
+/// with any port).
+pub fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether a page for this client may carry the token.
+pub fn may_embed(peer: SocketAddr, host: Option<&str>) -> bool {
+    peer.ip().is_loopback() && host.is_some_and(loopback_host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_made_private_and_compared_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("serve.token");
+        assert!(load(&p, false).is_err(), "not made unless asked");
+        let t = load(&p, true).unwrap();
+        assert_eq!(t.len(), 64);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(load(&p, true).unwrap(), t, "kept");
+        assert!(matches(&t, &t));
+        assert!(!matches(&t, &t[..63]));
+        assert!(!matches(&t, ""));
+        std::fs::write(&p, "\n").unwrap();
+        assert!(load(&p, true).unwrap_err().to_string().contains("is empty"));
+    }
+
+    #[test]
+    fn only_loopback_names_are_loopback() {
+        for h in [
+            "localhost",
+            "localhost:7878",
+            "127.0.0.1:80",
+            "[::1]:7878",
+            "127.0.0.2",
+        ] {
+            assert!(loopback_host(h), "{h}");
+        }
+        for h in [
+            "evil.example",
+            "evil.example:7878",
+            "10.0.0.1:7878",
+            "localhost.evil.example",
+            "",
+        ] {
+            assert!(!loopback_host(h), "{h}");
+        }
+        let lo: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+        let far: SocketAddr = "10.1.2.3:5555".parse().unwrap();
+        assert!(may_embed(lo, Some("127.0.0.1:7878")));
+        assert!(!may_embed(lo, Some("rebind.example:7878")), "DNS rebinding");
+        assert!(!may_embed(far, Some("127.0.0.1:7878")));
+        assert!(!may_embed(lo, None));
+    }
+}

@@ -1,0 +1,265 @@
+//! `braids serve`: a local HTTP server (axum on tokio) with a JSON API, a live event stream and
+//! a server-rendered dashboard, acting through the same use cases as the CLI (`crate::app`).
+//!
+//! Reads share one snapshot of the picture ([`crate::app::dashboard::picture`]), made at most
+//! once a second and again after every event or action, so a hundred dashboards and scripts
+//! polling cost one observation. One thread follows every project's journal and hands each
+//! event to the stream's clients.
+//!
+//! Security: it listens on 127.0.0.1 unless told otherwise, and refuses a non-loopback address
+//! without `--token-file`; every action needs the token (`auth.rs`); actions are POSTs only;
+//! when on loopback, a request for another host name is refused (DNS rebinding); every
+//! response carries a strict Content-Security-Policy (scripts and styles only from the server
+//! itself, nothing inline), and every piece of text in a page is escaped.
+
+mod api;
+mod auth;
+mod chart;
+mod page;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::sync::broadcast;
+
+use crate::app::dashboard::Picture;
+use crate::installation::Installation;
+use crate::paths::Paths;
+
+/// How long a snapshot of the picture serves reads when nothing happened.
+const FRESH: Duration = Duration::from_secs(1);
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// How `braids serve` was asked to run.
+pub struct Options {
+    pub listen: SocketAddr,
+    /// The token file; by default `serve.token` in braids' directory, made on first start.
+    pub token_file: Option<PathBuf>,
+}
+
+/// The picture and its JSON, shared by every read until the next change.
+pub struct Snapshot {
+    pub picture: Picture,
+    pub json: Bytes,
+    made: Instant,
+    generation: u64,
+}
+
+pub struct Server {
+    pub inst: Installation,
+    pub token: String,
+    pub events: broadcast::Sender<Arc<str>>,
+    loopback: bool,
+    /// Bumped by every event and action: the snapshot is then stale.
+    generation: AtomicU64,
+    snapshot: Mutex<Option<Arc<Snapshot>>>,
+}
+
+impl Server {
+    /// The current snapshot; one caller makes a new one while the others wait for it.
+    pub fn snapshot(&self) -> Result<Arc<Snapshot>> {
+        let mut held = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        let generation = self.generation.load(Ordering::SeqCst);
+        if let Some(s) = held.as_ref() {
+            if s.generation == generation && s.made.elapsed() < FRESH {
+                return Ok(Arc::clone(s));
+            }
+        }
+        let picture = crate::app::dashboard::picture(&self.inst, chrono::Utc::now())?;
+        let json = Bytes::from(serde_json::to_vec(&picture)?);
+        let snap = Arc::new(Snapshot {
+            picture,
+            json,
+            made: Instant::now(),
+            generation,
+        });
+        *held = Some(Arc::clone(&snap));
+        Ok(snap)
+    }
+
+    pub fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Starts the server and serves until SIGINT or SIGTERM.
+pub fn run(paths: &Paths, opts: Options) -> Result<()> {
+    let loopback = opts.listen.ip().is_loopback();
+    if !loopback && opts.token_file.is_none() {
+        bail!(
+            "--listen {} is reachable from other machines; give --token-file with a token only you hold, or listen on 127.0.0.1",
+            opts.listen
+        );
+    }
+    let token_file = opts
+        .token_file
+        .clone()
+        .unwrap_or_else(|| paths.braids_dir.join("serve.token"));
+    let token = auth::load(&token_file, opts.token_file.is_none())?;
+    let inst = crate::installation::open(paths)?;
+    let (events, _) = broadcast::channel(1024);
+    let server = Arc::new(Server {
+        inst,
+        token,
+        events,
+        loopback,
+        generation: AtomicU64::new(0),
+        snapshot: Mutex::new(None),
+    });
+    follow_events(&server)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(opts.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", opts.listen))?;
+        let addr = listener.local_addr()?;
+        println!(
+            "braids serve: listening on http://{addr}/ (actions need the token in {})",
+            token_file.display()
+        );
+        let app = router(Arc::clone(&server));
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown())
+        .await
+        .context("the server stopped")
+    })
+}
+
+fn router(server: Arc<Server>) -> Router {
+    Router::new()
+        .route("/", get(api::index))
+        .route("/fragment", get(api::fragment))
+        .route("/status", get(api::status_page))
+        .route("/beads/{id}", get(api::bead_page))
+        .route(
+            "/static/app.js",
+            get(|| asset("text/javascript", include_str!("assets/app.js"))),
+        )
+        .route(
+            "/static/app.css",
+            get(|| asset("text/css", include_str!("assets/app.css"))),
+        )
+        .route(
+            "/favicon.ico",
+            get(|| asset("image/svg+xml", include_str!("assets/favicon.svg"))),
+        )
+        .route("/api/v1/state", get(api::state))
+        .route("/api/v1/projects/{slug}", get(api::project))
+        .route("/api/v1/beads/{id}", get(api::bead))
+        .route("/api/v1/events", get(api::events))
+        .route(
+            "/api/v1/projects/{slug}/{action}",
+            post(api::project_action),
+        )
+        .route("/api/v1/beads/{id}/{action}", post(api::bead_action))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&server),
+            guard,
+        ))
+        .with_state(server)
+}
+
+async fn asset(kind: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// Refuses requests for other host names on loopback, and adds the security headers to every
+/// response.
+async fn guard(State(s): State<Arc<Server>>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let mut resp = if s.loopback && !auth::loopback_host(host) {
+        (
+            StatusCode::MISDIRECTED_REQUEST,
+            "braids serve answers only to localhost on this address\n",
+        )
+            .into_response()
+    } else {
+        next.run(req).await
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    resp
+}
+
+/// One thread follows every project's journal from now on: each event goes to the stream's
+/// clients and makes the snapshot stale.
+fn follow_events(server: &Arc<Server>) -> Result<()> {
+    let sources = crate::app::events::sources(&server.inst.paths, None)?;
+    let weak = Arc::downgrade(server);
+    static NEVER: AtomicBool = AtomicBool::new(false);
+    std::thread::Builder::new()
+        .name("events".into())
+        .spawn(move || {
+            let all: Vec<&crate::events::stream::Source> = sources.iter().collect();
+            let mut cursor = crate::events::stream::cursor_at_end(&all);
+            crate::app::events::follow(&sources, &mut cursor, &NEVER, |e| {
+                let Some(s) = weak.upgrade() else {
+                    return false;
+                };
+                s.invalidate();
+                let json = serde_json::to_string(e).unwrap_or_default();
+                // No client listening is not an error.
+                let _ = s.events.send(Arc::from(json));
+                true
+            });
+        })
+        .context("cannot start the event thread")?;
+    Ok(())
+}
+
+async fn shutdown() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}

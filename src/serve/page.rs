@@ -1,0 +1,274 @@
+//! The dashboard's HTML, rendered on the server from the picture ([`crate::app::dashboard`]):
+//! it works without JavaScript (forms post and come back), and `app.js` swaps in the fresh
+//! `#main` as events arrive. Every piece of text goes through maud, which escapes it; markdown
+//! goes through comrak with raw HTML escaped.
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
+use crate::app::beads::BeadRow;
+use crate::app::dashboard::{Picture, ProjectDetail};
+use crate::events::waiting::WaitKind;
+use crate::templates::{clip, elapsed};
+use crate::tick::observe::ProjectReport;
+
+/// What a page may carry: the token for its forms, only for a loopback client.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    pub token: Option<&'a str>,
+}
+
+fn layout(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                link rel="stylesheet" href="/static/app.css";
+                link rel="icon" href="/favicon.ico";
+                script src="/static/app.js" defer {}
+            }
+            body { (body) }
+        }
+    }
+}
+
+/// The whole dashboard page.
+pub fn dashboard(p: &Picture, ctx: Ctx<'_>) -> Markup {
+    layout(
+        "braids",
+        html! {
+            header {
+                h1 { "braids" }
+                nav { a href="/status" { "STATUS.md" } " · " a href="/api/v1/state" { "JSON" } }
+            }
+            main id="main" { (main(p, ctx)) }
+        },
+    )
+}
+
+/// The part the live update replaces.
+pub fn main(p: &Picture, ctx: Ctx<'_>) -> Markup {
+    let live = p
+        .status
+        .sessions
+        .iter()
+        .filter(|s| s.session.running)
+        .count();
+    html! {
+        p class="summary" {
+            "Updated " time datetime=(p.generated_at.to_rfc3339()) { (p.generated_at.format("%H:%M:%S UTC")) }
+            " · " span id="workers-count" { (live) " worker(s) running" }
+            " · Cost today: " strong id="cost-today" { (format!("{:.2} USD", p.cost_today.cost_usd)) }
+            " in " (p.cost_today.attempts) " attempt(s)"
+        }
+        @if ctx.token.is_none() {
+            p class="note" { "Actions need the server's token: send it in the X-Braids-Token header (this page only carries it for a browser on this machine)." }
+        }
+        @if p.status.projects.is_empty() {
+            p { "No projects are registered. Add one with " code { "braids new <slug>" } "." }
+        }
+        @for r in &p.status.projects {
+            @let d = p.details.get(&r.slug);
+            (project(p, r, d, ctx))
+        }
+    }
+}
+
+fn project(p: &Picture, r: &ProjectReport, d: Option<&ProjectDetail>, ctx: Ctx<'_>) -> Markup {
+    let paused =
+        [r.registry_status, r.project_status].contains(&Some(crate::model::ProjectStatus::Paused));
+    let workers: Vec<_> = p
+        .status
+        .sessions
+        .iter()
+        .filter(|l| l.session.running && l.session.label.slug() == r.slug)
+        .collect();
+    let budget = p.cost_today.budgets.iter().find(|b| b.project == r.slug);
+    html! {
+        section class="project" id=(format!("project-{}", r.slug)) data-slug=(r.slug) {
+            h2 { (r.slug) @if r.name != r.slug { " — " (r.name) } }
+            p class="meta" {
+                "Status: " strong class="status" { (status_text(r)) }
+                " · Iteration: " (iteration_text(r))
+                " · Workers: " (workers.len()) "/" (r.max_workers)
+                @if let Some(b) = budget {
+                    " · Budget: " (format!("{:.2} of {:.2} USD today", b.spent_today_usd, b.daily_budget_usd))
+                }
+            }
+            @if let Some(d) = d {
+                @if d.stories_total > 0 {
+                    p { progress value=(d.stories_closed) max=(d.stories_total) {}
+                        " " (d.stories_closed) " of " (d.stories_total) " stories done" }
+                }
+            }
+            (action(ctx, &format!("/api/v1/projects/{}/{}", r.slug, if paused { "resume" } else { "pause" }),
+                if paused { "Resume" } else { "Pause" }, html! {}))
+            @if let Some(n) = &r.note { p class="note" { (n) } }
+            @if let Some(e) = &r.error { p class="error" { "Error: " (e) } }
+            @for prob in &r.problems { p class="error" { (prob) } }
+            @for u in r.unknown_stories.as_deref().unwrap_or_default() { p class="error" { (u.problem.to_string()) } }
+            @if !workers.is_empty() {
+                h3 { "Workers" }
+                table class="workers" {
+                    thead { tr { th { "Bead" } th { "Title" } th { "Running" } th { "Step" } th { "Last output" } } }
+                    tbody {
+                        @for l in &workers {
+                            @let bead = l.session.label.bead().to_string();
+                            tr class="worker" data-bead=(bead) {
+                                td { a href=(format!("/beads/{}:{bead}", r.slug)) { (bead) } }
+                                td { (l.title.as_deref().map(|t| clip(t, 80)).unwrap_or_default()) }
+                                td { (elapsed(l.elapsed_seconds)) }
+                                td { (l.step.as_deref().unwrap_or("-").to_lowercase()) }
+                                td class="output" {
+                                    (p.last_output.get(&l.session.label.to_string()).map(String::as_str).unwrap_or(""))
+                                    @if let Some(s) = l.last_output_seconds { " " small { "(" (elapsed(s)) " ago)" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if let Some(d) = d {
+                (waiting(r, d, ctx))
+                h3 { "Last 7 days" }
+                (super::chart::week(&d.week))
+            }
+        }
+    }
+}
+
+fn waiting(r: &ProjectReport, d: &ProjectDetail, ctx: Ctx<'_>) -> Markup {
+    let of = |k: WaitKind| -> Vec<&BeadRow> {
+        d.waiting
+            .iter()
+            .filter(|b| b.waiting.as_ref().is_some_and(|w| w.kind == k))
+            .collect()
+    };
+    let unexplained: Vec<&BeadRow> = d.waiting.iter().filter(|b| b.waiting.is_none()).collect();
+    let url = |b: &BeadRow, what: &str| format!("/api/v1/beads/{}:{}/{what}", r.slug, b.id);
+    html! {
+        @let questions = of(WaitKind::Question);
+        @if !questions.is_empty() {
+            h3 { "Questions" }
+            @for b in questions {
+                div class="question" data-bead=(b.id) {
+                    p { (bead_link(r, b)) ": " q { (b.waiting.as_ref().map(|w| w.text.as_str()).unwrap_or("")) } }
+                    (action(ctx, &url(b, "answer"), "Answer", html! {
+                        label { "Answer " textarea name="text" required rows="2" cols="60" {} }
+                    }))
+                }
+            }
+        }
+        @let reviews = of(WaitKind::Approval);
+        @if !reviews.is_empty() {
+            h3 { "Waiting for review" }
+            @for b in reviews {
+                div class="review" data-bead=(b.id) {
+                    p { (bead_link(r, b)) ": " (b.waiting.as_ref().map(|w| w.text.as_str()).unwrap_or("")) }
+                    (action(ctx, &url(b, "approve"), "Approve", html! { label { "Note " input type="text" name="note"; } }))
+                    (action(ctx, &url(b, "reject"), "Reject", html! { label { "Reason " input type="text" name="reason" required; } }))
+                }
+            }
+        }
+        @let blocked: Vec<&BeadRow> = of(WaitKind::Blocked).into_iter().chain(unexplained).collect();
+        @if !blocked.is_empty() {
+            h3 { "Blocked" }
+            @for b in blocked {
+                div class="blocked" data-bead=(b.id) {
+                    p { (bead_link(r, b)) ": "
+                        (b.waiting.as_ref().map_or("blocked in the tracker (no reason recorded by braids)", |w| w.text.as_str())) }
+                    (action(ctx, &url(b, "retry"), "Retry", html! {}))
+                }
+            }
+        }
+    }
+}
+
+fn bead_link(r: &ProjectReport, b: &BeadRow) -> Markup {
+    html! { a href=(format!("/beads/{}:{}", r.slug, b.id)) { (b.id) } " " span class="title" { (clip(&b.title, 100)) } }
+}
+
+/// A form that posts one action; without the token it shows nothing to press.
+fn action(ctx: Ctx<'_>, url: &str, label: &str, fields: Markup) -> Markup {
+    html! {
+        @if let Some(t) = ctx.token {
+            form method="post" action=(url) class="action" {
+                input type="hidden" name="token" value=(t);
+                (fields)
+                button type="submit" { (label) }
+            }
+        }
+    }
+}
+
+fn status_text(r: &ProjectReport) -> String {
+    r.project_status
+        .or(r.registry_status)
+        .map_or("?".into(), |s| s.to_string())
+        + match r.registry_status {
+            Some(s) if Some(s) != r.project_status => " (registry: ".to_string() + s.as_str() + ")",
+            _ => String::new(),
+        }
+        .as_str()
+}
+
+fn iteration_text(r: &ProjectReport) -> String {
+    match r.iteration {
+        Some((n, Some(s))) => format!("{n} ({s})"),
+        Some((n, None)) => format!("{n}"),
+        None => "none".into(),
+    }
+}
+
+/// Markdown (STATUS.md, a deliverable) as HTML, raw HTML in it shown as text.
+pub fn markdown(text: &str) -> Markup {
+    let mut opts = comrak::Options::default();
+    opts.extension.table = true;
+    opts.extension.tasklist = true;
+    opts.extension.strikethrough = true;
+    opts.render.escape = true;
+    PreEscaped(comrak::markdown_to_html(text, &opts))
+}
+
+/// A page of rendered markdown.
+pub fn document(title: &str, text: &str) -> Markup {
+    layout(
+        title,
+        html! {
+            header { h1 { a href="/" { "braids" } } }
+            article class="markdown" { (markdown(text)) }
+        },
+    )
+}
+
+/// One bead: its row and its deliverable.
+pub fn bead(
+    slug: &str,
+    row: &BeadRow,
+    deliverable: Option<(String, String)>,
+    ctx: Ctx<'_>,
+) -> Markup {
+    layout(
+        &format!("{} — braids", row.id),
+        html! {
+            header { h1 { a href="/" { "braids" } } }
+            section class="bead" {
+                h2 { (row.id) " " span class="title" { (row.title) } }
+                p { "Project " (slug) " · " (row.status.as_str())
+                    @if row.in_scope { " · in this iteration" }
+                    @if row.attempts > 0 { " · " (row.attempts) " failed attempt(s)" } }
+                @if let Some(w) = &row.waiting { p { (w.kind.as_str()) ": " (w.text) } }
+                @if let Some(w) = &row.worker { p { "Worker " (w.session) " for " (elapsed(w.elapsed_seconds)) } }
+                @if row.status == crate::model::BeadStatus::Blocked {
+                    (action(ctx, &format!("/api/v1/beads/{slug}:{}/retry", row.id), "Retry", html! {}))
+                }
+                @if let Some((path, text)) = deliverable {
+                    h3 { "Deliverable " code { (path) } }
+                    article class="markdown" { (markdown(&text)) }
+                }
+            }
+        },
+    )
+}
