@@ -233,7 +233,8 @@ async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Res
         if bytes.iter().all(u8::is_ascii_whitespace) {
             ActionBody::default()
         } else {
-            serde_json::from_slice(&bytes).map_err(|e| {
+            // `null` is no body too.
+            serde_json::from_slice::<Option<ActionBody>>(&bytes).map(Option::unwrap_or_default).map_err(|e| {
                 (
                     StatusCode::BAD_REQUEST,
                     Json(serde_json::json!({ "error": format!("the body is not the JSON this action takes: {e}") })),

@@ -33,7 +33,7 @@ exit 1
 "#;
 
 /// An installation whose workers run [`AGENT`]; a failed bead is retried `retries` times.
-fn install(retries: u32) -> Sandbox {
+pub fn install(retries: u32) -> Sandbox {
     let sb = Install::new().build();
     let agent = sb.script("bin/agent", AGENT);
     sb.config(&format!(
@@ -48,7 +48,7 @@ fn json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"))
 }
 
-fn workers_end(sb: &Sandbox) {
+pub fn workers_end(sb: &Sandbox) {
     wait_for("the workers to end", Duration::from_secs(120), || {
         sb.live_labels().is_empty().then_some(())
     });

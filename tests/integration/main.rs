@@ -39,6 +39,7 @@ mod push_retry;
 mod read_only;
 mod schedule;
 mod schedule_cron;
+mod serve;
 mod sessions;
 mod tick_e2e;
 mod tick_notices;

@@ -29,6 +29,7 @@ pub mod procs;
 pub mod project;
 mod readback;
 mod sandbox;
+pub mod serve;
 mod tick;
 
 pub use install::{br_init, br_path, Install, QUITTER, SLEEPER};

@@ -1,0 +1,210 @@
+//! `braids serve` over real HTTP: the API's named objects, the actions through the CLI's use
+//! cases, the token, the Host check, the event stream, and hostile text shown as text.
+
+use std::io::{BufRead, BufReader};
+use std::time::Duration;
+
+use crate::day_two::{install, workers_end};
+use crate::support::{wait_for, ReportExt};
+
+const HOSTILE: &str = "<script>alert('pwned')</script> & <img src=x onerror=alert(1)>";
+
+#[test]
+fn the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
+    let sb = install(0);
+    let app = sb
+        .new_project("app")
+        .br()
+        .titled(&[&format!("Ask the person {HOSTILE}"), "Build the parser"])
+        .max_workers(2)
+        .create();
+    let (ask, build) = (app.beads[0].as_str(), app.beads[1].as_str());
+    sb.tick().force().run();
+    workers_end(&sb);
+    // A deliverable with HTML in it, shown on the bead's page.
+    let it = app.root.join(".braids/iterations/001");
+    let suffix = ask.rsplit_once('-').unwrap().1;
+    std::fs::write(
+        it.join(format!("{suffix}-notes.md")),
+        format!("# Notes\n\n## Summary\n\nSaw {HOSTILE}.\n"),
+    )
+    .unwrap();
+    let s = sb.serve();
+
+    // Reads: named objects; every page with the policy; text escaped.
+    let state = s.get("/api/v1/state").json();
+    let p = &state["projects"][0];
+    assert_eq!(p["iteration"]["name"], "001", "{p:#}");
+    assert_eq!(state["details"]["app"]["stories_total"], 2, "{state:#}");
+    let waiting = state["details"]["app"]["waiting"].as_array().unwrap();
+    assert_eq!(waiting.len(), 2, "{state:#}");
+    let page = s.get("/");
+    assert_eq!(page.status, 200);
+    let csp = page.csp.clone().unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+        "{csp}"
+    );
+    assert!(!page.body.contains("<script>alert"), "{}", page.body);
+    assert!(!page.body.contains("<img src=x"), "{}", page.body);
+    assert!(page.body.contains("&lt;script&gt;alert"), "{}", page.body);
+    assert!(page.body.contains("Should the API speak JSON or XML?"));
+    assert!(
+        page.body
+            .contains(&format!("name=\"token\" value=\"{}\"", s.token)),
+        "loopback gets the token"
+    );
+    let bead_page = s.get(&format!("/beads/{ask}"));
+    assert_eq!(bead_page.status, 200);
+    assert!(
+        bead_page.body.contains("Saw &lt;script&gt;"),
+        "{}",
+        bead_page.body
+    );
+    assert!(
+        !bead_page.body.contains("<script>alert"),
+        "{}",
+        bead_page.body
+    );
+    let status_md = s.get("/status");
+    assert!(
+        status_md.body.contains("<h1>braids status</h1>"),
+        "{}",
+        status_md.body
+    );
+    assert!(!status_md.body.contains("<script>alert"));
+    assert_eq!(
+        s.get(&format!("/api/v1/beads/{build}")).json()["bead"]["status"],
+        "blocked"
+    );
+    assert_eq!(s.get("/api/v1/beads/app-nope").status, 404);
+    assert_eq!(
+        s.get("/api/v1/projects/app").json()["beads"]["beads"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(s.get("/favicon.ico").status, 200);
+    assert_eq!(
+        s.get_with_host("/", "rebind.example:80").status,
+        421,
+        "DNS rebinding"
+    );
+
+    // Actions: refused without the token, with a wrong one, and by GET.
+    let answer = format!("/api/v1/beads/{ask}/answer");
+    let r = s.post(&answer, None, serde_json::json!({"text": "JSON"}));
+    assert_eq!(r.status, 401, "{r:?}");
+    let r = s.post(
+        &answer,
+        Some("not-the-token"),
+        serde_json::json!({"text": "JSON"}),
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = s.post_form(&answer, &[("text", "JSON"), ("token", "wrong")]);
+    assert_eq!(r.status, 403, "{r:?}");
+    assert_eq!(s.get(&answer).status, 405);
+    assert_eq!(sb.br_status("app", ask), "blocked", "nothing was done");
+
+    // The same rules as the CLI, through the same code.
+    let r = s.post(
+        &format!("/api/v1/beads/{build}/answer"),
+        Some(&s.token),
+        serde_json::json!({"text": "x"}),
+    );
+    assert_eq!(r.status, 409, "{r:?}");
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("asked nothing"),
+        "{r:?}"
+    );
+
+    // The event stream tells of an action as it happens.
+    let mut stream = std::net::TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        b"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+    )
+    .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut lines = BufReader::new(stream.try_clone().unwrap()).lines();
+    wait_for("the stream's headers", Duration::from_secs(30), || {
+        (lines.next()?.ok()?.is_empty()).then_some(())
+    });
+    let r = s.post(
+        &answer,
+        Some(&s.token),
+        serde_json::json!({"text": "JSON, always."}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["kind"], "question");
+    assert_eq!(sb.br_status("app", ask), "open");
+    let seen = wait_for(
+        "the answered event on the stream",
+        Duration::from_secs(30),
+        || {
+            let l = lines.next()?.ok()?;
+            l.contains("\"answered\"").then_some(l)
+        },
+    );
+    assert!(
+        seen.starts_with("data: ") && seen.contains("JSON, always."),
+        "{seen}"
+    );
+
+    // A form post comes back to the dashboard.
+    let r = s.post_form(
+        &format!("/api/v1/beads/{build}/retry"),
+        &[("token", &s.token)],
+    );
+    assert_eq!(r.status, 303, "{r:?}");
+    assert_eq!(sb.br_status("app", build), "open");
+    let r = s.post(
+        "/api/v1/projects/app/pause",
+        Some(&s.token),
+        serde_json::json!({}),
+    );
+    assert_eq!(r.json()["to"], "paused", "{r:?}");
+    let r = sb.tick().force().run();
+    assert!(r.spawned_beads().is_empty(), "{r:#?}");
+    let r = s.post(
+        "/api/v1/projects/app/resume",
+        Some(&s.token),
+        serde_json::Value::Null,
+    );
+    assert_eq!(r.json()["to"], "active", "{r:?}");
+    let r = s.post(
+        "/api/v1/projects/app/explode",
+        Some(&s.token),
+        serde_json::json!({}),
+    );
+    assert_eq!(r.status, 404, "{r:?}");
+}
+
+#[test]
+fn a_reachable_address_needs_a_token_file() {
+    let sb = install(0);
+    let out = sb.run(&["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--token-file"), "{err}");
+    let empty = sb.home().join("empty.token");
+    std::fs::write(&empty, "").unwrap();
+    let out = sb.run(&[
+        "serve",
+        "--listen",
+        "0.0.0.0:0",
+        "--token-file",
+        empty.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is empty"),
+        "{out:?}"
+    );
+}

@@ -1,0 +1,119 @@
+//! `braids serve` in a sandbox, for the HTTP tests: started on a free port, stopped on drop.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use super::Sandbox;
+
+pub struct Served {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    pub token: String,
+}
+
+impl Sandbox {
+    /// Starts `braids serve --listen 127.0.0.1:0` and waits for its address.
+    pub fn serve(&self) -> Served {
+        let mut child = self
+            .command(&["serve", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let at = line
+            .find("http://")
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        let base = line[at..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .trim_end_matches('/')
+            .to_string();
+        let token = std::fs::read_to_string(self.braids_dir().join("serve.token"))
+            .unwrap()
+            .trim()
+            .to_string();
+        Served { child, base, token }
+    }
+}
+
+/// A response: status, headers we look at, body.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub csp: Option<String>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+fn reply(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Reply {
+    let mut r = r.unwrap();
+    Reply {
+        status: r.status().as_u16(),
+        csp: r
+            .headers()
+            .get("content-security-policy")
+            .map(|v| v.to_str().unwrap().to_string()),
+        body: r.body_mut().read_to_string().unwrap_or_default(),
+    }
+}
+
+impl Served {
+    pub fn get(&self, path: &str) -> Reply {
+        reply(agent().get(format!("{}{path}", self.base)).call())
+    }
+
+    pub fn get_with_host(&self, path: &str, host: &str) -> Reply {
+        reply(
+            agent()
+                .get(format!("{}{path}", self.base))
+                .header("Host", host)
+                .call(),
+        )
+    }
+
+    /// A POST with a JSON body and, when given, a token in the header.
+    pub fn post(&self, path: &str, token: Option<&str>, body: serde_json::Value) -> Reply {
+        let mut req = agent().post(format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.header("X-Braids-Token", t);
+        }
+        reply(req.send_json(body))
+    }
+
+    /// A POST as the dashboard's forms send it.
+    pub fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> Reply {
+        reply(
+            agent()
+                .post(format!("{}{path}", self.base))
+                .send_form(fields.iter().copied()),
+        )
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
