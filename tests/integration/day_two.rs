@@ -15,11 +15,11 @@ const AGENT: &str = r#"
 done_it() {
   mkdir -p "$(dirname "$1")"
   printf '# %s\n\n## Summary\n\nDid %s.\n' "$BRAIDS_BEAD" "$BRAIDS_BEAD" > "$1"
-  printf 'status: pass\nsummary: did it\n' > "$BRAIDS_RESULT_FILE"
+  printf 'status: pass\nsummary: did it\ntokens_in: 48000\ntokens_out: 3100\ncost_usd: 0.84\n' > "$BRAIDS_RESULT_FILE"
 }
 if grep -q 'Ask the person' "$2"; then
   if grep -q '^Answer: ' "$2"; then cp "$2" "$HOME/answered-prompt"; done_it "$1"; exit 0; fi
-  printf 'status: needs_human\nreason: needs_clarification\nsummary: Should the API speak JSON or XML?\n' > "$BRAIDS_RESULT_FILE"
+  printf 'status: needs_human\nreason: needs_clarification\nsummary: Should the API speak JSON or XML?\ncost_usd: 0.12\n' > "$BRAIDS_RESULT_FILE"
   exit 0
 fi
 if grep -q 'Slow work' "$2"; then

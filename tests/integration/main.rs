@@ -18,6 +18,7 @@ mod support;
 
 mod backend_switch;
 mod br_differential;
+mod browser;
 mod br_native_ticks;
 mod check;
 mod checkin;
