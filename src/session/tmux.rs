@@ -16,8 +16,10 @@
 //!   worker would die of SIGHUP. The shell leads the pane's session and process group and the
 //!   worker stays in that group, so the pane pid identifies the session (pid + start time, as in
 //!   the process backend) and killing the group takes the worker's whole tree down.
-//! * **Output goes to the log, not the pane.** The log file is complete from the first byte,
-//!   which `pipe-pane` cannot promise; attaching shows an empty pane.
+//! * **Output goes to the log and the pane.** The wrapper pipes the worker's output through
+//!   `tee -a` into the log, so the log is complete from the first byte (which `pipe-pane`
+//!   cannot promise) and a person who attaches (`tmux -L braids attach -t <session>`) watches
+//!   the agent live.
 //! * **Labels.** tmux rewrites `:` and `.` in session names, so the name is only a unique
 //!   handle derived from the label ([`TmuxBackend::session_name`]); the real label is the user
 //!   option `@braids_label`, with `@braids_started` (RFC 3339) and `@braids_log` beside it.

@@ -61,7 +61,11 @@ async fn wait_for(c: &Client, what: &str, css: &str, gone: bool) {
         assert!(
             start.elapsed() < PATIENCE,
             "{what}: `{css}` {} after {PATIENCE:?}; page:\n{}",
-            if gone { "still there" } else { "never appeared" },
+            if gone {
+                "still there"
+            } else {
+                "never appeared"
+            },
             c.source().await.unwrap_or_default()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -139,19 +143,46 @@ async fn the_dashboard_is_live_and_its_buttons_act() {
     assert_eq!(r.spawned_beads().len(), 3, "{r:#?}");
     let row = format!("tr.worker[data-bead='{slow}']");
     wait_for(&c, "the slow worker", &row, false).await;
-    wait_for(&c, "the question", &format!(".question[data-bead='{ask}']"), false).await;
-    wait_for(&c, "the blocked bead", &format!(".blocked[data-bead='{fail}']"), false).await;
+    wait_for(
+        &c,
+        "the question",
+        &format!(".question[data-bead='{ask}']"),
+        false,
+    )
+    .await;
+    wait_for(
+        &c,
+        "the blocked bead",
+        &format!(".blocked[data-bead='{fail}']"),
+        false,
+    )
+    .await;
     // The failed worker's row goes once it has blocked its bead.
-    wait_for(&c, "the failed worker to end", &format!("tr.worker[data-bead='{fail}']"), true).await;
+    wait_for(
+        &c,
+        "the failed worker to end",
+        &format!("tr.worker[data-bead='{fail}']"),
+        true,
+    )
+    .await;
     let same_page = c
         .execute("return window.braidsNotReloaded === true;", vec![])
         .await
         .unwrap();
     assert_eq!(same_page, json!(true), "the page was reloaded");
-    let text = c.find(Locator::Css("main")).await.unwrap().text().await.unwrap();
+    let text = c
+        .find(Locator::Css("main"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(text.contains("Should the API speak JSON or XML?"), "{text}");
     assert!(text.contains("Slow work: index the corpus"), "{text}");
-    assert!(text.contains("Cost today: 0.12 USD"), "the question's cost: {text}");
+    assert!(
+        text.contains("Cost today: 0.12 USD"),
+        "the question's cost: {text}"
+    );
     let shot = c.screenshot().await.unwrap();
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dashboard.png");
     std::fs::write(&out, &shot).unwrap();
@@ -186,21 +217,41 @@ async fn the_dashboard_is_live_and_its_buttons_act() {
         .click()
         .await
         .unwrap();
-    wait_for(&c, "the answered question to go", &format!(".question[data-bead='{ask}']"), true).await;
+    wait_for(
+        &c,
+        "the answered question to go",
+        &format!(".question[data-bead='{ask}']"),
+        true,
+    )
+    .await;
     assert_eq!(sb.br_status("app", &ask), "open");
     let r = sb.tick().force().run();
     assert!(r.spawned_beads().contains(&ask), "{r:#?}");
 
     // The blocked bead is retried from its button, and spawned again.
     std::fs::write(sb.home().join("fixed"), "").unwrap();
-    wait_for(&c, "the page after the answer", "body[data-live='yes']", false).await;
-    c.find(Locator::Css(&format!(".blocked[data-bead='{fail}'] button")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    wait_for(&c, "the retried bead to leave Blocked", &format!(".blocked[data-bead='{fail}']"), true).await;
+    wait_for(
+        &c,
+        "the page after the answer",
+        "body[data-live='yes']",
+        false,
+    )
+    .await;
+    c.find(Locator::Css(&format!(
+        ".blocked[data-bead='{fail}'] button"
+    )))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    wait_for(
+        &c,
+        "the retried bead to leave Blocked",
+        &format!(".blocked[data-bead='{fail}']"),
+        true,
+    )
+    .await;
     let r = sb.tick().force().run();
     assert!(r.spawned_beads().contains(&fail), "{r:#?}");
 

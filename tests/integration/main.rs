@@ -18,8 +18,8 @@ mod support;
 
 mod backend_switch;
 mod br_differential;
-mod browser;
 mod br_native_ticks;
+mod browser;
 mod check;
 mod checkin;
 mod claw_loop;

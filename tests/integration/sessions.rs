@@ -696,8 +696,14 @@ fn c2_6_tmux_kill_takes_down_the_tree_and_the_session() {
         .spawn(&spec(dir.path(), "t-k1", "sleep 300 & sleep 300 & wait"))
         .unwrap();
     let pid = s.pid.unwrap();
-    // The pane's shell, the worker's shell and two sleeps.
-    wait_until("the grandchildren", || group_members(pid).len() == 4);
+    // The pane's shell (and its subshells and `tee`), the worker's shell and two sleeps.
+    wait_until("the grandchildren", || {
+        group_members(pid)
+            .iter()
+            .filter(|p| proc_cmdline(**p).starts_with("sleep"))
+            .count()
+            == 2
+    });
     assert_eq!(
         tmux.kill(&s, Duration::from_secs(5)).unwrap(),
         KillOutcome::Terminated
@@ -711,6 +717,68 @@ fn c2_6_tmux_kill_takes_down_the_tree_and_the_session() {
 }
 
 #[test]
+fn tmux_pane_shows_the_output_live_and_the_log_keeps_it_and_the_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::new(dir.path());
+    let tmux = &server.backend;
+    let s = tmux
+        .spawn(&spec(
+            dir.path(),
+            "t-out",
+            "echo hello from the agent; echo to stderr >&2; sleep 300",
+        ))
+        .unwrap();
+    let log = dir.path().join("logs/t-out.log");
+    wait_until("the pane to show the output", || {
+        let pane = std::process::Command::new("tmux")
+            .args([
+                "-L",
+                &server.name,
+                "capture-pane",
+                "-p",
+                "-t",
+                s.id.split('/').next().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&pane.stdout).into_owned();
+        text.contains("hello from the agent") && text.contains("to stderr")
+    });
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("hello from the agent") && logged.contains("to stderr"),
+        "{logged}"
+    );
+    tmux.kill(&s, Duration::from_secs(5)).unwrap();
+    // The wrapper's exit status is still the worker's: a missing program ends with 127.
+    let gone = tmux
+        .spawn(&argv_spec(
+            dir.path(),
+            "t-127",
+            &["no-such-program-anywhere"],
+        ))
+        .unwrap();
+    let target = gone.id.split('/').next().unwrap().to_string();
+    let dead = || {
+        let out = std::process::Command::new("tmux")
+            .args([
+                "-L",
+                &server.name,
+                "display-message",
+                "-p",
+                "-t",
+                &target,
+                "#{pane_dead} #{pane_dead_status}",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    wait_until("the pane to die", || dead().starts_with('1'));
+    assert_eq!(dead(), "1 127");
+}
+
+#[test]
 fn c2_6_tmux_worker_ignoring_sigterm_is_killed_after_the_grace() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::new(dir.path());
@@ -720,7 +788,10 @@ fn c2_6_tmux_worker_ignoring_sigterm_is_killed_after_the_grace() {
     let s = tmux.spawn(&spec(dir.path(), "t-k2", script)).unwrap();
     let pid = s.pid.unwrap();
     wait_until("the trap", || {
-        dir.path().join("ready").exists() && group_members(pid).len() == 3
+        dir.path().join("ready").exists()
+            && group_members(pid)
+                .iter()
+                .any(|p| proc_cmdline(*p).starts_with("sleep"))
     });
     assert_eq!(
         tmux.kill(&s, Duration::from_millis(300)).unwrap(),
@@ -796,4 +867,16 @@ fn c2_6_tmux_foreign_sessions_are_reported_and_a_missing_program_ends_at_once() 
     assert!(survey.problems[0].location.contains("foreign"));
     tmux.forget(&s).unwrap();
     assert!(tmux.list().unwrap().is_empty());
+}
+
+/// A process's command line, arguments joined by spaces ("" once it is gone).
+fn proc_cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .replace('\0', " ")
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default()
 }

@@ -10,9 +10,11 @@ use crate::proc::Output;
 use crate::session::SpawnSpec;
 
 /// Runs in the pane: `$1` message file, `$2` log, `$3` working directory, then the worker argv.
-/// Its exit status is the worker's (126 when the directory is missing, 127 when the program is).
-const WRAPPER: &str =
-    "cd -- \"$3\" 2>>\"$2\" || exit 126\nm=$1 l=$2\nshift 3\n\"$@\" <\"$m\" >>\"$l\" 2>&1";
+/// The worker's output goes through `tee` to the log and to the pane, so a person who attaches
+/// sees it live; the log still has every byte. Its exit status is the worker's (carried past the
+/// pipe on descriptor 4), 126 when the directory is missing, 127 when the program is.
+const WRAPPER: &str = "cd -- \"$3\" 2>>\"$2\" || exit 126\nm=$1 l=$2\nshift 3\nexec 3>&1\n\
+s=$( { { \"$@\" <\"$m\" 2>&1 3>&- 4>&-; echo $? >&4; } | tee -a \"$l\" >&3; } 4>&1 )\nexit \"$s\"";
 
 /// One row per session; every field is free of tabs and newlines (`@braids_log` is encoded).
 pub(super) const LIST_FORMAT: &str = "#{session_id}\t#{session_name}\t#{session_created}\t#{pane_pid}\t#{pane_dead}\t#{@braids_label}\t#{@braids_started}\t#{@braids_log}";
