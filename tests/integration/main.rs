@@ -41,6 +41,7 @@ mod read_only;
 mod schedule;
 mod schedule_cron;
 mod serve;
+mod serve_load;
 mod sessions;
 mod tick_e2e;
 mod tick_notices;

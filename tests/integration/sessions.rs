@@ -749,7 +749,10 @@ fn tmux_pane_shows_the_output_live_and_the_log_keeps_it_and_the_status() {
         logged.contains("hello from the agent") && logged.contains("to stderr"),
         "{logged}"
     );
-    tmux.kill(&s, Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        tmux.kill(&s, Duration::from_secs(5)).unwrap(),
+        KillOutcome::Terminated
+    );
     // The wrapper's exit status is still the worker's: a missing program ends with 127.
     let gone = tmux
         .spawn(&argv_spec(

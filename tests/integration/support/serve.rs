@@ -57,7 +57,7 @@ impl Reply {
     }
 }
 
-fn agent() -> ureq::Agent {
+pub fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -79,6 +79,10 @@ fn reply(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Reply {
 }
 
 impl Served {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn get(&self, path: &str) -> Reply {
         reply(agent().get(format!("{}{path}", self.base)).call())
     }
