@@ -88,7 +88,7 @@ mod tests {
     use crate::cost::Usage;
 
     #[test]
-    fn concurrent_records_all_land_and_report_the_crossing_once() {
+    fn c9_4_concurrent_records_all_land_and_report_the_crossing_once() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::in_dir(dir.path());
         let budget = Some(5.0);

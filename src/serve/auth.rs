@@ -74,7 +74,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokens_are_made_private_and_compared_whole() {
+    fn c9_5_tokens_are_made_private_and_compared_whole() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("serve.token");
@@ -94,7 +94,7 @@ mod tests {
     }
 
     #[test]
-    fn only_loopback_names_are_loopback() {
+    fn c9_5_only_loopback_names_are_loopback() {
         for h in [
             "localhost",
             "localhost:7878",

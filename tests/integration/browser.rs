@@ -73,7 +73,7 @@ async fn wait_for(c: &Client, what: &str, css: &str, gone: bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_dashboard_is_live_and_its_buttons_act() {
+async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
     let (Some(driver), Some(chromium)) = (which("chromedriver"), which("chromium")) else {
         if std::env::var("BRAIDS_BROWSER_TESTS").as_deref() == Ok("skip") {
             eprintln!("SKIPPED browser test: chromium or chromedriver is not installed (BRAIDS_BROWSER_TESTS=skip)");

@@ -70,7 +70,7 @@ fn err(sb: &Sandbox, args: &[&str]) -> String {
 }
 
 #[test]
-fn a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
+fn c9_2_a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
     let sb = install(1);
     let app = sb
         .new_project("app")
@@ -201,7 +201,7 @@ fn a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
 }
 
 #[test]
-fn kill_blocks_or_requeues_and_logs_follow_the_worker() {
+fn c9_3_kill_blocks_or_requeues_and_logs_follow_the_worker() {
     let sb = install(0);
     let app = sb
         .new_project("app")
@@ -292,7 +292,7 @@ fn regex_like_elapsed(s: &str) -> bool {
 }
 
 #[test]
-fn ambiguous_unknown_and_paused_beads_are_refused_with_the_fix() {
+fn c9_1_ambiguous_unknown_and_paused_beads_are_refused_with_the_fix() {
     let sb = install(0);
     sb.new_project("app").ids(&["app-a1", "app-b2"]).create();
     sb.new_project("lib").ids(&["lib-a1"]).create();
@@ -333,7 +333,7 @@ fn ambiguous_unknown_and_paused_beads_are_refused_with_the_fix() {
 }
 
 #[test]
-fn costs_are_recorded_per_attempt_summed_and_a_daily_budget_stops_spawns_with_one_notice() {
+fn c9_4_costs_are_recorded_per_attempt_summed_and_a_daily_budget_stops_spawns_with_one_notice() {
     let sb = Install::new().build();
     let agent = sb.script(
         "bin/agent",

@@ -10,7 +10,7 @@ use crate::support::{wait_for, ReportExt};
 const HOSTILE: &str = "<script>alert('pwned')</script> & <img src=x onerror=alert(1)>";
 
 #[test]
-fn the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
+fn c9_5_the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
     let sb = install(0);
     let app = sb
         .new_project("app")
@@ -187,7 +187,7 @@ fn the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
 }
 
 #[test]
-fn a_reachable_address_needs_a_token_file() {
+fn c9_5_a_reachable_address_needs_a_token_file() {
     let sb = install(0);
     let out = sb.run(&["serve", "--listen", "0.0.0.0:0"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");

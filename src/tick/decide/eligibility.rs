@@ -115,7 +115,7 @@ mod tests {
     }
 
     #[test]
-    fn a_daily_budget_stops_new_workers_once_reached() {
+    fn c9_4_a_daily_budget_stops_new_workers_once_reached() {
         let eligible = || Eligibility::Eligible {
             iteration: IterationName::new("001").unwrap(),
         };
