@@ -177,6 +177,17 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "until it is fixed, ticks claim nothing for this project",
         ));
     }
+    if let Some(f) = project.value.field("dailybudget") {
+        if let Err(why) = crate::cost::parse_budget(&f.value) {
+            out.push(Diagnostic::error(
+                &project_md,
+                Some(f.line),
+                "9.4",
+                format!("{why} (until it is fixed the project has no budget)"),
+                "write an amount in dollars, like `DailyBudget: 20 USD`, or remove the line",
+            ));
+        }
+    }
     if crate::claw::is_claw(&project.value, root) {
         let plan = crate::tracker::claw::plan_file(root);
         if !plan.is_file() {

@@ -206,6 +206,8 @@ fn help_is_complete() {
         "retry",
         "logs",
         "history",
+        "cost",
+        "serve",
         "worker",
         "events",
         "supervise",

@@ -403,4 +403,14 @@ printf 'status: pass\nsummary: did it\ntokens_in: 12,000\ntokens_out: 800\ncost_
         "{text}"
     );
     assert_eq!(sb.br_status("app", &app.beads[2]), "open");
+
+    // A budget braids cannot read is a `braids check` error with its line.
+    sb.set_field("app", "DailyBudget", "lots");
+    let out = sb.run(&["check"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("PROJECT.md:") && text.contains("DailyBudget `lots` is not an amount in dollars"),
+        "{text}"
+    );
 }

@@ -343,7 +343,7 @@ fn c1_3_the_directory_name_008_is_shown_as_written_everywhere() {
     let shown = h.ok(&["status"]);
     assert!(shown.contains("- Iteration: 008 (active)"), "{shown}");
     let v = h.json(&["status", "--json"]);
-    assert_eq!(v["projects"][0]["iteration"][0], "008", "{v:#}");
+    assert_eq!(v["projects"][0]["iteration"]["name"], "008", "{v:#}");
 
     // the worker: the prompt, the completion commit and the notification
     h.worker(&message);
