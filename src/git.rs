@@ -218,6 +218,18 @@ pub fn has_upstream(root: &Path) -> bool {
     found
 }
 
+/// Whether the repository has a remote but its current branch has no upstream: then every push
+/// is skipped, which a person who added the remote does not expect. The branch's name with it.
+pub fn remote_without_upstream(root: &Path) -> Option<String> {
+    let repo = Repository::open(root).ok()?;
+    if repo.remotes().ok()?.is_empty() || has_upstream(root) {
+        return None;
+    }
+    let head = repo.head().ok()?;
+    let name = head.shorthand()?.to_string();
+    Some(name)
+}
+
 /// `git push` to the upstream (4.4). The error carries git's own message.
 pub fn push(root: &Path, timeout: Duration) -> Result<()> {
     let out = Invocation::new(["git", "push", "--quiet"])

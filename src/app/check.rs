@@ -177,6 +177,15 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "until it is fixed, ticks claim nothing for this project",
         ));
     }
+    if let Some(branch) = crate::git::remote_without_upstream(root) {
+        out.push(Diagnostic::warning(
+            root,
+            None,
+            "4.4",
+            format!("the repository has a remote but its branch {branch} has no upstream, so workers commit and never push"),
+            format!("run `git -C {} push -u origin {branch}` once (or remove the remote)", root.display()),
+        ));
+    }
     if let Some(f) = project.value.field("dailybudget") {
         if let Err(why) = crate::cost::parse_budget(&f.value) {
             out.push(Diagnostic::error(

@@ -53,7 +53,7 @@ pub fn locate(inst: &Installation, target: &str) -> Result<Log> {
             live: None,
         }),
         None => bail!(
-            "{} has no log: no worker has run it since retention last cleaned {}",
+            "{} has no log in {}: no worker has run it yet (or its logs were old enough for retention to remove)",
             found.bead.id,
             dir.display()
         ),

@@ -214,41 +214,44 @@ pub struct ActionBody {
     pub block: Option<String>,
 }
 
-/// The body and whether it came from a form (which is answered with a redirect).
+/// The body, and whether the action came from one of braids' pages (its token in the form
+/// field rather than the header), which is answered with the dashboard rather than JSON. A body
+/// that is JSON is read as JSON whatever its content type (`curl -d` says it is a form).
 async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Response> {
     let headers = req.headers().clone();
-    let is_form = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
-    let body = if is_form {
-        Form::<ActionBody>::from_request(req, &())
-            .await
-            .map_err(IntoResponse::into_response)?
-            .0
-    } else {
-        let bytes = Bytes::from_request(req, &())
-            .await
-            .map_err(IntoResponse::into_response)?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            ActionBody::default()
-        } else {
-            // `null` is no body too.
-            serde_json::from_slice::<Option<ActionBody>>(&bytes).map(Option::unwrap_or_default).map_err(|e| {
+    let bytes = Bytes::from_request(req, &())
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let text = std::str::from_utf8(&bytes).unwrap_or("").trim_start();
+    let body = if text.is_empty() {
+        ActionBody::default()
+    } else if text.starts_with('{') || text.starts_with("null") {
+        serde_json::from_str::<Option<ActionBody>>(text)
+            .map(Option::unwrap_or_default)
+            .map_err(|e| {
                 (
                     StatusCode::BAD_REQUEST,
                     Json(serde_json::json!({ "error": format!("the body is not the JSON this action takes: {e}") })),
                 )
                     .into_response()
             })?
-        }
+    } else {
+        let req = Request::builder()
+            .method(axum::http::Method::POST)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(axum::body::Body::from(bytes))
+            .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()).into_response())?;
+        Form::<ActionBody>::from_request(req, &())
+            .await
+            .map_err(IntoResponse::into_response)?
+            .0
     };
-    let given = headers
+    let header_token = headers
         .get(auth::HEADER)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| body.token.clone());
-    match given {
+        .map(str::to_string);
+    let from_page = header_token.is_none() && body.token.is_some();
+    match header_token.or_else(|| body.token.clone()) {
         None => Err((
             StatusCode::UNAUTHORIZED,
             Json(serde_json::json!({ "error": format!("actions need the server's token in the {} header", auth::HEADER) })),
@@ -259,7 +262,7 @@ async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Res
             Json(serde_json::json!({ "error": "the token is not this server's" })),
         )
             .into_response()),
-        Some(_) => Ok((body, is_form)),
+        Some(_) => Ok((body, from_page)),
     }
 }
 

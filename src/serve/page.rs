@@ -222,14 +222,23 @@ fn iteration_text(r: &ProjectReport) -> String {
     }
 }
 
-/// Markdown (STATUS.md, a deliverable) as HTML, raw HTML in it shown as text.
+/// Markdown (STATUS.md, a deliverable) as HTML, raw HTML in it shown as text; a line that is
+/// only an HTML comment (STATUS.md's "generated" note) is a note for editors, not shown.
 pub fn markdown(text: &str) -> Markup {
+    let text: String = text
+        .lines()
+        .filter(|l| {
+            let t = l.trim();
+            !(t.starts_with("<!--") && t.ends_with("-->"))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
     let mut opts = comrak::Options::default();
     opts.extension.table = true;
     opts.extension.tasklist = true;
     opts.extension.strikethrough = true;
     opts.render.escape = true;
-    PreEscaped(comrak::markdown_to_html(text, &opts))
+    PreEscaped(comrak::markdown_to_html(&text, &opts))
 }
 
 /// A page of rendered markdown.

@@ -248,3 +248,23 @@ fn preflight_findings_name_the_file_and_line_and_strict_fails_on_warnings() {
     assert_eq!(s.run(&["check"]).status.code(), Some(0));
     assert_eq!(s.run(&["check", "--strict"]).status.code(), Some(1));
 }
+
+#[test]
+fn c4_4_a_remote_without_an_upstream_is_named_with_the_command_that_fixes_it() {
+    let s = clean();
+    let app = s.project("app");
+    let bare = s.home().join("remote.git");
+    s.git(s.home(), &["init", "-q", "--bare", bare.to_str().unwrap()]);
+    s.git(&app, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    let out = s.run(&["check"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("has no upstream, so workers commit and never push")
+            && text.contains("push -u origin"),
+        "{text}"
+    );
+    let branch = s.git(&app, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    s.git(&app, &["push", "-q", "-u", "origin", branch.trim()]);
+    let text = s.ok(&["check"]);
+    assert!(!text.contains("no upstream"), "{text}");
+}

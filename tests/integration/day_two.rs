@@ -367,6 +367,11 @@ printf 'status: pass\nsummary: did it\ntokens_in: 12,000\ntokens_out: 800\ncost_
     // 1.20 USD spent: the budget is reached, the third bead waits for tomorrow.
     let r = sb.tick().force().run();
     assert!(r.spawned_beads().is_empty(), "{r:#?}");
+    assert_eq!(
+        r.idle_reason,
+        Some(braids::state::IdleReason::AllAtCapacity),
+        "ready work waits as at capacity, checked again in 10 minutes: {r:#?}"
+    );
     let status = sb.ok(&["status"]);
     assert!(
         status.contains("daily budget of 1.00 USD is reached"),
@@ -410,7 +415,8 @@ printf 'status: pass\nsummary: did it\ntokens_in: 12,000\ntokens_out: 800\ncost_
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("PROJECT.md:") && text.contains("DailyBudget `lots` is not an amount in dollars"),
+        text.contains("PROJECT.md:")
+            && text.contains("DailyBudget `lots` is not an amount in dollars"),
         "{text}"
     );
 }

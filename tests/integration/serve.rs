@@ -107,6 +107,15 @@ fn c9_5_the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
     assert_eq!(s.get(&answer).status, 405);
     assert_eq!(sb.br_status("app", ask), "blocked", "nothing was done");
 
+    // A JSON body is JSON whatever its content type (`curl -d` calls it a form).
+    let r = s.post_form_raw(
+        &format!("/api/v1/beads/{build}/answer"),
+        &s.token,
+        r#"{"text": "x"}"#,
+    );
+    assert_eq!(r.status, 409, "{r:?}");
+    assert!(r.body.contains("asked nothing"), "JSON, not a page: {r:?}");
+
     // The same rules as the CLI, through the same code.
     let r = s.post(
         &format!("/api/v1/beads/{build}/answer"),

@@ -384,6 +384,7 @@ impl Soak {
                     tracker_error: None,
                     preflight_error: None,
                     workspace: braids::workspace::WorkspaceMode::Worktree,
+                    held_by_budget: None,
                 }
             })
             .collect();

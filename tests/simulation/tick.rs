@@ -78,6 +78,7 @@ impl World {
                 tracker_error: None,
                 preflight_error: None,
                 workspace: braids::workspace::WorkspaceMode::Worktree,
+                held_by_budget: None,
             };
             let Some(p) = self.project_at(&e.path) else {
                 views.push(v);

@@ -65,20 +65,16 @@ pub fn claw_eligibility(
     }
 }
 
-/// A project that reached its `DailyBudget` today gets no new worker until the UTC day ends;
-/// the workers it has finish. Not a 2.3 status: the project stays active, only paused by money.
+/// Why a project that reached its `DailyBudget` today (UTC) gets no new worker until the day
+/// ends, or `None`. Not a 2.3 status: the project stays eligible, its workers finish, and its
+/// ready work waits as it would at capacity; an unreadable budget holds nothing (`braids check`
+/// reports it).
 #[must_use]
-pub fn budget_gate(e: Eligibility, config: &ProjectConfig, spent_today: f64) -> Eligibility {
-    if !matches!(e, Eligibility::Eligible { .. }) {
-        return e;
-    }
+pub fn budget_hold(config: &ProjectConfig, spent_today: f64) -> Option<String> {
     let budget = config
         .field("dailybudget")
         .and_then(|f| crate::cost::parse_budget(&f.value).ok());
-    match crate::cost::over_budget(budget, spent_today) {
-        Some(why) => Eligibility::Inactive { why },
-        None => e,
-    }
+    crate::cost::over_budget(budget, spent_today)
 }
 
 /// Contract 2.3 for one project.
@@ -116,39 +112,23 @@ mod tests {
 
     #[test]
     fn c9_4_a_daily_budget_stops_new_workers_once_reached() {
-        let eligible = || Eligibility::Eligible {
-            iteration: IterationName::new("001").unwrap(),
-        };
         let table = [
-            (None, 500.0, true),
-            (Some("20 USD"), 0.0, true),
-            (Some("20 USD"), 19.99, true),
-            (Some("20 USD"), 20.0, false),
-            (Some("$20"), 31.5, false),
-            // An unreadable budget stops nothing (`braids check` reports it).
-            (Some("lots"), 1000.0, true),
+            (None, 500.0, false),
+            (Some("20 USD"), 0.0, false),
+            (Some("20 USD"), 19.99, false),
+            (Some("20 USD"), 20.0, true),
+            (Some("$20"), 31.5, true),
+            (Some("lots"), 1000.0, false),
         ];
-        for (budget, spent, open) in table {
-            let e = budget_gate(eligible(), &config(budget), spent);
-            assert_eq!(
-                matches!(e, Eligibility::Eligible { .. }),
-                open,
-                "{budget:?} {spent}: {e:?}"
-            );
-            if let Eligibility::Inactive { why } = e {
+        for (budget, spent, held) in table {
+            let why = budget_hold(&config(budget), spent);
+            assert_eq!(why.is_some(), held, "{budget:?} {spent}: {why:?}");
+            if let Some(why) = why {
                 assert!(
                     why.contains("daily budget") && why.contains("tomorrow"),
                     "{why}"
                 );
             }
         }
-        // A project that was not eligible stays as it was.
-        let paused = Eligibility::Inactive {
-            why: "paused".into(),
-        };
-        assert_eq!(
-            budget_gate(paused.clone(), &config(Some("1 USD")), 5.0),
-            paused
-        );
     }
 }

@@ -39,7 +39,7 @@ mod guards;
 mod plan;
 mod zombie;
 
-pub use eligibility::{budget_gate, claw_eligibility, eligibility_of, Eligibility};
+pub use eligibility::{budget_hold, claw_eligibility, eligibility_of, Eligibility};
 pub use guards::held_key;
 pub use plan::{
     KillStorm, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, SpawnProject, Sweep, Upgrade,
@@ -84,6 +84,9 @@ pub struct ProjectView {
     pub preflight_error: Option<String>,
     /// PROJECT.md `Workspace:`: a git worktree per bead, or the shared work tree.
     pub workspace: WorkspaceMode,
+    /// Why the project gets no new worker today though it is eligible: its `DailyBudget` is
+    /// reached ([`budget_hold`]). Ready work then waits as it would at capacity.
+    pub held_by_budget: Option<String>,
 }
 
 /// Everything `decide` looks at.
@@ -423,8 +426,11 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                     && guards::not_waiting(waiting, &b.id, now, &mut wake_at)
             }),
         );
-        let slots =
-            (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0));
+        let slots = if p.held_by_budget.is_some() {
+            0
+        } else {
+            (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0))
+        };
         // A project at capacity needs one candidate to know that ready work is waiting; one
         // with room needs its slots plus a few stand-ins for claims refused in a race. Building
         // a candidate for every ready bead cost 14 MB over 1,000 projects of 20 beads.

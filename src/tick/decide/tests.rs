@@ -30,6 +30,7 @@ fn project(slug: &str) -> P {
         tracker_error: None,
         preflight_error: None,
         workspace: crate::workspace::WorkspaceMode::Worktree,
+        held_by_budget: None,
     })
 }
 
@@ -48,6 +49,10 @@ impl P {
     }
     fn eligibility(mut self, e: Eligibility) -> Self {
         self.0.eligibility = e;
+        self
+    }
+    fn over_budget(mut self) -> Self {
+        self.0.held_by_budget = Some("its daily budget is reached".into());
         self
     }
     fn ready(mut self, ids: &[&str]) -> Self {
@@ -524,6 +529,33 @@ fn a_failing_tracker_skips_only_its_project() {
         now(),
     );
     assert_eq!(spawned(&plan), ["project:b:b-1"]);
+}
+
+// ---- 9.4 a daily budget ----
+
+#[test]
+fn c9_4_a_project_over_its_budget_gets_no_worker_and_its_work_waits_as_at_capacity() {
+    let plan = decide(
+        &snap(
+            vec![
+                project("a").max(3).ready(&["a-1", "a-2"]).over_budget(),
+                project("b").ready(&["b-1"]),
+            ],
+            vec![],
+        ),
+        now(),
+    );
+    assert_eq!(spawned(&plan), ["project:b:b-1"]);
+    let plan = decide(
+        &snap(vec![project("a").ready(&["a-1"]).over_budget()], vec![]),
+        now(),
+    );
+    assert!(spawned(&plan).is_empty());
+    assert_eq!(
+        plan.idle_reason,
+        IdleReason::AllAtCapacity,
+        "checked again in 10 minutes"
+    );
 }
 
 // ---- 2.7 idle reasons ----

@@ -367,6 +367,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         tracker_error: None,
         preflight_error: None,
         workspace: WorkspaceMode::default(),
+        held_by_budget: None,
     }
 }
 

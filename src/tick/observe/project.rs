@@ -93,7 +93,9 @@ pub(super) fn observe_project(
         false => eligibility_of(entry, &config, &iterations),
     };
     let spent = spent_today.get(&entry.slug).copied().unwrap_or(0.0);
-    let eligibility = crate::tick::decide::budget_gate(eligibility, &config, spent);
+    let held_by_budget = matches!(eligibility, Eligibility::Eligible { .. })
+        .then(|| crate::tick::decide::budget_hold(&config, spent))
+        .flatten();
 
     let mut view = base_view(entry, eligibility.clone());
     view.priority = config.priority;
@@ -103,6 +105,7 @@ pub(super) fn observe_project(
     view.stall_timeout = config.stall_timeout;
     view.channel = config.channel.clone();
     view.workspace = WorkspaceMode::of(&config);
+    view.held_by_budget.clone_from(&held_by_budget);
     let mut report = base_report(entry);
     report.problems.clone_from(&problems);
     report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
@@ -134,7 +137,7 @@ pub(super) fn observe_project(
         _ => Vec::new(),
     };
     report.note = match &eligibility {
-        Eligibility::Eligible { .. } => None,
+        Eligibility::Eligible { .. } => held_by_budget,
         Eligibility::Inactive { why } => Some(format!("not active ({why})")),
         Eligibility::NoActiveIteration => Some("no active iteration".into()),
         Eligibility::SeveralActive(n) => Some(format!(

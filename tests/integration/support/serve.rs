@@ -105,6 +105,17 @@ impl Served {
         reply(req.send_json(body))
     }
 
+    /// A POST with the token in the header and `body` sent as a form, as `curl -d` does.
+    pub fn post_form_raw(&self, path: &str, token: &str, body: &str) -> Reply {
+        reply(
+            agent()
+                .post(format!("{}{path}", self.base))
+                .header("X-Braids-Token", token)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .send(body),
+        )
+    }
+
     /// A POST as the dashboard's forms send it.
     pub fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> Reply {
         reply(
