@@ -119,36 +119,39 @@ fn token_for<'a>(s: &'a Server, peer: SocketAddr, headers: &HeaderMap) -> Option
     auth::may_embed(peer, host).then_some(s.token.as_str())
 }
 
-pub async fn index(
-    State(s): State<Arc<Server>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+/// The picture rendered by `render` for this client.
+async fn picture_page(
+    s: &Arc<Server>,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    render: fn(&crate::app::dashboard::Picture, Ctx<'_>) -> maud::Markup,
 ) -> Response {
-    match blocking(&s, |s| s.snapshot()).await {
+    match blocking(s, |s| s.snapshot()).await {
         Ok(snap) => {
             let ctx = Ctx {
-                token: token_for(&s, peer, &headers),
+                token: token_for(s, peer, headers),
             };
-            Html(page::dashboard(&snap.picture, ctx).into_string()).into_response()
+            Html(render(&snap.picture, ctx).into_string()).into_response()
         }
         Err(r) => r,
     }
 }
 
+pub async fn index(
+    State(s): State<Arc<Server>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    picture_page(&s, peer, &headers, page::dashboard).await
+}
+
+/// `#main` alone, for the page's live update.
 pub async fn fragment(
     State(s): State<Arc<Server>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    match blocking(&s, |s| s.snapshot()).await {
-        Ok(snap) => {
-            let ctx = Ctx {
-                token: token_for(&s, peer, &headers),
-            };
-            Html(page::main(&snap.picture, ctx).into_string()).into_response()
-        }
-        Err(r) => r,
-    }
+    picture_page(&s, peer, &headers, page::main).await
 }
 
 pub async fn status_page(State(s): State<Arc<Server>>) -> Response {

@@ -72,6 +72,15 @@ async fn wait_for(c: &Client, what: &str, css: &str, gone: bool) {
     }
 }
 
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("`{css}`: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
     let (Some(driver), Some(chromium)) = (which("chromedriver"), which("chromium")) else {
@@ -211,12 +220,7 @@ async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
         .send_keys("JSON, always.")
         .await
         .unwrap();
-    c.find(Locator::Css(&format!("{form} button")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, &format!("{form} button")).await;
     wait_for(
         &c,
         "the answered question to go",
@@ -237,14 +241,7 @@ async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
         false,
     )
     .await;
-    c.find(Locator::Css(&format!(
-        ".blocked[data-bead='{fail}'] button"
-    )))
-    .await
-    .unwrap()
-    .click()
-    .await
-    .unwrap();
+    click(&c, &format!(".blocked[data-bead='{fail}'] button")).await;
     wait_for(
         &c,
         "the retried bead to leave Blocked",
