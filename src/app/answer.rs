@@ -61,6 +61,7 @@ pub fn reject(inst: &Installation, target: &str, reason: &str) -> Result<String>
     if reason.is_empty() {
         bail!("a rejection needs a reason, for the person who reworks the bead");
     }
+    let _held = beads::hold_ticks(&inst.paths)?;
     let found = beads::locate(inst, target, false)?;
     let (p, bead) = (&found.project, &found.bead);
     let w = waiting::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
@@ -75,6 +76,16 @@ pub fn reject(inst: &Installation, target: &str, reason: &str) -> Result<String>
         );
     }
     let why = format!("plan rejected: {reason}");
+    // Unblocking is the approval: without the mark, the next run asks for a new one.
+    let marker = inst.paths.approval_marker(&p.entry.slug, &bead.id);
+    match std::fs::remove_file(&marker) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => bail!(
+            "cannot remove {}: {e}; the plan would count as approved on a retry",
+            marker.display()
+        ),
+    }
     crate::events::emit(
         &p.entry.path,
         &p.entry.slug,
@@ -93,6 +104,7 @@ fn respond(
     only: Option<WaitKind>,
     now: DateTime<Utc>,
 ) -> Result<Answered> {
+    let held = beads::hold_ticks(&inst.paths)?;
     let found = beads::locate(inst, target, true)?;
     let (p, bead) = (&found.project, &found.bead);
     let slug = p.entry.slug.as_str();
@@ -144,6 +156,7 @@ fn respond(
             .with("question", &asked.text)
             .with("message", text)],
     );
+    drop(held);
     crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
     Ok(Answered {
         project: slug.to_string(),

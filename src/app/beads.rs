@@ -77,6 +77,31 @@ impl Opened {
     }
 }
 
+/// How long a person's action waits for a running tick to finish.
+const TICK_WAIT: Duration = Duration::from_secs(60);
+
+/// Holds the tick lock while a person's action reads and changes a bead, so no tick observes
+/// the bead between the action's steps (a claim released after a `kill --block`, a spawn in
+/// the middle of a retry). Drop it before [`crate::state::wake`], which takes it again.
+pub fn hold_ticks(paths: &crate::paths::Paths) -> Result<crate::lock::TickLock> {
+    let lock = paths.lock();
+    crate::lock::TickLock::acquire(&lock, TICK_WAIT)
+        .map_err(|e| anyhow!("cannot take the tick lock {}: {e}", lock.display()))?
+        .ok_or_else(|| {
+            anyhow!(
+                "a tick has held {} for over a minute; try again when it ends",
+                lock.display()
+            )
+        })
+}
+
+/// The live session of `bead` in project `slug`, among `sessions`.
+pub fn live_session<'s>(sessions: &'s [Session], slug: &str, bead: &BeadId) -> Option<&'s Session> {
+    sessions
+        .iter()
+        .find(|s| s.running && s.label.slug() == slug && s.label.bead() == bead)
+}
+
 /// A bead found from what a person typed.
 pub struct Located {
     pub project: Opened,
@@ -285,12 +310,8 @@ pub fn rows(
         .iter()
         .map(|b| {
             let record = attempts.record(root, &b.id);
-            let worker = sessions
-                .iter()
-                .find(|s| {
-                    s.running && s.label.slug() == project.entry.slug && s.label.bead() == &b.id
-                })
-                .map(|s| Worker::of(s, now));
+            let worker =
+                live_session(sessions, &project.entry.slug, &b.id).map(|s| Worker::of(s, now));
             BeadRow {
                 id: b.id.clone(),
                 title: b.title.clone(),

@@ -52,7 +52,7 @@ pub fn budgets(paths: &Paths, ledger: &Ledger, now: DateTime<Utc>) -> Vec<Budget
         .iter()
         .filter_map(|e| {
             let config = crate::format::project::read_project(&e.path).value;
-            let budget = crate::cost::parse_budget(&config.field("dailybudget")?.value).ok()?;
+            let budget = crate::cost::budget_of(&config)?;
             let spent = crate::cost::spent_on(&today, &e.slug, now.date_naive());
             Some(Budget {
                 project: e.slug.clone(),

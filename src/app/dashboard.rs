@@ -42,9 +42,6 @@ pub struct ProjectDetail {
     pub stories_closed: usize,
     pub stories_total: usize,
     pub week: Vec<Day>,
-    /// The beads' titles by id, for the workers' lines.
-    #[serde(skip)]
-    pub titles: BTreeMap<String, String>,
 }
 
 /// One day of a project's chart.
@@ -82,10 +79,6 @@ pub fn picture(inst: &Installation, now: DateTime<Utc>) -> Result<Picture> {
             .and_then(|e| Opened::open(inst, e.clone(), false).ok());
         if let Some(p) = opened {
             if let Ok(all) = p.tracker.list() {
-                d.titles = all
-                    .iter()
-                    .map(|b| (b.id.to_string(), b.title.clone()))
-                    .collect();
                 let sessions: Vec<_> = status.sessions.iter().map(|l| l.session.clone()).collect();
                 let blocked = [crate::model::BeadStatus::Blocked];
                 d.waiting = super::beads::rows(inst, &p, all, &blocked, &sessions, now).beads;

@@ -26,12 +26,9 @@ pub fn locate(inst: &Installation, target: &str) -> Result<Log> {
     let found = super::beads::locate(inst, target, false)?;
     let slug = &found.project.entry.slug;
     let label = SessionLabel::new(slug, found.bead.id.clone())?;
-    let live = inst
-        .backend
-        .list()?
-        .into_iter()
-        .find(|s| s.running && s.label == label);
-    if let Some(path) = live.as_ref().and_then(|s| s.log.clone()) {
+    let sessions = inst.backend.list()?;
+    let live = super::beads::live_session(&sessions, slug, &found.bead.id);
+    if let Some(path) = live.and_then(|s| s.log.clone()) {
         return Ok(Log {
             path,
             live: Some(label),
@@ -44,7 +41,12 @@ pub fn locate(inst: &Installation, target: &str) -> Result<Log> {
         .flatten()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix) && n.ends_with(".log"))
+        // `app-1-<time>.log`, not `app-1-2-<time>.log`: what follows the prefix is the time.
+        .filter(|n| {
+            n.strip_prefix(&prefix)
+                .and_then(|t| t.strip_suffix(".log"))
+                .is_some_and(|t| t.len() == 16 && t.ends_with('Z') && t.as_bytes()[8] == b'T')
+        })
         // `<bead>-<YYYYmmddTHHMMSSZ>.log`: the name sorts by start time.
         .max();
     match newest {
@@ -94,7 +96,8 @@ pub fn copy(
                 .backend
                 .list()
                 .map(|all| all.iter().any(|s| s.running && &s.label == label))
-                .unwrap_or(true);
+                // A backend that cannot be asked ends the follow rather than hang it.
+                .unwrap_or(false);
             if !live {
                 continue;
             }

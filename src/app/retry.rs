@@ -10,6 +10,7 @@ use crate::installation::Installation;
 use crate::model::BeadStatus;
 
 use super::beads;
+use crate::events::waiting::{self, WaitKind};
 
 /// What a retry did.
 #[derive(Debug, Serialize)]
@@ -23,6 +24,7 @@ pub struct Retried {
 }
 
 pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
+    let held = beads::hold_ticks(&inst.paths)?;
     let found = beads::locate(inst, target, true)?;
     let (p, bead) = (&found.project, &found.bead);
     let slug = p.entry.slug.as_str();
@@ -34,16 +36,24 @@ pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
         ),
         _ => {}
     }
-    let live = inst
-        .backend
-        .list()?
-        .into_iter()
-        .find(|s| s.running && s.label.slug() == slug && s.label.bead() == &bead.id);
-    if let Some(s) = live {
+    let sessions = inst.backend.list()?;
+    if let Some(s) = beads::live_session(&sessions, slug, &bead.id) {
         bail!(
             "{} is running now in {}; `braids kill {} --requeue` ends that run first",
             bead.id,
             s.label,
+            bead.id
+        );
+    }
+    let waits = waiting::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
+    if waits
+        .get(bead.id.as_str())
+        .is_some_and(|w| w.kind == WaitKind::Approval)
+    {
+        bail!(
+            "{} waits for a review of its plan: approve it (`braids approve {}`) or reject it (`braids reject {} --reason …`); a retry would approve it unread",
+            bead.id,
+            bead.id,
             bead.id
         );
     }
@@ -69,6 +79,7 @@ pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
             .with("from", bead.status.as_str())
             .with("forgotten_failures", forgotten)],
     );
+    drop(held);
     crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
     Ok(Retried {
         project: slug.to_string(),

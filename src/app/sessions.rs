@@ -132,6 +132,12 @@ pub struct Killed {
 /// SIGTERM, the grace period, SIGKILL, as a tick kills a zombie. Then the bead is requeued or
 /// blocked as asked; a session whose project is gone from the registry is only killed.
 pub fn kill(inst: &Installation, target: &str, after: AfterKill) -> Result<Killed> {
+    if let AfterKill::Block(reason) = &after {
+        if reason.trim().is_empty() {
+            bail!("--block needs a reason, for the person who picks the bead up");
+        }
+    }
+    let _held = super::beads::hold_ticks(&inst.paths)?;
     let sessions = inst.backend.list()?;
     let live = |label: &SessionLabel| sessions.iter().find(|s| &s.label == label && s.running);
     let (session, project) = match SessionLabel::parse(target) {

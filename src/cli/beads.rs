@@ -14,7 +14,10 @@ use crate::model::BeadStatus;
 use crate::paths::Paths;
 use crate::templates::{clip, elapsed};
 
-use super::{AnswerArgs, BeadArgs, BeadsArgs, HistoryArgs, LogsArgs, Output, EXIT_OK};
+use super::{
+    AnswerArgs, ApproveArgs, BeadArgs, BeadsArgs, HistoryArgs, LogsArgs, Output, RejectArgs,
+    EXIT_OK,
+};
 
 impl Output for ProjectBeads {
     fn text(&self) -> String {
@@ -96,6 +99,22 @@ impl Output for Answered {
 pub fn answer(paths: &Paths, a: AnswerArgs) -> Result<i32> {
     let inst = installation::open(paths)?;
     crate::app::answer::answer(&inst, &a.bead, &a.text, Utc::now())?.print(a.json);
+    Ok(EXIT_OK)
+}
+
+pub fn approve(paths: &Paths, a: ApproveArgs) -> Result<i32> {
+    let inst = installation::open(paths)?;
+    crate::app::answer::approve(&inst, &a.bead, a.note.as_deref(), Utc::now())?.print(a.json);
+    Ok(EXIT_OK)
+}
+
+pub fn reject(paths: &Paths, a: RejectArgs) -> Result<i32> {
+    let inst = installation::open(paths)?;
+    let why = crate::app::answer::reject(&inst, &a.bead, &a.reason)?;
+    println!(
+        "{}: stays blocked ({why}); `braids retry {}` asks for a new plan",
+        a.bead, a.bead
+    );
     Ok(EXIT_OK)
 }
 

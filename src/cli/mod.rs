@@ -76,6 +76,10 @@ pub enum Command {
     Answer(AnswerArgs),
     /// Make a failed or blocked bead eligible now: its failure count and backoff forgotten.
     Retry(BeadArgs),
+    /// Approve a plan waiting for review (ask-first), with an optional note for the agent.
+    Approve(ApproveArgs),
+    /// Reject a plan waiting for review: the bead stays blocked with the reason.
+    Reject(RejectArgs),
     /// The output of a bead's worker and agent; `-f` follows it live.
     Logs(LogsArgs),
     /// What happened, newest first: spawned, completed, blocked, killed, answered.
@@ -438,6 +442,26 @@ pub struct BeadArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The bead whose plan waits (`app-a1b`, `a1b`, `app:a1b`).
+    pub bead: String,
+    /// A note the agent reads in its next prompt.
+    #[arg(long)]
+    pub note: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    /// The bead whose plan waits (`app-a1b`, `a1b`, `app:a1b`).
+    pub bead: String,
+    /// Why, for the person who reworks the bead.
+    #[arg(long)]
+    pub reason: String,
+}
+
+#[derive(Debug, Args)]
 pub struct LogsArgs {
     /// A bead id (`app-a1b`, `a1b`, `app:a1b`).
     pub bead: String,
@@ -506,6 +530,8 @@ pub fn run() -> std::process::ExitCode {
         Command::Beads(a) => beads::list(&paths, a),
         Command::Answer(a) => beads::answer(&paths, a),
         Command::Retry(a) => beads::retry(&paths, a),
+        Command::Approve(a) => beads::approve(&paths, a),
+        Command::Reject(a) => beads::reject(&paths, a),
         Command::Logs(a) => beads::logs(&paths, a),
         Command::History(a) => beads::history(&paths, a),
         Command::Cost(a) => cost::run(&paths, a),

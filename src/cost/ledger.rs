@@ -66,7 +66,18 @@ impl Ledger {
         let _held = crate::lock::TickLock::acquire(&lock, LOCK_WAIT)?
             .ok_or_else(|| anyhow!("{} is held by another process", lock.display()))?;
         let day = attempt.at.date_naive();
-        let mut all = self.day(day);
+        // Strict here: a file that cannot be read now must not be replaced by one attempt.
+        let file = self.day_file(day);
+        let mut all: Vec<Attempt> = match crate::atomic::read(&file) {
+            Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| {
+                format!(
+                    "{} is not a valid cost ledger; move it aside to record new costs",
+                    file.display()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+        };
         let before = super::spent_on(&all, &attempt.project, day);
         all.push(attempt.clone());
         let after = super::spent_on(&all, &attempt.project, day);

@@ -164,6 +164,11 @@ pub fn parse_budget(raw: &str) -> Result<f64, String> {
     }
 }
 
+/// A project's `DailyBudget` in dollars, when it sets one braids can read.
+pub fn budget_of(config: &crate::format::project::ProjectConfig) -> Option<f64> {
+    parse_budget(&config.field("dailybudget")?.value).ok()
+}
+
 /// Whether a project with `budget` dollars a day may start another worker, having spent
 /// `spent` today: `Some(why not)` once the budget is reached.
 #[must_use]

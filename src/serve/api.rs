@@ -36,6 +36,16 @@ fn error(e: &anyhow::Error) -> Response {
     let text = format!("{e:#}");
     let code = if text.starts_with("no bead") || text.starts_with("no project") {
         StatusCode::NOT_FOUND
+    } else if [
+        "the answer is empty",
+        "a rejection needs",
+        "--block needs",
+        "is ambiguous",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
+    {
+        StatusCode::BAD_REQUEST
     } else {
         StatusCode::CONFLICT
     };
@@ -344,7 +354,7 @@ pub async fn bead_action(
             )?)?,
             "retry" => serde_json::to_value(crate::app::retry::retry(inst, &id)?)?,
             "kill" => {
-                let after = match body.block.or(body.reason) {
+                let after = match body.block {
                     Some(r) => crate::app::sessions::AfterKill::Block(r),
                     None => crate::app::sessions::AfterKill::Requeue,
                 };

@@ -17,6 +17,7 @@ mod auth;
 mod chart;
 mod page;
 
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -134,13 +135,25 @@ pub fn run(paths: &Paths, opts: Options) -> Result<()> {
             token_file.display()
         );
         let app = router(Arc::clone(&server));
-        axum::serve(
+        // Open event streams never end by themselves: a graceful stop waits for the other
+        // requests, then at most two seconds more.
+        let (stopping, mut stopped) = tokio::sync::watch::channel(false);
+        let serving = axum::serve(
             listener,
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
-        .with_graceful_shutdown(shutdown())
-        .await
-        .context("the server stopped")
+        .with_graceful_shutdown(async move {
+            shutdown().await;
+            let _ = stopping.send(true);
+        })
+        .into_future();
+        tokio::select! {
+            r = serving => r.context("the server stopped"),
+            _ = async {
+                let _ = stopped.wait_for(|s| *s).await;
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            } => Ok(()),
+        }
     })
 }
 
@@ -197,10 +210,27 @@ async fn guard(State(s): State<Arc<Server>>, req: Request, next: Next) -> Respon
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
+    let path = req.uri().path();
+    let public = path.starts_with("/static/") || path == "/favicon.ico";
+    let token_ok = req
+        .headers()
+        .get(auth::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| auth::matches(&s.token, t));
     let mut resp = if s.loopback && !auth::loopback_host(host) {
         (
             StatusCode::MISDIRECTED_REQUEST,
             "braids serve answers only to localhost on this address\n",
+        )
+            .into_response()
+    } else if !s.loopback && !public && !token_ok {
+        // Reachable from other machines: reads need the token too.
+        (
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "this address needs the server's token in the {} header for every request\n",
+                auth::HEADER
+            ),
         )
             .into_response()
     } else {

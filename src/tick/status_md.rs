@@ -177,14 +177,19 @@ pub fn render(d: &Dashboard<'_>) -> String {
 /// The beads waiting for a person, by what they wait for, each with the command that answers.
 fn waiting_of(o: &mut String, r: &ProjectReport) {
     use crate::events::waiting::WaitKind;
+    // What each waits for, and the command that answers it (`{}` is `<slug>:<bead>`).
     let groups = [
         (
             WaitKind::Question,
             "Questions waiting for an answer",
-            "braids answer",
+            "braids answer {} \"…\"",
         ),
-        (WaitKind::Approval, "Waiting for review", "braids answer"),
-        (WaitKind::Blocked, "Blocked", "braids retry"),
+        (
+            WaitKind::Approval,
+            "Waiting for review",
+            "braids approve {} (or reject it)",
+        ),
+        (WaitKind::Blocked, "Blocked", "braids retry {}"),
     ];
     for (kind, heading, command) in groups {
         let mut beads = r.waiting.iter().filter(|(_, w)| w.kind == kind).peekable();
@@ -194,7 +199,8 @@ fn waiting_of(o: &mut String, r: &ProjectReport) {
         let _ = writeln!(o, "- {heading}:");
         for (bead, w) in beads {
             let text = crate::templates::clip(&w.text, 300);
-            let _ = writeln!(o, "  - {bead}: {} (`{command} {bead}`)", cell(&text));
+            let command = command.replace("{}", &format!("{}:{bead}", r.slug));
+            let _ = writeln!(o, "  - {bead}: {} (`{command}`)", cell(&text));
         }
     }
     let unexplained = r

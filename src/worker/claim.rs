@@ -2,22 +2,15 @@
 //! claimed (3.2), its direct dependencies must be closed (3.3), and under ask-first autonomy a
 //! person approves the plan (3.11). Each gate that stops the worker says why in a step.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 
 use crate::model::{Bead, BeadId, BeadStatus, IterationStatus, NotificationEvent};
-use crate::paths::Paths;
 use crate::tracker::ClaimOutcome;
 
 use super::context::Loaded;
-use super::{list, work_dir, Ending, Run, Worker};
-
-/// Marker that an ask-first plan was posted; its presence on a later run means a person
-/// unblocked the bead, which is the approval (3.11).
-fn approval_marker(paths: &Paths, slug: &str, bead: &BeadId) -> PathBuf {
-    work_dir(&paths.braids_dir, slug, bead).join("asked")
-}
+use super::{list, Ending, Run, Worker};
 
 impl Worker<'_> {
     /// 4.5, then 3.2: `Some(ending)` when the worker must stop before doing anything.
@@ -117,7 +110,7 @@ impl Worker<'_> {
         bead: &Bead,
         deliverable: &Path,
     ) -> Result<bool> {
-        let marker = approval_marker(self.paths, &l.slug, &bead.id);
+        let marker = self.paths.approval_marker(&l.slug, &bead.id);
         if marker.exists() {
             let _ = std::fs::remove_file(&marker);
             run.step(

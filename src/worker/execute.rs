@@ -214,10 +214,7 @@ impl Worker<'_> {
                 ),
             );
         }
-        let budget = l
-            .project
-            .field("dailybudget")
-            .and_then(|f| crate::cost::parse_budget(&f.value).ok());
+        let budget = crate::cost::budget_of(&l.project);
         if crate::cost::crossed(budget, before, after) {
             run.notify(
                 l,

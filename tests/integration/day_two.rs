@@ -104,7 +104,7 @@ fn c9_2_a_question_is_shown_answered_and_the_answer_reaches_the_next_prompt() {
     assert!(
         status.contains("- Questions waiting for an answer:")
             && status.contains(&format!(
-                "  - {ask}: Should the API speak JSON or XML? (`braids answer {ask}`)"
+                "  - {ask}: Should the API speak JSON or XML? (`braids answer app:{ask} \"…\"`)"
             )),
         "{status}"
     );
@@ -419,4 +419,72 @@ printf 'status: pass\nsummary: did it\ntokens_in: 12,000\ntokens_out: 800\ncost_
             && text.contains("DailyBudget `lots` is not an amount in dollars"),
         "{text}"
     );
+}
+
+#[test]
+fn c9_2_a_plan_waiting_for_review_is_approved_or_rejected_never_retried_unread() {
+    let sb = install(0);
+    std::fs::write(sb.home().join("fixed"), "").unwrap();
+    let app = sb
+        .new_project("app")
+        .br()
+        .titled(&["Migrate the invoices"])
+        .field("Autonomy", "ask-first")
+        .create();
+    let bead = app.beads[0].as_str();
+    sb.tick().force().run();
+    workers_end(&sb);
+    let list = json(&sb, &["beads", "app", "--json"]);
+    assert_eq!(
+        bead_of(&list, bead)["waiting"]["kind"],
+        "approval",
+        "{list:#}"
+    );
+    let status = sb.ok(&["status"]);
+    assert!(
+        status.contains("- Waiting for review:")
+            && status.contains(&format!("braids approve app:{bead}")),
+        "{status}"
+    );
+    // A retry would approve the plan unread: refused.
+    let e = err(&sb, &["retry", bead]);
+    assert!(
+        e.contains("waits for a review of its plan") && e.contains("braids approve"),
+        "{e}"
+    );
+    let e = err(&sb, &["reject", bead, "--reason", "  "]);
+    assert!(e.contains("needs a reason"), "{e}");
+
+    // Rejected: it stays blocked with the reason; a retry then asks for a new plan.
+    let out = sb.ok(&["reject", bead, "--reason", "too broad: one table at a time"]);
+    assert!(out.contains("stays blocked"), "{out}");
+    assert_eq!(sb.br_status("app", bead), "blocked");
+    let list = json(&sb, &["beads", "app", "--json"]);
+    let w = &bead_of(&list, bead)["waiting"];
+    assert_eq!(w["kind"], "blocked", "{list:#}");
+    assert_eq!(w["text"], "plan rejected: too broad: one table at a time");
+    let e = err(&sb, &["approve", bead]);
+    assert!(e.contains("waits for no review"), "{e}");
+    sb.ok(&["retry", bead]);
+    sb.tick().force().run();
+    workers_end(&sb);
+    assert_eq!(sb.br_status("app", bead), "blocked", "asked again, not run");
+    let list = json(&sb, &["beads", "app", "--json"]);
+    assert_eq!(
+        bead_of(&list, bead)["waiting"]["kind"],
+        "approval",
+        "{list:#}"
+    );
+
+    // Approved with a note: the next run does the work.
+    let out = json(
+        &sb,
+        &["approve", bead, "--note", "one table at a time", "--json"],
+    );
+    assert_eq!(out["kind"], "approval", "{out:#}");
+    assert_eq!(out["answer"], "Approved. one table at a time");
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), vec![bead.to_string()], "{r:#?}");
+    workers_end(&sb);
+    assert_eq!(sb.br_status("app", bead), "closed");
 }

@@ -217,3 +217,48 @@ fn c9_5_a_reachable_address_needs_a_token_file() {
         "{out:?}"
     );
 }
+
+#[test]
+fn c9_5_a_reachable_address_asks_the_token_for_every_read_and_a_stop_ends_open_streams() {
+    let sb = install(0);
+    sb.new_project("app").br().beads(1).create();
+    let token = sb.home().join("my.token");
+    std::fs::write(&token, "a-long-random-token-only-i-hold").unwrap();
+    let s = sb.serve_with(&[
+        "--listen",
+        "0.0.0.0:0",
+        "--token-file",
+        token.to_str().unwrap(),
+    ]);
+    assert_eq!(s.token, "a-long-random-token-only-i-hold");
+    assert_eq!(s.get("/api/v1/state").status, 401);
+    assert_eq!(s.get("/").status, 401);
+    assert_eq!(s.get("/static/app.css").status, 200);
+    let r = s.get_with_token("/api/v1/state");
+    assert_eq!(r.status, 200, "{r:?}");
+    let page = s.get_with_token("/");
+    assert!(
+        !page.body.contains(&s.token),
+        "never embedded for a remote client"
+    );
+
+    // SIGTERM with an event stream open: the server still stops, within seconds.
+    let mut stream = std::net::TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        format!(
+            "GET /api/v1/events HTTP/1.1\r\nHost: x\r\nX-Braids-Token: {}\r\n\r\n",
+            s.token
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut first = [0u8; 12];
+    std::io::Read::read_exact(&mut stream, &mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    let mut s = s;
+    assert!(
+        s.stop(Duration::from_secs(30)),
+        "serve did not stop with a stream open"
+    );
+}

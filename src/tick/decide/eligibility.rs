@@ -71,10 +71,7 @@ pub fn claw_eligibility(
 /// reports it).
 #[must_use]
 pub fn budget_hold(config: &ProjectConfig, spent_today: f64) -> Option<String> {
-    let budget = config
-        .field("dailybudget")
-        .and_then(|f| crate::cost::parse_budget(&f.value).ok());
-    crate::cost::over_budget(budget, spent_today)
+    crate::cost::over_budget(crate::cost::budget_of(config), spent_today)
 }
 
 /// Contract 2.3 for one project.

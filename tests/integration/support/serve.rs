@@ -16,8 +16,15 @@ pub struct Served {
 impl Sandbox {
     /// Starts `braids serve --listen 127.0.0.1:0` and waits for its address.
     pub fn serve(&self) -> Served {
+        self.serve_with(&["--listen", "127.0.0.1:0"])
+    }
+
+    /// `braids serve <args>`; the token is read from `--token-file` when given.
+    pub fn serve_with(&self, args: &[&str]) -> Served {
+        let mut all = vec!["serve"];
+        all.extend_from_slice(args);
         let mut child = self
-            .command(&["serve", "--listen", "127.0.0.1:0"])
+            .command(&all)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -35,7 +42,13 @@ impl Sandbox {
             .unwrap()
             .trim_end_matches('/')
             .to_string();
-        let token = std::fs::read_to_string(self.braids_dir().join("serve.token"))
+        let token_file = args
+            .iter()
+            .position(|a| *a == "--token-file")
+            .map_or(self.braids_dir().join("serve.token"), |i| {
+                args[i + 1].into()
+            });
+        let token = std::fs::read_to_string(token_file)
             .unwrap()
             .trim()
             .to_string();
@@ -85,6 +98,29 @@ impl Served {
 
     pub fn get(&self, path: &str) -> Reply {
         reply(agent().get(format!("{}{path}", self.base)).call())
+    }
+
+    /// Stops the server with SIGTERM; whether it exited within `limit`.
+    pub fn stop(&mut self, limit: Duration) -> bool {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if self.child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    pub fn get_with_token(&self, path: &str) -> Reply {
+        reply(
+            agent()
+                .get(format!("{}{path}", self.base))
+                .header("X-Braids-Token", &self.token)
+                .call(),
+        )
     }
 
     pub fn get_with_host(&self, path: &str, host: &str) -> Reply {
