@@ -1,7 +1,8 @@
 //! The dashboard in a real headless Chromium, driven over WebDriver (`chromedriver`, started
 //! here): a worker appears live without a reload, a question is answered in the page and the
 //! bead is spawned again, a blocked bead is retried from its button, and an action without the
-//! token is refused. The screenshot it takes is the README's (`docs/dashboard.png`).
+//! token is refused. The screenshot it takes (in cargo's test temporary directory, and at
+//! `$BRAIDS_SCREENSHOT` when set) is the README's `docs/dashboard.png`.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without them the
 //! test fails and says so, unless `BRAIDS_BROWSER_TESTS=skip` asks for it to be skipped.
@@ -193,7 +194,7 @@ async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
         "the question's cost: {text}"
     );
     let shot = c.screenshot().await.unwrap();
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dashboard.png");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
     std::fs::write(&out, &shot).unwrap();
     if let Ok(to) = std::env::var("BRAIDS_SCREENSHOT") {
         std::fs::write(to, &shot).unwrap();

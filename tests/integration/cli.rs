@@ -204,6 +204,8 @@ fn help_is_complete() {
         "beads",
         "answer",
         "retry",
+        "approve",
+        "reject",
         "logs",
         "history",
         "cost",
