@@ -114,7 +114,7 @@ impl Executor for ArgvExecutor {
             }
             None => Vec::new(),
         };
-        let tee = super::tee::Tee::start(outputs, req.activity.clone(), &req.workspace);
+        let tee = super::tee::Tee::start(outputs, req.activity.clone(), &req.workspace, true);
         let timed_out = !group.wait(Some(req.timeout));
         if timed_out {
             tracing::warn!(bead = %req.bead, "executor exceeded {}s; stopping it", req.timeout.as_secs());

@@ -28,12 +28,14 @@ pub(super) struct Tee {
 }
 
 impl Tee {
-    /// Starts copying `outputs` (the agent's stdout and stderr) to the worker's stderr, and
-    /// watching `workspace`. `mark` is the activity file.
+    /// Starts copying `outputs` (the agent's stdout and stderr) to the worker's stderr (when
+    /// `echo`; a test's output must not land in the test runner's), and watching `workspace`.
+    /// `mark` is the activity file.
     pub(super) fn start(
         outputs: Vec<Box<dyn Read + Send>>,
         mark: PathBuf,
         workspace: &Path,
+        echo: bool,
     ) -> Tee {
         let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL)));
         let marker = Arc::new(Marker::new(mark));
@@ -48,7 +50,9 @@ impl Tee {
                     if n == 0 {
                         break;
                     }
-                    let _ = std::io::stderr().write_all(&buf[..n]);
+                    if echo {
+                        let _ = std::io::stderr().write_all(&buf[..n]);
+                    }
                     let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
                     t.extend(&buf[..n]);
                     let over = t.len().saturating_sub(TAIL);
@@ -167,7 +171,7 @@ mod tests {
         let mark = dir.path().join("w/activity");
         let long = "x".repeat(TAIL) + "\nError: 429 Too Many Requests\n";
         let out: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(long.into_bytes()));
-        let tee = Tee::start(vec![out], mark.clone(), dir.path());
+        let tee = Tee::start(vec![out], mark.clone(), dir.path(), false);
         let tail = tee.finish();
         assert_eq!(tail.len(), TAIL);
         assert!(tail.ends_with("Too Many Requests\n"));
