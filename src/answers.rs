@@ -36,26 +36,14 @@ pub fn load(paths: &Paths, slug: &str, bead: &BeadId) -> Vec<Answer> {
 /// two answers at once both land). A file that cannot be read is an error, never replaced.
 pub fn record(paths: &Paths, slug: &str, bead: &BeadId, answer: Answer) -> Result<()> {
     let path = file(paths, slug, bead);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let lock = path.with_extension("lock");
-    let _held = crate::lock::TickLock::acquire(&lock, std::time::Duration::from_secs(30))?
-        .ok_or_else(|| anyhow::anyhow!("{} is held by another process", lock.display()))?;
-    let mut all: Vec<Answer> = match std::fs::read(&path) {
-        Ok(b) => serde_json::from_slice(&b).with_context(|| {
-            format!(
-                "{} is not a valid list of answers; move it aside and answer again",
-                path.display()
-            )
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    all.push(answer);
-    let json = serde_json::to_vec_pretty(&all).context("answers serialise")?;
-    crate::atomic::write(&path, &json)
-        .with_context(|| format!("cannot record the answer in {}", path.display()))
+    crate::atomic::update_json(
+        &path,
+        &path.with_extension("lock"),
+        |all: &mut Vec<Answer>| {
+            all.push(answer);
+        },
+    )
+    .with_context(|| format!("cannot record the answer for {bead}"))
 }
 
 /// The prompt's section for `answers`: empty when there are none.

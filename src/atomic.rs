@@ -61,6 +61,36 @@ fn umask() -> u32 {
 /// Reads a regular file whole. Anything else in its place (a directory, a FIFO, a socket, a
 /// device) is an `InvalidInput` error at once, never a wait: opening a FIFO for reading blocks
 /// until a writer comes, and a tick blocked there would hold the tick lock for good.
+/// A read-modify-write of a JSON file that several processes add to: under the `lock` file's
+/// flock (waited for up to 30 s), the file read strictly (missing is `V::default()`; unreadable
+/// or invalid is an error, so it is never replaced by a file that lost what it held), `f`
+/// applied, and the result written temp + rename.
+pub fn update_json<V, R>(path: &Path, lock: &Path, f: impl FnOnce(&mut V) -> R) -> Result<R>
+where
+    V: serde::Serialize + serde::de::DeserializeOwned + Default,
+{
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let _held = crate::lock::TickLock::acquire(lock, std::time::Duration::from_secs(30))?
+        .ok_or_else(|| anyhow::anyhow!("{} is held by another process", lock.display()))?;
+    let mut value: V = match read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| {
+            format!(
+                "{} is not valid; move it aside so a new one can be written",
+                path.display()
+            )
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => V::default(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let out = f(&mut value);
+    let mut text = serde_json::to_vec_pretty(&value).context("the value serialises")?;
+    text.push(b'\n');
+    write(path, &text)?;
+    Ok(out)
+}
+
 pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
     read_with_meta(path).map(|(bytes, _)| bytes)
 }
@@ -205,6 +235,28 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn update_json_adds_and_never_replaces_a_file_it_cannot_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, lock) = (dir.path().join("d/list.json"), dir.path().join("d/.lock"));
+        for n in [1, 2] {
+            let len = update_json(&file, &lock, |v: &mut Vec<u32>| {
+                v.push(n);
+                v.len()
+            })
+            .unwrap();
+            assert_eq!(len, n as usize);
+        }
+        std::fs::write(&file, b"{ half a write").unwrap();
+        let err = update_json(&file, &lock, |v: &mut Vec<u32>| v.push(3)).unwrap_err();
+        assert!(format!("{err:#}").contains("is not valid"), "{err:#}");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            b"{ half a write",
+            "left as it was"
+        );
+    }
 
     #[test]
     fn a_new_file_gets_the_umasks_mode_and_an_old_one_keeps_its_own() {

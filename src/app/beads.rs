@@ -247,6 +247,29 @@ impl Worker {
     }
 }
 
+/// One bead as `braids beads` shows it, with its project's slug.
+pub fn one(inst: &Installation, target: &str, now: DateTime<Utc>) -> Result<(String, BeadRow)> {
+    let found = locate(inst, target, false)?;
+    let sessions = inst.backend.list()?;
+    let shown = rows(inst, &found.project, vec![found.bead], &[], &sessions, now);
+    let row = shown.beads.into_iter().next().expect("the bead itself");
+    Ok((found.project.entry.slug, row))
+}
+
+/// The bead's deliverable in the newest iteration that has one: its path relative to the
+/// project, and its text.
+pub fn deliverable(root: &std::path::Path, bead: &BeadId) -> Option<(String, String)> {
+    let p = format::iteration::list_iteration_dirs(root)
+        .into_iter()
+        .rev()
+        .find_map(|(_, dir)| format::deliverable::find(&dir, bead).into_iter().next())?;
+    let text = std::fs::read_to_string(&p).ok()?;
+    Some((
+        p.strip_prefix(root).unwrap_or(&p).display().to_string(),
+        text,
+    ))
+}
+
 /// One project's beads.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProjectBeads {

@@ -4,14 +4,11 @@
 //! they ask for and never lock.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::Result;
 use chrono::{NaiveDate, Utc};
 
 use super::Attempt;
-
-const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 pub struct Ledger {
@@ -60,31 +57,13 @@ impl Ledger {
     /// Adds `attempt` to its day's file; returns the project's spend that day before and after
     /// it, for the budget's one notification.
     pub fn record(&self, attempt: Attempt) -> Result<(f64, f64)> {
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        let lock = self.dir.join(".lock");
-        let _held = crate::lock::TickLock::acquire(&lock, LOCK_WAIT)?
-            .ok_or_else(|| anyhow!("{} is held by another process", lock.display()))?;
         let day = attempt.at.date_naive();
-        // Strict here: a file that cannot be read now must not be replaced by one attempt.
         let file = self.day_file(day);
-        let mut all: Vec<Attempt> = match crate::atomic::read(&file) {
-            Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| {
-                format!(
-                    "{} is not a valid cost ledger; move it aside to record new costs",
-                    file.display()
-                )
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-        };
-        let before = super::spent_on(&all, &attempt.project, day);
-        all.push(attempt.clone());
-        let after = super::spent_on(&all, &attempt.project, day);
-        let mut text = serde_json::to_string_pretty(&all)?;
-        text.push('\n');
-        crate::atomic::write(&self.day_file(day), text.as_bytes())?;
-        Ok((before, after))
+        crate::atomic::update_json(&file, &self.dir.join(".lock"), |all: &mut Vec<Attempt>| {
+            let before = super::spent_on(all, &attempt.project, day);
+            all.push(attempt.clone());
+            (before, super::spent_on(all, &attempt.project, day))
+        })
     }
 
     /// Today's attempts (UTC).

@@ -148,6 +148,16 @@ pub fn spent_on(attempts: &[Attempt], project: &str, day: NaiveDate) -> f64 {
         .sum()
 }
 
+/// Dollars spent by each project in `attempts` (one day's, for the budget gate).
+#[must_use]
+pub fn spent_by_project(attempts: &[Attempt]) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for a in attempts {
+        *out.entry(a.project.clone()).or_insert(0.0) += a.usage.cost_usd.unwrap_or(0.0);
+    }
+    out
+}
+
 /// A PROJECT.md `DailyBudget` (`20 USD`, `$20`, `12.50`): dollars, or why it cannot be read.
 pub fn parse_budget(raw: &str) -> Result<f64, String> {
     let t = raw.trim();

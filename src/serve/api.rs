@@ -87,24 +87,12 @@ pub async fn project(State(s): State<Arc<Server>>, Path(slug): Path<String>) -> 
     }
 }
 
-/// One bead as `braids beads` shows it.
-fn bead_row(s: &Server, id: &str) -> anyhow::Result<(String, crate::app::beads::BeadRow)> {
-    let found = crate::app::beads::locate(&s.inst, id, false)?;
-    let sessions = s.inst.backend.list()?;
-    let rows = crate::app::beads::rows(
-        &s.inst,
-        &found.project,
-        vec![found.bead],
-        &[],
-        &sessions,
-        chrono::Utc::now(),
-    );
-    let row = rows.beads.into_iter().next().expect("the bead itself");
-    Ok((found.project.entry.slug, row))
-}
-
 pub async fn bead(State(s): State<Arc<Server>>, Path(id): Path<String>) -> Response {
-    match blocking(&s, move |s| bead_row(s, &id)).await {
+    match blocking(&s, move |s| {
+        crate::app::beads::one(&s.inst, &id, chrono::Utc::now())
+    })
+    .await
+    {
         Ok((slug, row)) => {
             Json(serde_json::json!({ "project": slug, "bead": row })).into_response()
         }
@@ -185,18 +173,9 @@ pub async fn bead_page(
     Path(id): Path<String>,
 ) -> Response {
     let r = blocking(&s, move |s| {
-        let (slug, row) = bead_row(s, &id)?;
+        let (slug, row) = crate::app::beads::one(&s.inst, &id, chrono::Utc::now())?;
         let root = crate::app::iteration::locate(&s.inst.paths, &slug)?.path;
-        let deliverable = crate::format::iteration::list_iteration_dirs(&root)
-            .into_iter()
-            .rev()
-            .flat_map(|(_, dir)| crate::format::deliverable::find(&dir, &row.id))
-            .next()
-            .and_then(|p| {
-                let text = std::fs::read_to_string(&p).ok()?;
-                let shown = p.strip_prefix(&root).unwrap_or(&p).display().to_string();
-                Some((shown, text))
-            });
+        let deliverable = crate::app::beads::deliverable(&root, &row.id);
         Ok((slug, row, deliverable))
     })
     .await;
@@ -310,16 +289,24 @@ async fn respond(
     }
 }
 
+/// An action: the body and the token read first, then `f` on the blocking pool.
+async fn act(
+    s: &Arc<Server>,
+    req: Request,
+    f: impl FnOnce(&Server, ActionBody) -> anyhow::Result<serde_json::Value> + Send + 'static,
+) -> Response {
+    match read_action(s, req).await {
+        Ok((body, form)) => respond(s, form, move |s| f(s, body)).await,
+        Err(r) => r,
+    }
+}
+
 pub async fn project_action(
     State(s): State<Arc<Server>>,
     Path((slug, action)): Path<(String, String)>,
     req: Request,
 ) -> Response {
-    let (body, form) = match read_action(&s, req).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    respond(&s, form, move |s| {
+    act(&s, req, move |s, body| {
         let paths = &s.inst.paths;
         let changed = match action.as_str() {
             "pause" => {
@@ -338,11 +325,7 @@ pub async fn bead_action(
     Path((id, action)): Path<(String, String)>,
     req: Request,
 ) -> Response {
-    let (body, form) = match read_action(&s, req).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    respond(&s, form, move |s| {
+    act(&s, req, move |s, body| {
         let inst = &s.inst;
         let now = chrono::Utc::now();
         Ok(match action.as_str() {

@@ -90,8 +90,8 @@ fn project(p: &Picture, r: &ProjectReport, d: Option<&ProjectDetail>, ctx: Ctx<'
         section class="project" id=(format!("project-{}", r.slug)) data-slug=(r.slug) {
             h2 { (r.slug) @if r.name != r.slug { " — " (r.name) } }
             p class="meta" {
-                "Status: " strong class="status" { (status_text(r)) }
-                " · Iteration: " (iteration_text(r))
+                "Status: " strong class="status" { (crate::tick::status_md::status_of(r)) }
+                " · Iteration: " (crate::tick::status_md::iteration_of(r))
                 " · Workers: " (workers.len()) "/" (r.max_workers)
                 @if let Some(b) = budget {
                     " · Budget: " (format!("{:.2} of {:.2} USD today", b.spent_today_usd, b.daily_budget_usd))
@@ -200,25 +200,6 @@ fn action(ctx: Ctx<'_>, url: &str, label: &str, fields: Markup) -> Markup {
                 button type="submit" { (label) }
             }
         }
-    }
-}
-
-fn status_text(r: &ProjectReport) -> String {
-    r.project_status
-        .or(r.registry_status)
-        .map_or("?".into(), |s| s.to_string())
-        + match r.registry_status {
-            Some(s) if Some(s) != r.project_status => " (registry: ".to_string() + s.as_str() + ")",
-            _ => String::new(),
-        }
-        .as_str()
-}
-
-fn iteration_text(r: &ProjectReport) -> String {
-    match r.iteration {
-        Some((n, Some(s))) => format!("{n} ({s})"),
-        Some((n, None)) => format!("{n}"),
-        None => "none".into(),
     }
 }
 

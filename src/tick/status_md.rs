@@ -217,7 +217,8 @@ fn waiting_of(o: &mut String, r: &ProjectReport) {
     }
 }
 
-fn status_of(r: &ProjectReport) -> String {
+/// A project's status, with the registry's when they differ (also the dashboard's).
+pub fn status_of(r: &ProjectReport) -> String {
     let show =
         |s: Option<crate::model::ProjectStatus>| s.map_or("?".to_string(), |s| s.to_string());
     if r.registry_status == r.project_status {
@@ -231,7 +232,8 @@ fn status_of(r: &ProjectReport) -> String {
     }
 }
 
-fn iteration_of(r: &ProjectReport) -> String {
+/// The iteration's name and status, as STATUS.md and the dashboard show it.
+pub fn iteration_of(r: &ProjectReport) -> String {
     match r.iteration {
         Some((n, Some(s))) => format!("{n} ({s})"),
         Some((n, None)) => format!("{n} (no status)"),

@@ -235,7 +235,10 @@ pub fn observe(
         cached: None,
         now: ctx.now,
         unreadable: ctx.unreadable,
-        spent_today: Arc::new(spent_today(braids_dir, ctx.now)),
+        // One read of the day's cost ledger a run, for `DailyBudget`.
+        spent_today: Arc::new(crate::cost::spent_by_project(
+            &crate::cost::ledger::Ledger::in_dir(braids_dir).day(ctx.now.date_naive()),
+        )),
     };
     let prior = prior.map(Arc::new);
     // Each observation lands in its project's slots as soon as it is made. Views and reports
@@ -412,18 +415,6 @@ fn broken(entry: &RegistryEntry, why: String) -> ProjectObservation {
         record: None,
         cached: false,
     }
-}
-
-/// Dollars each project spent on `now`'s UTC day: one read of the day's cost ledger a run.
-fn spent_today(
-    braids_dir: &std::path::Path,
-    now: chrono::DateTime<chrono::Utc>,
-) -> BTreeMap<String, f64> {
-    let mut out = BTreeMap::new();
-    for a in crate::cost::ledger::Ledger::in_dir(braids_dir).day(now.date_naive()) {
-        *out.entry(a.project).or_insert(0.0) += a.usage.cost_usd.unwrap_or(0.0);
-    }
-    out
 }
 
 /// The tracker a project asked for in PROJECT.md (`Tracker: br`), else the installation's.
