@@ -777,7 +777,12 @@ fn tmux_pane_shows_the_output_live_and_the_log_keeps_it_and_the_status() {
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
-    wait_until("the pane to die", || dead().starts_with('1'));
+    // tmux may show the pane dead a moment before it records the status.
+    wait_until("the pane to die with a status", || {
+        dead()
+            .split_once(' ')
+            .is_some_and(|(d, st)| d == "1" && !st.is_empty())
+    });
     assert_eq!(dead(), "1 127");
 }
 
