@@ -25,6 +25,7 @@ pub mod logging;
 pub mod model;
 pub mod notify;
 pub mod paths;
+pub mod protocol;
 pub mod proc;
 pub mod retry;
 pub mod schedule;

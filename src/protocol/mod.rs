@@ -1,0 +1,52 @@
+//! The Agentic Coding Protocol as a pipeline mode (`Pipeline: protocol` in PROJECT.md; seeds
+//! 000–002): every bead in scope is a story that walks `bdd → sdd-delta → contract → review →
+//! scaffold → impl → verify → commit → update-memory → done`, one step per executor run,
+//! decided by table lookup and template filling with zero tokens.
+//!
+//! The pure parts live here: the vocabularies (`step.rs`), the story file (`state.rs`), the
+//! rules table (`rules.rs`) and its overrides (`overrides.rs`), the decision (`dispatch.rs`),
+//! the prompt (`prompt.rs`), reading an executor's report (`handoff.rs`) and team dispatch
+//! (`team.rs`). Running a step is the worker's (`worker/protocol.rs`); the tick's part is
+//! `tick/decide` (a story waiting for a person holds its claim but no slot; a step past its
+//! timeout is a zombie).
+
+pub mod dispatch;
+pub mod prompt;
+pub mod rules;
+pub mod state;
+pub mod step;
+
+pub use dispatch::{dispatch, Action, Dispatch};
+pub use rules::{PostCheck, Rule, Rules, Runner};
+pub use state::StoryState;
+pub use step::{Reason, Status, Step};
+
+/// How a project's beads are worked: PROJECT.md `Pipeline:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pipeline {
+    /// One agent run per bead (braids' worker).
+    #[default]
+    Single,
+    /// Every bead a story walking the protocol's steps.
+    Protocol,
+}
+
+impl Pipeline {
+    pub fn parse(s: &str) -> Option<Pipeline> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "single" | "worker" | "default" => Some(Pipeline::Single),
+            "protocol" | "acp" => Some(Pipeline::Protocol),
+            _ => None,
+        }
+    }
+
+    /// What the project asked for; an unreadable value is `braids check`'s error and reads as
+    /// the default here.
+    pub fn of(config: &crate::format::project::ProjectConfig) -> Pipeline {
+        config
+            .field("pipeline")
+            .and_then(|f| Pipeline::parse(&f.value))
+            .unwrap_or_default()
+    }
+}
