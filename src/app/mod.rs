@@ -20,4 +20,5 @@ pub mod retry;
 pub mod schedule;
 pub mod sessions;
 pub mod status;
+pub mod story;
 pub mod supervise;

@@ -200,7 +200,9 @@ fn needs_human(mut s: StoryState, rules: &Rules) -> Dispatch {
         Step::Review => format!("{story} is ready for review"),
         step => format!(
             "{story} needs a person at {step}: {}",
-            s.last_error.as_deref().unwrap_or("the executor asked a question")
+            s.last_error
+                .as_deref()
+                .unwrap_or("the executor asked a question")
         ),
     };
     Dispatch {

@@ -11,10 +11,14 @@
 //! timeout is a zombie).
 
 pub mod dispatch;
+pub mod handoff;
+pub mod overrides;
 pub mod prompt;
 pub mod rules;
 pub mod state;
 pub mod step;
+pub mod team;
+pub mod tick;
 
 pub use dispatch::{dispatch, Action, Dispatch};
 pub use rules::{PostCheck, Rule, Rules, Runner};
@@ -30,13 +34,22 @@ pub enum Pipeline {
     Single,
     /// Every bead a story walking the protocol's steps.
     Protocol,
+    /// The claw-builder loop over `.claw/WORKPLAN.md` ([`crate::claw`]).
+    Claw,
 }
 
 impl Pipeline {
     pub fn parse(s: &str) -> Option<Pipeline> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        match s
+            .trim()
+            .trim_matches('`')
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "single" | "worker" | "default" => Some(Pipeline::Single),
             "protocol" | "acp" => Some(Pipeline::Protocol),
+            "claw" => Some(Pipeline::Claw),
             _ => None,
         }
     }

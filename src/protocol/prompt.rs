@@ -16,10 +16,19 @@ pub fn build(state: &StoryState, rule: &Rule, note: Option<&str>) -> String {
 
 /// The prompt of one role of a team step: the role's reads and writes instead of the step's,
 /// and its own handoff file.
-pub fn build_for(state: &StoryState, rule: &Rule, note: Option<&str>, role: Option<&Role>) -> String {
+pub fn build_for(
+    state: &StoryState,
+    rule: &Rule,
+    note: Option<&str>,
+    role: Option<&Role>,
+) -> String {
     let story = state.story.as_deref().unwrap_or("");
     let mut p = String::new();
-    let _ = writeln!(p, "You are executing step {} for {story}.", rule.display_name);
+    let _ = writeln!(
+        p,
+        "You are executing step {} for {story}.",
+        rule.display_name
+    );
     if let Some(role) = role {
         let _ = writeln!(p, "You are the {} executor of a team; other executors work on the other roles at the same time.", role.name);
     }
@@ -63,7 +72,11 @@ pub fn build_for(state: &StoryState, rule: &Rule, note: Option<&str>, role: Opti
         p.push_str("\nResults of this story (from the orchestrator's state):\n");
         match state.tests {
             Some(t) => {
-                let _ = writeln!(p, "- tests: {} pass, {} fail, {} skip", t.pass, t.fail, t.skip);
+                let _ = writeln!(
+                    p,
+                    "- tests: {} pass, {} fail, {} skip",
+                    t.pass, t.fail, t.skip
+                );
             }
             None => p.push_str("- tests: none reported\n"),
         }
@@ -78,13 +91,19 @@ pub fn build_for(state: &StoryState, rule: &Rule, note: Option<&str>, role: Opti
         }
     }
     let _ = writeln!(p, "\n{}", resolve(&rule.step_instruction, story));
-    let _ = write!(
-        p,
-        "\nStep boundary: do only the {step} step. Do not start {next} or any later step; the \
-         orchestrator dispatches it.\n",
-        step = state.step,
-        next = rule.next_on_pass,
-    );
+    let _ = match rule.next_on_pass {
+        Step::Done => write!(
+            p,
+            "\nStep boundary: do only the {} step; it is the last, and the orchestrator closes the story.\n",
+            state.step
+        ),
+        next => write!(
+            p,
+            "\nStep boundary: do only the {} step. Do not start {next} or any later step; the \
+             orchestrator dispatches it.\n",
+            state.step
+        ),
+    };
     let handoff = match role {
         Some(r) => format!(".ai/handoffs/{}.md", r.name),
         None => ".ai/HANDOFF.md".to_string(),
@@ -114,4 +133,69 @@ pub fn build_for(state: &StoryState, rule: &Rule, note: Option<&str>, role: Opti
         reasons = Reason::spellings(),
     );
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::BeadId;
+    use crate::protocol::rules::Rules;
+    use crate::protocol::state::Tests;
+
+    /// One prompt per step, as its first dispatch would build it; the retry, the note, the
+    /// test results and the team role each in the step where they matter.
+    #[test]
+    fn every_steps_prompt() {
+        let rules = Rules::defaults();
+        let bead = BeadId::new("cart-7").unwrap();
+        for step in Step::ALL.into_iter().filter(|s| *s != Step::Done) {
+            let rule = rules.get(step).unwrap();
+            let mut s = StoryState::new("cart", &bead, step);
+            s.status = Status::Running;
+            s.max_attempts = rule.max_attempts;
+            let mut note = None;
+            match step {
+                Step::Impl => {
+                    s.attempt = 3;
+                    s.failing_tests = vec![
+                        "cart_test.go:TestApplyCoupon".into(),
+                        "cart_test.go:TestRemoveExpired".into(),
+                    ];
+                    s.last_error = Some("post_check failed: go vet: unused variable".into());
+                }
+                Step::Scaffold => note = Some("Approved. Keep the coupon rules in one module."),
+                Step::UpdateMemory => {
+                    s.tests = Some(Tests {
+                        pass: 42,
+                        fail: 0,
+                        skip: 1,
+                    });
+                    s.files_changed = vec!["internal/cart/service.go".into()];
+                    s.commit_hash = Some("3f2a9c1".into());
+                }
+                _ => {}
+            }
+            insta::assert_snapshot!(format!("prompt_{step}"), build(&s, rule, note));
+        }
+        let rule = rules.get(Step::Impl).unwrap();
+        let mut s = StoryState::new("cart", &bead, Step::Impl);
+        s.max_attempts = rule.max_attempts;
+        insta::assert_snapshot!(
+            "prompt_impl_team_role_test",
+            build_for(&s, rule, None, Some(&rule.team_roles[2]))
+        );
+    }
+
+    #[test]
+    fn a_first_attempt_shows_no_retry_details() {
+        let rules = Rules::defaults();
+        let rule = rules.get(Step::Impl).unwrap();
+        let mut s = StoryState::new("cart", &BeadId::new("cart-7").unwrap(), Step::Impl);
+        s.failing_tests = vec!["x".into()];
+        let p = build(&s, rule, Some("  "));
+        assert!(!p.contains("Attempt"), "{p}");
+        assert!(!p.contains("previous attempt"), "{p}");
+        assert!(!p.contains("Human Instruction"), "a blank note is no note");
+        assert!(p.contains("Step boundary: do only the impl step"));
+    }
 }

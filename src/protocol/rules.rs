@@ -372,7 +372,11 @@ pub const DEFAULT_TEAM_ROLES: &[DefaultRole] = &[
     DefaultRole {
         step: Step::Impl,
         name: "backend",
-        claude_reads: &["docs/sdd/sdd.md", "docs/api/openapi.yaml", "internal/**/*.go"],
+        claude_reads: &[
+            "docs/sdd/sdd.md",
+            "docs/api/openapi.yaml",
+            "internal/**/*.go",
+        ],
         claude_writes: &["*.go"],
     },
     DefaultRole {
@@ -384,7 +388,11 @@ pub const DEFAULT_TEAM_ROLES: &[DefaultRole] = &[
     DefaultRole {
         step: Step::Impl,
         name: "test",
-        claude_reads: &["docs/bdd/US-{story}.md", "docs/api/openapi.yaml", "docs/nfr.md"],
+        claude_reads: &[
+            "docs/bdd/US-{story}.md",
+            "docs/api/openapi.yaml",
+            "docs/nfr.md",
+        ],
         claude_writes: &["*_test.go", "*.spec.ts"],
     },
     DefaultRole {
@@ -416,14 +424,27 @@ mod tests {
         assert_eq!(
             chain.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
             [
-                "bdd", "sdd-delta", "contract", "review", "scaffold", "impl", "verify", "commit",
-                "update-memory", "done"
+                "bdd",
+                "sdd-delta",
+                "contract",
+                "review",
+                "scaffold",
+                "impl",
+                "verify",
+                "commit",
+                "update-memory",
+                "done"
             ]
         );
         assert_eq!(r.get(Step::Bootstrap).unwrap().next_on_pass, Step::Bdd);
         // every route goes to a step with a rule
         for rule in r.steps.values() {
-            for to in rule.on_fail.by_reason.values().chain(rule.on_fail.default.iter()) {
+            for to in rule
+                .on_fail
+                .by_reason
+                .values()
+                .chain(rule.on_fail.default.iter())
+            {
                 assert!(r.get(*to).is_some(), "{} routes to {to}", rule.step);
             }
         }
@@ -434,11 +455,23 @@ mod tests {
         let r = Rules::defaults();
         let impl_ = &r.get(Step::Impl).unwrap().on_fail;
         assert_eq!(impl_.target(Step::Impl, None), Step::Impl);
-        assert_eq!(impl_.target(Step::Impl, Some(ConstitutionViolation)), Step::SddDelta);
-        assert_eq!(impl_.target(Step::Impl, Some(NeedsClarification)), Step::Review);
-        assert_eq!(impl_.target(Step::Impl, Some(Reason::TestTimeout)), Step::Impl);
+        assert_eq!(
+            impl_.target(Step::Impl, Some(ConstitutionViolation)),
+            Step::SddDelta
+        );
+        assert_eq!(
+            impl_.target(Step::Impl, Some(NeedsClarification)),
+            Step::Review
+        );
+        assert_eq!(
+            impl_.target(Step::Impl, Some(Reason::TestTimeout)),
+            Step::Impl
+        );
         let bdd = &r.get(Step::Bdd).unwrap().on_fail;
         assert_eq!(bdd.target(Step::Bdd, Some(ScopeWarning)), Step::Bdd);
-        assert_eq!(resolve("docs/bdd/US-{story}.md", "b-1"), "docs/bdd/US-b-1.md");
+        assert_eq!(
+            resolve("docs/bdd/US-{story}.md", "b-1"),
+            "docs/bdd/US-b-1.md"
+        );
     }
 }

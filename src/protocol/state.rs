@@ -132,11 +132,10 @@ pub fn parse(text: &str, file: &str) -> std::result::Result<StoryState, Invalid>
     let invalid = |problem: String| Invalid {
         file: file.to_string(),
         problem,
-        fix: "correct the value by hand, or start the story again with `braids story reset`"
-            .into(),
+        fix: "correct the value by hand, or start the story again with `braids story reset`".into(),
     };
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| invalid(format!("not valid JSON ({e})")))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| invalid(format!("not valid JSON ({e})")))?;
     let Value::Object(map) = value else {
         return Err(invalid("not a JSON object".into()));
     };
@@ -158,7 +157,9 @@ pub fn parse(text: &str, file: &str) -> std::result::Result<StoryState, Invalid>
         }
     };
     let bad = |k: &str, v: &str, spellings: String| {
-        invalid(format!("field `{k}` is `{v}`, which is not one of {spellings}"))
+        invalid(format!(
+            "field `{k}` is `{v}`, which is not one of {spellings}"
+        ))
     };
     let step = match enum_of("step", Step::spellings())? {
         None => Step::Bdd,
@@ -174,13 +175,16 @@ pub fn parse(text: &str, file: &str) -> std::result::Result<StoryState, Invalid>
     };
     let number = |k: &str, default: u32| -> u32 {
         match map.get(k) {
-            Some(Value::Number(n)) => n.as_u64().map_or(default, |n| n.min(u32::MAX as u64) as u32),
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .map_or(default, |n| n.min(u32::MAX as u64) as u32),
             Some(Value::String(s)) => s.trim().parse().unwrap_or(default),
             _ => default,
         }
     };
     let time = |k: &str| -> Option<DateTime<Utc>> {
-        text_of(k).and_then(|s| DateTime::parse_from_rfc3339(s.trim()).ok())
+        text_of(k)
+            .and_then(|s| DateTime::parse_from_rfc3339(s.trim()).ok())
             .map(|t| t.with_timezone(&Utc))
     };
     let strings = |k: &str| -> Vec<String> {
@@ -328,6 +332,28 @@ pub fn save(project: &Path, state: &StoryState, bead: &BeadId) -> Result<()> {
     update(project, bead, |_| (Some(state.clone()), ()))
 }
 
+/// Marks (or unmarks) a story as run in team mode, beside its state file: the tick counts a
+/// team step's session as one worker per role and cannot read the bead's title and
+/// description for every session it sees.
+pub fn set_team(project: &Path, bead: &BeadId, team: bool) -> Result<()> {
+    let p = project.join(STATES_DIR).join(format!("{bead}.team"));
+    match team {
+        true => crate::atomic::write(&p, b"team\n"),
+        false => match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        },
+    }
+}
+
+/// Whether [`set_team`] marked the story.
+pub fn is_team(project: &Path, bead: &BeadId) -> bool {
+    project
+        .join(STATES_DIR)
+        .join(format!("{bead}.team"))
+        .exists()
+}
+
 /// The story files are braids' bookkeeping, never the project's history: listed in the
 /// repository's own `info/exclude` (which nobody commits), so no `git add -A` takes them.
 fn exclude_from_git(project: &Path) {
@@ -387,16 +413,40 @@ mod tests {
     #[test]
     fn the_seeds_example_loads_and_renders_every_field() {
         let s = parse(SEED, "x.json").unwrap();
-        assert_eq!((s.step, s.attempt, s.status), (Step::Impl, 2, Status::Failing));
-        assert_eq!(s.tests, Some(Tests { pass: 42, fail: 2, skip: 1 }));
+        assert_eq!(
+            (s.step, s.attempt, s.status),
+            (Step::Impl, 2, Status::Failing)
+        );
+        assert_eq!(
+            s.tests,
+            Some(Tests {
+                pass: 42,
+                fail: 2,
+                skip: 1
+            })
+        );
         assert_eq!(s.failing_tests.len(), 2);
         let text = render(&s);
         assert_eq!(
             keys(&text),
             [
-                "attempt", "blocked_by", "commit_hash", "completed_at", "dispatched_at",
-                "failing_tests", "files_changed", "human_note", "last_error", "lint_pass",
-                "max_attempts", "project", "reason", "status", "step", "story", "tests",
+                "attempt",
+                "blocked_by",
+                "commit_hash",
+                "completed_at",
+                "dispatched_at",
+                "failing_tests",
+                "files_changed",
+                "human_note",
+                "last_error",
+                "lint_pass",
+                "max_attempts",
+                "project",
+                "reason",
+                "status",
+                "step",
+                "story",
+                "tests",
                 "timeout_min"
             ]
         );
@@ -405,12 +455,25 @@ mod tests {
 
     #[test]
     fn old_and_hand_edited_files_load_tolerantly() {
-        let s = parse(r#"{"story": "b-1", "step": "bdd", "attempt": "2", "x": 1}"#, "f").unwrap();
-        assert_eq!((s.step, s.attempt, s.status), (Step::Bdd, 2, Status::Pending));
+        let s = parse(
+            r#"{"story": "b-1", "step": "bdd", "attempt": "2", "x": 1}"#,
+            "f",
+        )
+        .unwrap();
+        assert_eq!(
+            (s.step, s.attempt, s.status),
+            (Step::Bdd, 2, Status::Pending)
+        );
         assert_eq!(s.last_error, None);
-        let s = parse(r#"{"step": "review", "reason": "null", "files_changed": "a.rs"}"#, "f")
-            .unwrap();
-        assert_eq!((s.reason, s.files_changed), (None, vec!["a.rs".to_string()]));
+        let s = parse(
+            r#"{"step": "review", "reason": "null", "files_changed": "a.rs"}"#,
+            "f",
+        )
+        .unwrap();
+        assert_eq!(
+            (s.reason, s.files_changed),
+            (None, vec!["a.rs".to_string()])
+        );
     }
 
     #[test]
@@ -419,13 +482,19 @@ mod tests {
         assert_eq!(e.file, ".ai/states/b-1.json");
         assert!(e.problem.contains("`status` is `passing`"), "{e}");
         let e = parse(r#"{"step": "coding"}"#, "f").unwrap_err();
-        assert!(e.problem.contains("`step`") && e.problem.contains("sdd-delta"), "{e}");
+        assert!(
+            e.problem.contains("`step`") && e.problem.contains("sdd-delta"),
+            "{e}"
+        );
         let e = parse(r#"{"reason": "flaky tests"}"#, "f").unwrap_err();
         assert!(e.problem.contains("`reason`"), "{e}");
         let e = parse(r#"{"status": 3}"#, "f").unwrap_err();
         assert!(e.problem.contains("`status` is 3"), "{e}");
         assert!(parse("[1]", "f").is_err());
-        assert!(parse("{", "f").unwrap_err().to_string().contains("not valid JSON"));
+        assert!(parse("{", "f")
+            .unwrap_err()
+            .to_string()
+            .contains("not valid JSON"));
     }
 
     #[test]
@@ -439,8 +508,11 @@ mod tests {
         .unwrap();
         assert!(matches!(load(dir.path(), &bead), Loaded::Valid(s) if s.step == Step::Bdd));
         std::fs::write(path_of(dir.path(), &bead), r#"{"status": "done"}"#).unwrap();
-        assert!(update(dir.path(), &bead, |_| (Some(StoryState::new("p", &bead, Step::Bdd)), ()))
-            .is_err());
+        assert!(update(dir.path(), &bead, |_| (
+            Some(StoryState::new("p", &bead, Step::Bdd)),
+            ()
+        ))
+        .is_err());
         assert_eq!(
             std::fs::read_to_string(path_of(dir.path(), &bead)).unwrap(),
             r#"{"status": "done"}"#
@@ -452,7 +524,9 @@ mod tests {
     fn timeouts_count_from_dispatch() {
         let bead = BeadId::new("b-1").unwrap();
         let mut s = StoryState::new("p", &bead, Step::Impl);
-        let t0 = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().with_timezone(&Utc);
+        let t0 = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
         s.status = Status::Running;
         s.dispatched_at = Some(t0);
         s.timeout_min = 10;

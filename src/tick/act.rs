@@ -78,6 +78,8 @@ pub struct Outcome {
     pub kept: Vec<(String, BeadId, String)>,
     /// Beads whose breaker tripped on a failure this run saw: (project, bead, reason).
     pub blocked: Vec<(String, BeadId, String)>,
+    /// Protocol steps stopped for their timeout: (project, bead, what the story recorded).
+    pub step_timeouts: Vec<(String, BeadId, String)>,
 }
 
 /// The I/O edges `act` drives.
@@ -160,6 +162,21 @@ pub fn act_with(
                 block(fx, &owner.slug, bead, &reason, &mut out);
             }
         }
+        if let (false, ZombieReason::StepTimeout, Some(owner)) = (dry_run, z.reason, &z.owner) {
+            let bead = z.session.label.bead();
+            let recorded = crate::protocol::state::update(&owner.path, bead, |cur| {
+                let next = cur.and_then(|s| crate::protocol::tick::timed_out(s, now));
+                let why = next.as_ref().and_then(|s| s.last_error.clone());
+                (next, why)
+            });
+            match recorded {
+                Ok(Some(why)) => out
+                    .step_timeouts
+                    .push((owner.slug.clone(), bead.clone(), why)),
+                Ok(None) => {}
+                Err(e) => out.errors.push(format!("{}: {bead}: {e:#}", owner.slug)),
+            }
+        }
         out.killed.push(Killed {
             label: z.session.label.to_string(),
             bead: z.session.label.bead().clone(),
@@ -176,6 +193,21 @@ pub fn act_with(
         }
     }
 
+    for o in plan.orphaned_steps.iter().filter(|_| !dry_run) {
+        let marked = crate::protocol::state::update(&o.path, &o.bead, |cur| {
+            (
+                cur.and_then(|s| crate::protocol::tick::orphaned(s, now)),
+                (),
+            )
+        });
+        match marked {
+            Ok(()) => {
+                tracing::warn!(project = %o.slug, bead = %o.bead, step = %o.step, "protocol step lost its worker; recorded as failing")
+            }
+            Err(e) => out.errors.push(format!("{}: {}: {e:#}", o.slug, o.bead)),
+        }
+    }
+
     for r in &plan.releases {
         if !dry_run {
             let Some(t) = fx.trackers.get(&r.slug) else {
@@ -186,8 +218,15 @@ pub fn act_with(
                 now,
                 "the worker ended before finishing (crashed, killed, or the machine restarted)",
             );
+            // A protocol story counts its attempts itself, per step.
+            let story = r
+                .claim
+                .path
+                .as_deref()
+                .is_some_and(|dir| crate::protocol::state::path_of(dir, &r.bead).exists());
             let verdict = fx
                 .retry
+                .filter(|_| !story)
                 .zip(r.claim.path.as_deref())
                 .and_then(|(retry, dir)| {
                     retry.failed(dir, &r.bead, Some(r.claim.claimed_at), failure)

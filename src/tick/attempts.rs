@@ -133,7 +133,10 @@ pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Fai
             format!("stalled: no output and no changed file for {stall}s"),
             "stalled",
         ),
-        ZombieReason::SessionEnded | ZombieReason::BeadClosed => return None,
+        // A protocol step's timeout is an attempt of the story's own count, not the bead's.
+        ZombieReason::SessionEnded | ZombieReason::BeadClosed | ZombieReason::StepTimeout => {
+            return None
+        }
     };
     let f = Failure {
         signature: Some(sig.into()),

@@ -468,6 +468,7 @@ mod tests {
             problems: vec![],
             blocked: vec![],
             waiting: Default::default(),
+            protocol: Vec::new(),
             checkin: Checkin::Daily,
             channel: Some("#app".into()),
             push_pending: false,

@@ -41,6 +41,20 @@ pub fn send(
             );
         }
     }
+    for (slug, bead, why) in &outcome.step_timeouts {
+        if let Some(c) = config_of(slug) {
+            let text =
+                format!("[{slug}] {bead}: {why}; the next dispatch counts it as a failed attempt.");
+            notify::send(
+                notifier,
+                c,
+                slug,
+                NotificationEvent::Blocker,
+                Some(bead),
+                &text,
+            );
+        }
+    }
     let mut dry = BTreeSet::new();
     // A set, not a scan of the spawns per project: 10,000 projects × 20,000 spawns otherwise.
     let spawned: BTreeSet<&str> = outcome.spawned.iter().map(|s| s.project.as_str()).collect();

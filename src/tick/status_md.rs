@@ -107,6 +107,20 @@ pub fn render(d: &Dashboard<'_>) -> String {
             }
         }
         waiting_of(&mut o, r);
+        if !r.protocol.is_empty() {
+            let _ = writeln!(o, "- Protocol stories:");
+            for s in &r.protocol {
+                let waits = s
+                    .waits
+                    .as_deref()
+                    .map_or(String::new(), |w| format!("; waits for {}", cell(w)));
+                let _ = writeln!(
+                    o,
+                    "  - {}: {} ({}), attempt {} of {}{waits}",
+                    s.bead, s.step, s.status, s.attempt, s.max_attempts
+                );
+            }
+        }
         let workers: Vec<&Session> = d
             .sessions
             .iter()

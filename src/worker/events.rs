@@ -43,7 +43,7 @@ pub fn ending(
             }
             out
         }
-        Ending::ClaimRefused | Ending::IterationFrozen => Vec::new(),
+        Ending::ClaimRefused | Ending::IterationFrozen | Ending::HandedBack { .. } => Vec::new(),
         Ending::DependenciesOpen { open } => vec![d(Kind::BeadBlocked)
             .with("reason", "its dependencies are open")
             .with(

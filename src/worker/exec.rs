@@ -37,7 +37,8 @@ pub struct ExecResult {
     pub tail: String,
 }
 
-pub trait Executor {
+/// `Sync`: the roles of a protocol team step run at once, from threads of one worker.
+pub trait Executor: Sync {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult>;
 }
 
@@ -99,7 +100,8 @@ impl Executor for ArgvExecutor {
         // A group of its own, so a timeout stops everything the agent started but not the worker.
         let mut group = ProcessGroup::spawn(&mut cmd, Detach::Group)
             .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
-        super::stop::agent_started(group.id() as i32);
+        let pgid = group.id() as i32;
+        super::stop::agent_started(pgid);
         let outputs: Vec<Box<dyn std::io::Read + Send>> = match group.leader() {
             Some(child) => {
                 let out = child
@@ -121,8 +123,9 @@ impl Executor for ArgvExecutor {
             let _ = group.terminate(self.grace);
         }
         // Whatever the agent left running in its group goes with it.
-        let status = group.finish()?;
-        super::stop::agent_gone();
+        let status = group.finish();
+        super::stop::agent_gone(pgid);
+        let status = status?;
         Ok(ExecResult {
             code: status.code(),
             timed_out,

@@ -246,6 +246,7 @@ fn landing_excludes(_l: &Loaded) -> Vec<PathBuf> {
         PathBuf::from(report::SHARED),
         PathBuf::from(report::OWN_DIR),
         PathBuf::from(report::HANDOFF),
+        PathBuf::from(".ai/handoffs"),
     ]
     .into_iter()
     .chain(crate::events::GENERATED.iter().map(PathBuf::from))

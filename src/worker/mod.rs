@@ -22,6 +22,7 @@ mod events;
 mod exec;
 mod execute;
 mod finish;
+mod protocol;
 pub mod report;
 mod stop;
 mod tee;
@@ -72,6 +73,9 @@ pub enum Ending {
     Blocked { reason: String },
     /// The iteration is complete and may not be modified (4.5).
     IterationFrozen,
+    /// A protocol story's next step waits for the tick (a team step's slots, or time): the
+    /// bead is open again and its story kept.
+    HandedBack { why: String },
     /// An error after the claim (the tracker, git, the disk): the bead was blocked if it still
     /// could be, and a blocker notification says what happened (3.10).
     Failed { error: String },
@@ -111,6 +115,9 @@ struct Run<'w, 'a> {
     ws: Option<Workspace>,
     /// Set once `task_started` is written: from then on steps move the task in status.json.
     started: bool,
+    /// At most this many protocol steps this run (`braids story dispatch`: one); no limit for
+    /// a worker the tick started.
+    limit: Option<u32>,
 }
 
 impl Run<'_, '_> {
@@ -158,6 +165,12 @@ impl Worker<'_> {
     /// tracker that cannot be asked); after the claim every failure ends in a blocked bead and a
     /// blocker notification, never a silently stranded one.
     pub fn run(&self, msg: &SpawnMessage) -> Result<WorkerRun> {
+        self.run_steps(msg, None)
+    }
+
+    /// [`Worker::run`], running at most `limit` protocol steps (Level 1: a person dispatches
+    /// one step at a time); the story is then handed back, its bead open.
+    pub fn run_steps(&self, msg: &SpawnMessage, limit: Option<u32>) -> Result<WorkerRun> {
         let started = Instant::now();
         let mut run = Run {
             w: self,
@@ -166,6 +179,7 @@ impl Worker<'_> {
             hold: None,
             ws: None,
             started: false,
+            limit,
         };
         let l = context::load(self.paths, msg, &mut run)?;
         let ending = match self.claim(&mut run, &l)? {
@@ -205,6 +219,9 @@ impl Worker<'_> {
         let expected = l.deliverable_for(&bead);
         if l.project.autonomy == Autonomy::AskFirst && !self.approved(run, l, &bead, &expected)? {
             return Ok(Ending::AwaitingApproval);
+        }
+        if crate::protocol::Pipeline::of(&l.project) == crate::protocol::Pipeline::Protocol {
+            return self.protocol(run, l, &bead, started);
         }
         let ws = self.open_workspace(run, l)?;
         run.started(l, &bead.title);

@@ -27,9 +27,9 @@ use nix::sys::signal::{
     pthread_sigmask, sigaction, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal,
 };
 
-/// The process group of the agent running now; 0 when none. One agent at a time: a worker
-/// process runs one bead.
-static AGENT_GROUP: AtomicI32 = AtomicI32::new(0);
+/// The process groups of the agents running now; 0 in a free slot. A worker runs one bead,
+/// with one agent, or one per role of a protocol team step.
+static AGENT_GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
 /// How many [`Hold`]s are alive.
 static HOLDING: AtomicUsize = AtomicUsize::new(0);
 /// A signal that arrived while holding; 0 when none.
@@ -40,10 +40,12 @@ extern "C" fn on_stop(sig: libc::c_int) {
         PENDING.store(sig, Ordering::SeqCst);
         return;
     }
-    let group = AGENT_GROUP.load(Ordering::SeqCst);
-    if group > 0 {
-        // SAFETY: kill is async-signal-safe.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
+    for slot in &AGENT_GROUPS {
+        let group = slot.load(Ordering::SeqCst);
+        if group > 0 {
+            // SAFETY: kill is async-signal-safe.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
     }
     die_of(sig);
 }
@@ -77,11 +79,18 @@ fn install() {
 /// The agent's process group, while it runs.
 pub(crate) fn agent_started(group: i32) {
     install();
-    AGENT_GROUP.store(group, Ordering::SeqCst);
+    // More agents than slots at once is not a configuration braids makes (team roles are
+    // few); the extra one is then not killed by a signal, only by its own deadline.
+    let _ = AGENT_GROUPS.iter().find(|slot| {
+        slot.compare_exchange(0, group, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    });
 }
 
-pub(crate) fn agent_gone() {
-    AGENT_GROUP.store(0, Ordering::SeqCst);
+pub(crate) fn agent_gone(group: i32) {
+    for slot in &AGENT_GROUPS {
+        let _ = slot.compare_exchange(group, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
 }
 
 /// While alive, a termination signal waits; dropping it lets a pending one take effect.

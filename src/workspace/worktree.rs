@@ -141,6 +141,27 @@ fn tracker_paths(project: &Path, rel: &Path) -> Result<Vec<PathBuf>> {
 }
 
 impl GitWorktrees {
+    /// The bead's worktree as an earlier worker left it, when it is still there on the bead's
+    /// branch: a protocol story walks its steps over several sessions in one workspace.
+    /// `None` when there is none to reuse (the caller creates one).
+    pub fn reuse(&self, project: &Path, bead: &BeadId) -> Result<Option<Workspace>> {
+        let dir = self.dir_for(project, bead);
+        let branch = branch_for(bead);
+        if !dir.join(".git").exists() {
+            return Ok(None);
+        }
+        let head = git(&dir, &["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+        if !head.success() || head.stdout.trim() != branch {
+            return Ok(None);
+        }
+        Ok(Some(Workspace {
+            project: project.to_path_buf(),
+            dir,
+            branch: Some(branch),
+            base: Some(Self::current_branch(project)?),
+        }))
+    }
+
     /// The folder of one project's worktrees: its directory name plus a hash of its path, so
     /// two projects called `app` never share one and a renamed slug changes nothing.
     pub fn project_dir(&self, project: &Path) -> PathBuf {

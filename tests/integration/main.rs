@@ -36,6 +36,7 @@ mod hostile;
 mod iteration_names;
 mod logging;
 mod pause;
+mod protocol;
 mod push_retry;
 mod read_only;
 mod schedule;

@@ -385,6 +385,7 @@ impl Soak {
                     preflight_error: None,
                     workspace: braids::workspace::WorkspaceMode::Worktree,
                     held_by_budget: None,
+                    protocol: Default::default(),
                 }
             })
             .collect();

@@ -79,6 +79,7 @@ impl World {
                 preflight_error: None,
                 workspace: braids::workspace::WorkspaceMode::Worktree,
                 held_by_budget: None,
+                protocol: Default::default(),
             };
             let Some(p) = self.project_at(&e.path) else {
                 views.push(v);

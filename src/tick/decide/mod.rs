@@ -42,8 +42,8 @@ mod zombie;
 pub use eligibility::{budget_hold, claw_eligibility, eligibility_of, Eligibility};
 pub use guards::held_key;
 pub use plan::{
-    KillStorm, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, SpawnProject, Sweep, Upgrade,
-    STAND_INS,
+    KillStorm, OrphanedStep, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, SpawnProject,
+    Sweep, Upgrade, STAND_INS,
 };
 pub use zombie::{classify, SessionVerdict, Zombie, ZombieOwner, ZombieReason};
 
@@ -87,6 +87,8 @@ pub struct ProjectView {
     /// Why the project gets no new worker today though it is eligible: its `DailyBudget` is
     /// reached ([`budget_hold`]). Ready work then waits as it would at capacity.
     pub held_by_budget: Option<String>,
+    /// `Pipeline: protocol` stories with a state file, by bead (empty for other projects).
+    pub protocol: BTreeMap<BeadId, crate::protocol::tick::StoryView>,
 }
 
 /// Everything `decide` looks at.
@@ -268,7 +270,24 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                     stall_secs: p.stall_timeout,
                 }),
             }),
-            SessionVerdict::Healthy => *healthy.entry(p.slug.clone()).or_default() += 1,
+            SessionVerdict::Healthy => match p.protocol.get(bead) {
+                // A protocol step past its own timeout_min is a zombie before its
+                // WorkerTimeout: its story records the timeout (seed 002, the poller).
+                Some(v) if v.deadline.is_some_and(|d| now > d) => zombies.push(Zombie {
+                    session: s.clone(),
+                    reason: ZombieReason::StepTimeout,
+                    owner: Some(ZombieOwner {
+                        slug: p.slug.clone(),
+                        path: p.path.clone(),
+                        timeout_secs: p.worker_timeout,
+                        stall_secs: p.stall_timeout,
+                    }),
+                }),
+                // A team step's session holds a slot per role (2.2).
+                story => {
+                    *healthy.entry(p.slug.clone()).or_default() += story.map_or(1, |v| v.weight)
+                }
+            },
         }
     }
     // The kill-storm guard: the zombies are left running and counted as the workers they may
@@ -352,6 +371,12 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         // A live session carrying the bead under any label may be its worker.
         let kept = match status {
             _ if held_anywhere.contains(&c.bead) => true,
+            // A story waiting for a person keeps its claim, and holds no slot (no session).
+            BeadLookup::Known(BeadStatus::InProgress)
+                if p.protocol.get(&c.bead).is_some_and(|v| v.waits_for_human) =>
+            {
+                true
+            }
             BeadLookup::Known(BeadStatus::InProgress) if now - c.claimed_at >= snap.claim_grace => {
                 releases.push(release());
                 false
@@ -371,6 +396,25 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             });
         }
     }
+
+    // Protocol steps marked running whose worker is gone: failed attempts, recorded at once
+    // (after the grace a new worker needs to show up as a session).
+    let held = &held_anywhere;
+    let orphaned_steps = snap
+        .projects
+        .iter()
+        .flat_map(|p| {
+            p.protocol.iter().filter_map(move |(bead, v)| {
+                let since = v.running_since?;
+                (now - since >= snap.claim_grace && !held.contains(bead)).then(|| OrphanedStep {
+                    slug: p.slug.clone(),
+                    path: p.path.clone(),
+                    bead: bead.clone(),
+                    step: v.step,
+                })
+            })
+        })
+        .collect();
 
     // The release-storm guard: a backend that briefly reports every worker gone would make
     // every claim look stranded. Such a run releases none of them that it did not already hold
@@ -466,6 +510,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             candidates.push(SpawnCandidate {
                 bead: b.id.clone(),
                 title: b.title.clone(),
+                weight: p.protocol.get(&b.id).map_or(1, |v| v.weight),
                 project,
             });
         }
@@ -510,6 +555,13 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                 .map(|(_, b)| (*b).clone())
                 .chain(orphan_live.iter().map(|b| (*b).clone()))
                 .collect();
+            // A protocol story's worktree lasts from its first step to its landing.
+            beads.extend(
+                p.protocol
+                    .iter()
+                    .filter(|(_, v)| !v.done)
+                    .map(|(b, _)| b.clone()),
+            );
             beads.extend(
                 snap.claims
                     .iter()
@@ -530,6 +582,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         })
         .collect();
     Plan {
+        orphaned_steps,
         sweeps,
         zombies,
         ended,

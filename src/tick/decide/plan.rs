@@ -21,6 +21,8 @@ use super::Zombie;
 pub struct SpawnCandidate {
     pub bead: BeadId,
     pub title: String,
+    /// Worker slots its session takes: a protocol team step's roles, else 1.
+    pub weight: usize,
     pub project: Arc<SpawnProject>,
 }
 
@@ -123,6 +125,8 @@ pub struct Upgrade {
 #[must_use]
 pub struct Plan {
     pub zombies: Vec<Zombie>,
+    /// Protocol steps marked running with no worker left: each becomes a failed attempt.
+    pub orphaned_steps: Vec<OrphanedStep>,
     /// Sessions that are no longer running (2.6 rule 1), to forget.
     pub ended: Vec<Session>,
     /// Sessions labelled for a slug that is not in the registry (and not the label a claim of a
@@ -155,6 +159,15 @@ pub struct Plan {
     pub wake_at: Option<chrono::DateTime<chrono::Utc>>,
     /// The provider breaker let one probe spawn through this run.
     pub probe: bool,
+}
+
+/// A protocol story whose running step lost its worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanedStep {
+    pub slug: String,
+    pub path: PathBuf,
+    pub bead: BeadId,
+    pub step: crate::protocol::Step,
 }
 
 /// Kills the kill-storm guard held ([`super::is_kill_storm`]).
@@ -204,10 +217,15 @@ impl Plan {
                 if global == Some(0) {
                     return;
                 }
+                // A team step waits, in its place, until its slots are free together: the
+                // project's later candidates do not overtake it.
+                if c.weight > slots || global.is_some_and(|g| c.weight > g) {
+                    break;
+                }
                 match f(c) {
                     Slot::Taken => {
-                        slots -= 1;
-                        global = global.map(|g| g - 1);
+                        slots -= c.weight;
+                        global = global.map(|g| g - c.weight);
                     }
                     Slot::Passed => {}
                     Slot::NextProject => break,
@@ -258,6 +276,7 @@ mod tests {
         };
         SpawnCandidate {
             title: bead.to_string(),
+            weight: 1,
             project: Arc::new(project.checked(&bead).unwrap()),
             bead,
         }
@@ -265,6 +284,7 @@ mod tests {
 
     fn plan(spawns: &[(&str, usize, &[&str])], global: Option<usize>) -> Plan {
         Plan {
+            orphaned_steps: vec![],
             zombies: vec![],
             ended: vec![],
             unmanaged: vec![],

@@ -31,6 +31,7 @@ fn project(slug: &str) -> P {
         preflight_error: None,
         workspace: crate::workspace::WorkspaceMode::Worktree,
         held_by_budget: None,
+        protocol: BTreeMap::new(),
     })
 }
 
@@ -1117,4 +1118,116 @@ fn c6_1_spawn_order_is_the_stories_first_place_then_the_trackers_short_or_long()
         let want: Vec<&BeadId> = reference(&stories, &ready).iter().map(|b| &b.id).collect();
         assert_eq!(got, want, "{n_stories} stories, {n_ready} ready");
     }
+}
+
+// ---- 10.5 / 10.6 protocol stories ----
+
+fn story(
+    step: crate::protocol::Step,
+    status: crate::protocol::Status,
+    weight: usize,
+) -> crate::protocol::tick::StoryView {
+    let running = status == crate::protocol::Status::Running;
+    crate::protocol::tick::StoryView {
+        step,
+        status,
+        attempt: 1,
+        waits_for_human: status == crate::protocol::Status::NeedsHuman,
+        deadline: running.then(|| now() + Duration::minutes(5)),
+        running_since: running.then(|| now() - Duration::minutes(5)),
+        done: step == crate::protocol::Step::Done,
+        weight,
+    }
+}
+
+impl P {
+    fn story(mut self, bead: &str, v: crate::protocol::tick::StoryView) -> Self {
+        self.0.protocol.insert(id(bead), v);
+        self
+    }
+}
+
+#[test]
+fn c10_5_a_story_waiting_for_review_keeps_its_claim_and_no_slot() {
+    use crate::protocol::{Status, Step};
+    // a-1 waits for a review: claimed long ago, no session. a-2 ran, its worker vanished.
+    let p = project("a")
+        .max(1)
+        .ready(&["a-3"])
+        .bead("a-1", BeadLookup::Known(BeadStatus::InProgress))
+        .bead("a-2", BeadLookup::Known(BeadStatus::InProgress))
+        .story("a-1", story(Step::Review, Status::NeedsHuman, 1))
+        .story("a-2", story(Step::Impl, Status::Running, 1));
+    let mut s = snap(vec![p], vec![]);
+    s.claims = vec![claim("a", "a-1", 600), claim("a", "a-2", 600)];
+    let plan = decide(&s, now());
+    let released: Vec<&str> = plan.releases.iter().map(|r| r.bead.as_str()).collect();
+    assert_eq!(
+        released,
+        ["a-2"],
+        "the review keeps its claim; the lost worker's is released"
+    );
+    assert_eq!(
+        spawned(&plan),
+        ["project:a:a-3"],
+        "the review holds no slot"
+    );
+    let orphaned: Vec<(&str, Step)> = plan
+        .orphaned_steps
+        .iter()
+        .map(|o| (o.bead.as_str(), o.step))
+        .collect();
+    assert_eq!(
+        orphaned,
+        [("a-2", Step::Impl)],
+        "a running step with no worker fails"
+    );
+    let sweep = &plan.sweeps[0];
+    assert!(
+        sweep.live.contains(&id("a-1")) && sweep.live.contains(&id("a-2")),
+        "story worktrees stay"
+    );
+
+    // A running step past its timeout_min is a zombie, before its WorkerTimeout.
+    let mut late = story(Step::Impl, Status::Running, 1);
+    late.deadline = Some(now() - Duration::seconds(1));
+    let p = project("a")
+        .max(2)
+        .bead("a-1", BeadLookup::Known(BeadStatus::InProgress))
+        .story("a-1", late);
+    let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 60)]), now());
+    assert_eq!(plan.zombies.len(), 1);
+    assert_eq!(plan.zombies[0].reason, ZombieReason::StepTimeout);
+    assert!(plan.orphaned_steps.is_empty(), "its session is live");
+}
+
+#[test]
+fn c10_6_a_team_step_waits_for_all_its_slots() {
+    use crate::protocol::{Status, Step};
+    // MaxWorkers 3, one single worker running: the team of 3 (first in order) waits in its
+    // place; nothing overtakes it.
+    let p = || {
+        project("a")
+            .max(3)
+            .ready(&["a-team", "a-2", "a-3"])
+            .bead("a-1", BeadLookup::Known(BeadStatus::InProgress))
+            .story("a-team", story(Step::Impl, Status::Pending, 3))
+    };
+    let plan = decide(&snap(vec![p()], vec![session("a", "a-1", true, 60)]), now());
+    assert!(spawned(&plan).is_empty(), "{:?}", spawned(&plan));
+    // With all three free it takes them all.
+    let plan = decide(&snap(vec![p()], vec![]), now());
+    assert_eq!(spawned(&plan), ["project:a:a-team"]);
+    // A running team session counts as its roles.
+    let p = project("a")
+        .max(4)
+        .ready(&["a-2", "a-3"])
+        .bead("a-team", BeadLookup::Known(BeadStatus::InProgress))
+        .story("a-team", story(Step::Impl, Status::Running, 3));
+    let plan = decide(
+        &snap(vec![p], vec![session("a", "a-team", true, 60)]),
+        now(),
+    );
+    assert_eq!(plan.healthy["a"], 3);
+    assert_eq!(spawned(&plan), ["project:a:a-2"]);
 }

@@ -19,6 +19,8 @@ pub enum ZombieReason {
     Timeout,
     /// No output and no changed file for StallTimeout.
     Stalled,
+    /// A protocol step ran past its rule's `timeout_min`.
+    StepTimeout,
 }
 
 impl ZombieReason {
@@ -29,6 +31,7 @@ impl ZombieReason {
             ZombieReason::BeadClosed => "bead-closed",
             ZombieReason::Timeout => "timeout",
             ZombieReason::Stalled => "stalled",
+            ZombieReason::StepTimeout => "step-timeout",
         }
     }
 }

@@ -81,6 +81,8 @@ pub struct ProjectReport {
     /// project's events; only for the dashboards.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub waiting: BTreeMap<String, crate::events::waiting::Waiting>,
+    /// `Pipeline: protocol` stories that are not done: step, attempt, what each waits for.
+    pub protocol: Vec<crate::protocol::tick::StoryLine>,
     /// A push of this project failed earlier and waits for a retry (4.4).
     pub push_pending: bool,
     /// A claw-loop project whose loop is paused for a person: why (`crate::claw::loopstate`).
@@ -371,6 +373,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         preflight_error: None,
         workspace: WorkspaceMode::default(),
         held_by_budget: None,
+        protocol: BTreeMap::new(),
     }
 }
 
@@ -396,6 +399,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         problems: Vec::new(),
         blocked: Vec::new(),
         waiting: BTreeMap::new(),
+        protocol: Vec::new(),
         push_pending: false,
         loop_paused: None,
         claw_phase: None,

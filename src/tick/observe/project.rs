@@ -292,6 +292,21 @@ pub(super) fn observe_project(
     }
     report.unknown_stories = Some(unknown);
 
+    if crate::protocol::Pipeline::of(&config) == crate::protocol::Pipeline::Protocol {
+        match crate::protocol::overrides::load(root) {
+            Ok(rules) => {
+                let (views, lines) = protocol_views(&entry.slug, root, &rules);
+                view.protocol = views;
+                report.protocol = lines;
+            }
+            // A rules table that cannot be read holds the project; the others go on.
+            Err(p) => {
+                report.note = Some(format!("no worker can start: {}", p.sentence()));
+                view.preflight_error = Some(p.sentence());
+            }
+        }
+    }
+
     // `ready` wherever an open bead could be: with a free slot it is what to spawn, at
     // capacity it is what makes the idle reason `all-at-capacity` rather than `no-ready-beads`.
     match read.ready {
@@ -341,4 +356,34 @@ fn counts(beads: &[(BeadId, BeadStatus)]) -> BTreeMap<String, usize> {
     by.into_iter()
         .map(|(s, n)| (s.as_str().to_string(), n))
         .collect()
+}
+
+/// What the tick needs of each protocol story with a state file (invalid ones are the
+/// worker's to hold).
+fn protocol_views(
+    slug: &str,
+    root: &std::path::Path,
+    rules: &crate::protocol::Rules,
+) -> (
+    BTreeMap<BeadId, crate::protocol::tick::StoryView>,
+    Vec<crate::protocol::tick::StoryLine>,
+) {
+    use crate::protocol::{state, team, tick};
+    let mut views = BTreeMap::new();
+    let mut lines = Vec::new();
+    for (bead, loaded) in state::load_all(root) {
+        if let state::Loaded::Valid(s) = &loaded {
+            let mode = match state::is_team(root, &bead) {
+                true => team::Mode::Team,
+                false => team::Mode::Single,
+            };
+            if s.is_done() {
+                views.insert(bead, tick::view(s, rules, mode));
+                continue;
+            }
+            views.insert(bead.clone(), tick::view(s, rules, mode));
+        }
+        lines.extend(tick::line(slug, bead.as_str(), &loaded));
+    }
+    (views, lines)
 }
