@@ -9,6 +9,12 @@
 //!
 //! The story's workspace outlives the session: its worktree is reused by the next session
 //! and removed when the story lands.
+//!
+//! Parallel stories all write the project's memory (`PROJECT_MEMORY.md`, `.ai/history.md`) in
+//! their last step, and would conflict when they land. So the last executor step and the
+//! landing run one story at a time per repository, under the memory lock, from the story's
+//! branch rebased onto everything landed so far; until then each run's archived handoff waits
+//! in braids' work directory, and is appended to `.ai/history.md` at that point.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -99,6 +105,8 @@ impl Worker<'_> {
         );
         let budget = agent_budget(Duration::from_secs(l.project.worker_timeout));
         let mut dispatched = 0u32;
+        // Held from the last executor step to the landing (see the module docs).
+        let mut memory: Option<crate::lock::TickLock> = None;
         loop {
             let now = Utc::now();
             let d = dispatch(&state, &rules, now);
@@ -132,13 +140,21 @@ impl Worker<'_> {
                         self.save_story(&root, &bead_id, &waiting)?;
                         return self.hand_back(run, &bead_id, &why);
                     }
+                    if rule.next_on_pass == Step::Done && memory.is_none() {
+                        memory = Some(self.memory_stage(run, l, &ws)?);
+                    }
                     dispatched += 1;
                     self.save_story(&root, &bead_id, &d.state)?;
                     run.step("dispatch", format!("{step} attempt {attempt}"));
                     let timeout = needs.min(left.max(Duration::from_secs(1)));
                     let ran =
                         self.run_step(run, l, &ws, bead, &d.state, rule, &roles, &prompt, timeout)?;
-                    state = self.finish_step(run, l, &root, &bead_id, &d.state, rule, &ws, ran)?;
+                    let history = self.history_file(l, &bead_id, &ws, memory.is_some());
+                    state =
+                        self.finish_step(run, &root, &bead_id, &d.state, rule, &ws, ran, &history)?;
+                    if state.status == Status::Timeout {
+                        self.timed_out(run, l, state.step, i64::from(state.timeout_min));
+                    }
                 }
                 Action::Timeout { step, elapsed_min } => {
                     self.save_story(&root, &bead_id, &d.state)?;
@@ -192,6 +208,60 @@ impl Worker<'_> {
             ),
         );
         Ok(ws)
+    }
+
+    /// Where this run's archived handoff goes: the workspace's `.ai/history.md` once the story
+    /// holds the memory lock (or works in the shared tree), else braids' work directory.
+    fn history_file(&self, l: &Loaded, bead: &BeadId, ws: &Workspace, memory: bool) -> PathBuf {
+        match memory || ws.is_shared() {
+            true => ws.dir.join(handoff::HISTORY),
+            false => work_dir(&self.paths.braids_dir, &l.slug, bead).join("history.md"),
+        }
+    }
+
+    /// Before the last executor step: the memory lock, the story's branch rebased onto what
+    /// landed meanwhile, and the waiting history entries appended to `.ai/history.md`.
+    fn memory_stage(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        ws: &Workspace,
+    ) -> Result<crate::lock::TickLock> {
+        let root = &run.msg.project;
+        let path = crate::git::lock_path(root)?.with_file_name("braids-memory.lock");
+        let held = crate::lock::TickLock::acquire(&path, MEMORY_WAIT)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "another story held {} for over {} min",
+                path.display(),
+                MEMORY_WAIT.as_secs() / 60
+            )
+        })?;
+        if !ws.is_shared() {
+            let _repo = crate::app::iteration::RepoLock::acquire(root)?;
+            let prepared = crate::workspace::Workspaces::prepare_landing(
+                &self.workspaces(),
+                ws,
+                &run.msg.bead,
+                &[],
+            )?;
+            let said = match prepared {
+                crate::workspace::Prepared::Conflict { paths } => {
+                    format!(
+                        "conflicts with landed work ({}); the landing will say",
+                        paths.join(", ")
+                    )
+                }
+                _ => "rebased onto the landed work".to_string(),
+            };
+            run.step("memory", said);
+            let pending =
+                work_dir(&self.paths.braids_dir, &l.slug, &run.msg.bead).join("history.md");
+            if let Ok(text) = std::fs::read_to_string(&pending) {
+                append(&ws.dir.join(handoff::HISTORY), &text)?;
+                let _ = std::fs::remove_file(&pending);
+            }
+        }
+        Ok(held)
     }
 
     /// Writes the story's state. The worker owns a story while it runs; a person's command and
@@ -350,13 +420,13 @@ impl Worker<'_> {
     fn finish_step(
         &self,
         run: &mut Run<'_, '_>,
-        l: &Loaded,
         root: &Path,
         bead: &BeadId,
         running: &StoryState,
         rule: &Rule,
         ws: &Workspace,
         ran: Ran,
+        history: &Path,
     ) -> Result<StoryState> {
         let now = Utc::now();
         let found = match ran {
@@ -369,7 +439,6 @@ impl Worker<'_> {
                     s.step, s.timeout_min
                 ));
                 self.save_story(root, bead, &s)?;
-                self.timed_out(run, l, s.step, i64::from(s.timeout_min));
                 return Ok(s);
             }
             Ran::Report(found) => found,
@@ -392,7 +461,7 @@ impl Worker<'_> {
             s = handoff::apply_post_check(&s, passed, &detail);
         }
         let entry = handoff::archive_entry(&s, found.as_ref(), now);
-        append(&ws.dir.join(handoff::HISTORY), &entry)?;
+        append(history, &entry)?;
         run.step(
             "step",
             format!(
@@ -578,6 +647,9 @@ impl Worker<'_> {
         Ok(ending)
     }
 }
+
+/// How long a story waits for another's last step and landing.
+const MEMORY_WAIT: Duration = Duration::from_secs(3600);
 
 /// What running a step gave.
 enum Ran {
