@@ -240,6 +240,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             ));
         }
     }
+    out.extend(check_protocol(root, &project_md, &project.value));
     // read_iterations reports every 1.3 problem, two active iterations included (once).
     let iterations = format::iteration::read_iterations(root);
     out.extend(iterations.diagnostics);
@@ -288,6 +289,63 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
                     "check the repository with `git status`",
                 )),
             }
+        }
+    }
+    out
+}
+
+/// 10.1, 10.3: a `Pipeline:` braids knows, and for a protocol project (or any project with a
+/// rules file) every problem of `.ai/step-rules.yaml` and every story file braids cannot use.
+fn check_protocol(
+    root: &Path,
+    project_md: &Path,
+    project: &format::project::ProjectConfig,
+) -> Vec<Diagnostic> {
+    use crate::protocol::{overrides, state, Pipeline};
+    let mut out = Vec::new();
+    if let Some(f) = project.field("pipeline") {
+        if Pipeline::parse(&f.value).is_none() {
+            out.push(Diagnostic::error(
+                project_md,
+                Some(f.line),
+                "10.3",
+                format!(
+                    "`Pipeline: {}` is not a pipeline braids knows (the project runs as `single`)",
+                    f.value.trim()
+                ),
+                "write `Pipeline: protocol`, `Pipeline: claw`, or remove the line",
+            ));
+        }
+    }
+    let rules_file = root.join(overrides::FILE);
+    if Pipeline::of(project) != Pipeline::Protocol && !rules_file.exists() {
+        return out;
+    }
+    if let Ok(bytes) = crate::atomic::read(&rules_file) {
+        if let Err(problems) = overrides::parse(&String::from_utf8_lossy(&bytes)) {
+            for p in problems {
+                out.push(Diagnostic::error(
+                    &rules_file,
+                    (p.line > 0).then_some(p.line),
+                    "10.3",
+                    format!(
+                        "{} (until it is fixed, ticks claim nothing for this project)",
+                        p.message
+                    ),
+                    p.fix,
+                ));
+            }
+        }
+    }
+    for (bead, loaded) in state::load_all(root) {
+        if let state::Loaded::Invalid(e) = loaded {
+            out.push(Diagnostic::error(
+                &state::path_of(root, &bead),
+                None,
+                "10.1",
+                format!("{} (the story is held)", e.problem),
+                e.fix,
+            ));
         }
     }
     out

@@ -469,3 +469,128 @@ fn c10_1_three_stories_walk_the_protocol_in_parallel() {
         "{md}"
     );
 }
+
+#[test]
+fn c10_3_a_bad_rules_file_is_a_check_error_and_holds_only_its_project() {
+    let (sb, root, ids) = setup();
+    let other = sb.new_project("web").br().titled(&["Plain bead"]).create();
+    std::fs::write(
+        root.join(".ai/step-rules.yaml"),
+        "steps:\n  impl:\n    post_check: \"go vet ./...\"\n  implement:\n    max_attempts: 2\n",
+    )
+    .unwrap();
+    let out = sb.run(&["check"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("step-rules.yaml:3") && text.contains("is a plain string"),
+        "{text}"
+    );
+    assert!(
+        text.contains("step-rules.yaml:4") && text.contains("unknown step `implement`"),
+        "{text}"
+    );
+    // the tick claims nothing for it, and goes on with the other project
+    let r = sb.tick().force().run();
+    let spawned: Vec<String> = r.spawns.iter().map(|s| s.bead.to_string()).collect();
+    assert_eq!(spawned, [other.beads[0].clone()], "{r:#?}");
+    for id in &ids {
+        assert_eq!(sb.br_status("app", id), "open");
+    }
+    let status = sb.ok(&["status"]);
+    assert!(status.contains(".ai/step-rules.yaml:3:"), "{status}");
+    // an unknown pipeline is named with its line
+    sb.set_field("web", "Pipeline", "waterfall");
+    let out = sb.run(&["check"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("`Pipeline: waterfall` is not a pipeline"),
+        "{text}"
+    );
+}
+
+#[test]
+fn c10_8_a_person_drives_a_story_by_hand() {
+    let (sb, root, ids) = setup();
+    let a = Story {
+        sb: &sb,
+        root: root.clone(),
+        id: ids[0].clone(),
+    };
+    // Not started: show says so and what to do.
+    let shown: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["story", "show", "app", &a.id, "--json"])).unwrap();
+    assert_eq!(shown["next"], "not_started", "{shown:#}");
+    assert_eq!(shown["next_step"], "bdd");
+    sb.ok(&["story", "start", "app", &a.id]);
+    let shown: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["story", "show", "app", &a.id, "--json"])).unwrap();
+    assert_eq!(
+        (shown["next"].as_str(), shown["next_step"].as_str()),
+        (Some("dispatched"), Some("bdd"))
+    );
+    assert!(
+        shown["caller_instruction"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("braids story dispatch app {}", a.id)),
+        "{shown:#}"
+    );
+    // Level 1: one step in the foreground, then the story waits for the tick (or the next
+    // dispatch by hand) with its bead open.
+    sb.ok(&["story", "note", "app", &a.id, "Write it in Gherkin"]);
+    let out = sb.ok(&["story", "dispatch", "app", &a.id]);
+    assert!(out.contains("handed back"), "{out}");
+    assert_eq!(a.at(), ("sdd-delta".into(), "pending".into()));
+    assert_eq!(sb.br_status("app", &a.id), "open");
+    assert!(a.prompt("bdd", 1).contains("Write it in Gherkin"));
+    let log = std::fs::read_to_string(sb.home().join("agent.log")).unwrap();
+    assert_eq!(log.lines().count(), 1, "exactly one step ran: {log}");
+    // Errors a person can make, each with the fix.
+    let e = sb.run(&["review", "approve", "app", &a.id]);
+    assert_eq!(e.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&e.stderr).contains("waits for no review"));
+    let e = sb.run(&["review", "reject", "app", &a.id, "--reason", "flaky"]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("not a reason; use one of"));
+    let e = sb.run(&["story", "reset", "app", &a.id, "--step", "deploy"]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("not a step to reset to"));
+    sb.ok(&[
+        "report-error",
+        "app",
+        &a.id,
+        "the executor's API key expired",
+    ]);
+    assert_eq!(
+        a.state()["last_error"].as_str(),
+        Some("the executor's API key expired")
+    );
+    // A running story is not restarted without --force, nor a done one.
+    let p = root.join(format!(".ai/states/{}.json", a.id));
+    let mut s = a.state();
+    s["status"] = "running".into();
+    s["dispatched_at"] = chrono::Utc::now().to_rfc3339().into();
+    std::fs::write(&p, serde_json::to_string(&s).unwrap()).unwrap();
+    let e = sb.run(&["story", "start", "app", &a.id]);
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("add --force"),
+        "{e:?}"
+    );
+    sb.ok(&["story", "start", "app", &a.id, "--force"]);
+    assert_eq!(a.at(), ("bdd".into(), "pending".into()));
+    // A hand-edited file with a value braids does not know holds the story, named.
+    std::fs::write(&p, r#"{"step": "impl", "status": "passing"}"#).unwrap();
+    let e = sb.run(&["story", "show", "app", &a.id]);
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        err.contains(&format!(
+            ".ai/states/{}.json: field `status` is `passing`",
+            a.id
+        )),
+        "{err}"
+    );
+    let out = sb.run(&["check"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("(the story is held)"),
+        "{out:?}"
+    );
+}
