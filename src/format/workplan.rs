@@ -279,6 +279,7 @@ fn item_bead(item: &Item) -> Bead {
         description: item.description.clone(),
         dependencies: item.meta.deps(),
         assignee: item.meta.get("assignee").map(str::to_string),
+        labels: Vec::new(),
     }
 }
 

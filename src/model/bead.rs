@@ -181,6 +181,9 @@ pub struct Bead {
     pub dependencies: Vec<BeadId>,
     #[serde(default)]
     pub assignee: Option<String>,
+    /// The tracker's labels (`size:L` sizes a protocol story); empty where it has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 impl Bead {
@@ -194,6 +197,7 @@ impl Bead {
             description: String::new(),
             dependencies: Vec::new(),
             assignee: None,
+            labels: Vec::new(),
         }
     }
 }

@@ -418,6 +418,15 @@ pub(crate) fn parse_issue(row: &Value) -> Result<RawIssue, String> {
             assignee: text("assignee")
                 .map(|a| a.trim().to_string())
                 .filter(|a| !a.is_empty()),
+            labels: obj
+                .get("labels")
+                .and_then(Value::as_array)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
             id,
         },
         updated_at: text("updated_at"),
@@ -538,6 +547,7 @@ mod tests {
     #[test]
     fn c3_3_only_blocking_dependencies_count() {
         let show = r#"[{"id":"p-3","title":"C","status":"open","priority":2,"assignee":"",
+            "labels":["size:L", 7, "backend"],
             "dependencies":[
               {"id":"p-1","status":"open","dependency_type":"blocks"},
               {"id":"p-e","status":"open","dependency_type":"parent-child"},
@@ -550,5 +560,6 @@ mod tests {
         let deps: Vec<&str> = b.dependencies.iter().map(BeadId::as_str).collect();
         assert_eq!(deps, ["p-1", "p-2", "p-4", "p-5"]);
         assert_eq!(b.assignee, None, "an empty assignee is no assignee");
+        assert_eq!(b.labels, ["size:L", "backend"], "labels that are text");
     }
 }

@@ -54,6 +54,8 @@ struct Row {
     assignee: Option<String>,
     #[serde(default)]
     description: Option<String>,
+    #[serde(default)]
+    labels: Vec<String>,
     created_at: DateTime<Utc>,
     #[allow(dead_code)] // required by br's importer, so required here
     updated_at: DateTime<Utc>,
@@ -239,6 +241,7 @@ fn issue(r: &Row, index: &HashMap<&str, usize>) -> Result<Issue, Unsupported> {
             .map(str::trim)
             .filter(|a| !a.is_empty())
             .map(str::to_string),
+        labels: r.labels.clone(),
     };
     Ok(Issue {
         bead,

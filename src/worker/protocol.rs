@@ -86,7 +86,7 @@ impl Worker<'_> {
         let ws = self.story_workspace(run, l)?;
         run.started(l, &bead.title);
         let mode = team::mode(
-            team::complexity(&[], &bead.title),
+            team::complexity(&bead.labels, &bead.title),
             team::parallel_tags(&bead.description),
         );
         story::set_team(&root, &bead_id, mode == team::Mode::Team)?;
@@ -768,4 +768,65 @@ fn deliverable_text(bead: &Bead, s: &StoryState, history: &str) -> String {
             ("details", &details),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_post_check_is_argv_and_never_reaches_a_shell_unasked() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // a report's text in an argument stays an argument
+        let (ok, _) = post_check(dir.path(), &argv(&["test", "-e", "$(touch pwned); x"]));
+        assert!(!ok);
+        assert!(!dir.path().join("pwned").exists());
+        assert!(post_check(dir.path(), &argv(&["true"])).0);
+        let (ok, detail) = post_check(
+            dir.path(),
+            &argv(&["sh", "-c", "echo lint: 3 problems; exit 1"]),
+        );
+        assert!(!ok);
+        assert!(detail.contains("lint: 3 problems"), "{detail}");
+        let (ok, detail) = post_check(dir.path(), &argv(&["no-such-program-anywhere"]));
+        assert!(!ok && !detail.is_empty());
+        // a shell string runs only as `sh -c <string>`, written by the project itself
+        let shell = crate::protocol::PostCheck::Shell("touch made-by-the-project".into()).argv();
+        assert!(post_check(dir.path(), &shell).0);
+        assert!(dir.path().join("made-by-the-project").exists());
+    }
+
+    #[test]
+    fn the_note_reaches_every_role_and_the_deliverable_tells_the_story() {
+        let step =
+            "header\n\n=== Human Instruction ===\nUse UTC\n==========================\n\nrest";
+        let role = carry_note(step, "role prompt".into());
+        assert!(
+            role.ends_with("=== Human Instruction ===\nUse UTC\n==========================\n"),
+            "{role}"
+        );
+        assert_eq!(carry_note("no note", "role".into()), "role");
+        let bead = Bead::new(
+            BeadId::new("app-1").unwrap(),
+            "Checkout",
+            crate::model::BeadStatus::InProgress,
+        );
+        let mut s = StoryState::new("app", &bead.id, Step::Done);
+        s.commit_hash = Some("abc".into());
+        let text = deliverable_text(
+            &bead,
+            &s,
+            "\n## app-1 bdd attempt 1 — pass (t)\n\n## app-2 bdd attempt 1 — pass (t)\n",
+        );
+        assert!(
+            text.contains("## Summary") && text.contains("- app-1 bdd attempt 1 — pass (t)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("app-2"),
+            "another story's history is not this one's"
+        );
+        assert!(text.contains("Story commit: abc"));
+    }
 }
