@@ -30,7 +30,7 @@ pub struct Shown {
     pub caller_instruction: String,
 }
 
-fn find(inst: &Installation, project: &str, bead: &str, write: bool) -> Result<Located> {
+pub fn find(inst: &Installation, project: &str, bead: &str, write: bool) -> Result<Located> {
     let found = beads::locate(inst, &format!("{project}:{bead}"), write)?;
     if crate::protocol::Pipeline::of(&found.project.config) != crate::protocol::Pipeline::Protocol {
         bail!(
@@ -379,51 +379,4 @@ pub fn report_error(
         s.last_error = Some(error);
         Ok((s, "last_error recorded".into()))
     })
-}
-
-/// Level 1: runs the story's next step now, in the foreground, as the tick's worker would
-/// (claim, workspace, step, report, state), holding the tick lock so no tick races it; the
-/// story is then handed back to the tick.
-pub fn dispatch_one(
-    inst: &Installation,
-    project: &str,
-    bead: &str,
-) -> Result<crate::worker::WorkerRun> {
-    let _held = beads::hold_ticks(&inst.paths)?;
-    let found = find(inst, project, bead, true)?;
-    let p = &found.project;
-    let sessions = inst.backend.list()?;
-    if let Some(s) = beads::live_session(&sessions, &p.entry.slug, &found.bead.id) {
-        bail!(
-            "{} is running now in {}; wait for its step to end",
-            found.bead.id,
-            s.label
-        );
-    }
-    let iterations = crate::format::iteration::read_iterations(&p.entry.path).value;
-    let crate::tick::decide::Eligibility::Eligible { iteration } =
-        crate::tick::decide::eligibility_of(&p.entry, &p.config, &iterations)
-    else {
-        bail!(
-            "{} has no active iteration to work in; `braids iteration activate` one first",
-            p.entry.slug
-        );
-    };
-    let msg = crate::model::SpawnMessage::new(
-        p.entry.path.clone(),
-        found.bead.id.clone(),
-        iteration,
-        p.config.channel.clone().unwrap_or_default(),
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let notifier = crate::notify::from_config(&inst.config.notify);
-    let executor = crate::worker::executor_for(&inst.config, &p.config);
-    let worker = crate::worker::Worker {
-        paths: &inst.paths,
-        config: &inst.config,
-        tracker: p.tracker.as_ref(),
-        notifier: &notifier,
-        executor: &executor,
-    };
-    worker.run_steps(&msg, Some(1))
 }

@@ -28,6 +28,10 @@ mod schedule;
 mod serve;
 mod sessions;
 mod story;
+pub use story::{
+    ReportErrorArgs, ReviewArgs, ReviewCommand, StoryCommand, StoryNoteArgs, StoryResetArgs,
+    StoryStartArgs, StoryTarget,
+};
 mod supervise;
 mod tick;
 mod tools;
@@ -287,92 +291,6 @@ pub struct IterationArgs {
     pub number: Option<crate::model::IterationName>,
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum StoryCommand {
-    /// Start a story at bdd (or bootstrap); refuses a running or done one without --force.
-    Start(StoryStartArgs),
-    /// Where the story is, what comes next, and what to do (`--json` for scripts).
-    Show(StoryTarget),
-    /// Run the story's next step now, in the foreground (Level 1), then hand it to the tick.
-    Dispatch(StoryTarget),
-    /// Back to a step (bdd unless --step) at attempt 1, the last error forgotten.
-    Reset(StoryResetArgs),
-    /// An instruction for the story's next prompt (given once).
-    Note(StoryNoteArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct StoryTarget {
-    /// The project's slug.
-    pub project: String,
-    /// The bead (story) id.
-    pub bead: String,
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct StoryStartArgs {
-    pub project: String,
-    pub bead: String,
-    /// Start at `bootstrap` (a story that sets up a new project).
-    #[arg(long)]
-    pub bootstrap: bool,
-    /// Restart a running or done story anyway.
-    #[arg(long)]
-    pub force: bool,
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct StoryResetArgs {
-    #[command(flatten)]
-    pub target: StoryTarget,
-    /// The step to go back to (default: bdd).
-    #[arg(long)]
-    pub step: Option<String>,
-    #[arg(long)]
-    pub force: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct StoryNoteArgs {
-    #[command(flatten)]
-    pub target: StoryTarget,
-    /// The instruction, in quotes.
-    pub text: String,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ReviewCommand {
-    /// The step passes; an optional note goes to the next prompt.
-    Approve(ReviewArgs),
-    /// The step fails with a reason the rules table routes (e.g. needs_clarification → bdd).
-    Reject(ReviewArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct ReviewArgs {
-    #[command(flatten)]
-    pub target: StoryTarget,
-    /// Why (reject): constitution_violation, needs_clarification, nfr_missing, scope_warning
-    /// or test_timeout.
-    #[arg(long)]
-    pub reason: Option<String>,
-    /// An instruction for the next prompt.
-    #[arg(long)]
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct ReportErrorArgs {
-    #[command(flatten)]
-    pub target: StoryTarget,
-    /// What went wrong, in quotes.
-    pub error: String,
 }
 
 #[derive(Debug, Args)]

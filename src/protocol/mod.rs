@@ -6,7 +6,7 @@
 //! The pure parts live here: the vocabularies (`step.rs`), the story file (`state.rs`), the
 //! rules table (`rules.rs`) and its overrides (`overrides.rs`), the decision (`dispatch.rs`),
 //! the prompt (`prompt.rs`), reading an executor's report (`handoff.rs`) and team dispatch
-//! (`team.rs`). Running a step is the worker's (`worker/protocol.rs`); the tick's part is
+//! (`team.rs`). Running a step is the worker's (`worker/protocol/`); the tick's part is
 //! `tick/decide` (a story waiting for a person holds its claim but no slot; a step past its
 //! timeout is a zombie).
 

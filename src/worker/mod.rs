@@ -23,6 +23,7 @@ mod exec;
 mod execute;
 mod finish;
 mod protocol;
+pub use protocol::dispatch_one;
 pub mod report;
 mod stop;
 mod tee;

@@ -37,6 +37,7 @@ use crate::workspace::WorkspaceMode;
 mod eligibility;
 mod guards;
 mod plan;
+mod stories;
 mod zombie;
 
 pub use eligibility::{budget_hold, claw_eligibility, eligibility_of, Eligibility};
@@ -397,24 +398,8 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         }
     }
 
-    // Protocol steps marked running whose worker is gone: failed attempts, recorded at once
-    // (after the grace a new worker needs to show up as a session).
-    let held = &held_anywhere;
-    let orphaned_steps = snap
-        .projects
-        .iter()
-        .flat_map(|p| {
-            p.protocol.iter().filter_map(move |(bead, v)| {
-                let since = v.running_since?;
-                (now - since >= snap.claim_grace && !held.contains(bead)).then(|| OrphanedStep {
-                    slug: p.slug.clone(),
-                    path: p.path.clone(),
-                    bead: bead.clone(),
-                    step: v.step,
-                })
-            })
-        })
-        .collect();
+    // Protocol steps marked running whose worker is gone: failed attempts, recorded at once.
+    let orphaned_steps = stories::orphaned_steps(snap, &held_anywhere, now);
 
     // The release-storm guard: a backend that briefly reports every worker gone would make
     // every claim look stranded. Such a run releases none of them that it did not already hold

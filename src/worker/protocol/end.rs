@@ -1,0 +1,231 @@
+//! How a story's session ends: a person asked (a review, a question), the story blocked or
+//! held, handed back to the tick, or done and landed.
+
+use anyhow::Result;
+use chrono::Utc;
+
+use crate::model::{Bead, BeadId, NotificationEvent};
+use crate::protocol::handoff;
+use crate::protocol::state::StoryState;
+use crate::protocol::{Rules, Status, Step};
+use crate::workspace::Workspace;
+
+use super::super::context::Loaded;
+use super::super::report::StatusReport;
+use super::super::{clip, Ending, Run, Worker};
+
+impl Worker<'_> {
+    /// A review or a question: the person is told what to read and what to run; the bead keeps
+    /// its claim (in_progress), holding no worker slot, until they answer.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn ask_person(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        ws: &Workspace,
+        s: &StoryState,
+        rules: &Rules,
+        step: Step,
+        message: &str,
+    ) -> Result<Ending> {
+        let story_id = s.story.as_deref().unwrap_or("");
+        let reads: Vec<String> = if step == Step::Review {
+            [Step::Bdd, Step::SddDelta, Step::Contract]
+                .iter()
+                .filter_map(|st| rules.get(*st))
+                .flat_map(|r| r.claude_writes.iter())
+                .map(|w| crate::protocol::rules::resolve(w, story_id))
+                .filter(|w| !w.contains('*'))
+                .map(|w| ws.dir.join(w).display().to_string())
+                .collect()
+        } else {
+            vec![ws.dir.join(handoff::HANDOFF).display().to_string()]
+        };
+        let question = format!(
+            "[{}] {message}. Read: {}. Then run `braids review approve {} {}` (add --note \"…\" for the next step) or `braids review reject {} {} --reason needs_clarification --note \"…\"`.",
+            l.slug,
+            reads.join(", "),
+            l.slug,
+            run.msg.bead,
+            l.slug,
+            run.msg.bead,
+        );
+        run.step(
+            "question",
+            format!("bead blocked until answered: {message}"),
+        );
+        run.notify(l, NotificationEvent::Question, &question);
+        Ok(Ending::AwaitingHuman)
+    }
+
+    /// Out of attempts: the bead is blocked and a person told; the story and its workspace
+    /// stay as they are for `braids story reset` or a retry.
+    pub(super) fn story_blocked(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        s: &StoryState,
+        step: Step,
+        reason: &str,
+    ) -> Result<Ending> {
+        let last = s.last_error.as_deref().map_or(String::new(), |e| {
+            format!(" (last error: {})", clip(e, 200))
+        });
+        let why = format!("{reason}{last}");
+        self.tracker.block(&run.msg.bead, &why)?;
+        run.step("block", format!("bead blocked at {step}: {why}"));
+        run.notify(
+            l,
+            NotificationEvent::Blocker,
+            &format!("[{}] {} is blocked: {why}.", l.slug, run.msg.bead),
+        );
+        Ok(Ending::Blocked { reason: why })
+    }
+
+    /// A story file or rules table braids cannot read: the story is held (the bead blocked,
+    /// a person told), never guessed at.
+    pub(super) fn hold_story(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        why: &str,
+    ) -> Result<Ending> {
+        self.tracker.block(&run.msg.bead, why)?;
+        run.step("block", format!("story held: {why}"));
+        run.notify(
+            l,
+            NotificationEvent::Blocker,
+            &format!("[{}] {} is held: {why}", l.slug, run.msg.bead),
+        );
+        Ok(Ending::Blocked {
+            reason: why.to_string(),
+        })
+    }
+
+    /// The next step waits for the tick: the bead goes back to open, its story kept.
+    pub(super) fn hand_back(
+        &self,
+        run: &mut Run<'_, '_>,
+        bead: &BeadId,
+        why: &str,
+    ) -> Result<Ending> {
+        self.tracker
+            .reopen(bead, &format!("protocol: {why}; the next tick goes on"))?;
+        run.step("protocol", format!("handed back to the tick: {why}"));
+        Ok(Ending::HandedBack {
+            why: why.to_string(),
+        })
+    }
+
+    /// The chain is complete: braids writes the deliverable from the story, then closes,
+    /// commits and pushes as for any bead (3.4–3.7, 4.4).
+    pub(super) fn story_done(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        ws: Workspace,
+        bead: &Bead,
+        mut s: StoryState,
+    ) -> Result<Ending> {
+        let root = run.msg.project.clone();
+        let expected = ws.here(&l.deliverable_for(bead));
+        let history = std::fs::read_to_string(ws.dir.join(handoff::HISTORY)).unwrap_or_default();
+        let text = deliverable_text(bead, &s, &history);
+        if let Some(dir) = expected.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        crate::atomic::write(&expected, text.as_bytes())?;
+        let summary = format!("{} walked the protocol to done", bead.title);
+        let mut report = StatusReport::assumed(Some(summary));
+        report.source = "the protocol pipeline";
+        if !ws.is_shared() {
+            run.ws = Some(ws.clone());
+        }
+        let ending = self.finish(run, l, &ws, bead, &report, &expected)?;
+        if let Ending::Completed { commit, .. } = &ending {
+            s.status = Status::Pass;
+            s.completed_at = Some(Utc::now());
+            if commit.is_some() {
+                s.commit_hash = commit.clone();
+            }
+            self.save_story(&root, &bead.id, &s)?;
+        }
+        Ok(ending)
+    }
+}
+
+/// The bead's deliverable: what the story did, from its history, tests, files and commit.
+fn deliverable_text(bead: &Bead, s: &StoryState, history: &str) -> String {
+    let story = s.story.as_deref().unwrap_or(bead.id.as_str());
+    let steps: Vec<&str> = history
+        .lines()
+        .filter(|l| l.starts_with("## ") && l.contains(story))
+        .map(|l| l.trim_start_matches("## "))
+        .collect();
+    let tests = s.tests.map_or("none reported".to_string(), |t| {
+        format!("{} pass, {} fail, {} skip", t.pass, t.fail, t.skip)
+    });
+    let files = if s.files_changed.is_empty() {
+        "none reported".to_string()
+    } else {
+        s.files_changed.join(", ")
+    };
+    let details = format!(
+        "Steps:\n\n{}\n\nTests: {tests}\n\nFiles changed: {files}\n\nStory commit: {}\n",
+        if steps.is_empty() {
+            "- (no history)".to_string()
+        } else {
+            steps
+                .iter()
+                .map(|s| format!("- {s}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        },
+        s.commit_hash.as_deref().unwrap_or("none"),
+    );
+    crate::templates::render(
+        crate::templates::DELIVERABLE,
+        &[
+            ("title", &bead.title),
+            ("bead", bead.id.as_str()),
+            (
+                "summary",
+                &format!(
+                    "The story walked the Agentic Coding Protocol's steps to done ({} steps run).",
+                    steps.len()
+                ),
+            ),
+            ("details", &details),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deliverable_tells_the_story() {
+        let bead = Bead::new(
+            BeadId::new("app-1").unwrap(),
+            "Checkout",
+            crate::model::BeadStatus::InProgress,
+        );
+        let mut s = StoryState::new("app", &bead.id, Step::Done);
+        s.commit_hash = Some("abc".into());
+        let text = deliverable_text(
+            &bead,
+            &s,
+            "\n## app-1 bdd attempt 1 — pass (t)\n\n## app-2 bdd attempt 1 — pass (t)\n",
+        );
+        assert!(
+            text.contains("## Summary") && text.contains("- app-1 bdd attempt 1 — pass (t)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("app-2"),
+            "another story's history is not this one's"
+        );
+        assert!(text.contains("Story commit: abc"));
+    }
+}
