@@ -52,7 +52,10 @@ pub fn ending(
             )],
         Ending::AwaitingHuman => {
             let q = last(steps, "question")
-                .map(|q| q.trim_start_matches("bead blocked until answered: "))
+                .map(|q| {
+                    q.trim_start_matches("bead blocked until answered: ")
+                        .trim_start_matches("waiting for a person: ")
+                })
                 .unwrap_or("the agent needs a person's answer");
             vec![d(Kind::Question).with("message", q)]
         }

@@ -394,6 +394,10 @@ fn c10_1_three_stories_walk_the_protocol_in_parallel() {
     let upstream = sb.git(&sb.home().join("upstream.git"), &["log", "--format=%H %s"]);
     let landed = sa["commit_hash"].as_str().unwrap();
     assert!(upstream.contains(landed), "{upstream}");
+    assert!(
+        upstream.contains(&format!("{landed} Checkout flow ({})", a.id)),
+        "one landing commit, titled by the story: {upstream}"
+    );
     let files = sb.git(&root, &["log", "--name-only", "--format="]);
     assert!(
         files.contains("src/a.rs") && files.contains(&format!("docs/bdd/US-{}.md", a.id)),

@@ -50,10 +50,7 @@ impl Worker<'_> {
             l.slug,
             run.msg.bead,
         );
-        run.step(
-            "question",
-            format!("bead blocked until answered: {message}"),
-        );
+        run.step("question", format!("waiting for a person: {message}"));
         run.notify(l, NotificationEvent::Question, &question);
         Ok(Ending::AwaitingHuman)
     }
@@ -157,18 +154,31 @@ impl Worker<'_> {
 /// The bead's deliverable: what the story did, from its history, tests, files and commit.
 fn deliverable_text(bead: &Bead, s: &StoryState, history: &str) -> String {
     let story = s.story.as_deref().unwrap_or(bead.id.as_str());
-    let steps: Vec<&str> = history
-        .lines()
-        .filter(|l| l.starts_with("## ") && l.contains(story))
-        .map(|l| l.trim_start_matches("## "))
-        .collect();
+    // The story's runs in the history, and the files each said it changed.
+    let mut steps: Vec<&str> = Vec::new();
+    let mut files: Vec<&str> = Vec::new();
+    let mut ours = false;
+    for l in history.lines() {
+        if let Some(heading) = l.strip_prefix("## ") {
+            ours = heading.split(' ').next() == Some(story);
+            if ours {
+                steps.push(heading);
+            }
+        } else if let Some(list) = l.strip_prefix("- files: ").filter(|_| ours) {
+            for f in list.split(", ") {
+                if !files.contains(&f) {
+                    files.push(f);
+                }
+            }
+        }
+    }
     let tests = s.tests.map_or("none reported".to_string(), |t| {
         format!("{} pass, {} fail, {} skip", t.pass, t.fail, t.skip)
     });
-    let files = if s.files_changed.is_empty() {
+    let files = if files.is_empty() {
         "none reported".to_string()
     } else {
-        s.files_changed.join(", ")
+        files.join(", ")
     };
     let details = format!(
         "Steps:\n\n{}\n\nTests: {tests}\n\nFiles changed: {files}\n\nStory commit: {}\n",
@@ -190,8 +200,10 @@ fn deliverable_text(bead: &Bead, s: &StoryState, history: &str) -> String {
             ("bead", bead.id.as_str()),
             (
                 "summary",
+                // The title alone on the first line: it is the landing commit's message.
                 &format!(
-                    "The story walked the Agentic Coding Protocol's steps to done ({} steps run).",
+                    "{}\n\nThe story walked the Agentic Coding Protocol's steps to done ({} step runs).",
+                    bead.title,
                     steps.len()
                 ),
             ),
@@ -216,7 +228,7 @@ mod tests {
         let text = deliverable_text(
             &bead,
             &s,
-            "\n## app-1 bdd attempt 1 — pass (t)\n\n## app-2 bdd attempt 1 — pass (t)\n",
+            "\n## app-1 bdd attempt 1 — pass (t)\n\n- files: a.rs, b.rs\n\n## app-2 bdd attempt 1 — pass (t)\n\n- files: c.rs\n\n## app-1 impl attempt 1 — pass (t)\n\n- files: b.rs, d.rs\n",
         );
         assert!(
             text.contains("## Summary") && text.contains("- app-1 bdd attempt 1 — pass (t)"),
@@ -227,5 +239,10 @@ mod tests {
             "another story's history is not this one's"
         );
         assert!(text.contains("Story commit: abc"));
+        assert!(text.contains("Files changed: a.rs, b.rs, d.rs"), "{text}");
+        assert!(
+            text.contains("## Summary\n\nCheckout\n\nThe story walked"),
+            "the title first: {text}"
+        );
     }
 }
