@@ -627,3 +627,54 @@ fn c10_8_a_person_drives_a_story_by_hand() {
         "{out:?}"
     );
 }
+
+#[test]
+fn c10_6_a_stop_during_a_team_step_ends_every_role() {
+    let sb = Install::new().build();
+    let agent = sb.script(
+        "bin/agent",
+        &format!(
+            "role=$(sed -n 's/^You are the \\([a-z]*\\) executor of a team.*/\\1/p' \"$1\" | head -1)\n\
+             echo $$ > {}/pid-$role\nexec sleep 300\n",
+            sb.home().display()
+        ),
+    );
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{prompt_file}}\"]\n[sessions]\nkill_grace_secs = 5\n",
+        agent.display().to_string()
+    ));
+    let app = sb
+        .new_project("app")
+        .br()
+        .titled(&["[L] Big story"])
+        .max_workers(2)
+        .field("Pipeline", "protocol")
+        .create();
+    std::fs::create_dir_all(app.root.join(".ai")).unwrap();
+    std::fs::write(
+        app.root.join(".ai/step-rules.yaml"),
+        "steps:\n  bdd:\n    team_roles:\n      writer: {}\n      reviewer: {}\n",
+    )
+    .unwrap();
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawns.len(), 1, "{r:#?}");
+    let pids: Vec<i32> = wait_for("both roles to run", Duration::from_secs(60), || {
+        let read = |role: &str| {
+            std::fs::read_to_string(sb.home().join(format!("pid-{role}")))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        Some(vec![read("writer")?, read("reviewer")?])
+    });
+    // The bead is closed by hand: the tick stops the session, and every role's agent goes.
+    sb.br("app", &["close", &app.beads[0], "--reason", "not needed"]);
+    let r = sb.tick().force().run();
+    assert_eq!(r.zombies.len(), 1, "{r:#?}");
+    wait_for("every role's agent to end", Duration::from_secs(30), || {
+        pids.iter()
+            .all(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p), None).is_err())
+            .then_some(())
+    });
+}

@@ -89,6 +89,9 @@ impl Worker<'_> {
                     .join(", ")
             ),
         );
+        // While the agents run, a stop goes through at once and takes every agent's group
+        // with it (see `worker/stop.rs`); the fixed steps after them hold it again.
+        run.hold = None;
         let results: Vec<(String, ExecResult)> = std::thread::scope(|s| {
             let handles: Vec<_> = jobs
                 .iter()
