@@ -23,6 +23,8 @@ pub struct Config {
     pub checkin: CheckinConfig,
     pub breaker: BreakerConfig,
     pub retention: RetentionConfig,
+    /// `[slurm]`: how workers of `Backend: slurm` projects are submitted.
+    pub slurm: crate::session::slurm::SlurmSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -25,6 +25,7 @@ pub fn open(paths: &Paths) -> Result<Installation> {
     let backend = Box::new(crate::session::installed(
         loaded.config.sessions.backend,
         paths.sessions_dir(),
+        &loaded.config.slurm,
     ));
     Ok(Installation {
         paths: paths.clone(),

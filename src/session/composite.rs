@@ -6,7 +6,8 @@
 //! after `claim_grace_secs` and its bead handed to a second agent, and never be killed as a
 //! zombie (CONTRACTS 2.9). So the installation holds a [`Composite`]:
 //!
-//! * `spawn` goes to the configured backend, after checking that no other backend has a live
+//! * `spawn` goes to the backend the project names (PROJECT.md `Backend:`) or else the
+//!   configured one, after checking that no other backend has a live
 //!   session (or an unreadable record) of the same label: a backend's own check only sees its
 //!   own sessions.
 //! * `survey` and `list` merge every backend's sessions; each [`Session`] names its owner.
@@ -16,12 +17,18 @@
 //!   as before.
 //! * `kill` and `forget` go to the session's owner.
 //!
-//! A backend that cannot be surveyed fails the survey, as a single backend's failure always
-//! did: without its sessions braids cannot tell who is running, and must not spawn.
+//! A backend that cannot be surveyed is named in [`Survey::failed`] rather than failing the
+//! whole survey: without its sessions braids cannot tell who is running there, so the tick
+//! leaves the projects that use it alone, while a project on another backend goes on (a
+//! slurmctld that is down does not stop the local workers). `list`, which callers act on
+//! without knowing the projects, still fails.
 
 use std::time::Duration;
 
-use super::{BackendKind, KillOutcome, Session, SessionBackend, SessionError, SpawnSpec, Survey};
+use super::{
+    BackendFailure, BackendKind, KillOutcome, Session, SessionBackend, SessionError, SpawnSpec,
+    Survey,
+};
 
 /// The backends of an installation: one that starts workers, all that own them.
 pub struct Composite {
@@ -80,9 +87,17 @@ impl SessionBackend for Composite {
     fn survey(&self) -> Result<Survey, SessionError> {
         let mut all = Survey::default();
         for b in self.present() {
-            let s = b.survey()?;
-            all.sessions.extend(s.sessions);
-            all.problems.extend(s.problems);
+            match b.survey() {
+                Ok(s) => {
+                    all.sessions.extend(s.sessions);
+                    all.problems.extend(s.problems);
+                    all.failed.extend(s.failed);
+                }
+                Err(e) => all.failed.push(BackendFailure {
+                    backend: b.kind(),
+                    detail: e.to_string(),
+                }),
+            }
         }
         all.sessions.sort_by(|a, b| {
             (&a.label, a.started_at, a.backend, &a.id).cmp(&(
@@ -101,9 +116,12 @@ impl SessionBackend for Composite {
             label: label.clone(),
             detail,
         };
-        // The configured backend checks its own sessions; the others are checked here, so a
+        let target = spec.placement.backend.unwrap_or(self.configured);
+        // The target backend checks its own sessions; the others are checked here, so a
         // switch of backends never puts a second agent on a bead.
-        for b in self.present().filter(|b| b.kind() != self.configured) {
+        for b in self.backends.iter().map(|b| b.as_ref()).filter(|b| {
+            b.kind() != target && (b.kind() == self.configured || b.may_have_sessions())
+        }) {
             let survey = b.survey()?;
             if let Some(p) = survey
                 .problems
@@ -127,7 +145,7 @@ impl SessionBackend for Composite {
                 )));
             }
         }
-        self.owner(self.configured)?.spawn(spec)
+        self.owner(target)?.spawn(spec)
     }
 
     fn kill(&self, session: &Session, grace: Duration) -> Result<KillOutcome, SessionError> {
@@ -166,7 +184,7 @@ mod tests {
                 may_have,
                 survey: Survey {
                     sessions,
-                    problems: vec![],
+                    ..Survey::default()
                 },
                 surveys: AtomicUsize::new(0),
                 calls: Mutex::new(vec![]),
@@ -216,6 +234,8 @@ mod tests {
             pid: Some(100),
             started_at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
             running,
+            queued: false,
+            ended: None,
             log: None,
         }
     }
@@ -229,6 +249,7 @@ mod tests {
             cwd: "/".into(),
             env: vec![],
             log: "/dev/null".into(),
+            placement: Default::default(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! Worker sessions behind one trait: local processes (the default) and tmux.
+//! Worker sessions behind one trait: local processes (the default), tmux, and Slurm batch jobs.
 //!
 //! A session is identified by its label `project:<slug>:<bead-id>` (CONTRACTS 2.5). Backends
 //! report every session they know of, running or ended, so `decide` can apply the zombie order
@@ -21,12 +21,15 @@ use serde::{Deserialize, Serialize};
 use crate::model::{SessionLabel, SpawnMessage};
 
 mod composite;
+mod placement;
 pub mod process;
 mod procfs;
+pub mod slurm;
 mod spec;
 pub mod tmux;
 
 pub use composite::Composite;
+pub use placement::{Placement, PlacementProblem};
 
 /// Which backend runs workers (config.toml `[sessions] backend`), and which one owns a session.
 #[derive(
@@ -37,15 +40,28 @@ pub enum BackendKind {
     #[default]
     Process,
     Tmux,
+    Slurm,
 }
 
 impl BackendKind {
+    /// Every backend, as PROJECT.md's `Backend:` accepts them.
+    pub const ALL: [BackendKind; 3] = [BackendKind::Process, BackendKind::Tmux, BackendKind::Slurm];
+
     /// The name config.toml and `braids sessions --json` use.
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::Process => "process",
             BackendKind::Tmux => "tmux",
+            BackendKind::Slurm => "slurm",
         }
+    }
+
+    /// Reads a backend's name, in any case.
+    pub fn parse(raw: &str) -> Option<BackendKind> {
+        let raw = raw.trim();
+        BackendKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(raw))
     }
 }
 
@@ -67,6 +83,8 @@ pub struct SpawnSpec {
     pub env: Vec<(OsString, OsString)>,
     /// Where the session's stdout and stderr go.
     pub log: PathBuf,
+    /// Where and with what the session runs; only a cluster backend reads the resources.
+    pub placement: Placement,
 }
 
 /// A session as observed now.
@@ -83,6 +101,14 @@ pub struct Session {
     pub started_at: DateTime<Utc>,
     /// False when the process has exited, or its pid now belongs to another process.
     pub running: bool,
+    /// Waiting in a cluster's queue: it holds its bead and counts against MaxWorkers, but no
+    /// agent runs yet, so it is never timed out or stalled.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub queued: bool,
+    /// Why the backend itself ended a session that is no longer running (Slurm's time or
+    /// memory limit), for the tick's error and the blocker notification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
     pub log: Option<PathBuf>,
 }
 
@@ -142,6 +168,23 @@ pub struct SessionProblem {
 pub struct Survey {
     pub sessions: Vec<Session>,
     pub problems: Vec<SessionProblem>,
+    /// Backends that could not be asked this time (slurmctld down, say), with why: the projects
+    /// that run workers there are left untouched, the others go on.
+    pub failed: Vec<BackendFailure>,
+}
+
+/// A backend that could not be surveyed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendFailure {
+    pub backend: BackendKind,
+    pub detail: String,
+}
+
+impl Survey {
+    /// Why `backend` could not be surveyed, if it could not.
+    pub fn failure(&self, backend: BackendKind) -> Option<&BackendFailure> {
+        self.failed.iter().find(|f| f.backend == backend)
+    }
 }
 
 pub trait SessionBackend: Send + Sync {
@@ -162,8 +205,16 @@ pub trait SessionBackend: Send + Sync {
 
     /// Every braids session this backend knows, running or ended, in a stable order. Records
     /// that cannot be read are left out here (and logged); [`SessionBackend::survey`] reports them.
+    /// A backend that could not be asked fails the list: a caller that acts on it must not
+    /// take an unseen worker for a missing one.
     fn list(&self) -> Result<Vec<Session>, SessionError> {
         let survey = self.survey()?;
+        if let Some(f) = survey.failed.first() {
+            return Err(SessionError::Backend {
+                backend: f.backend.name(),
+                detail: f.detail.clone(),
+            });
+        }
         for p in &survey.problems {
             tracing::warn!(backend = self.name(), location = %p.location, label = ?p.label, "unreadable session record: {}", p.detail);
         }
@@ -184,26 +235,31 @@ pub trait SessionBackend: Send + Sync {
     fn forget(&self, session: &Session) -> Result<(), SessionError>;
 }
 
-/// Every backend braids knows, with the default tmux socket; records and message files live
-/// in `sessions_dir` (`Paths::sessions_dir()`). Adding a backend is one line here (beside its
-/// [`BackendKind`] variant): the composite then lists, kills and forgets its sessions too.
-pub fn all_backends(sessions_dir: &Path) -> Vec<Box<dyn SessionBackend>> {
+/// Every backend braids knows, with the default tmux socket and the installation's `[slurm]`
+/// settings; records and message files live in `sessions_dir` (`Paths::sessions_dir()`).
+/// Adding a backend is one line here (beside its [`BackendKind`] variant): the composite then
+/// lists, kills and forgets its sessions too.
+pub fn all_backends(
+    sessions_dir: &Path,
+    slurm: &slurm::SlurmSettings,
+) -> Vec<Box<dyn SessionBackend>> {
     vec![
         Box::new(process::ProcessBackend::new(sessions_dir.to_path_buf())),
         Box::new(tmux::TmuxBackend::new(sessions_dir.to_path_buf())),
+        Box::new(slurm::SlurmBackend::new(
+            sessions_dir.to_path_buf(),
+            slurm.clone(),
+        )),
     ]
 }
 
-/// The backend for `kind` alone.
-pub fn backend(kind: BackendKind, sessions_dir: PathBuf) -> Box<dyn SessionBackend> {
-    all_backends(&sessions_dir)
-        .into_iter()
-        .find(|b| b.kind() == kind)
-        .expect("all_backends has every BackendKind")
-}
-
-/// What an installation works through: new workers start under `configured`, and the sessions
-/// of every backend in [`all_backends`] are listed, killed and forgotten by their owner.
-pub fn installed(configured: BackendKind, sessions_dir: PathBuf) -> Composite {
-    Composite::new(configured, all_backends(&sessions_dir))
+/// What an installation works through: new workers start under `configured` (or the backend
+/// their project names), and the sessions of every backend in [`all_backends`] are listed,
+/// killed and forgotten by their owner.
+pub fn installed(
+    configured: BackendKind,
+    sessions_dir: PathBuf,
+    slurm: &slurm::SlurmSettings,
+) -> Composite {
+    Composite::new(configured, all_backends(&sessions_dir, slurm))
 }

@@ -226,6 +226,8 @@ impl ProcessBackend {
             pid: rec.pid,
             started_at: rec.started_at,
             running,
+            queued: false,
+            ended: None,
             log: Some(rec.log.clone()),
         }
     }
@@ -486,6 +488,7 @@ mod tests {
             cwd: dir.to_path_buf(),
             env: vec![],
             log: dir.join("log"),
+            placement: Default::default(),
         }
     }
 

@@ -278,8 +278,8 @@ impl SessionBackend for TmuxBackend {
     fn survey(&self) -> Result<Survey, SessionError> {
         let (rows, problems) = self.rows()?;
         let mut out = Survey {
-            sessions: Vec::new(),
             problems,
+            ..Survey::default()
         };
         for row in rows {
             let mut problem = |label: Option<String>, detail: String| {
@@ -328,6 +328,8 @@ impl SessionBackend for TmuxBackend {
                 pid: Some(row.pane_pid),
                 started_at,
                 running,
+                queued: false,
+                ended: None,
                 log,
             });
         }
@@ -409,6 +411,8 @@ impl SessionBackend for TmuxBackend {
                 .map(|t| t.with_timezone(&Utc))
                 .unwrap_or(started_at),
             running: stat.is_some_and(|s| runs(pid, &s)),
+            queued: false,
+            ended: None,
             log: Some(log),
         })
     }

@@ -376,6 +376,7 @@ fn claim_and_spawn(
         argv: fx.worker_argv.iter().map(OsString::from).collect(),
         cwd: c.path.clone(),
         log: log_path(fx.paths, c, now),
+        placement: c.placement.clone(),
     };
     match fx.backend.spawn(&spec) {
         Ok(_) => {

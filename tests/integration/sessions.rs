@@ -44,6 +44,7 @@ fn argv_spec(dir: &Path, bead: &str, argv: &[&str]) -> SpawnSpec {
         cwd: dir.to_path_buf(),
         env: vec![("BRAIDS_TEST_VAR".into(), "x y;".into())],
         log: dir.join("logs").join(format!("{bead}.log")),
+        placement: Default::default(),
     }
 }
 

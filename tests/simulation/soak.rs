@@ -386,6 +386,8 @@ impl Soak {
                     workspace: braids::workspace::WorkspaceMode::Worktree,
                     held_by_budget: None,
                     protocol: Default::default(),
+                    placement: Default::default(),
+                    backend_error: None,
                 }
             })
             .collect();
@@ -400,6 +402,8 @@ impl Soak {
                 pid: Some(1),
                 started_at: w.started,
                 running: true,
+                queued: false,
+                ended: None,
                 log: None,
             })
             .collect();

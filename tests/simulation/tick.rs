@@ -80,6 +80,8 @@ impl World {
                 workspace: braids::workspace::WorkspaceMode::Worktree,
                 held_by_budget: None,
                 protocol: Default::default(),
+                placement: Default::default(),
+                backend_error: None,
             };
             let Some(p) = self.project_at(&e.path) else {
                 views.push(v);
@@ -144,6 +146,8 @@ impl World {
                     pid: Some(1000 + s.id.len() as u32),
                     started_at: s.started,
                     running: s.running,
+                    queued: false,
+                    ended: None,
                     log: None,
                 })
                 .collect(),

@@ -305,6 +305,7 @@ mod tests {
             cwd: "/c".into(),
             env: vec![("K".into(), "v;".into())],
             log: "/l".into(),
+            placement: Default::default(),
         };
         let files = [Path::new("/m"), Path::new("/l%"), Path::new("/c")];
         let args = new_session_args("a_a-1", &spec, files, "T");

@@ -90,6 +90,11 @@ pub struct ProjectView {
     pub held_by_budget: Option<String>,
     /// `Pipeline: protocol` stories with a state file, by bead (empty for other projects).
     pub protocol: BTreeMap<BeadId, crate::protocol::tick::StoryView>,
+    /// PROJECT.md `Backend:` and the resources its workers ask for.
+    pub placement: crate::session::Placement,
+    /// Set when the project's backend could not be asked who is running (slurmctld down), or
+    /// its placement cannot be used: nothing of the project is touched this run.
+    pub backend_error: Option<String>,
 }
 
 /// Everything `decide` looks at.
@@ -372,6 +377,8 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         // A live session carrying the bead under any label may be its worker.
         let kept = match status {
             _ if held_anywhere.contains(&c.bead) => true,
+            // Its backend could not be asked: the worker may well be running, unseen.
+            _ if p.backend_error.is_some() => true,
             // A story waiting for a person keeps its claim, and holds no slot (no session).
             BeadLookup::Known(BeadStatus::InProgress)
                 if p.protocol.get(&c.bead).is_some_and(|v| v.waits_for_human) =>
@@ -435,7 +442,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             continue;
         };
         any_eligible = true;
-        if p.tracker_error.is_some() || p.preflight_error.is_some() {
+        if p.tracker_error.is_some() || p.preflight_error.is_some() || p.backend_error.is_some() {
             continue;
         }
         let released: BTreeSet<&BeadId> = releases
@@ -482,6 +489,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                         path: p.path.clone(),
                         channel: p.channel.clone(),
                         worker_timeout: p.worker_timeout,
+                        placement: p.placement.clone(),
                     };
                     match made.checked(&b.id) {
                         Ok(s) => shared.insert(std::sync::Arc::new(s)).clone(),

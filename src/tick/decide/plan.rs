@@ -34,6 +34,8 @@ pub struct SpawnProject {
     pub path: PathBuf,
     pub channel: Option<String>,
     pub worker_timeout: u64,
+    /// Where its workers run and what they ask for.
+    pub placement: crate::session::Placement,
 }
 
 impl SpawnProject {
@@ -273,6 +275,7 @@ mod tests {
             path: PathBuf::from("/p").join(slug),
             channel: None,
             worker_timeout: 3600,
+            placement: Default::default(),
         };
         SpawnCandidate {
             title: bead.to_string(),

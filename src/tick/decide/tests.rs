@@ -32,6 +32,8 @@ fn project(slug: &str) -> P {
         workspace: crate::workspace::WorkspaceMode::Worktree,
         held_by_budget: None,
         protocol: BTreeMap::new(),
+        placement: Default::default(),
+        backend_error: None,
     })
 }
 
@@ -90,6 +92,8 @@ fn session(slug: &str, bead: &str, running: bool, age_secs: i64) -> Session {
         pid: Some(100),
         started_at: now() - Duration::seconds(age_secs),
         running,
+        queued: false,
+        ended: None,
         log: None,
     }
 }
@@ -1230,4 +1234,58 @@ fn c10_6_a_team_step_waits_for_all_its_slots() {
     );
     assert_eq!(plan.healthy["a"], 3);
     assert_eq!(spawned(&plan), ["project:a:a-2"]);
+}
+
+// ---- Cluster backends: queued jobs, a backend that cannot be asked ----
+
+#[test]
+fn c2_2_a_queued_job_holds_its_slot_and_is_never_timed_out_or_stalled() {
+    use BeadLookup::*;
+    use BeadStatus::*;
+    let mut queued = session("a", "a-1", true, 10 * 3600);
+    queued.queued = true;
+    // Queued for ten times its WorkerTimeout, and quiet: still healthy (Slurm counts --time
+    // from the start).
+    assert_eq!(
+        classify(&queued, Known(InProgress), 3600, (60, None), now()),
+        SessionVerdict::Healthy
+    );
+    // Its bead closed by hand: a zombie like any other.
+    assert_eq!(
+        classify(&queued, Known(Closed), 3600, (0, None), now()),
+        SessionVerdict::Kill(ZombieReason::BeadClosed)
+    );
+    // It counts against MaxWorkers: the second ready bead waits, and the first is not doubled.
+    let p = project("a")
+        .max(1)
+        .ready(&["a-1", "a-2"])
+        .bead("a-1", Known(InProgress));
+    let plan = decide(&snap(vec![p], vec![queued]), now());
+    assert!(plan.intended().is_empty(), "{:?}", spawned(&plan));
+    assert_eq!(plan.healthy["a"], 1);
+}
+
+#[test]
+fn c2_9_a_project_whose_backend_cannot_be_asked_is_left_untouched() {
+    let mut s = snap(
+        vec![
+            project("a").max(2).ready(&["a-1", "a-2"]),
+            project("b").max(1).ready(&["b-1"]),
+        ],
+        vec![],
+    );
+    s.projects[0].backend_error = Some("the slurm backend cannot say which workers run".into());
+    // a-0's worker is unseen: its claim is old and the bead in progress, yet it is kept.
+    s.claims = vec![claim("a", "a-0", 60)];
+    s.projects[0]
+        .beads
+        .insert(id("a-0"), BeadLookup::Known(BeadStatus::InProgress));
+    let plan = decide(&s, now());
+    assert_eq!(
+        spawned(&plan),
+        ["project:b:b-1"],
+        "b goes on, a gets nothing"
+    );
+    assert!(plan.releases.is_empty(), "no claim of a is released");
+    assert!(plan.zombies.is_empty());
 }

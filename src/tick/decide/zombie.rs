@@ -69,6 +69,11 @@ pub fn classify(
     ) {
         return SessionVerdict::Kill(ZombieReason::BeadClosed);
     }
+    // Queued on a cluster: no agent runs yet, so neither its time nor a stall has started
+    // (Slurm counts `--time` from the job's start).
+    if session.queued {
+        return SessionVerdict::Healthy;
+    }
     let limit = secs(timeout_secs);
     if now - session.started_at > limit {
         return SessionVerdict::Kill(ZombieReason::Timeout);

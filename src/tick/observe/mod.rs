@@ -169,7 +169,33 @@ pub fn observe_installation(
     let prior = cache::open(&inst.paths.braids_dir, state.observe_cache.as_deref());
     let mut observed = observe(&ctx, survey.sessions, state.claims.clone(), prior);
     observed.snapshot.unreadable = survey.problems;
+    backend_errors(&mut observed, &survey.failed, inst.config.sessions.backend);
     Ok(observed)
+}
+
+/// Marks the projects whose backend could not be asked who is running: their workers are
+/// unseen, so nothing of theirs is spawned, killed or released this run, while the projects on
+/// other backends go on. A placement PROJECT.md gets wrong is reported the same way.
+fn backend_errors(
+    observed: &mut Observed,
+    failed: &[crate::session::BackendFailure],
+    default: crate::session::BackendKind,
+) {
+    for view in &mut observed.snapshot.projects {
+        let kind = view.placement.backend.unwrap_or(default);
+        if let Some(f) = failed.iter().find(|f| f.backend == kind) {
+            view.backend_error = Some(format!(
+                "the {kind} backend cannot say which workers run ({}), so nothing of this project is touched this run",
+                f.detail
+            ));
+        }
+        let Some(why) = &view.backend_error else {
+            continue;
+        };
+        if let Some(r) = observed.reports.iter_mut().find(|r| r.slug == view.slug) {
+            r.error.get_or_insert_with(|| why.clone());
+        }
+    }
 }
 
 /// Inputs that do not change during a run.
@@ -374,6 +400,8 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         workspace: WorkspaceMode::default(),
         held_by_budget: None,
         protocol: BTreeMap::new(),
+        placement: Default::default(),
+        backend_error: None,
     }
 }
 

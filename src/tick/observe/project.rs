@@ -105,6 +105,17 @@ pub(super) fn observe_project(
     view.stall_timeout = config.stall_timeout;
     view.channel = config.channel.clone();
     view.workspace = WorkspaceMode::of(&config);
+    let (placement, unusable) = crate::session::Placement::of(&config);
+    view.placement = placement;
+    view.backend_error = unusable.first().map(|p| {
+        format!(
+            "{} line {}: {}, so no worker starts until it is fixed: {}",
+            root.join(".braids/PROJECT.md").display(),
+            p.line,
+            p.message,
+            p.fix
+        )
+    });
     view.held_by_budget.clone_from(&held_by_budget);
     let mut report = base_report(entry);
     report.problems.clone_from(&problems);
