@@ -186,6 +186,32 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             format!("run `git -C {} push -u origin {branch}` once (or remove the remote)", root.display()),
         ));
     }
+    let (placement, unusable) = crate::session::Placement::of(&project.value);
+    for p in unusable {
+        out.push(Diagnostic::error(
+            &project_md,
+            Some(p.line),
+            "1.2",
+            format!(
+                "{} (until it is fixed no worker of the project starts)",
+                p.message
+            ),
+            p.fix,
+        ));
+    }
+    if placement.backend.unwrap_or(config.sessions.backend) == crate::session::BackendKind::Slurm
+        && crate::proc::Invocation::new([&config.slurm.sbatch, "--version"])
+            .run()
+            .map_or(true, |o| !o.success())
+    {
+        out.push(Diagnostic::error(
+            &project_md,
+            placement.backend.and(project.value.field("backend").map(|f| f.line)),
+            "1.2",
+            format!("the project runs its workers on Slurm, but `{} --version` does not run here", config.slurm.sbatch),
+            "install the Slurm client (sbatch, squeue, scancel, scontrol) or set their paths under [slurm] in config.toml",
+        ));
+    }
     if let Some(f) = project.value.field("dailybudget") {
         if let Err(why) = crate::cost::parse_budget(&f.value) {
             out.push(Diagnostic::error(

@@ -29,6 +29,12 @@ impl Output for SessionList {
             if let Some(p) = s.pid {
                 line.push_str(&format!("  pid {p}"));
             }
+            if s.backend == crate::session::BackendKind::Slurm {
+                line.push_str(&format!("  job {}", s.id));
+            }
+            if s.queued {
+                line.push_str("  queued");
+            }
             if let Some(step) = &l.step {
                 line.push_str(&format!("  step {}", step.to_lowercase()));
             }

@@ -80,6 +80,8 @@ pub struct Outcome {
     pub blocked: Vec<(String, BeadId, String)>,
     /// Protocol steps stopped for their timeout: (project, bead, what the story recorded).
     pub step_timeouts: Vec<(String, BeadId, String)>,
+    /// Sessions the backend itself ended (Slurm's time or memory limit): (project, bead, why).
+    pub backend_ended: Vec<(String, BeadId, String)>,
 }
 
 /// The I/O edges `act` drives.
@@ -186,6 +188,15 @@ pub fn act_with(
     }
     if !dry_run {
         for s in &plan.ended {
+            // Told once: the session is forgotten below, so the next run does not see it.
+            if let Some(why) = &s.ended {
+                out.errors.push(format!("{}: {why}", s.label));
+                out.backend_ended.push((
+                    s.label.slug().to_string(),
+                    s.label.bead().clone(),
+                    why.clone(),
+                ));
+            }
             if let Err(e) = fx.backend.forget(s) {
                 out.errors
                     .push(format!("cannot forget ended session {}: {e}", s.label));

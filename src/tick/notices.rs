@@ -120,6 +120,15 @@ pub fn blocked(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) 
     }
 }
 
+/// A blocker notification for each worker its backend ended (Slurm's time or memory limit),
+/// with the backend's reason: the bead gets no result from that worker.
+pub fn backend_ended(observed: &Observed, outcome: &Outcome, notifier: &dyn Notifier) {
+    for (slug, bead, why) in &outcome.backend_ended {
+        let text = format!("[{slug}] the worker of {bead} was ended: {why}.");
+        blocker(observed, notifier, slug, bead, &text);
+    }
+}
+
 /// A blocker notification about one bead, by its project's settings.
 fn blocker(observed: &Observed, notifier: &dyn Notifier, slug: &str, bead: &BeadId, text: &str) {
     if let Some(c) = config_of(observed, slug) {

@@ -118,6 +118,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     notices::iterations_completed(&observed, &completed, &notifier);
     notices::kept_work(&observed, &outcome, &notifier);
     notices::blocked(&observed, &outcome, &notifier);
+    notices::backend_ended(&observed, &outcome, &notifier);
     if let Some(t) = &breaker_change {
         notices::installation(&observed, &t.message(now), &notifier);
     }

@@ -132,9 +132,14 @@ pub fn render(d: &Dashboard<'_>) -> String {
             let _ = writeln!(o, "- Workers:");
             for s in workers {
                 let pid = s.pid.map(|p| format!(", pid {p}")).unwrap_or_default();
+                let state = if s.queued {
+                    "queued (waiting for the cluster)"
+                } else {
+                    "running"
+                };
                 let _ = writeln!(
                     o,
-                    "  - `{}` running {}{pid}",
+                    "  - `{}` {state} {}{pid}",
                     s.label,
                     age(d.now, s.started_at)
                 );

@@ -44,6 +44,7 @@ mod schedule_cron;
 mod serve;
 mod serve_load;
 mod sessions;
+mod slurm;
 mod tick_e2e;
 mod tick_notices;
 mod trackers;
