@@ -122,7 +122,17 @@ impl SessionBackend for Composite {
         for b in self.backends.iter().map(|b| b.as_ref()).filter(|b| {
             b.kind() != target && (b.kind() == self.configured || b.may_have_sessions())
         }) {
-            let survey = b.survey()?;
+            let survey = match b.survey() {
+                Ok(s) => s,
+                // It cannot be asked (slurmctld down): in the way only if it may hold this label.
+                Err(e) if b.may_hold(&spec.label) => {
+                    return Err(refuse(format!(
+                        "the {} backend, which may hold this session, cannot be asked: {e}",
+                        b.kind()
+                    )))
+                }
+                Err(_) => continue,
+            };
             if let Some(p) = survey
                 .problems
                 .iter()

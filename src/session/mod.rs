@@ -231,6 +231,14 @@ pub trait SessionBackend: Send + Sync {
     /// Stops a session's whole process tree: SIGTERM, up to `grace`, then SIGKILL.
     fn kill(&self, session: &Session, grace: Duration) -> Result<KillOutcome, SessionError>;
 
+    /// Whether this backend may hold a session of `label`, answered without asking its server:
+    /// when its survey fails, a spawn of that label under another backend is refused only if
+    /// this says yes. Only a certain "no" may return false.
+    fn may_hold(&self, label: &SessionLabel) -> bool {
+        let _ = label;
+        true
+    }
+
     /// Drops the record of an ended session (its log stays).
     fn forget(&self, session: &Session) -> Result<(), SessionError>;
 }

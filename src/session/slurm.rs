@@ -373,6 +373,11 @@ impl SessionBackend for SlurmBackend {
         self.script_path().exists()
     }
 
+    /// Every job braids submits has a record until it is forgotten after its end.
+    fn may_hold(&self, label: &crate::model::SessionLabel) -> bool {
+        file_stem(label).map_or(true, |stem| self.record_path(&stem).exists())
+    }
+
     fn survey(&self) -> Result<Survey, SessionError> {
         let (records, problems) = self.records();
         let rows = self.queue()?;

@@ -17,8 +17,10 @@ use crate::support::{label, wait_for, Install, ReportExt, Sandbox, SLEEPER};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// The stand-in agent: writes the deliverable and a passing result.
+/// The stand-in agent: waits for the test's go-ahead (`$HOME/go`), then writes the deliverable
+/// and a passing result.
 const AGENT: &str = r#"
+while [ ! -e "$HOME/go" ]; do sleep 0.2; done
 mkdir -p "$(dirname "$1")"
 printf '# %s\n\n## Summary\n\nDid %s on %s.\n' "$BRAIDS_BEAD" "$BRAIDS_BEAD" "$(hostname)" > "$1"
 printf 'status: pass\nsummary: did it\n' > "$BRAIDS_RESULT_FILE"
@@ -216,6 +218,7 @@ fn three_beads_over_two_projects_run_as_slurm_jobs_and_are_done() {
     }
 
     // The worker inside each job runs the agent, closes the bead and commits.
+    sb.write("go", "");
     for (slug, bead) in app
         .beads
         .iter()
@@ -335,7 +338,7 @@ fn a_zombie_job_is_cancelled_and_leaves_the_queue() {
         sb.spawn_message(&l)
     });
 
-    sb.close_by_hand("app", &app.beads[0]);
+    sb.br("app", &["close", &app.beads[0]]);
     let report = sb.tick().force().run();
     let killed: Vec<&str> = report.zombies.iter().map(|z| z.label.as_str()).collect();
     assert_eq!(killed, [l.as_str()], "{:?}", report.errors);
