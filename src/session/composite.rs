@@ -183,6 +183,8 @@ mod tests {
         kind: BackendKind,
         may_have: bool,
         survey: Survey,
+        /// Its survey fails (a server that does not answer), and whether it may hold a label.
+        down: Option<bool>,
         surveys: AtomicUsize,
         calls: Mutex<Vec<String>>,
     }
@@ -196,6 +198,7 @@ mod tests {
                     sessions,
                     ..Survey::default()
                 },
+                down: None,
                 surveys: AtomicUsize::new(0),
                 calls: Mutex::new(vec![]),
             }
@@ -216,7 +219,16 @@ mod tests {
         }
         fn survey(&self) -> Result<Survey, SessionError> {
             self.surveys.fetch_add(1, Ordering::SeqCst);
-            Ok(self.survey.clone())
+            match self.down {
+                Some(_) => Err(SessionError::Backend {
+                    backend: "fake",
+                    detail: "no answer".into(),
+                }),
+                None => Ok(self.survey.clone()),
+            }
+        }
+        fn may_hold(&self, _: &SessionLabel) -> bool {
+            self.down.unwrap_or(true)
         }
         fn spawn(&self, spec: &SpawnSpec) -> Result<Session, SessionError> {
             self.call("spawn", &spec.label);
@@ -362,5 +374,34 @@ mod tests {
             *process.calls.lock().unwrap(),
             ["process spawn project:app:app-2"]
         );
+    }
+
+    #[test]
+    fn c2_9_a_backend_that_cannot_be_asked_is_named_and_blocks_only_labels_it_may_hold() {
+        use BackendKind::{Process, Slurm};
+        for holds in [false, true] {
+            let process = Arc::new(Fake::new(
+                Process,
+                true,
+                vec![session(Process, "a-1", true)],
+            ));
+            let mut slurm = Fake::new(Slurm, true, vec![]);
+            slurm.down = Some(holds);
+            let slurm = Arc::new(slurm);
+            let c = Composite::new(
+                Process,
+                vec![Box::new(process.clone()), Box::new(slurm.clone())],
+            );
+            // The survey goes on without it and names it.
+            let survey = c.survey().unwrap();
+            assert_eq!(survey.sessions.len(), 1);
+            assert_eq!(
+                survey.failure(Slurm).map(|f| f.detail.as_str()),
+                Some("session backend fake: no answer")
+            );
+            assert!(c.list().is_err(), "a list acted on must not hide a backend");
+            let spawned = c.spawn(&spec("a-2"));
+            assert_eq!(spawned.is_ok(), !holds, "holds={holds}: {spawned:?}");
+        }
     }
 }
