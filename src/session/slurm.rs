@@ -400,14 +400,19 @@ impl SessionBackend for SlurmBackend {
                     .unwrap_or_default(),
             };
             let running = queue::is_live(&state);
+            let queued = running && queue::is_queued(&state);
             out.sessions.push(Session {
                 label,
                 id: rec.job.clone(),
                 backend: BackendKind::Slurm,
                 pid: None,
-                started_at: rec.submitted_at,
+                // WorkerTimeout counts from the job's start, as Slurm's `--time` does.
+                started_at: row
+                    .and_then(|r| r.started)
+                    .filter(|_| !queued)
+                    .map_or(rec.submitted_at, |s| s.max(rec.submitted_at)),
                 running,
-                queued: running && queue::is_queued(&state),
+                queued,
                 ended: (!running && !rec.cancelled)
                     .then(|| queue::ended_why(&state, &reason))
                     .flatten(),
@@ -428,7 +433,11 @@ impl SessionBackend for SlurmBackend {
                 id: r.job.clone(),
                 backend: BackendKind::Slurm,
                 pid: None,
-                started_at: r.submitted.unwrap_or_else(Utc::now),
+                started_at: r
+                    .started
+                    .filter(|_| !queue::is_queued(&r.state))
+                    .or(r.submitted)
+                    .unwrap_or_else(Utc::now),
                 running: true,
                 queued: queue::is_queued(&r.state),
                 ended: None,

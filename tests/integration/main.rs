@@ -35,6 +35,7 @@ mod formats;
 mod hostile;
 mod iteration_names;
 mod logging;
+mod openclaw;
 mod pause;
 mod protocol;
 mod push_retry;

@@ -6,9 +6,9 @@ use chrono::{DateTime, Local, NaiveDateTime, TimeZone, Utc};
 
 use crate::model::SessionLabel;
 
-/// The `squeue --format` braids asks for: job id, state, reason, submit time, then the name
-/// last, so nothing in it can shift the other columns.
-pub const FORMAT: &str = "%i|%T|%r|%V|%j";
+/// The `squeue --format` braids asks for: job id, state, reason, submit time, start time (the
+/// expected one while pending), then the name last, so nothing in it can shift the others.
+pub const FORMAT: &str = "%i|%T|%r|%V|%S|%j";
 
 /// One job as `squeue` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +17,8 @@ pub struct Row {
     pub state: String,
     pub reason: String,
     pub submitted: Option<DateTime<Utc>>,
+    /// When it started running; Slurm's `--time` counts from here.
+    pub started: Option<DateTime<Utc>>,
     /// `None` for a job whose name is not a braids label (someone else's job).
     pub label: Option<SessionLabel>,
 }
@@ -27,8 +29,8 @@ pub fn parse_squeue(text: &str) -> (Vec<Row>, Vec<String>) {
     let mut rows = Vec::new();
     let mut odd = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let parts: Vec<&str> = line.splitn(5, '|').collect();
-        let [job, state, reason, submitted, name] = parts[..] else {
+        let parts: Vec<&str> = line.splitn(6, '|').collect();
+        let [job, state, reason, submitted, started, name] = parts[..] else {
             odd.push(line.to_string());
             continue;
         };
@@ -42,6 +44,7 @@ pub fn parse_squeue(text: &str) -> (Vec<Row>, Vec<String>) {
             state: state.trim().to_string(),
             reason: reason.trim().to_string(),
             submitted: slurm_time(submitted.trim()),
+            started: slurm_time(started.trim()),
             label: SessionLabel::parse(name.trim()).ok(),
         });
     }
@@ -164,11 +167,11 @@ mod tests {
 
     #[test]
     fn squeue_rows_keep_braids_labels_and_skip_odd_lines() {
-        let text = "12|RUNNING|None|2026-11-23T10:00:00|project:app:app-1\n\
-                    13|PENDING|Resources|2026-11-23T10:00:01|project:app:app-2\n\
-                    14|RUNNING|None|2026-11-23T10:00:02|someone's job|with a bar\n\
+        let text = "12|RUNNING|None|2026-11-23T10:00:00|2026-11-23T10:05:00|project:app:app-1\n\
+                    13|PENDING|Resources|2026-11-23T10:00:01|N/A|project:app:app-2\n\
+                    14|RUNNING|None|2026-11-23T10:00:02|2026-11-23T10:00:02|someone's job|with a bar\n\
                     garbage\n\
-                    x1|RUNNING|None|2026-11-23T10:00:00|project:app:app-3\n";
+                    x1|RUNNING|None|2026-11-23T10:00:00|N/A|project:app:app-3\n";
         let (rows, odd) = parse_squeue(text);
         assert_eq!(rows.len(), 3);
         assert_eq!(
@@ -178,12 +181,17 @@ mod tests {
         assert_eq!(rows[1].state, "PENDING");
         assert_eq!(rows[1].reason, "Resources");
         assert!(rows[0].submitted.is_some());
+        assert_eq!(
+            rows[0].started.unwrap() - rows[0].submitted.unwrap(),
+            chrono::Duration::minutes(5)
+        );
+        assert_eq!(rows[1].started, None);
         assert_eq!(rows[2].label, None, "not a label: another user's job name");
         assert_eq!(
             odd,
             vec![
                 "garbage".to_string(),
-                "x1|RUNNING|None|2026-11-23T10:00:00|project:app:app-3".into()
+                "x1|RUNNING|None|2026-11-23T10:00:00|N/A|project:app:app-3".into()
             ]
         );
     }
