@@ -37,9 +37,18 @@ pub struct Listed {
 
 /// Every session the backend knows, each marked orphan or not against the registry as it
 /// reads now (an unreadable registry marks none: nothing says they are orphans), with its
-/// bead's title, step and last output.
+/// bead's title, step and last output. A backend that cannot be asked (slurmctld down) is
+/// warned about and the others' sessions are still shown: this list only looks.
 pub fn list(inst: &Installation, now: DateTime<Utc>) -> Result<Vec<Listed>> {
-    Ok(detail(inst, inst.backend.list()?, now))
+    let survey = inst.backend.survey()?;
+    for f in &survey.failed {
+        tracing::warn!(
+            "the {} backend cannot be asked, so its sessions are not listed: {}",
+            f.backend,
+            f.detail
+        );
+    }
+    Ok(detail(inst, survey.sessions, now))
 }
 
 /// [`list`] for sessions already surveyed.

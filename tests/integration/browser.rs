@@ -73,13 +73,23 @@ async fn wait_for(c: &Client, what: &str, css: &str, gone: bool) {
     }
 }
 
+/// Finds and clicks `css`. The live page re-renders its lists when the server says something
+/// changed, so an element found a moment ago can be replaced before the click lands: the
+/// click is then tried again on the new element, up to PATIENCE.
 async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("`{css}`: {e}"))
-        .click()
-        .await
-        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        let found = c.find(Locator::Css(css)).await;
+        let clicked = match found {
+            Ok(e) => e.click().await,
+            Err(e) => Err(e),
+        };
+        match clicked {
+            Ok(()) => return,
+            Err(e) if start.elapsed() >= PATIENCE => panic!("`{css}`: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
