@@ -230,6 +230,26 @@ pub(crate) fn scan(doc: &Doc, skip: &[&str]) -> Vec<RawField> {
     out
 }
 
+/// Lines inside the `skip` sections that read as a field with one of `keys`: written where
+/// the reader does not look for fields (under `## Notifications`, say), so a person who meant
+/// them as settings should be told.
+pub(crate) fn misplaced(doc: &Doc, skip: &[&str], keys: &[&str]) -> Vec<RawField> {
+    let mut out = Vec::new();
+    for h in skip.iter().flat_map(|name| doc.matching_headings(name)) {
+        let end = doc.section_body(h).end.min(doc.lines.len());
+        for i in doc.headings[h].first..end {
+            if !doc.has(i, FIELD) {
+                continue;
+            }
+            if let Some(f) = line_field(doc, i).filter(|f| keys.contains(&f.field.key.as_str())) {
+                out.push(f);
+            }
+        }
+    }
+    out.sort_by_key(|f| f.field.line);
+    out
+}
+
 /// Keeps the first field of each key; each repeat is a warning.
 pub(crate) fn first_only(raw: Vec<RawField>, diags: &mut Diags) -> Vec<RawField> {
     // a linear scan is faster for the usual handful of fields; a map keeps huge inputs linear

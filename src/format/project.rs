@@ -34,6 +34,25 @@ pub const DEFAULT_STALL_TIMEOUT: u64 = 15 * 60;
 /// Sections whose lines are content, not fields.
 const CONTENT_SECTIONS: &[&str] = &["notifications", "goal", "guardrails"];
 
+/// Settings braids reads from the field list that a person may append at the end of the file,
+/// under a content section, where they are not read. Words common in prose (Status, Memory,
+/// Channel) are left out: a warning must not cry wolf over a Goal's sentence.
+const SETTING_KEYS: &[&str] = &[
+    "maxworkers",
+    "workertimeout",
+    "stalltimeout",
+    "autonomy",
+    "checkin",
+    "workspace",
+    "pipeline",
+    "backend",
+    "cpus",
+    "gpus",
+    "dailybudget",
+    "tracker",
+    "executor",
+];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectConfig {
     /// The H1.
@@ -114,6 +133,16 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
     let doc = Doc::new(text);
     let mut diags = Diags::new(file, SECTION);
     let raw = fields::first_only(fields::scan(&doc, CONTENT_SECTIONS), &mut diags);
+    for f in fields::misplaced(&doc, CONTENT_SECTIONS, SETTING_KEYS) {
+        diags.warn(
+            Some(f.field.line),
+            format!(
+                "`{}: {}` is inside a section whose lines are text, so it is not read as a setting",
+                f.raw_key, f.field.value
+            ),
+            "move the line up into the field list beside MaxWorkers, above the first `##` section",
+        );
+    }
     let find = |key: &str| raw.iter().find(|f| f.field.key == key);
     let name = doc
         .headings
@@ -434,6 +463,29 @@ mod tests {
     }
 
     const FULL: &str = "# My App\n\n- **Status:** active\n- **Priority:** high\n- **Autonomy:** ask-first\n- **MaxWorkers:** 3\n- **WorkerTimeout:** 1800s\n- **Checkin:** daily\n- **Channel:** `#dev`\n- **Owner:** Ana\n\n## Goal\n\nShip v1.\n\n## Guardrails\n\n- Never push to main.\n\n## Notifications\n\n| Event | Enabled |\n|---|---|\n| bead-start | off |\n| question | on (mention <@123>) |\n";
+
+    #[test]
+    fn c1_2_a_setting_written_under_a_content_section_is_a_warning() {
+        let text = format!("{FULL}- **Backend:** slurm\n- **Memory:** 8G\n");
+        let p = parse(&text);
+        assert_eq!(p.value.field("backend"), None, "not read as a field");
+        let lines = text.lines().count();
+        let d: Vec<_> = p
+            .diagnostics
+            .iter()
+            .map(|d| (d.line, d.message.clone()))
+            .collect();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].0, Some(lines - 1));
+        assert!(
+            d[0].1
+                .contains("`Backend: slurm` is inside a section whose lines are text"),
+            "{d:?}"
+        );
+        // Prose in a Goal is not mistaken for a setting.
+        let p = parse(&FULL.replace("Ship v1.", "Ship v1. Status: early. Memory: 8G is plenty."));
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+    }
 
     #[test]
     fn c1_2_full_project() {
