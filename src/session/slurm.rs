@@ -187,9 +187,10 @@ impl SlurmBackend {
         Ok(rows)
     }
 
-    /// One job's state now: `None` once Slurm has forgotten it.
-    fn job_state(&self, job: &str) -> Option<String> {
-        self.run(
+    /// One job's state now: `None` once Slurm has forgotten it. A controller that does not
+    /// answer is an error, never "gone": a job taken for gone would run on unseen.
+    fn job_state(&self, job: &str) -> Result<Option<String>, SessionError> {
+        let asked = self.run(
             &self.settings.squeue,
             vec![
                 "--noheader".into(),
@@ -198,10 +199,22 @@ impl SlurmBackend {
                 "--format=%T".into(),
             ],
             &[],
-        )
-        .ok()
-        .and_then(|o| o.lines().next().map(|l| l.trim().to_string()))
-        .filter(|s| !s.is_empty())
+        );
+        match asked {
+            Ok(out) => Ok(out
+                .lines()
+                .next()
+                .map(|l| l.trim().to_string())
+                .filter(|s| !s.is_empty())),
+            Err(SessionError::Backend { detail, .. }) if detail.contains("Invalid job id") => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn is_live(&self, job: &str) -> Result<bool, SessionError> {
+        Ok(self.job_state(job)?.is_some_and(|s| queue::is_live(&s)))
     }
 
     /// How a job that left the queue ended, if Slurm can still say.
@@ -327,14 +340,14 @@ impl SlurmBackend {
     }
 
     /// Waits until the job has left the live states, up to `limit`.
-    fn gone_within(&self, job: &str, limit: Duration) -> bool {
+    fn gone_within(&self, job: &str, limit: Duration) -> Result<bool, SessionError> {
         let start = Instant::now();
         loop {
-            if !self.job_state(job).is_some_and(|s| queue::is_live(&s)) {
-                return true;
+            if !self.is_live(job)? {
+                return Ok(true);
             }
             if start.elapsed() >= limit {
-                return false;
+                return Ok(false);
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -528,7 +541,7 @@ impl SessionBackend for SlurmBackend {
         if job.is_empty() || !job.bytes().all(|b| b.is_ascii_digit()) {
             return Err(Self::fail(format!("`{job}` is not a Slurm job id")));
         }
-        let Some(state) = self.job_state(job).filter(|s| queue::is_live(s)) else {
+        let Some(state) = self.job_state(job)?.filter(|s| queue::is_live(s)) else {
             return Ok(KillOutcome::AlreadyGone);
         };
         self.mark_cancelled(&session.label, job);
@@ -538,13 +551,13 @@ impl SessionBackend for SlurmBackend {
                 vec!["--full".into(), "--signal=TERM".into(), job.into()],
                 &[],
             )?;
-            if self.gone_within(job, grace) {
+            if self.gone_within(job, grace)? {
                 return Ok(KillOutcome::Terminated);
             }
         }
         self.run(&self.settings.scancel, vec![job.into()], &[])?;
         // Slurm sends KILL after its own KillWait; allow for it.
-        if self.gone_within(job, Duration::from_secs(60)) {
+        if self.gone_within(job, Duration::from_secs(60))? {
             Ok(if queue::is_queued(&state) {
                 KillOutcome::Terminated
             } else {
@@ -566,10 +579,7 @@ impl SessionBackend for SlurmBackend {
             .into_iter()
             .any(|(s, r)| s == stem && r.job == session.id);
         if ours {
-            if self
-                .job_state(&session.id)
-                .is_some_and(|s| queue::is_live(&s))
-            {
+            if self.is_live(&session.id)? {
                 return Err(Self::fail(format!(
                     "session {} is still in the queue as job {}; kill it first",
                     session.label, session.id
