@@ -167,19 +167,26 @@ impl SlurmBackend {
         Ok(out.stdout)
     }
 
-    /// The user's jobs, every state Slurm still remembers.
+    /// `squeue` over every state Slurm still remembers, without a header: `select` picks the
+    /// jobs, `format` the columns.
+    fn squeue(&self, select: String, format: &str) -> Result<String, SessionError> {
+        let args = [
+            "--noheader".into(),
+            select,
+            "--states=all".into(),
+            format!("--format={format}"),
+        ];
+        self.run(
+            &self.settings.squeue,
+            args.map(OsString::from).to_vec(),
+            &[],
+        )
+    }
+
+    /// The user's jobs.
     fn queue(&self) -> Result<Vec<queue::Row>, SessionError> {
         let uid = nix::unistd::getuid().as_raw();
-        let out = self.run(
-            &self.settings.squeue,
-            vec![
-                "--noheader".into(),
-                format!("--user={uid}").into(),
-                "--states=all".into(),
-                format!("--format={}", queue::FORMAT).into(),
-            ],
-            &[],
-        )?;
+        let out = self.squeue(format!("--user={uid}"), queue::FORMAT)?;
         let (rows, odd) = queue::parse_squeue(&out);
         for line in odd {
             tracing::warn!("squeue printed a line braids cannot read: {line}");
@@ -190,16 +197,7 @@ impl SlurmBackend {
     /// One job's state now: `None` once Slurm has forgotten it. A controller that does not
     /// answer is an error, never "gone": a job taken for gone would run on unseen.
     fn job_state(&self, job: &str) -> Result<Option<String>, SessionError> {
-        let asked = self.run(
-            &self.settings.squeue,
-            vec![
-                "--noheader".into(),
-                format!("--jobs={job}").into(),
-                "--states=all".into(),
-                "--format=%T".into(),
-            ],
-            &[],
-        );
+        let asked = self.squeue(format!("--jobs={job}"), "%T");
         match asked {
             Ok(out) => Ok(out
                 .lines()

@@ -148,7 +148,7 @@ fn setup() -> (Sandbox, PathBuf, Vec<String>) {
     sb.config(&format!(
         "[worker]\nexecutor = [{:?}, \"{{prompt_file}}\"]\n\
          [notify]\ncommand = [{:?}, \"{{event}}\", \"{{message}}\"]\n\
-         [sessions]\nclaim_grace_secs = 1\n",
+         [sessions]\nclaim_grace_secs = 5\n",
         agent.display().to_string(),
         notifier.display().to_string()
     ));

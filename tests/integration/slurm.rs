@@ -125,6 +125,13 @@ impl Cluster {
             .collect()
     }
 
+    /// Whether a job named `name` is still queued or running.
+    fn in_queue(&self, name: &str) -> bool {
+        self.states_of(name)
+            .iter()
+            .any(|s| LIVE.contains(&s.as_str()))
+    }
+
     fn states_of(&self, name: &str) -> Vec<String> {
         self.jobs()
             .into_iter()
@@ -235,13 +242,7 @@ fn three_beads_over_two_projects_run_as_slurm_jobs_and_are_done() {
         wait_for(
             &format!("{l} to leave the queue"),
             Duration::from_secs(60),
-            || {
-                (!cluster
-                    .states_of(l)
-                    .iter()
-                    .any(|s| LIVE.contains(&s.as_str())))
-                .then_some(())
-            },
+            || (!cluster.in_queue(l)).then_some(()),
         );
         assert_eq!(cluster.states_of(l), ["COMPLETED"], "{l}");
     }
@@ -342,14 +343,7 @@ fn a_zombie_job_is_cancelled_and_leaves_the_queue() {
     let report = sb.tick().force().run();
     let killed: Vec<&str> = report.zombies.iter().map(|z| z.label.as_str()).collect();
     assert_eq!(killed, [l.as_str()], "{:?}", report.errors);
-    assert!(
-        !cluster
-            .states_of(&l)
-            .iter()
-            .any(|s| LIVE.contains(&s.as_str())),
-        "{:?}",
-        cluster.states_of(&l)
-    );
+    assert!(!cluster.in_queue(&l), "{:?}", cluster.states_of(&l));
     assert!(sb.live_labels().is_empty());
     // braids cancelled it itself: no "cancelled outside braids" news.
     let report = sb.tick().force().run();
@@ -412,14 +406,7 @@ fn pending_jobs_hold_their_beads_and_sessions_and_kill_work_on_them() {
     let running = live.keys().find(|l| !queued.contains(l)).unwrap().clone();
     for l in [queued[0].clone(), running] {
         sb.ok(&["kill", &l]);
-        assert!(
-            !cluster
-                .states_of(&l)
-                .iter()
-                .any(|s| LIVE.contains(&s.as_str())),
-            "{l}: {:?}",
-            cluster.states_of(&l)
-        );
+        assert!(!cluster.in_queue(&l), "{l}: {:?}", cluster.states_of(&l));
     }
     assert_eq!(sb.live().len(), 2);
     let _ = app;
