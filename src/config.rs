@@ -25,6 +25,8 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// `[slurm]`: how workers of `Backend: slurm` projects are submitted.
     pub slurm: crate::session::slurm::SlurmSettings,
+    /// `[openclaw]`: the gateway and defaults for workers of `Backend: openclaw` projects.
+    pub openclaw: crate::session::openclaw::OpenClawSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -364,6 +366,15 @@ impl Config {
         if let Some(program) = self.worker.command.first() {
             return missing_program(program)
                 .map(|why| format!("the [worker] command of config.toml {why}; fix the command"));
+        }
+        let (placement, _) = crate::session::Placement::of(project);
+        if placement.backend.unwrap_or(self.sessions.backend)
+            == crate::session::BackendKind::OpenClaw
+        {
+            // The agent is a gateway session; no executor runs.
+            return missing_program(&self.openclaw.program).map(|why| {
+                format!("its agents are OpenClaw sessions, but the [openclaw] program of config.toml {why}; install OpenClaw or fix the program")
+            });
         }
         match self.executor_argv(project, project_md) {
             Err(e) => Some(e),

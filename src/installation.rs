@@ -26,6 +26,7 @@ pub fn open(paths: &Paths) -> Result<Installation> {
         loaded.config.sessions.backend,
         paths.sessions_dir(),
         &loaded.config.slurm,
+        &loaded.config.openclaw,
     ));
     Ok(Installation {
         paths: paths.clone(),

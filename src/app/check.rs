@@ -212,6 +212,18 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "install the Slurm client (sbatch, squeue, scancel, scontrol) or set their paths under [slurm] in config.toml",
         ));
     }
+    if placement.backend.unwrap_or(config.sessions.backend) == crate::session::BackendKind::OpenClaw {
+        let gateway = crate::session::openclaw::Gateway::new(config.openclaw.clone());
+        if let Err(e) = gateway.call("health", &serde_json::json!({}), gateway.wait()) {
+            out.push(Diagnostic::error(
+                &project_md,
+                placement.backend.and(project.value.field("backend").map(|f| f.line)),
+                "1.2",
+                format!("the project's agents are OpenClaw sessions, but the gateway does not answer: {}", e.detail),
+                "start the gateway (`openclaw gateway run`), or set url and token_file under [openclaw] in config.toml",
+            ));
+        }
+    }
     if let Some(f) = project.value.field("dailybudget") {
         if let Err(why) = crate::cost::parse_budget(&f.value) {
             out.push(Diagnostic::error(

@@ -51,13 +51,14 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
         .map_err(|e| anyhow!("{e}"))?,
     );
     let notifier = crate::notify::from_config(&config.notify);
-    let executor = worker::executor_for(&config, &project);
+    let slug = worker::slug_for(paths, &msg.project);
+    let executor = worker::executor_for(&config, &project, &slug, &msg.bead);
     let w = Worker {
         paths,
         config: &config,
         tracker: tracker.as_ref(),
         notifier: &notifier,
-        executor: &executor,
+        executor: executor.as_ref(),
     };
     if crate::claw::is_claw(&project, &msg.project) {
         return claw_turn(
@@ -65,7 +66,7 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
             &config,
             &project,
             tracker.as_ref(),
-            &executor,
+            executor.as_ref(),
             &msg,
             args.json,
         );

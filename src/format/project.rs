@@ -48,6 +48,7 @@ const SETTING_KEYS: &[&str] = &[
     "backend",
     "cpus",
     "gpus",
+    "thinking",
     "dailybudget",
     "tracker",
     "executor",

@@ -63,7 +63,13 @@ pub struct Invocation {
     pub env: Vec<(OsString, OsString)>,
     pub stdin: Option<Vec<u8>>,
     pub timeout: Duration,
+    /// Told the process group's id once it runs, and again when it is gone: a worker uses it
+    /// to take a helper that stands for its agent down with it on a stop signal.
+    pub watch: Option<GroupWatch>,
 }
+
+/// `(started, gone)`, each given the process group's id.
+pub type GroupWatch = (fn(i32), fn(i32));
 
 impl Invocation {
     pub fn new<I, S>(argv: I) -> Self
@@ -77,6 +83,7 @@ impl Invocation {
             env: Vec::new(),
             stdin: None,
             timeout: Duration::from_secs(30),
+            watch: None,
         }
     }
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -93,6 +100,10 @@ impl Invocation {
     }
     pub fn timeout(mut self, t: Duration) -> Self {
         self.timeout = t;
+        self
+    }
+    pub fn watch(mut self, watch: Option<GroupWatch>) -> Self {
+        self.watch = watch;
         self
     }
 
@@ -125,6 +136,10 @@ impl Invocation {
                     source: e,
                 },
             })?;
+        let pgid = group.id() as i32;
+        if let Some((started, _)) = self.watch {
+            started(pgid);
+        }
         let child = group.leader().expect("just started");
         let stdin_thread = self.stdin.clone().and_then(|bytes| {
             let mut pipe = child.stdin.take()?;
@@ -151,7 +166,11 @@ impl Invocation {
             group.kill();
         }
         // Anything the group left behind holding the pipes open dies with it.
-        let status = group.finish().map_err(|e| RunError::Spawn {
+        let status = group.finish();
+        if let Some((_, gone)) = self.watch {
+            gone(pgid);
+        }
+        let status = status.map_err(|e| RunError::Spawn {
             program: shown.clone(),
             source: e,
         })?;

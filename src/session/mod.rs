@@ -1,4 +1,5 @@
-//! Worker sessions behind one trait: local processes (the default), tmux, and Slurm batch jobs.
+//! Worker sessions behind one trait: local processes (the default), tmux, Slurm batch jobs, and
+//! OpenClaw sessions.
 //!
 //! A session is identified by its label `project:<slug>:<bead-id>` (CONTRACTS 2.5). Backends
 //! report every session they know of, running or ended, so `decide` can apply the zombie order
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{SessionLabel, SpawnMessage};
 
 mod composite;
+pub mod openclaw;
 mod placement;
 pub mod process;
 mod procfs;
@@ -41,11 +43,18 @@ pub enum BackendKind {
     Process,
     Tmux,
     Slurm,
+    #[serde(rename = "openclaw")]
+    OpenClaw,
 }
 
 impl BackendKind {
     /// Every backend, as PROJECT.md's `Backend:` accepts them.
-    pub const ALL: [BackendKind; 3] = [BackendKind::Process, BackendKind::Tmux, BackendKind::Slurm];
+    pub const ALL: [BackendKind; 4] = [
+        BackendKind::Process,
+        BackendKind::Tmux,
+        BackendKind::Slurm,
+        BackendKind::OpenClaw,
+    ];
 
     /// The name config.toml and `braids sessions --json` use.
     pub fn name(self) -> &'static str {
@@ -53,6 +62,7 @@ impl BackendKind {
             BackendKind::Process => "process",
             BackendKind::Tmux => "tmux",
             BackendKind::Slurm => "slurm",
+            BackendKind::OpenClaw => "openclaw",
         }
     }
 
@@ -244,12 +254,14 @@ pub trait SessionBackend: Send + Sync {
 }
 
 /// Every backend braids knows, with the default tmux socket and the installation's `[slurm]`
-/// settings; records and message files live in `sessions_dir` (`Paths::sessions_dir()`).
+/// and `[openclaw]` settings; records and message files live in `sessions_dir`
+/// (`Paths::sessions_dir()`).
 /// Adding a backend is one line here (beside its [`BackendKind`] variant): the composite then
 /// lists, kills and forgets its sessions too.
 pub fn all_backends(
     sessions_dir: &Path,
     slurm: &slurm::SlurmSettings,
+    openclaw: &openclaw::OpenClawSettings,
 ) -> Vec<Box<dyn SessionBackend>> {
     vec![
         Box::new(process::ProcessBackend::new(sessions_dir.to_path_buf())),
@@ -258,6 +270,7 @@ pub fn all_backends(
             sessions_dir.to_path_buf(),
             slurm.clone(),
         )),
+        Box::new(openclaw::OpenClawBackend::new(sessions_dir, openclaw.clone())),
     ]
 }
 
@@ -268,6 +281,7 @@ pub fn installed(
     configured: BackendKind,
     sessions_dir: PathBuf,
     slurm: &slurm::SlurmSettings,
+    openclaw: &openclaw::OpenClawSettings,
 ) -> Composite {
-    Composite::new(configured, all_backends(&sessions_dir, slurm))
+    Composite::new(configured, all_backends(&sessions_dir, slurm, openclaw))
 }

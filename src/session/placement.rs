@@ -1,5 +1,6 @@
 //! Where a project's workers run and what they ask for: PROJECT.md `Backend:`, `Cpus:`,
-//! `Memory:` and `Gpus:`, read once for the tick and `braids check` alike.
+//! `Memory:` and `Gpus:` (Slurm), `Agent:`, `Model:` and `Thinking:` (OpenClaw), read once for
+//! the tick, the worker and `braids check` alike.
 
 use super::BackendKind;
 use crate::format::project::ProjectConfig;
@@ -18,6 +19,10 @@ pub struct Placement {
     pub gpus: Option<String>,
     /// The project's WorkerTimeout, seconds.
     pub time_limit_secs: u64,
+    /// The OpenClaw agent, `provider/model` and thinking level; `None`: `[openclaw]`'s.
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub thinking: Option<String>,
 }
 
 /// A field of the placement that cannot be used; the project gets no new worker until it is
@@ -57,7 +62,7 @@ impl Placement {
                         "Backend `{v}` is not one of {}",
                         BackendKind::ALL.map(|k| k.name()).join(", ")
                     ),
-                    fix: "write `Backend: slurm` (or process, tmux), or remove the line to use config.toml's [sessions] backend".into(),
+                    fix: "write `Backend: slurm` (or process, tmux, openclaw), or remove the line to use config.toml's [sessions] backend".into(),
                 }),
             }
         }
@@ -93,8 +98,55 @@ impl Placement {
                 });
             }
         }
+        if let Some((line, v)) = value("agent") {
+            if is_word(&v) {
+                placement.agent = Some(v.to_ascii_lowercase());
+            } else {
+                problems.push(PlacementProblem {
+                    line,
+                    message: format!("Agent `{v}` is not an OpenClaw agent id"),
+                    fix: "write the agent's id, letters, digits, `-` and `_` (`Agent: main`)"
+                        .into(),
+                });
+            }
+        }
+        if let Some((line, v)) = value("model") {
+            match v.split_once('/') {
+                Some((p, m)) if is_word(p) && !m.is_empty() && !m.contains(char::is_whitespace) => {
+                    placement.model = Some(v)
+                }
+                _ => problems.push(PlacementProblem {
+                    line,
+                    message: format!("Model `{v}` is not a provider/model name"),
+                    fix: "write the provider and the model, such as `Model: anthropic/claude-sonnet-4-6`".into(),
+                }),
+            }
+        }
+        if let Some((line, v)) = value("thinking") {
+            let level = v.to_ascii_lowercase();
+            if super::openclaw::THINKING_LEVELS.contains(&level.as_str()) {
+                placement.thinking = Some(level);
+            } else {
+                problems.push(PlacementProblem {
+                    line,
+                    message: format!("Thinking `{v}` is not a thinking level"),
+                    fix: format!(
+                        "write one of {}",
+                        super::openclaw::THINKING_LEVELS.join(", ")
+                    ),
+                });
+            }
+        }
         (placement, problems)
     }
+}
+
+/// An id OpenClaw accepts for an agent or a provider.
+fn is_word(v: &str) -> bool {
+    !v.is_empty()
+        && v
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
 }
 
 fn is_memory(v: &str) -> bool {
@@ -135,7 +187,14 @@ mod tests {
                 memory: Some("8G".into()),
                 gpus: Some("a100:2".into()),
                 time_limit_secs: 90,
+                ..Placement::default()
             }
+        );
+        let (p, problems) = read("# A\nStatus: active\nBackend: openclaw\nAgent: Ops\nModel: standin/m-2.5\nThinking: High\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            (p.backend, p.agent.as_deref(), p.model.as_deref(), p.thinking.as_deref()),
+            (Some(BackendKind::OpenClaw), Some("ops"), Some("standin/m-2.5"), Some("high"))
         );
         let (p, _) = read("# A\nStatus: active\n");
         assert_eq!(p.backend, None);
@@ -143,13 +202,16 @@ mod tests {
 
     #[test]
     fn unusable_values_name_their_line() {
-        let (p, problems) =
-            read("# A\nStatus: active\nBackend: slurmm\nCpus: 0\nMemory: lots\nGpus: a b\n");
+        let (p, problems) = read(
+            "# A\nStatus: active\nBackend: slurmm\nCpus: 0\nMemory: lots\nGpus: a b\nAgent: a b\nModel: gpt\nThinking: deep\n",
+        );
         assert_eq!(p.backend, None);
         let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
-        assert_eq!(lines, [3, 4, 5, 6]);
+        assert_eq!(lines, [3, 4, 5, 6, 7, 8, 9]);
+        assert!(problems[5].message.contains("provider/model"));
+        assert!(problems[6].fix.contains("xhigh"), "{}", problems[6].fix);
         assert!(
-            problems[0].message.contains("process, tmux, slurm"),
+            problems[0].message.contains("process, tmux, slurm, openclaw"),
             "{}",
             problems[0].message
         );

@@ -177,13 +177,22 @@ fn parse_id(id: &str) -> Option<(u32, u64)> {
 #[derive(Debug, Clone)]
 pub struct ProcessBackend {
     dir: PathBuf,
+    /// `Process`, or the backend this one drives local workers for (OpenClaw's sessions are
+    /// waited on by a local worker each).
+    kind: BackendKind,
 }
 
 impl ProcessBackend {
     /// Records and message files live in `sessions_dir` (`Paths::sessions_dir()`); it is
     /// created on the first spawn.
     pub fn new(sessions_dir: PathBuf) -> Self {
-        ProcessBackend { dir: sessions_dir }
+        ProcessBackend::driving(sessions_dir, BackendKind::Process)
+    }
+
+    /// Local workers whose sessions belong to `kind`; its records must live in a folder of
+    /// their own, apart from the process backend's.
+    pub(crate) fn driving(dir: PathBuf, kind: BackendKind) -> Self {
+        ProcessBackend { dir, kind }
     }
 
     pub fn sessions_dir(&self) -> &Path {
@@ -218,11 +227,11 @@ impl ProcessBackend {
         Ok(Some(rec.resolved()))
     }
 
-    fn session(label: SessionLabel, rec: &Record, running: bool) -> Session {
+    fn session(&self, label: SessionLabel, rec: &Record, running: bool) -> Session {
         Session {
             label,
             id: rec.id(),
-            backend: BackendKind::Process,
+            backend: self.kind,
             pid: rec.pid,
             started_at: rec.started_at,
             running,
@@ -235,7 +244,7 @@ impl ProcessBackend {
 
 impl SessionBackend for ProcessBackend {
     fn kind(&self) -> BackendKind {
-        BackendKind::Process
+        self.kind
     }
 
     fn survey(&self) -> Result<Survey, SessionError> {
@@ -288,7 +297,7 @@ impl SessionBackend for ProcessBackend {
                 }
             };
             let running = rec.runs()?;
-            out.sessions.push(Self::session(label, &rec, running));
+            out.sessions.push(self.session(label, &rec, running));
         }
         out.sessions
             .sort_by(|a, b| (&a.label, a.started_at, &a.id).cmp(&(&b.label, b.started_at, &b.id)));
@@ -408,7 +417,7 @@ impl SessionBackend for ProcessBackend {
             crate::crash_point!("session::after_record");
             // Recorded now, so any later list tells the truth even if this look fails.
             let running = rec.runs().unwrap_or(true);
-            Ok(Self::session(spec.label.clone(), &rec, running))
+            Ok(self.session(spec.label.clone(), &rec, running))
         })();
         if started.is_err() {
             let _ = remove_if_present(&message_path);
@@ -419,7 +428,7 @@ impl SessionBackend for ProcessBackend {
 
     fn kill(&self, session: &Session, grace: Duration) -> Result<KillOutcome, SessionError> {
         let bad = || SessionError::Backend {
-            backend: "process",
+            backend: self.kind.name(),
             detail: format!(
                 "`{}` is not a process session id (pid:starttime)",
                 session.id
@@ -445,7 +454,7 @@ impl SessionBackend for ProcessBackend {
             Ok(None) => {}
             Err(detail) => {
                 return Err(SessionError::Backend {
-                    backend: "process",
+                    backend: self.kind.name(),
                     detail: format!("cannot forget {}: {detail}", record_path.display()),
                 })
             }
@@ -455,7 +464,7 @@ impl SessionBackend for ProcessBackend {
             Ok(Some(rec)) => {
                 if rec.runs()? {
                     return Err(SessionError::Backend {
-                        backend: "process",
+                        backend: self.kind.name(),
                         detail: format!(
                             "session {} is still running as pid {}; kill it first",
                             session.label,

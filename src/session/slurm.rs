@@ -611,6 +611,7 @@ mod tests {
                 memory: Some("4G".into()),
                 gpus: Some("a100:1".into()),
                 time_limit_secs: 61,
+                ..Placement::default()
             },
         }
     }

@@ -150,6 +150,7 @@ impl Turn<'_> {
                 result_file: result_file.clone(),
                 timeout: left(),
                 activity: self.activity.clone(),
+                role: None,
             })?;
             let report = std::fs::read_to_string(&result_file)
                 .ok()

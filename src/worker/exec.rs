@@ -26,6 +26,8 @@ pub struct ExecRequest {
     pub timeout: Duration,
     /// Touched while the agent prints or changes files (see [`super::tee`]).
     pub activity: PathBuf,
+    /// The role, when this run is one of a protocol team step's agents running at once.
+    pub role: Option<String>,
 }
 
 /// How the run ended.
@@ -40,6 +42,11 @@ pub struct ExecResult {
 /// `Sync`: the roles of a protocol team step run at once, from threads of one worker.
 pub trait Executor: Sync {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult>;
+
+    /// Why no agent can be run at all (nothing configured), before a prompt is written.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An argv template with `{prompt_file}`, `{project}`, `{workspace}`, `{bead}`,
@@ -72,6 +79,12 @@ impl ArgvExecutor {
 }
 
 impl Executor for ArgvExecutor {
+    fn unavailable(&self) -> Option<String> {
+        self.template
+            .is_empty()
+            .then(|| "no executor is configured: set [worker] executor in config.toml".into())
+    }
+
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult> {
         let argv = self.argv(req);
         let (program, args) = argv

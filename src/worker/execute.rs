@@ -18,7 +18,7 @@ use super::report::{self, StatusReport};
 use crate::proc::exit_text;
 use crate::workspace::Workspace;
 
-use super::{stop, work_dir, ArgvExecutor, ExecRequest, ExecResult, Run, Worker};
+use super::{stop, work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor, Run, Worker};
 
 /// How the attempts ended.
 pub(super) enum Attempts {
@@ -54,12 +54,30 @@ fn executor_template(config: &Config, project: &ProjectConfig) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The executor a worker uses for a project.
-pub fn executor_for(config: &Config, project: &ProjectConfig) -> ArgvExecutor {
-    ArgvExecutor {
+/// The agent a worker runs for a project's bead: the gateway session of its label when the
+/// project's backend is OpenClaw (its `Backend:`, else `[sessions] backend`), else the argv
+/// executor of its `Executor` field or config.toml.
+pub fn executor_for(
+    config: &Config,
+    project: &ProjectConfig,
+    slug: &str,
+    bead: &BeadId,
+) -> Box<dyn Executor> {
+    let (placement, _) = crate::session::Placement::of(project);
+    let backend = placement.backend.unwrap_or(config.sessions.backend);
+    if backend == crate::session::BackendKind::OpenClaw {
+        if let Ok(label) = crate::model::SessionLabel::new(slug, bead.clone()) {
+            return Box::new(super::openclaw::SessionAgent::new(
+                &config.openclaw,
+                &placement,
+                label,
+            ));
+        }
+    }
+    Box::new(ArgvExecutor {
         template: executor_template(config, project),
         grace: Duration::from_secs(config.sessions.kill_grace_secs),
-    }
+    })
 }
 
 /// The part of WorkerTimeout the agent may use, counted from the worker's start: a tenth (at
@@ -83,10 +101,10 @@ impl Worker<'_> {
     ) -> Result<Attempts> {
         let msg = run.msg;
         let bead_id = &msg.bead;
-        if executor_template(self.config, &l.project).is_empty() {
+        if let Some(why) = self.executor.unavailable() {
             return Ok(Attempts::Failed(Failure {
                 fresh: None,
-                why: "no executor is configured: set [worker] executor in config.toml".into(),
+                why,
                 tried: Vec::new(),
                 result: ExecResult::default(),
             }));
@@ -134,6 +152,7 @@ impl Worker<'_> {
             result_file: ws.dir.join(report::own_file(bead_id)),
             timeout: left,
             activity: self.paths.activity(&l.slug, bead_id),
+            role: None,
         };
         let agent_started = Instant::now();
         let res = self.executor.run(&req);

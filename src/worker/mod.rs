@@ -22,6 +22,7 @@ mod events;
 mod exec;
 mod execute;
 mod finish;
+mod openclaw;
 mod protocol;
 pub use protocol::dispatch_one;
 pub mod report;

@@ -36,6 +36,7 @@ mod hostile;
 mod iteration_names;
 mod logging;
 mod openclaw;
+mod openclaw_sessions;
 mod pause;
 mod protocol;
 mod push_retry;

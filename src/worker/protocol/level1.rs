@@ -42,13 +42,14 @@ pub fn dispatch_one(
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let notifier = crate::notify::from_config(&inst.config.notify);
-    let executor = crate::worker::executor_for(&inst.config, &p.config);
+    let executor =
+        crate::worker::executor_for(&inst.config, &p.config, &p.entry.slug, &found.bead.id);
     let worker = crate::worker::Worker {
         paths: &inst.paths,
         config: &inst.config,
         tracker: p.tracker.as_ref(),
         notifier: &notifier,
-        executor: &executor,
+        executor: executor.as_ref(),
     };
     worker.run_steps(&msg, Some(1))
 }

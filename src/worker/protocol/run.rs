@@ -96,7 +96,10 @@ impl Worker<'_> {
             let handles: Vec<_> = jobs
                 .iter()
                 .map(|(name, file)| {
-                    let req = self.request(l, ws, &bead.id, file, timeout);
+                    let req = ExecRequest {
+                        role: Some(name.clone()),
+                        ..self.request(l, ws, &bead.id, file, timeout)
+                    };
                     let name = name.clone();
                     s.spawn(move || {
                         let res = self.executor.run(&req).unwrap_or_else(|e| ExecResult {
@@ -153,6 +156,7 @@ impl Worker<'_> {
             result_file: ws.dir.join(handoff::EXECUTOR_RESULT),
             timeout,
             activity: self.paths.activity(&l.slug, bead),
+            role: None,
         }
     }
 

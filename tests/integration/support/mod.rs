@@ -30,6 +30,7 @@ pub mod project;
 mod readback;
 mod sandbox;
 pub mod serve;
+pub mod standin_model;
 mod tick;
 
 pub use install::{br_init, br_path, Install, QUITTER, SLEEPER};

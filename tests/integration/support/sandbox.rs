@@ -351,9 +351,9 @@ impl Drop for Sandbox {
     /// carries the record's `BRAIDS_SESSION` token. A pid the kernel has since given to another
     /// process (or a record a test crafted around somebody else's pid) is never signalled.
     fn drop(&mut self) {
-        let Ok(entries) = std::fs::read_dir(self.sessions_dir()) else {
-            return;
-        };
+        // The OpenClaw backend's local workers keep their records in a folder of their own.
+        let dirs = [self.sessions_dir(), self.sessions_dir().join("openclaw")];
+        let entries = dirs.iter().filter_map(|d| std::fs::read_dir(d).ok()).flatten();
         for e in entries.flatten() {
             let Ok(text) = std::fs::read_to_string(e.path()) else {
                 continue;

@@ -1,0 +1,366 @@
+//! Workers whose agent is an OpenClaw session (issue 17), against the real OpenClaw CLI and a
+//! real gateway on loopback: the real `braids` binary, real `br` and git, and a stand-in model
+//! ([`crate::support::standin_model`]) that the gateway calls as a custom provider.
+//!
+//! `.ci/run` installs Node 24 and `openclaw` into /opt/openclaw and sets
+//! `BRAIDS_REQUIRE_OPENCLAW=1`, so there a missing CLI fails these tests; elsewhere each says
+//! it is skipped, and why, on stderr. Each test starts its own gateway (its own state, config
+//! and token; 15 to 60 s to be ready on two busy cores) and they take a lock one at a time:
+//! three Node gateways at once would starve the rest of the suite.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::standin_model::StandinModel;
+use crate::support::{label, wait_for, Install, ReportExt, Sandbox};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const TOKEN: &str = "braids-test-token";
+
+/// A gateway of its own, with a stand-in model behind it.
+struct Claw {
+    dir: tempfile::TempDir,
+    port: u16,
+    gateway: Child,
+    model: StandinModel,
+    _lock: MutexGuard<'static, ()>,
+}
+
+/// The folder holding `node` (24) and `openclaw`, or why there is none.
+fn install_dir() -> Result<PathBuf, String> {
+    let dir = PathBuf::from("/opt/openclaw/bin");
+    if dir.join("openclaw").is_file() && dir.join("node").is_file() {
+        Ok(dir)
+    } else {
+        Err("OpenClaw is not installed in /opt/openclaw (.ci/run installs it)".into())
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Claw {
+    /// A ready gateway, or `None` (with the reason on stderr) where OpenClaw is not installed.
+    fn start() -> Option<Claw> {
+        let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let bin = match install_dir() {
+            Ok(b) => b,
+            Err(why) => {
+                assert!(
+                    std::env::var("BRAIDS_REQUIRE_OPENCLAW").as_deref() != Ok("1"),
+                    "BRAIDS_REQUIRE_OPENCLAW=1 but {why}"
+                );
+                eprintln!("SKIPPED: {why}");
+                return None;
+            }
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("braids-openclaw-")
+            .tempdir()
+            .unwrap();
+        let model = StandinModel::start();
+        let config = json!({
+            "gateway": {"mode": "local"},
+            "models": {"providers": {"standin": model.provider()}},
+            "agents": {"defaults": {"model": {"primary": "standin/m1"}}},
+        });
+        std::fs::create_dir_all(dir.path().join("state")).unwrap();
+        std::fs::write(dir.path().join("openclaw.json"), config.to_string()).unwrap();
+        std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
+        // The CLI as braids and the notifier run it: a wrapper that puts Node 24 first.
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        let wrapper = dir.path().join("bin/openclaw");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nPATH={}:$PATH exec {}/openclaw \"$@\"\n",
+                bin.display(),
+                bin.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let port = free_port();
+        let mut cmd = Command::new(&wrapper);
+        cmd.args(["gateway", "run", "--port", &port.to_string()])
+            .args(["--bind", "loopback", "--auth", "token", "--token", TOKEN])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.path().join("gateway.log")).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("gateway.err")).unwrap());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let claw_env = Claw::env_of(dir.path(), port);
+        for (k, v) in &claw_env {
+            cmd.env(k, v);
+        }
+        let gateway = cmd.spawn().unwrap();
+        let claw = Claw {
+            dir,
+            port,
+            gateway,
+            model,
+            _lock: lock,
+        };
+        wait_for("the gateway to answer", Duration::from_secs(240), || {
+            claw.call("health", json!({})).ok().map(|_| ())
+        });
+        Some(claw)
+    }
+
+    fn env_of(dir: &Path, port: u16) -> Vec<(String, String)> {
+        let d = dir.display();
+        vec![
+            ("OPENCLAW_HOME".into(), format!("{d}/home")),
+            ("OPENCLAW_STATE_DIR".into(), format!("{d}/state")),
+            ("OPENCLAW_CONFIG_PATH".into(), format!("{d}/openclaw.json")),
+            ("OPENCLAW_GATEWAY_URL".into(), format!("ws://127.0.0.1:{port}")),
+            ("OPENCLAW_GATEWAY_TOKEN".into(), TOKEN.into()),
+            ("OPENCLAW_NO_AUTO_UPDATE".into(), "1".into()),
+            ("OPENCLAW_DISABLE_BONJOUR".into(), "1".into()),
+            ("OPENCLAW_NO_RESPAWN".into(), "1".into()),
+        ]
+    }
+
+    /// `openclaw <args>` as the test's own client.
+    fn cli(&self, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new(self.dir.path().join("bin/openclaw"));
+        cmd.args(args).stdin(Stdio::null());
+        for (k, v) in Claw::env_of(self.dir.path(), self.port) {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
+    /// A gateway method's answer, or what went wrong.
+    fn call(&self, method: &str, params: Value) -> Result<Value, String> {
+        let out = self.cli(&[
+            "gateway",
+            "call",
+            method,
+            "--params",
+            &params.to_string(),
+            "--json",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        match serde_json::from_str::<Value>(&text) {
+            Ok(v) if out.status.success() && v["ok"] != json!(false) => Ok(v),
+            _ => Err(format!(
+                "{method}: {text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )),
+        }
+    }
+
+    /// Every session the gateway has, as (key, label, live, model).
+    fn sessions(&self) -> Vec<(String, String, bool, String)> {
+        let v = self.call("sessions.list", json!({})).unwrap();
+        v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["key"].as_str().unwrap_or_default().to_string(),
+                    s["label"].as_str().unwrap_or_default().to_string(),
+                    s["status"] == "running" || s["hasActiveRun"] == true,
+                    format!(
+                        "{}/{}",
+                        s["modelProvider"].as_str().unwrap_or_default(),
+                        s["model"].as_str().unwrap_or_default()
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    /// `[openclaw]` for an installation that uses this gateway.
+    fn config(&self) -> String {
+        let d = self.dir.path().display();
+        format!(
+            "[openclaw]\nprogram = \"{d}/bin/openclaw\"\nurl = \"ws://127.0.0.1:{}\"\ntoken_file = \"{d}/token\"\nconfig = \"{d}/openclaw.json\"\nstate_dir = \"{d}/state\"\n",
+            self.port
+        )
+    }
+}
+
+impl Drop for Claw {
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.gateway.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.gateway.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.gateway.wait();
+    }
+}
+
+fn install(claw: &Claw) -> Sandbox {
+    Install::new()
+        .config(&claw.config())
+        .config("[sessions]\nkill_grace_secs = 5\n")
+        .build()
+}
+
+#[test]
+fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
+    let Some(claw) = Claw::start() else {
+        return;
+    };
+    let sb = install(&claw);
+    // Two beads on one project with one slot, one on another with its own model.
+    let app = sb
+        .new_project("app")
+        .br()
+        .beads(2)
+        .max_workers(1)
+        .field("Backend", "openclaw")
+        .create();
+    let web = sb
+        .new_project("web")
+        .br()
+        .beads(1)
+        .field("Backend", "openclaw")
+        .field("Model", "standin/m2")
+        .create();
+    let first = label("app", &app.beads[0]);
+    let other = label("web", &web.beads[0]);
+
+    let report = sb.tick().force().run();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.labels(), [first.clone(), other.clone()]);
+
+    // Each worker made its gateway session, keyed and labelled by the session label; the
+    // model holds both runs live.
+    wait_for("both sessions live at the gateway", Duration::from_secs(120), || {
+        let s = claw.sessions();
+        [&first, &other]
+            .iter()
+            .all(|l| s.iter().any(|r| &&r.1 == l && r.2 && r.0 == format!("agent:main:{l}")))
+            .then_some(s)
+    });
+    // Counted: the next run sees both live, so app's second bead waits for its slot.
+    let report = sb.tick().force().run();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.spawned_beads().is_empty(), "{report:#?}");
+    let live = sb.live();
+    for l in [&first, &other] {
+        assert_eq!(live[l]["backend"], "openclaw", "{live:?}");
+    }
+    // The project's model reached its session, and the default the other.
+    let models: Vec<(String, String)> = claw
+        .sessions()
+        .into_iter()
+        .map(|s| (s.1, s.3))
+        .collect();
+    assert!(models.contains(&(other.clone(), "standin/m2".into())), "{models:?}");
+    assert!(models.contains(&(first.clone(), "standin/m1".into())), "{models:?}");
+
+    claw.model.open();
+    for (slug, bead) in [("app", &app.beads[0]), ("web", &web.beads[0])] {
+        wait_for(
+            &format!("{slug} {bead} closed"),
+            Duration::from_secs(180),
+            || (sb.br_status(slug, bead) == "closed").then_some(()),
+        );
+    }
+    let asked = claw.model.asked();
+    let model_of = |bead: &str| {
+        asked
+            .iter()
+            .find(|a| a.prompt.contains(bead))
+            .map(|a| a.model.clone())
+    };
+    assert_eq!(model_of(&web.beads[0]).as_deref(), Some("m2"));
+    assert_eq!(model_of(&app.beads[0]).as_deref(), Some("m1"));
+    // Closed before it is committed (3.5, 3.6): the commit follows.
+    for (slug, bead) in [("app", &app.beads[0]), ("web", &web.beads[0])] {
+        wait_for(&format!("{bead} committed"), Duration::from_secs(60), || {
+            sb.git(&sb.project(slug), &["log", "--format=%s", "main"])
+                .contains(bead.as_str())
+                .then_some(())
+        });
+    }
+    // Done at the gateway, so not live: the slot is free for app's second bead, and the ended
+    // workers are forgotten without an error.
+    wait_for("the workers to exit", Duration::from_secs(60), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+    let report = sb.tick().force().run();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.spawned_beads(), [app.beads[1].clone()]);
+    wait_for("app's second bead closed", Duration::from_secs(180), || {
+        (sb.br_status("app", &app.beads[1]) == "closed").then_some(())
+    });
+}
+
+/// Whether a process whose command line is `sleep 617` runs on this machine.
+fn held_sleep_runs() -> bool {
+    crate::support::procs::pids().any(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\0617\0")
+            && crate::support::procs::alive(pid)
+    })
+}
+
+#[test]
+fn a_zombie_session_is_aborted_and_deleted() {
+    let Some(claw) = Claw::start() else {
+        return;
+    };
+    claw.model.open();
+    let sb = install(&claw);
+    let app = sb
+        .new_project("app")
+        .br()
+        .titled(&["hold-on: a long task"])
+        .field("Backend", "openclaw")
+        .create();
+    let l = label("app", &app.beads[0]);
+    let report = sb.tick().force().run();
+    assert_eq!(report.labels(), [l.clone()], "{:?}", report.errors);
+    wait_for("the agent's tool to run", Duration::from_secs(120), || {
+        held_sleep_runs().then_some(())
+    });
+    assert!(claw.sessions().iter().any(|s| s.1 == l && s.2));
+
+    // Closed by hand: the session is a zombie.
+    let out = Command::new(crate::support::br_path())
+        .args(["close", app.beads[0].as_str(), "--reason", "done by hand"])
+        .current_dir(sb.project("app"))
+        .env("HOME", sb.home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = sb.tick().force().run();
+    assert_eq!(report.killed().len(), 1, "{report:#?}");
+    assert_eq!(report.killed()[0].0, app.beads[0]);
+    // Aborted and deleted: the gateway has no session of the label, and its tool is gone.
+    assert!(
+        !claw.sessions().iter().any(|s| s.1 == l),
+        "{:?}",
+        claw.sessions()
+    );
+    wait_for("the tool process to end", Duration::from_secs(30), || {
+        (!held_sleep_runs()).then_some(())
+    });
+    let report = sb.tick().force().run();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(sb.live_labels().is_empty());
+}
