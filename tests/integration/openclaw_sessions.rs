@@ -364,3 +364,191 @@ fn a_zombie_session_is_aborted_and_deleted() {
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert!(sb.live_labels().is_empty());
 }
+
+/// A local IRC server (Debian's ngircd) on a free loopback port.
+struct Ngircd {
+    _dir: tempfile::TempDir,
+    port: u16,
+    child: Child,
+}
+
+impl Ngircd {
+    fn start() -> Result<Ngircd, String> {
+        let program = ["/usr/sbin/ngircd", "/usr/bin/ngircd"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file())
+            .ok_or("ngircd is not installed (.ci/run installs Debian's ngircd)")?;
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let conf = dir.path().join("ngircd.conf");
+        // The sender connects as `<nick>_`, so nicks must be allowed past 9 characters.
+        std::fs::write(
+            &conf,
+            format!(
+                "[Global]\nName = irc.braids.test\nInfo = braids test\nListen = 127.0.0.1\nPorts = {port}\nPidFile = {}/ngircd.pid\n[Limits]\nMaxNickLength = 30\n[Options]\nPAM = no\nIdent = no\nDNS = no\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let mut cmd = Command::new(program);
+        cmd.args(["-n", "-f"])
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let child = cmd.spawn().map_err(|e| format!("cannot start ngircd: {e}"))?;
+        let irc = Ngircd {
+            _dir: dir,
+            port,
+            child,
+        };
+        wait_for("ngircd to listen", Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok().map(|_| ())
+        });
+        Ok(irc)
+    }
+}
+
+impl Drop for Ngircd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An IRC client in `#braids`, keeping every message said there.
+struct Watcher {
+    said: std::sync::Arc<Mutex<Vec<String>>>,
+    joined: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watcher {
+    fn join(port: u16) -> Watcher {
+        use std::io::{BufRead, Write};
+        let said = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let joined = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        conn.write_all(b"NICK watcher\r\nUSER watcher 0 * :braids test\r\n")
+            .unwrap();
+        let (s, j) = (said.clone(), joined.clone());
+        std::thread::spawn(move || {
+            let reader = std::io::BufReader::new(conn.try_clone().unwrap());
+            for line in reader.lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.strip_prefix("PING") {
+                    let _ = conn.write_all(format!("PONG{rest}\r\n").as_bytes());
+                } else if line.contains(" 001 ") {
+                    let _ = conn.write_all(b"JOIN #braids\r\n");
+                } else if line.contains(" 366 ") {
+                    j.store(true, std::sync::atomic::Ordering::SeqCst);
+                } else if line.contains(" PRIVMSG #braids :") {
+                    s.lock().unwrap().push(line);
+                }
+            }
+        });
+        let w = Watcher { said, joined };
+        wait_for("the watcher in #braids", Duration::from_secs(30), || {
+            w.joined
+                .load(std::sync::atomic::Ordering::SeqCst)
+                .then_some(())
+        });
+        w
+    }
+
+    fn said(&self) -> Vec<String> {
+        self.said.lock().unwrap().clone()
+    }
+}
+
+/// The README's notifier recipe through OpenClaw, as an argv.
+fn readme_notify_recipe() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.contains("\"openclaw\", \"message\", \"send\""))
+        .expect("README.md has the `openclaw message send` recipe");
+    let list = &line[line.find('[').unwrap()..=line.find(']').unwrap()];
+    serde_json::from_str(list).unwrap()
+}
+
+#[test]
+fn a_bead_complete_notification_reaches_an_irc_channel_through_openclaw_message_send() {
+    let irc = match Ngircd::start() {
+        Ok(irc) => irc,
+        Err(why) => {
+            assert!(
+                std::env::var("BRAIDS_REQUIRE_OPENCLAW").as_deref() != Ok("1"),
+                "BRAIDS_REQUIRE_OPENCLAW=1 but {why}"
+            );
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let Some(claw) = Claw::start() else {
+        return;
+    };
+    // The IRC channel plugin, from the npm registry, into this gateway's state.
+    let out = claw.cli(&["plugins", "install", "@openclaw/irc@2026.9.5"]);
+    assert!(
+        out.status.success(),
+        "openclaw plugins install: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let channel = json!({"enabled": true, "host": "127.0.0.1", "port": irc.port, "tls": false,
+                         "nick": "braidsbot", "channels": ["#braids"]});
+    let out = claw.cli(&[
+        "config",
+        "set",
+        "channels.irc",
+        &channel.to_string(),
+        "--strict-json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let watcher = Watcher::join(irc.port);
+
+    let sb = Install::new().build();
+    // `openclaw` as a person has it on PATH: this gateway's CLI.
+    let env: String = Claw::env_of(claw.dir.path(), claw.port)
+        .iter()
+        .map(|(k, v)| format!("export {k}='{v}'\n"))
+        .collect();
+    sb.script(
+        "bin/openclaw",
+        &format!(
+            "{env}exec {} \"$@\"\n",
+            claw.dir.path().join("bin/openclaw").display()
+        ),
+    );
+    let agent = sb.script(
+        "bin/agent",
+        "mkdir -p \"$(dirname \"$1\")\"\nprintf '# Done\\n\\n## Summary\\n\\nDid it.\\n' > \"$1\"\nprintf 'status: pass\\nsummary: did it\\n' > \"$BRAIDS_RESULT_FILE\"\n",
+    );
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\n[notify]\ncommand = {}\ntimeout_secs = 120\n",
+        agent.display().to_string(),
+        serde_json::to_string(&readme_notify_recipe()).unwrap()
+    ));
+    let app = sb
+        .new_project("app")
+        .br()
+        .beads(1)
+        .channel("#braids")
+        .create();
+    let report = sb.tick().force().run();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let want = format!("Completed {}", app.beads[0]);
+    let said = wait_for(
+        "the bead-complete message in #braids",
+        Duration::from_secs(400),
+        || {
+            let said = watcher.said();
+            said.iter().any(|l| l.contains(&want)).then_some(said)
+        },
+    );
+    let line = said.iter().find(|l| l.contains(&want)).unwrap();
+    assert!(line.starts_with(":braidsbot"), "sent by OpenClaw's IRC nick: {line}");
+    assert!(line.contains("[app]"), "{line}");
+}
