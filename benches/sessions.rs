@@ -4,7 +4,10 @@
 //! - process: 100 `sleep` workers, each a session record and a `/proc` check;
 //! - slurm: 100 jobs on a real single-node cluster (`scripts/slurm-cluster`, 128 CPUs declared
 //!   so every job runs), one `squeue`; skipped with the reason where no cluster can start (it
-//!   needs root and Debian's Slurm packages).
+//!   needs root and Debian's Slurm packages);
+//! - openclaw: 100 local workers and 100 live sessions on a real gateway (the stand-in model
+//!   holds every run open), one `sessions.list`; skipped with the reason where OpenClaw is not
+//!   installed in /opt/openclaw.
 //!
 //! Median and minimum of 30 surveys each, and the machine's load.
 
@@ -14,6 +17,14 @@ use std::time::{Duration, Instant};
 
 use braids::model::{SessionLabel, SpawnMessage};
 use braids::session::{BackendKind, Placement, SessionBackend, SpawnSpec};
+
+#[path = "../tests/integration/support/standin_model.rs"]
+#[allow(dead_code)]
+mod standin_model;
+
+#[path = "../tests/integration/support/claw.rs"]
+#[allow(dead_code)]
+mod claw;
 
 const SESSIONS: usize = 100;
 const RUNS: usize = 30;
@@ -36,9 +47,13 @@ fn spec(dir: &Path, i: usize, argv: &[&str]) -> SpawnSpec {
 }
 
 fn measure(name: &str, backend: &dyn SessionBackend) {
-    let mut times = Vec::with_capacity(RUNS);
+    measure_n(name, backend, RUNS)
+}
+
+fn measure_n(name: &str, backend: &dyn SessionBackend, runs: usize) {
+    let mut times = Vec::with_capacity(runs);
     let mut live = 0;
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let t = Instant::now();
         let survey = backend.survey().expect("survey");
         times.push(t.elapsed());
@@ -47,7 +62,7 @@ fn measure(name: &str, backend: &dyn SessionBackend) {
     times.sort();
     println!(
         "{name:8} {live:3} live sessions: one survey median {:.2} ms, min {:.2} ms",
-        ms(times[RUNS / 2]),
+        ms(times[runs / 2]),
         ms(times[0])
     );
 }
@@ -94,6 +109,61 @@ fn main() {
             for s in slurm.list().unwrap() {
                 let _ = slurm.kill(&s, Duration::from_secs(5));
             }
+        }
+    }
+
+    match claw::Claw::start() {
+        Err(why) => println!("openclaw skipped: {why}"),
+        Ok(claw) => openclaw(work, &claw),
+    }
+}
+
+/// 100 workers whose sessions are live at a real gateway, surveyed 10 times (each survey is
+/// one `openclaw` command, a second or two).
+fn openclaw(work: &Path, claw: &claw::Claw) {
+    use braids::session::openclaw::{Gateway, OpenClawBackend};
+    let backend = OpenClawBackend::new(&work.join("openclaw"), claw.settings());
+    let mut workers = Vec::new();
+    for i in 0..SESSIONS {
+        let mut s = spec(work, i, &["sleep", "600"]);
+        s.placement.backend = Some(BackendKind::OpenClaw);
+        workers.push(backend.spawn(&s).unwrap());
+    }
+    // What those workers would create: a session each, its run held open by the model.
+    let gateway = Gateway::new(claw.settings());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= SESSIONS {
+                    break;
+                }
+                let label = format!("project:bench:bench-{i}");
+                let params = serde_json::json!({
+                    "key": format!("agent:main:{label}"), "label": label,
+                    "cwd": work.display().to_string(),
+                    "message": "Write the deliverable at `d.md`. Report your status in `r`.",
+                });
+                gateway
+                    .call("sessions.create", &params, Duration::from_secs(60))
+                    .unwrap();
+            });
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while gateway.live().map_or(0, |l| l.len()) < SESSIONS {
+        assert!(Instant::now() < deadline, "100 live gateway sessions");
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    measure_n("openclaw", &backend, 10);
+    // The gateway goes with `claw`; the local workers are stopped here.
+    for w in workers {
+        if let Some(pid) = w.pid {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

@@ -118,20 +118,23 @@ impl SessionBackend for Composite {
         };
         let target = spec.placement.backend.unwrap_or(self.configured);
         // The target backend checks its own sessions; the others are checked here, so a
-        // switch of backends never puts a second agent on a bead.
+        // switch of backends never puts a second agent on a bead. A backend that certainly
+        // holds no session of the label is not asked: asking OpenClaw's gateway costs seconds,
+        // and the tick's own survey has already counted sessions it has no record of.
         for b in self.backends.iter().map(|b| b.as_ref()).filter(|b| {
-            b.kind() != target && (b.kind() == self.configured || b.may_have_sessions())
+            b.kind() != target
+                && (b.kind() == self.configured || b.may_have_sessions())
+                && b.may_hold(&spec.label)
         }) {
             let survey = match b.survey() {
                 Ok(s) => s,
-                // It cannot be asked (slurmctld down): in the way only if it may hold this label.
-                Err(e) if b.may_hold(&spec.label) => {
+                // It cannot be asked (slurmctld down), and it may hold this label.
+                Err(e) => {
                     return Err(refuse(format!(
                         "the {} backend, which may hold this session, cannot be asked: {e}",
                         b.kind()
                     )))
                 }
-                Err(_) => continue,
             };
             if let Some(p) = survey
                 .problems

@@ -270,7 +270,10 @@ pub fn all_backends(
             sessions_dir.to_path_buf(),
             slurm.clone(),
         )),
-        Box::new(openclaw::OpenClawBackend::new(sessions_dir, openclaw.clone())),
+        Box::new(openclaw::OpenClawBackend::new(
+            sessions_dir,
+            openclaw.clone(),
+        )),
     ]
 }
 

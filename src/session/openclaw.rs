@@ -130,7 +130,10 @@ fn merge(workers: Survey, live: &[Row]) -> Survey {
     let mut out = workers;
     for s in &mut out.sessions {
         let label = s.label.to_string();
-        if live.iter().any(|r| r.label.as_deref() == Some(label.as_str())) {
+        if live
+            .iter()
+            .any(|r| r.label.as_deref() == Some(label.as_str()))
+        {
             s.running = true;
         }
     }
@@ -185,9 +188,7 @@ impl SessionBackend for OpenClawBackend {
     /// A worker of the label has a record until it is forgotten, and it is forgotten only
     /// once neither it nor a gateway session of its label runs.
     fn may_hold(&self, label: &SessionLabel) -> bool {
-        self.driver
-            .record_path(label)
-            .map_or(true, |p| p.exists())
+        self.driver.record_path(label).map_or(true, |p| p.exists())
     }
 
     fn survey(&self) -> Result<Survey, SessionError> {
@@ -265,7 +266,10 @@ mod tests {
     #[test]
     fn keys_name_the_agent_the_label_and_a_role() {
         let l = SessionLabel::parse("project:app:app-1").unwrap();
-        assert_eq!(session_key("main", &l, None), "agent:main:project:app:app-1");
+        assert_eq!(
+            session_key("main", &l, None),
+            "agent:main:project:app:app-1"
+        );
         assert_eq!(
             session_key("ops", &l, Some("tester")),
             "agent:ops:project:app:app-1:tester"
@@ -287,7 +291,10 @@ mod tests {
             row("agent:main:project:app:app-1", Some("project:app:app-1")),
             // Two roles of one team step: one session of the label.
             row("agent:main:project:web:web-9", Some("project:web:web-9")),
-            row("agent:main:project:web:web-9:tester", Some("project:web:web-9")),
+            row(
+                "agent:main:project:web:web-9:tester",
+                Some("project:web:web-9"),
+            ),
             // Not braids' business.
             row("agent:main:main", None),
             row("agent:main:chat", Some("my chat")),
@@ -317,6 +324,9 @@ mod tests {
         );
         assert_eq!(s.problems.len(), 1);
         assert_eq!(s.problems[0].label.as_deref(), Some("project:Bad Slug:x"));
-        assert_eq!(s.problems[0].location, "openclaw session agent:main:project:bad");
+        assert_eq!(
+            s.problems[0].location,
+            "openclaw session agent:main:project:bad"
+        );
     }
 }

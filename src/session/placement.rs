@@ -144,8 +144,7 @@ impl Placement {
 /// An id OpenClaw accepts for an agent or a provider.
 fn is_word(v: &str) -> bool {
     !v.is_empty()
-        && v
-            .bytes()
+        && v.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
 }
 
@@ -193,8 +192,18 @@ mod tests {
         let (p, problems) = read("# A\nStatus: active\nBackend: openclaw\nAgent: Ops\nModel: standin/m-2.5\nThinking: High\n");
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(
-            (p.backend, p.agent.as_deref(), p.model.as_deref(), p.thinking.as_deref()),
-            (Some(BackendKind::OpenClaw), Some("ops"), Some("standin/m-2.5"), Some("high"))
+            (
+                p.backend,
+                p.agent.as_deref(),
+                p.model.as_deref(),
+                p.thinking.as_deref()
+            ),
+            (
+                Some(BackendKind::OpenClaw),
+                Some("ops"),
+                Some("standin/m-2.5"),
+                Some("high")
+            )
         );
         let (p, _) = read("# A\nStatus: active\n");
         assert_eq!(p.backend, None);
@@ -211,7 +220,9 @@ mod tests {
         assert!(problems[5].message.contains("provider/model"));
         assert!(problems[6].fix.contains("xhigh"), "{}", problems[6].fix);
         assert!(
-            problems[0].message.contains("process, tmux, slurm, openclaw"),
+            problems[0]
+                .message
+                .contains("process, tmux, slurm, openclaw"),
             "{}",
             problems[0].message
         );

@@ -8,208 +8,45 @@
 //! and token; 15 to 60 s to be ready on two busy cores) and they take a lock one at a time:
 //! three Node gateways at once would starve the rest of the suite.
 
-use std::path::{Path, PathBuf};
+use std::ops::Deref;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::support::standin_model::StandinModel;
+use crate::support::claw::{free_port, Claw};
 use crate::support::{label, wait_for, Install, ReportExt, Sandbox};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-const TOKEN: &str = "braids-test-token";
-
-/// A gateway of its own, with a stand-in model behind it.
-struct Claw {
-    dir: tempfile::TempDir,
-    port: u16,
-    gateway: Child,
-    model: StandinModel,
+/// A gateway of the test's own, one test at a time.
+struct Held {
+    claw: Claw,
     _lock: MutexGuard<'static, ()>,
 }
 
-/// The folder holding `node` (24) and `openclaw`, or why there is none.
-fn install_dir() -> Result<PathBuf, String> {
-    let dir = PathBuf::from("/opt/openclaw/bin");
-    if dir.join("openclaw").is_file() && dir.join("node").is_file() {
-        Ok(dir)
-    } else {
-        Err("OpenClaw is not installed in /opt/openclaw (.ci/run installs it)".into())
+impl Deref for Held {
+    type Target = Claw;
+    fn deref(&self) -> &Claw {
+        &self.claw
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-impl Claw {
-    /// A ready gateway, or `None` (with the reason on stderr) where OpenClaw is not installed.
-    fn start() -> Option<Claw> {
-        let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        let bin = match install_dir() {
-            Ok(b) => b,
-            Err(why) => {
-                assert!(
-                    std::env::var("BRAIDS_REQUIRE_OPENCLAW").as_deref() != Ok("1"),
-                    "BRAIDS_REQUIRE_OPENCLAW=1 but {why}"
-                );
-                eprintln!("SKIPPED: {why}");
-                return None;
-            }
-        };
-        let dir = tempfile::Builder::new()
-            .prefix("braids-openclaw-")
-            .tempdir()
-            .unwrap();
-        let model = StandinModel::start();
-        let config = json!({
-            "gateway": {"mode": "local"},
-            "models": {"providers": {"standin": model.provider()}},
-            "agents": {"defaults": {"model": {"primary": "standin/m1"}}},
-        });
-        std::fs::create_dir_all(dir.path().join("state")).unwrap();
-        std::fs::write(dir.path().join("openclaw.json"), config.to_string()).unwrap();
-        std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
-        // The CLI as braids and the notifier run it: a wrapper that puts Node 24 first.
-        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
-        let wrapper = dir.path().join("bin/openclaw");
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\nPATH={}:$PATH exec {}/openclaw \"$@\"\n",
-                bin.display(),
-                bin.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(
-            &wrapper,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let port = free_port();
-        let mut cmd = Command::new(&wrapper);
-        cmd.args(["gateway", "run", "--port", &port.to_string()])
-            .args(["--bind", "loopback", "--auth", "token", "--token", TOKEN])
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(dir.path().join("gateway.log")).unwrap())
-            .stderr(std::fs::File::create(dir.path().join("gateway.err")).unwrap());
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let claw_env = Claw::env_of(dir.path(), port);
-        for (k, v) in &claw_env {
-            cmd.env(k, v);
-        }
-        let gateway = cmd.spawn().unwrap();
-        let claw = Claw {
-            dir,
-            port,
-            gateway,
-            model,
-            _lock: lock,
-        };
-        wait_for("the gateway to answer", Duration::from_secs(240), || {
-            claw.call("health", json!({})).ok().map(|_| ())
-        });
-        Some(claw)
+/// A ready gateway, or `None` (with the reason on stderr) where OpenClaw is not installed.
+fn gateway() -> Option<Held> {
+    let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Err(why) = crate::support::claw::install_dir() {
+        assert!(
+            std::env::var("BRAIDS_REQUIRE_OPENCLAW").as_deref() != Ok("1"),
+            "BRAIDS_REQUIRE_OPENCLAW=1 but {why}"
+        );
+        eprintln!("SKIPPED: {why}");
+        return None;
     }
-
-    fn env_of(dir: &Path, port: u16) -> Vec<(String, String)> {
-        let d = dir.display();
-        vec![
-            ("OPENCLAW_HOME".into(), format!("{d}/home")),
-            ("OPENCLAW_STATE_DIR".into(), format!("{d}/state")),
-            ("OPENCLAW_CONFIG_PATH".into(), format!("{d}/openclaw.json")),
-            ("OPENCLAW_GATEWAY_URL".into(), format!("ws://127.0.0.1:{port}")),
-            ("OPENCLAW_GATEWAY_TOKEN".into(), TOKEN.into()),
-            ("OPENCLAW_NO_AUTO_UPDATE".into(), "1".into()),
-            ("OPENCLAW_DISABLE_BONJOUR".into(), "1".into()),
-            ("OPENCLAW_NO_RESPAWN".into(), "1".into()),
-        ]
-    }
-
-    /// `openclaw <args>` as the test's own client.
-    fn cli(&self, args: &[&str]) -> std::process::Output {
-        let mut cmd = Command::new(self.dir.path().join("bin/openclaw"));
-        cmd.args(args).stdin(Stdio::null());
-        for (k, v) in Claw::env_of(self.dir.path(), self.port) {
-            cmd.env(k, v);
-        }
-        cmd.output().unwrap()
-    }
-
-    /// A gateway method's answer, or what went wrong.
-    fn call(&self, method: &str, params: Value) -> Result<Value, String> {
-        let out = self.cli(&[
-            "gateway",
-            "call",
-            method,
-            "--params",
-            &params.to_string(),
-            "--json",
-        ]);
-        let text = String::from_utf8_lossy(&out.stdout);
-        match serde_json::from_str::<Value>(&text) {
-            Ok(v) if out.status.success() && v["ok"] != json!(false) => Ok(v),
-            _ => Err(format!(
-                "{method}: {text} {}",
-                String::from_utf8_lossy(&out.stderr)
-            )),
-        }
-    }
-
-    /// Every session the gateway has, as (key, label, live, model).
-    fn sessions(&self) -> Vec<(String, String, bool, String)> {
-        let v = self.call("sessions.list", json!({})).unwrap();
-        v["sessions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| {
-                (
-                    s["key"].as_str().unwrap_or_default().to_string(),
-                    s["label"].as_str().unwrap_or_default().to_string(),
-                    s["status"] == "running" || s["hasActiveRun"] == true,
-                    format!(
-                        "{}/{}",
-                        s["modelProvider"].as_str().unwrap_or_default(),
-                        s["model"].as_str().unwrap_or_default()
-                    ),
-                )
-            })
-            .collect()
-    }
-
-    /// `[openclaw]` for an installation that uses this gateway.
-    fn config(&self) -> String {
-        let d = self.dir.path().display();
-        format!(
-            "[openclaw]\nprogram = \"{d}/bin/openclaw\"\nurl = \"ws://127.0.0.1:{}\"\ntoken_file = \"{d}/token\"\nconfig = \"{d}/openclaw.json\"\nstate_dir = \"{d}/state\"\n",
-            self.port
-        )
-    }
-}
-
-impl Drop for Claw {
-    fn drop(&mut self) {
-        let group = nix::unistd::Pid::from_raw(self.gateway.id() as i32);
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.gateway.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.gateway.wait();
-    }
+    let claw = Claw::start().unwrap_or_else(|e| panic!("{e}"));
+    Some(Held { claw, _lock: lock })
 }
 
 fn install(claw: &Claw) -> Sandbox {
@@ -221,7 +58,7 @@ fn install(claw: &Claw) -> Sandbox {
 
 #[test]
 fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
-    let Some(claw) = Claw::start() else {
+    let Some(claw) = gateway() else {
         return;
     };
     let sb = install(&claw);
@@ -249,13 +86,20 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
 
     // Each worker made its gateway session, keyed and labelled by the session label; the
     // model holds both runs live.
-    wait_for("both sessions live at the gateway", Duration::from_secs(120), || {
-        let s = claw.sessions();
-        [&first, &other]
-            .iter()
-            .all(|l| s.iter().any(|r| &&r.1 == l && r.2 && r.0 == format!("agent:main:{l}")))
-            .then_some(s)
-    });
+    wait_for(
+        "both sessions live at the gateway",
+        Duration::from_secs(120),
+        || {
+            let s = claw.sessions();
+            [&first, &other]
+                .iter()
+                .all(|l| {
+                    s.iter()
+                        .any(|r| &&r.1 == l && r.2 && r.0 == format!("agent:main:{l}"))
+                })
+                .then_some(s)
+        },
+    );
     // Counted: the next run sees both live, so app's second bead waits for its slot.
     let report = sb.tick().force().run();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
@@ -265,13 +109,15 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
         assert_eq!(live[l]["backend"], "openclaw", "{live:?}");
     }
     // The project's model reached its session, and the default the other.
-    let models: Vec<(String, String)> = claw
-        .sessions()
-        .into_iter()
-        .map(|s| (s.1, s.3))
-        .collect();
-    assert!(models.contains(&(other.clone(), "standin/m2".into())), "{models:?}");
-    assert!(models.contains(&(first.clone(), "standin/m1".into())), "{models:?}");
+    let models: Vec<(String, String)> = claw.sessions().into_iter().map(|s| (s.1, s.3)).collect();
+    assert!(
+        models.contains(&(other.clone(), "standin/m2".into())),
+        "{models:?}"
+    );
+    assert!(
+        models.contains(&(first.clone(), "standin/m1".into())),
+        "{models:?}"
+    );
 
     claw.model.open();
     for (slug, bead) in [("app", &app.beads[0]), ("web", &web.beads[0])] {
@@ -292,11 +138,15 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
     assert_eq!(model_of(&app.beads[0]).as_deref(), Some("m1"));
     // Closed before it is committed (3.5, 3.6): the commit follows.
     for (slug, bead) in [("app", &app.beads[0]), ("web", &web.beads[0])] {
-        wait_for(&format!("{bead} committed"), Duration::from_secs(60), || {
-            sb.git(&sb.project(slug), &["log", "--format=%s", "main"])
-                .contains(bead.as_str())
-                .then_some(())
-        });
+        wait_for(
+            &format!("{bead} committed"),
+            Duration::from_secs(60),
+            || {
+                sb.git(&sb.project(slug), &["log", "--format=%s", "main"])
+                    .contains(bead.as_str())
+                    .then_some(())
+            },
+        );
     }
     // Done at the gateway, so not live: the slot is free for app's second bead, and the ended
     // workers are forgotten without an error.
@@ -321,7 +171,7 @@ fn held_sleep_runs() -> bool {
 
 #[test]
 fn a_zombie_session_is_aborted_and_deleted() {
-    let Some(claw) = Claw::start() else {
+    let Some(claw) = gateway() else {
         return;
     };
     claw.model.open();
@@ -347,7 +197,11 @@ fn a_zombie_session_is_aborted_and_deleted() {
         .env("HOME", sb.home())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = sb.tick().force().run();
     assert_eq!(report.killed().len(), 1, "{report:#?}");
     assert_eq!(report.killed()[0].0, app.beads[0]);
@@ -397,14 +251,18 @@ impl Ngircd {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let child = cmd.spawn().map_err(|e| format!("cannot start ngircd: {e}"))?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start ngircd: {e}"))?;
         let irc = Ngircd {
             _dir: dir,
             port,
             child,
         };
         wait_for("ngircd to listen", Duration::from_secs(30), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).ok().map(|_| ())
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .ok()
+                .map(|_| ())
         });
         Ok(irc)
     }
@@ -486,7 +344,7 @@ fn a_bead_complete_notification_reaches_an_irc_channel_through_openclaw_message_
             return;
         }
     };
-    let Some(claw) = Claw::start() else {
+    let Some(claw) = gateway() else {
         return;
     };
     // The IRC channel plugin, from the npm registry, into this gateway's state.
@@ -506,7 +364,11 @@ fn a_bead_complete_notification_reaches_an_irc_channel_through_openclaw_message_
         &channel.to_string(),
         "--strict-json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let watcher = Watcher::join(irc.port);
 
     let sb = Install::new().build();
@@ -549,6 +411,9 @@ fn a_bead_complete_notification_reaches_an_irc_channel_through_openclaw_message_
         },
     );
     let line = said.iter().find(|l| l.contains(&want)).unwrap();
-    assert!(line.starts_with(":braidsbot"), "sent by OpenClaw's IRC nick: {line}");
+    assert!(
+        line.starts_with(":braidsbot"),
+        "sent by OpenClaw's IRC nick: {line}"
+    );
     assert!(line.contains("[app]"), "{line}");
 }

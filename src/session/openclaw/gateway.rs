@@ -318,8 +318,18 @@ mod tests {
                 false,
                 Err("Gateway not reachable at ws://h (ECONNREFUSED)."),
             ),
-            (r#"{"ok": false}"#, "", true, Err("the gateway said no, without a reason")),
-            ("", "Error: unknown command\n", false, Err("not a JSON answer: Error: unknown command")),
+            (
+                r#"{"ok": false}"#,
+                "",
+                true,
+                Err("the gateway said no, without a reason"),
+            ),
+            (
+                "",
+                "Error: unknown command\n",
+                false,
+                Err("not a JSON answer: Error: unknown command"),
+            ),
             ("{}", "", false, Err("the command failed")),
         ];
         for (stdout, stderr, ok, want) in cases {
@@ -386,7 +396,10 @@ mod tests {
                 reply: "done".into()
             }
         );
-        assert_eq!(Waited::from(&json!({"status": "timeout"})), Waited::TimedOut);
+        assert_eq!(
+            Waited::from(&json!({"status": "timeout"})),
+            Waited::TimedOut
+        );
         assert_eq!(
             Waited::from(&json!({"status": "error", "error": "model refused"})),
             Waited::Failed {

@@ -23,6 +23,7 @@
 //!   integrity checks the fault and hostile-input suites share.
 
 pub mod checks;
+pub mod claw;
 pub mod files;
 mod install;
 pub mod procs;

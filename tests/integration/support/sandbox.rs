@@ -353,7 +353,10 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         // The OpenClaw backend's local workers keep their records in a folder of their own.
         let dirs = [self.sessions_dir(), self.sessions_dir().join("openclaw")];
-        let entries = dirs.iter().filter_map(|d| std::fs::read_dir(d).ok()).flatten();
+        let entries = dirs
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flatten();
         for e in entries.flatten() {
             let Ok(text) = std::fs::read_to_string(e.path()) else {
                 continue;
