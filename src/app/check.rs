@@ -199,7 +199,8 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             p.fix,
         ));
     }
-    if placement.backend.unwrap_or(config.sessions.backend) == crate::session::BackendKind::Slurm
+    let backend = placement.backend.unwrap_or(config.sessions.backend);
+    if backend == crate::session::BackendKind::Slurm
         && crate::proc::Invocation::new([&config.slurm.sbatch, "--version"])
             .run()
             .map_or(true, |o| !o.success())
@@ -212,8 +213,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "install the Slurm client (sbatch, squeue, scancel, scontrol) or set their paths under [slurm] in config.toml",
         ));
     }
-    if placement.backend.unwrap_or(config.sessions.backend) == crate::session::BackendKind::OpenClaw
-    {
+    if backend == crate::session::BackendKind::OpenClaw {
         let gateway = crate::session::openclaw::Gateway::new(config.openclaw.clone());
         if let Err(e) = gateway.call("health", &serde_json::json!({}), gateway.wait()) {
             out.push(Diagnostic::error(

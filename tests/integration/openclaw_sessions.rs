@@ -164,7 +164,7 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
 /// Whether a process whose command line is `sleep 617` runs on this machine.
 fn held_sleep_runs() -> bool {
     crate::support::procs::pids().any(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\0617\0")
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00617\x00")
             && crate::support::procs::alive(pid)
     })
 }
@@ -184,7 +184,7 @@ fn a_zombie_session_is_aborted_and_deleted() {
         .create();
     let l = label("app", &app.beads[0]);
     let report = sb.tick().force().run();
-    assert_eq!(report.labels(), [l.clone()], "{:?}", report.errors);
+    assert_eq!(report.labels(), std::slice::from_ref(&l), "{:?}", report.errors);
     wait_for("the agent's tool to run", Duration::from_secs(120), || {
         held_sleep_runs().then_some(())
     });
