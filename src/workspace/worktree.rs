@@ -273,8 +273,12 @@ impl GitWorktrees {
 
 impl Workspaces for GitWorktrees {
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace> {
-        // No repository lock here: a worker starts while another lands, and `git worktree add`
-        // marks a new worktree locked until it is whole, so a concurrent prune spares it.
+        // Under the repository lock: `git worktree add` makes the new worktree's admin folder
+        // before it marks it locked, and a `git worktree prune` from another worker's create,
+        // removal or the tick's sweep in that window deletes the folder under it ("could not
+        // open .git/worktrees/<bead>/gitdir"), seen with three workers starting at once. A
+        // start waits for a landing in progress instead.
+        let _lock = RepoLock::acquire(project)?;
         let base = Self::current_branch(project)?;
         let dir = self.dir_for(project, bead);
         Self::discard(project, &dir)?;
