@@ -7,9 +7,9 @@
 //! zombie (CONTRACTS 2.9). So the installation holds a [`Composite`]:
 //!
 //! * `spawn` goes to the backend the project names (PROJECT.md `Backend:`) or else the
-//!   configured one, after checking that no other backend has a live
-//!   session (or an unreadable record) of the same label: a backend's own check only sees its
-//!   own sessions.
+//!   configured one, after checking that no other backend that may hold the label
+//!   ([`SessionBackend::may_hold`]) has a live session (or an unreadable record) of it: a
+//!   backend's own check only sees its own sessions.
 //! * `survey` and `list` merge every backend's sessions; each [`Session`] names its owner.
 //!   A backend that is not configured is asked only when [`SessionBackend::may_have_sessions`]
 //!   says it may have some (tmux: its server socket exists), so an installation that never
