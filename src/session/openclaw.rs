@@ -273,17 +273,26 @@ mod tests {
         };
         let b = OpenClawBackend::new(tmp.path(), settings);
         let label = SessionLabel::parse("project:app:app-1").unwrap();
-        assert!(!b.may_have_sessions(), "no worker yet: no `openclaw` command per tick");
+        assert!(
+            !b.may_have_sessions(),
+            "no worker yet: no `openclaw` command per tick"
+        );
         assert!(!b.may_hold(&label));
         let dir = records_dir(tmp.path());
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("app_app-1.json"), "{}").unwrap();
-        assert!(b.may_have_sessions(), "a worker's record: surveyed whatever the config says");
+        assert!(
+            b.may_have_sessions(),
+            "a worker's record: surveyed whatever the config says"
+        );
         assert!(b.may_hold(&label));
         assert!(!b.may_hold(&SessionLabel::parse("project:app:app-2").unwrap()));
         // Asked now, the missing CLI is an error naming the backend, never an empty list.
         let err = b.survey().unwrap_err().to_string();
-        assert!(err.contains("openclaw") && err.contains("sessions.list"), "{err}");
+        assert!(
+            err.contains("openclaw") && err.contains("sessions.list"),
+            "{err}"
+        );
     }
 
     #[test]

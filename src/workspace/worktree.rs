@@ -196,6 +196,12 @@ impl GitWorktrees {
 
     /// Forgets a worktree at `dir` (a crashed worker's), whether or not git still knows it.
     fn discard(project: &Path, dir: &Path) -> Result<()> {
+        let _books = bookkeeping(project)?;
+        Self::discard_held(project, dir)
+    }
+
+    /// [`GitWorktrees::discard`], for a caller holding the [`bookkeeping`] lock.
+    fn discard_held(project: &Path, dir: &Path) -> Result<()> {
         if dir.exists() {
             let shown = dir.to_string_lossy();
             let _ = git(
@@ -271,17 +277,28 @@ impl GitWorktrees {
     }
 }
 
+/// Holds git's worktree bookkeeping (`worktree add`, `remove`, `prune`) for one repository, one
+/// worker at a time. `git worktree add` makes the new worktree's admin folder before it marks it
+/// locked, and a `git worktree prune` in that window (another worker's start or removal, the
+/// tick's sweep) deletes the folder under it: "could not open .git/worktrees/<bead>/gitdir", a
+/// bead blocked, seen with three workers starting at once. Apart from the repository lock, and
+/// held only for those commands, so a worker still starts while another lands; taken after the
+/// repository lock where both are held, never before it.
+fn bookkeeping(project: &Path) -> Result<crate::lock::TickLock> {
+    let path = crate::git::lock_path(project)?.with_file_name("braids-worktrees.lock");
+    crate::lock::TickLock::acquire(&path, Duration::from_secs(120))
+        .with_context(|| format!("cannot lock {}", path.display()))?
+        .ok_or_else(|| anyhow!("another worker held {} for over 120s", path.display()))
+}
+
 impl Workspaces for GitWorktrees {
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace> {
-        // Under the repository lock: `git worktree add` makes the new worktree's admin folder
-        // before it marks it locked, and a `git worktree prune` from another worker's create,
-        // removal or the tick's sweep in that window deletes the folder under it ("could not
-        // open .git/worktrees/<bead>/gitdir"), seen with three workers starting at once. A
-        // start waits for a landing in progress instead.
-        let _lock = RepoLock::acquire(project)?;
+        // Not under the repository lock (a worker starts while another lands), but under the
+        // worktree bookkeeping lock: see [`bookkeeping`].
         let base = Self::current_branch(project)?;
         let dir = self.dir_for(project, bead);
-        Self::discard(project, &dir)?;
+        let _books = bookkeeping(project)?;
+        Self::discard_held(project, &dir)?;
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
@@ -479,6 +496,7 @@ impl Workspaces for GitWorktrees {
             }
         }
         if !removed.is_empty() && project.join(".git").exists() {
+            let _books = bookkeeping(project)?;
             git_ok(project, &["worktree", "prune"])?;
         }
         Ok(removed)

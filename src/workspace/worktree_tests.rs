@@ -333,3 +333,34 @@ fn c6_5_sweep_keeps_the_work_a_dead_worker_left_before_removing_its_worktree() {
     assert!(w.ws.sweep(&w.project, &[]).unwrap().is_empty());
     assert!(!w.project.join("done.txt").exists());
 }
+
+#[test]
+fn c6_5_workers_starting_and_ending_at_once_never_lose_a_worktree_to_a_prune() {
+    // Without the bookkeeping lock, one worker's `git worktree prune` deleted the admin folder
+    // of a worktree another was adding ("could not open .git/worktrees/<bead>/gitdir").
+    let w = world();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let w = &w;
+            s.spawn(move || {
+                for i in 0..25 {
+                    let id = bead(&format!("t{t}-{i}"));
+                    let ws =
+                        w.ws.create(&w.project, &id)
+                            .unwrap_or_else(|e| panic!("create {id}: {e:#}"));
+                    assert!(ws.dir.join("shared.txt").is_file(), "{id}");
+                    w.ws.remove(&ws)
+                        .unwrap_or_else(|e| panic!("remove {id}: {e:#}"));
+                }
+            });
+        }
+    });
+    assert_eq!(
+        sh_git(&w.project, &["worktree", "list", "--porcelain"])
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1,
+        "only the project's own work tree is left"
+    );
+}

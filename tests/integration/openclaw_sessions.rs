@@ -184,7 +184,12 @@ fn a_zombie_session_is_aborted_and_deleted() {
         .create();
     let l = label("app", &app.beads[0]);
     let report = sb.tick().force().run();
-    assert_eq!(report.labels(), std::slice::from_ref(&l), "{:?}", report.errors);
+    assert_eq!(
+        report.labels(),
+        std::slice::from_ref(&l),
+        "{:?}",
+        report.errors
+    );
     wait_for("the agent's tool to run", Duration::from_secs(120), || {
         held_sleep_runs().then_some(())
     });
