@@ -368,9 +368,7 @@ impl Config {
                 .map(|why| format!("the [worker] command of config.toml {why}; fix the command"));
         }
         let (placement, _) = crate::session::Placement::of(project);
-        if placement.backend.unwrap_or(self.sessions.backend)
-            == crate::session::BackendKind::OpenClaw
-        {
+        if placement.backend_or(self.sessions.backend) == crate::session::BackendKind::OpenClaw {
             // The agent is a gateway session; no executor runs.
             return missing_program(&self.openclaw.program).map(|why| {
                 format!("its agents are OpenClaw sessions, but the [openclaw] program of config.toml {why}; install OpenClaw or fix the program")

@@ -199,7 +199,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             p.fix,
         ));
     }
-    let backend = placement.backend.unwrap_or(config.sessions.backend);
+    let backend = placement.backend_or(config.sessions.backend);
     if backend == crate::session::BackendKind::Slurm
         && crate::proc::Invocation::new([&config.slurm.sbatch, "--version"])
             .run()

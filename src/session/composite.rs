@@ -116,7 +116,7 @@ impl SessionBackend for Composite {
             label: label.clone(),
             detail,
         };
-        let target = spec.placement.backend.unwrap_or(self.configured);
+        let target = spec.placement.backend_or(self.configured);
         // The target backend checks its own sessions; the others are checked here, so a
         // switch of backends never puts a second agent on a bead. A backend that certainly
         // holds no session of the label is not asked: asking OpenClaw's gateway costs seconds,

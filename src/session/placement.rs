@@ -35,6 +35,12 @@ pub struct PlacementProblem {
 }
 
 impl Placement {
+    /// The backend the project's workers run on: its own `Backend:`, else `configured`.
+    #[must_use]
+    pub fn backend_or(&self, configured: BackendKind) -> BackendKind {
+        self.backend.unwrap_or(configured)
+    }
+
     /// Reads the fields; a value that cannot be used is a problem, and left out.
     pub fn of(config: &ProjectConfig) -> (Placement, Vec<PlacementProblem>) {
         let mut problems = Vec::new();
@@ -205,8 +211,10 @@ mod tests {
                 Some("high")
             )
         );
+        assert_eq!(p.backend_or(BackendKind::Tmux), BackendKind::OpenClaw);
         let (p, _) = read("# A\nStatus: active\n");
         assert_eq!(p.backend, None);
+        assert_eq!(p.backend_or(BackendKind::Slurm), BackendKind::Slurm);
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub fn executor_for(
     bead: &BeadId,
 ) -> Box<dyn Executor> {
     let (placement, _) = crate::session::Placement::of(project);
-    let backend = placement.backend.unwrap_or(config.sessions.backend);
+    let backend = placement.backend_or(config.sessions.backend);
     if backend == crate::session::BackendKind::OpenClaw {
         if let Ok(label) = crate::model::SessionLabel::new(slug, bead.clone()) {
             return Box::new(super::openclaw::SessionAgent::new(

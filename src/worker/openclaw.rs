@@ -65,8 +65,7 @@ impl Executor for SessionAgent {
         let message = std::fs::read_to_string(&req.prompt_file)
             .map_err(|e| anyhow!("cannot read the prompt {}: {e}", req.prompt_file.display()))?;
         let wait = self.gateway.wait();
-        self.gateway
-            .call("sessions.delete", &json!({ "key": key }), wait)?;
+        self.gateway.delete(&key)?;
         let answer = self.gateway.call(
             "sessions.create",
             &self.create_params(&key, req, &message),
@@ -133,11 +132,7 @@ impl SessionAgent {
     /// Stops the run of `key`, keeping the session for a person to read; a failure is logged,
     /// since the tick's zombie rules still end a run that goes on.
     fn abort(&self, key: &str) {
-        if let Err(e) = self.gateway.call(
-            "sessions.abort",
-            &json!({ "key": key, "clearQueued": true }),
-            self.gateway.wait(),
-        ) {
+        if let Err(e) = self.gateway.abort(key) {
             tracing::warn!("cannot abort OpenClaw session {key}: {e}");
         }
     }

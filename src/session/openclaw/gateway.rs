@@ -147,13 +147,24 @@ impl Gateway {
     /// Aborts the run of `key` (and what is queued for it), then deletes the session: the
     /// gateway stops its tool processes. A key that does not exist is not an error.
     pub fn end(&self, key: &str) -> Result<(), CallError> {
+        self.abort(key)?;
+        self.delete(key)
+    }
+
+    /// Stops the run of `key` and drops what is queued for it; the session stays.
+    pub fn abort(&self, key: &str) -> Result<(), CallError> {
         self.call(
             "sessions.abort",
             &json!({"key": key, "clearQueued": true}),
             self.wait(),
-        )?;
-        self.call("sessions.delete", &json!({"key": key}), self.wait())?;
-        Ok(())
+        )
+        .map(drop)
+    }
+
+    /// Deletes the session `key`; one that does not exist is not an error.
+    pub fn delete(&self, key: &str) -> Result<(), CallError> {
+        self.call("sessions.delete", &json!({"key": key}), self.wait())
+            .map(drop)
     }
 }
 

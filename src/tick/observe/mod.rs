@@ -182,7 +182,7 @@ fn backend_errors(
     default: crate::session::BackendKind,
 ) {
     for view in &mut observed.snapshot.projects {
-        let kind = view.placement.backend.unwrap_or(default);
+        let kind = view.placement.backend_or(default);
         if let Some(f) = failed.iter().find(|f| f.backend == kind) {
             view.backend_error = Some(format!(
                 "the {kind} backend cannot say which workers run ({}), so nothing of this project is touched this run",
