@@ -196,17 +196,7 @@ fn a_zombie_session_is_aborted_and_deleted() {
     assert!(claw.sessions().iter().any(|s| s.1 == l && s.2));
 
     // Closed by hand: the session is a zombie.
-    let out = Command::new(crate::support::br_path())
-        .args(["close", app.beads[0].as_str(), "--reason", "done by hand"])
-        .current_dir(sb.project("app"))
-        .env("HOME", sb.home())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sb.br("app", &["close", app.beads[0].as_str(), "--reason", "done by hand"]);
     let report = sb.tick().force().run();
     assert_eq!(report.killed().len(), 1, "{report:#?}");
     assert_eq!(report.killed()[0].0, app.beads[0]);
