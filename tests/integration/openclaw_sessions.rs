@@ -62,7 +62,8 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
         return;
     };
     let sb = install(&claw);
-    // Two beads on one project with one slot, one on another with its own model.
+    // Two beads on one project with one slot, one on another with its own model and thinking
+    // level.
     let app = sb
         .new_project("app")
         .br()
@@ -76,6 +77,7 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
         .beads(1)
         .field("Backend", "openclaw")
         .field("Model", "standin/m2")
+        .field("Thinking", "high")
         .create();
     let first = label("app", &app.beads[0]);
     let other = label("web", &web.beads[0]);
@@ -108,7 +110,7 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
     for l in [&first, &other] {
         assert_eq!(live[l]["backend"], "openclaw", "{live:?}");
     }
-    // The project's model reached its session, and the default the other.
+    // The project's model and thinking level reached its session, and the defaults the other.
     let models: Vec<(String, String)> = claw.sessions().into_iter().map(|s| (s.1, s.3)).collect();
     assert!(
         models.contains(&(other.clone(), "standin/m2".into())),
@@ -118,6 +120,8 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
         models.contains(&(first.clone(), "standin/m1".into())),
         "{models:?}"
     );
+    assert_eq!(claw.thinking(&other).as_deref(), Some("high"));
+    assert_eq!(claw.thinking(&first), None);
 
     claw.model.open();
     for (slug, bead) in [("app", &app.beads[0]), ("web", &web.beads[0])] {
@@ -196,7 +200,10 @@ fn a_zombie_session_is_aborted_and_deleted() {
     assert!(claw.sessions().iter().any(|s| s.1 == l && s.2));
 
     // Closed by hand: the session is a zombie.
-    sb.br("app", &["close", app.beads[0].as_str(), "--reason", "done by hand"]);
+    sb.br(
+        "app",
+        &["close", app.beads[0].as_str(), "--reason", "done by hand"],
+    );
     let report = sb.tick().force().run();
     assert_eq!(report.killed().len(), 1, "{report:#?}");
     assert_eq!(report.killed()[0].0, app.beads[0]);

@@ -155,6 +155,20 @@ impl Claw {
         }
     }
 
+    /// The thinking level the gateway gives the session labelled `label`; `None` when it has
+    /// none of its own (the model's default applies).
+    pub fn thinking(&self, label: &str) -> Option<String> {
+        let v = self
+            .call("sessions.list", json!({ "label": label }))
+            .unwrap();
+        v["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["label"] == label)?["thinkingLevel"]
+            .as_str()
+            .map(str::to_string)
+    }
+
     /// Every session the gateway has, as (key, label, live, provider/model).
     pub fn sessions(&self) -> Vec<(String, String, bool, String)> {
         let v = self.call("sessions.list", json!({})).unwrap();

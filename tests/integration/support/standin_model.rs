@@ -62,11 +62,13 @@ impl StandinModel {
         self.asked.lock().unwrap().clone()
     }
 
-    /// A custom provider `standin` with models `m1` and `m2`, as OpenClaw's config has it.
+    /// A custom provider `standin` with models `m1` and `m2`, as OpenClaw's config has it. `m2`
+    /// is declared a reasoning model, so a session on it takes a thinking level (the gateway
+    /// refuses any level but `off` for `m1`).
     pub fn provider(&self) -> Value {
         let model = |id: &str| {
             json!({"id": id, "name": id, "contextWindow": 128000, "maxTokens": 4096,
-                   "input": ["text"], "reasoning": false,
+                   "input": ["text"], "reasoning": id == "m2",
                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}})
         };
         json!({"baseUrl": format!("http://127.0.0.1:{}/v1", self.port), "apiKey": "standin",
