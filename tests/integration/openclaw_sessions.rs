@@ -97,7 +97,7 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
                 .iter()
                 .all(|l| {
                     s.iter()
-                        .any(|r| &&r.1 == l && r.2 && r.0 == format!("agent:main:{l}"))
+                        .any(|r| &&r.label == l && r.live && r.key == format!("agent:main:{l}"))
                 })
                 .then_some(s)
         },
@@ -111,17 +111,19 @@ fn two_beads_run_as_openclaw_sessions_are_counted_and_finished_by_braids() {
         assert_eq!(live[l]["backend"], "openclaw", "{live:?}");
     }
     // The project's model and thinking level reached its session, and the defaults the other.
-    let models: Vec<(String, String)> = claw.sessions().into_iter().map(|s| (s.1, s.3)).collect();
-    assert!(
-        models.contains(&(other.clone(), "standin/m2".into())),
-        "{models:?}"
+    let sessions = claw.sessions();
+    let runs = |label: &str| {
+        sessions
+            .iter()
+            .find(|s| s.label == label)
+            .map(|s| (s.model.as_str(), s.thinking.as_deref()))
+    };
+    assert_eq!(
+        runs(&other),
+        Some(("standin/m2", Some("high"))),
+        "{sessions:?}"
     );
-    assert!(
-        models.contains(&(first.clone(), "standin/m1".into())),
-        "{models:?}"
-    );
-    assert_eq!(claw.thinking(&other).as_deref(), Some("high"));
-    assert_eq!(claw.thinking(&first), None);
+    assert_eq!(runs(&first), Some(("standin/m1", None)), "{sessions:?}");
 
     claw.model.open();
     for (slug, bead) in [("app", &app.beads[0]), ("web", &web.beads[0])] {
@@ -197,7 +199,7 @@ fn a_zombie_session_is_aborted_and_deleted() {
     wait_for("the agent's tool to run", Duration::from_secs(120), || {
         held_sleep_runs().then_some(())
     });
-    assert!(claw.sessions().iter().any(|s| s.1 == l && s.2));
+    assert!(claw.sessions().iter().any(|s| s.label == l && s.live));
 
     // Closed by hand: the session is a zombie.
     sb.br(
@@ -209,7 +211,7 @@ fn a_zombie_session_is_aborted_and_deleted() {
     assert_eq!(report.killed()[0].0, app.beads[0]);
     // Aborted and deleted: the gateway has no session of the label, and its tool is gone.
     assert!(
-        !claw.sessions().iter().any(|s| s.1 == l),
+        !claw.sessions().iter().any(|s| s.label == l),
         "{:?}",
         claw.sessions()
     );

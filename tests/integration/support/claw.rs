@@ -16,6 +16,19 @@ use super::standin_model::StandinModel;
 
 pub const TOKEN: &str = "braids-test-token";
 
+/// One session as the gateway lists it.
+#[derive(Debug, Clone)]
+pub struct GatewaySession {
+    pub key: String,
+    pub label: String,
+    /// Running, or with a run going on.
+    pub live: bool,
+    /// `provider/model`.
+    pub model: String,
+    /// The session's own thinking level; `None`: the model's default applies.
+    pub thinking: Option<String>,
+}
+
 pub struct Claw {
     pub dir: tempfile::TempDir,
     pub port: u16,
@@ -155,38 +168,20 @@ impl Claw {
         }
     }
 
-    /// The thinking level the gateway gives the session labelled `label`; `None` when it has
-    /// none of its own (the model's default applies).
-    pub fn thinking(&self, label: &str) -> Option<String> {
-        let v = self
-            .call("sessions.list", json!({ "label": label }))
-            .unwrap();
-        v["sessions"]
-            .as_array()?
-            .iter()
-            .find(|s| s["label"] == label)?["thinkingLevel"]
-            .as_str()
-            .map(str::to_string)
-    }
-
-    /// Every session the gateway has, as (key, label, live, provider/model).
-    pub fn sessions(&self) -> Vec<(String, String, bool, String)> {
+    /// Every session the gateway has, read with this client's own parser rather than braids'.
+    pub fn sessions(&self) -> Vec<GatewaySession> {
         let v = self.call("sessions.list", json!({})).unwrap();
+        let text = |s: &Value, k: &str| s[k].as_str().unwrap_or_default().to_string();
         v["sessions"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|s| {
-                (
-                    s["key"].as_str().unwrap_or_default().to_string(),
-                    s["label"].as_str().unwrap_or_default().to_string(),
-                    s["status"] == "running" || s["hasActiveRun"] == true,
-                    format!(
-                        "{}/{}",
-                        s["modelProvider"].as_str().unwrap_or_default(),
-                        s["model"].as_str().unwrap_or_default()
-                    ),
-                )
+            .map(|s| GatewaySession {
+                key: text(s, "key"),
+                label: text(s, "label"),
+                live: s["status"] == "running" || s["hasActiveRun"] == true,
+                model: format!("{}/{}", text(s, "modelProvider"), text(s, "model")),
+                thinking: s["thinkingLevel"].as_str().map(str::to_string),
             })
             .collect()
     }
