@@ -5,6 +5,7 @@
 //! decide → act → persist — with every side effect behind a small trait ([`tracker::Tracker`],
 //! [`session::SessionBackend`]) and the decision itself a pure function ([`tick::decide`]).
 
+pub mod agent;
 pub mod answers;
 pub mod app;
 pub mod atomic;
