@@ -27,6 +27,10 @@ pub struct Config {
     pub slurm: crate::session::slurm::SlurmSettings,
     /// `[openclaw]`: the gateway and defaults for workers of `Backend: openclaw` projects.
     pub openclaw: crate::session::openclaw::OpenClawSettings,
+    /// `[executors.<preset>]`: how each agent CLI preset is run.
+    pub executors: std::collections::BTreeMap<crate::agent::Preset, crate::agent::PresetSettings>,
+    /// `[prices]`: dollars per million tokens by model, for CLIs that report no cost.
+    pub prices: crate::agent::Prices,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -93,9 +97,9 @@ pub struct WorkerConfig {
     /// The argv a worker session runs; it reads the spawn message on stdin. Empty means this
     /// braids executable with `worker`.
     pub command: Vec<String>,
-    /// The agent the worker runs: an argv template with `{prompt_file}`, `{project}`, `{bead}`,
-    /// `{timeout}` placeholders.
-    pub executor: Vec<String>,
+    /// The agent the worker runs: a preset's name (`"claude-code"`), or an argv template with
+    /// `{prompt_file}`, `{project}`, `{bead}`, `{timeout}` placeholders.
+    pub executor: crate::agent::Choice,
     /// Extra attempts after a failed one (3.10): a bead is blocked after `1 + retries`
     /// consecutive failures (the per-bead breaker, [`crate::retry`]).
     pub retries: u32,
@@ -111,7 +115,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             command: Vec::new(),
-            executor: Vec::new(),
+            executor: crate::agent::Choice::default(),
             retries: 2,
             retry_backoff: std::time::Duration::from_secs(60),
             retry_backoff_max: std::time::Duration::from_secs(3600),
@@ -311,25 +315,31 @@ impl Config {
 }
 
 impl Config {
-    /// The executor for `project`: PROJECT.md's `Executor:` (a command line, split as a shell
-    /// would, never run by one) over `[worker] executor`. Err names the file and line of an
-    /// `Executor:` that is not a command line.
-    pub fn executor_argv(
+    /// The agent for `project`: PROJECT.md's `Executor:` (a preset's name, or a command line
+    /// split as a shell would, never run by one) over `[worker] executor`. Err names the file
+    /// and line of an `Executor:` that is neither.
+    pub fn agent_for(
         &self,
         project: &crate::format::project::ProjectConfig,
         project_md: &Path,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<crate::agent::Choice, String> {
         match project.field("executor").filter(|f| !f.value.trim().is_empty()) {
-            Some(f) => shlex::split(&f.value).filter(|v| !v.is_empty()).ok_or_else(|| {
+            Some(f) => crate::agent::Choice::from_field(&f.value).ok_or_else(|| {
                 format!(
-                    "{}:{}: Executor `{}` is not a command line (an unclosed quote?); write it as you would in a shell",
+                    "{}:{}: Executor `{}` is neither a preset ({}) nor a command line (an unclosed quote?); write a preset's name or the command as you would in a shell",
                     project_md.display(),
                     f.line,
-                    f.value
+                    f.value,
+                    crate::agent::Preset::names()
                 )
             }),
             None => Ok(self.worker.executor.clone()),
         }
+    }
+
+    /// A preset's settings: `[executors.<name>]`, else the defaults.
+    pub fn preset_settings(&self, preset: crate::agent::Preset) -> crate::agent::PresetSettings {
+        self.executors.get(&preset).cloned().unwrap_or_default()
     }
 
     /// Preflight: why no worker of `project` could do its work, found before anything is
@@ -374,30 +384,51 @@ impl Config {
                 format!("its agents are OpenClaw sessions, but the [openclaw] program of config.toml {why}; install OpenClaw or fix the program")
             });
         }
-        match self.executor_argv(project, project_md) {
-            Err(e) => Some(e),
-            Ok(argv) => match argv.first() {
-                None => Some(
-                    "no executor is configured: set [worker] executor in config.toml (the README has recipes) or `Executor:` in PROJECT.md".into(),
-                ),
-                Some(program) => missing_program(program).map(|why| {
-                    let from = if project
-                        .field("executor")
-                        .is_some_and(|f| !f.value.trim().is_empty())
-                    {
-                        format!("`Executor:` of {}", project_md.display())
-                    } else {
-                        "[worker] executor of config.toml".into()
-                    };
-                    format!("the executor {why}; install it or fix the {from}")
-                }),
-            },
+        let choice = match self.agent_for(project, project_md) {
+            Err(e) => return Some(e),
+            Ok(c) => c,
+        };
+        let from = || {
+            if project
+                .field("executor")
+                .is_some_and(|f| !f.value.trim().is_empty())
+            {
+                format!("`Executor:` of {}", project_md.display())
+            } else {
+                "[worker] executor of config.toml".into()
+            }
+        };
+        if let crate::agent::Choice::Preset(preset) = choice {
+            let settings = self.preset_settings(preset);
+            let program = preset.command(&settings, &crate::agent::Launch {
+                prompt_file: Path::new("prompt.md"),
+                workspace: Path::new("."),
+                model: None,
+                resume: None,
+                timeout_secs: 0,
+            }).program;
+            if let Some(why) = missing_program(&program) {
+                let fix = if settings.program.trim().is_empty() {
+                    format!("install {preset} or set program under [executors.{preset}] in config.toml")
+                } else {
+                    format!("fix program under [executors.{preset}] in config.toml")
+                };
+                return Some(format!("the {preset} preset's program {why}; {fix} (chosen by the {})", from()));
+            }
+            return crate::agent::preflight(preset, &settings, crate::agent::running_as_root());
+        }
+        match choice.argv().first() {
+            None => Some(
+                "no executor is configured: set [worker] executor in config.toml to a preset (claude-code, codex, opencode, aider, openclaw; the README's Agents section) or `Executor:` in PROJECT.md".into(),
+            ),
+            Some(program) => missing_program(program)
+                .map(|why| format!("the executor {why}; install it or fix the {}", from())),
         }
     }
 }
 
 /// Why `program` cannot be run (`None` when it can): found on PATH, or the file it names.
-fn missing_program(program: &str) -> Option<String> {
+pub fn missing_program(program: &str) -> Option<String> {
     match which::which(program) {
         Ok(_) => None,
         Err(_) if program.contains('/') => Some(format!("`{program}` is not an executable file")),

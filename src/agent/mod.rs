@@ -10,6 +10,8 @@
 //! running the process is the worker's ([`crate::worker`]).
 
 mod aider;
+mod check;
+mod choice;
 mod claude;
 mod codex;
 mod command;
@@ -20,6 +22,8 @@ pub mod render;
 pub mod session;
 mod settings;
 
+pub use check::{preflight, running_as_root, version_check, VersionCheck};
+pub use choice::Choice;
 pub use command::{AgentCommand, Launch, Prompt};
 pub use outcome::{AgentOutcome, ProviderFailure, StreamReader, Verdict};
 pub use preset::{compare_versions, version_in, Preset};

@@ -33,6 +33,8 @@ pub struct AgentOutcome {
     pub provider: Option<ProviderFailure>,
     /// Tokens and dollars, as the CLI counted them for this run.
     pub usage: Usage,
+    /// What the CLI had counted for the whole session (a resumed one reports its totals).
+    pub session_usage: Usage,
     /// The model the CLI says it used.
     pub model: Option<String>,
     /// Lines of output the reader understood.
@@ -90,6 +92,7 @@ impl AgentOutcome {
     /// a resumed session's totals).
     #[must_use]
     pub fn less(mut self, earlier: &Usage) -> AgentOutcome {
+        self.session_usage = self.usage;
         let minus = |now: Option<u64>, before: Option<u64>| match (now, before) {
             (Some(n), Some(b)) => Some(n.saturating_sub(b)),
             (n, _) => n,

@@ -295,6 +295,15 @@ pub fn signature(
     (code.map(|c| format!("exit {c}")), retry_after)
 }
 
+/// The signature of a provider failure an agent CLI reported: by its HTTP status when it gave
+/// one (so a storm across projects and CLIs shares one signature), else by its words.
+pub fn provider_signature(status: Option<u16>, what: &str) -> String {
+    match status {
+        Some(s) => format!("provider: HTTP {s}"),
+        None => format!("provider: {}", crate::templates::clip(&what.to_lowercase(), 60)),
+    }
+}
+
 /// The seconds of the last `retry-after: N` (or `retry-after=N`, `retry after N`) in lowercase
 /// text.
 fn retry_after(lower: &str) -> Option<u64> {

@@ -255,12 +255,30 @@ pub fn tools(config: &Config) -> Vec<String> {
         .map(|s| s.to_string())
         .collect();
     for argv in [
-        &config.worker.executor,
+        config.worker.executor.argv(),
         &config.worker.command,
         &config.notify.command,
     ] {
         if let Some(p) = argv.first().filter(|p| !p.contains('/') && !p.is_empty()) {
             v.push(p.clone());
+        }
+    }
+    // Every preset in use or configured: a project may name one in PROJECT.md.
+    let presets = config
+        .worker
+        .executor
+        .preset()
+        .into_iter()
+        .chain(config.executors.keys().copied());
+    for preset in presets {
+        let program = config.preset_settings(preset).program;
+        let program = if program.trim().is_empty() {
+            preset.default_program().to_string()
+        } else {
+            program
+        };
+        if !program.contains('/') && !v.contains(&program) {
+            v.push(program);
         }
     }
     v

@@ -117,15 +117,27 @@ impl Placement {
             }
         }
         if let Some((line, v)) = value("model") {
-            match v.split_once('/') {
-                Some((p, m)) if is_word(p) && !m.is_empty() && !m.contains(char::is_whitespace) => {
-                    placement.model = Some(v)
-                }
-                _ => problems.push(PlacementProblem {
+            // OpenClaw names a model by its provider; the agent CLI presets take their own
+            // names (`sonnet`, `gpt-5.5`, `openai/m1`).
+            let openclaw = placement.backend == Some(BackendKind::OpenClaw);
+            let ok = match v.split_once('/') {
+                Some((p, m)) => is_word(p) && !m.is_empty() && !m.contains(char::is_whitespace),
+                None => !openclaw && !v.contains(char::is_whitespace),
+            };
+            if ok {
+                placement.model = Some(v);
+            } else if openclaw {
+                problems.push(PlacementProblem {
                     line,
                     message: format!("Model `{v}` is not a provider/model name"),
                     fix: "write the provider and the model, such as `Model: anthropic/claude-sonnet-4-6`".into(),
-                }),
+                });
+            } else {
+                problems.push(PlacementProblem {
+                    line,
+                    message: format!("Model `{v}` is not a model name"),
+                    fix: "write the model as its agent CLI names it, one word such as `Model: sonnet` or `Model: openai/gpt-5.5`".into(),
+                });
             }
         }
         if let Some((line, v)) = value("thinking") {
@@ -220,12 +232,17 @@ mod tests {
     #[test]
     fn unusable_values_name_their_line() {
         let (p, problems) = read(
-            "# A\nStatus: active\nBackend: slurmm\nCpus: 0\nMemory: lots\nGpus: a b\nAgent: a b\nModel: gpt\nThinking: deep\n",
+            "# A\nStatus: active\nBackend: slurmm\nCpus: 0\nMemory: lots\nGpus: a b\nAgent: a b\nModel: gpt 5\nThinking: deep\n",
         );
         assert_eq!(p.backend, None);
         let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
         assert_eq!(lines, [3, 4, 5, 6, 7, 8, 9]);
-        assert!(problems[5].message.contains("provider/model"));
+        assert!(problems[5].message.contains("not a model name"));
+        let (_, problems) = read("# A\nStatus: active\nBackend: openclaw\nModel: gpt\n");
+        assert!(problems[0].message.contains("provider/model"), "{problems:?}");
+        let (p, problems) = read("# A\nStatus: active\nModel: claude-opus-5-5\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(p.model.as_deref(), Some("claude-opus-5-5"));
         assert!(problems[6].fix.contains("xhigh"), "{}", problems[6].fix);
         assert!(
             problems[0]

@@ -36,8 +36,11 @@ impl Worker<'_> {
         let now = chrono::Utc::now();
         let breaker = self.config.breaker.policy();
         let r = &failure.result;
-        let (signature, retry_after_secs) =
-            retry::breaker::signature(r.code, r.timed_out, &r.tail, &breaker.patterns);
+        // A preset's CLI says itself when the provider failed it; otherwise its output is read.
+        let (signature, retry_after_secs) = match r.agent.as_ref().and_then(|a| a.provider.as_ref()) {
+            Some(p) => (Some(retry::breaker::provider_signature(p.status, &p.what)), p.retry_after),
+            None => retry::breaker::signature(r.code, r.timed_out, &r.tail, &breaker.patterns),
+        };
         let record = retry::Failure {
             signature,
             retry_after_secs,

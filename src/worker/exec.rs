@@ -31,12 +31,14 @@ pub struct ExecRequest {
 }
 
 /// How the run ended.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ExecResult {
     pub code: Option<i32>,
     pub timed_out: bool,
     /// The last kilobytes of what the agent printed (stdout and stderr).
     pub tail: String,
+    /// What a preset's CLI said of the run, read from its machine output.
+    pub agent: Option<crate::agent::AgentOutcome>,
 }
 
 /// `Sync`: the roles of a protocol team step run at once, from threads of one worker.
@@ -90,61 +92,87 @@ impl Executor for ArgvExecutor {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| anyhow::anyhow!("the executor command is empty"))?;
-        // The prompt also arrives on stdin, which is how `claude -p` and `codex exec -` read it.
-        let stdin = std::fs::File::open(&req.prompt_file)
-            .map(Stdio::from)
-            .unwrap_or_else(|_| Stdio::null());
         let mut cmd = Command::new(program);
-        cmd.args(args)
-            .current_dir(&req.workspace)
-            .stdin(stdin)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("BRAIDS_BEAD", req.bead.as_str())
-            .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
-            .env("BRAIDS_RESULT_FILE", &req.result_file)
-            .env("BRAIDS_PROJECT", &req.project)
-            .env("BRAIDS_WORKSPACE", &req.workspace);
-        // From a worktree, `br`/`bd` must still reach the project's one database.
-        let beads = req.project.join(".beads");
-        if req.workspace != req.project && beads.is_dir() {
-            cmd.env("BEADS_DIR", &beads);
+        cmd.args(args);
+        // The prompt also arrives on stdin, which is how `claude -p` and `codex exec -` read it.
+        let (res, _) = run_agent(&mut cmd, req, true, self.grace, None)?;
+        Ok(res)
+    }
+}
+
+/// Runs an agent process in the workspace, in a process group of its own, under the request's
+/// timeout, with braids' variables in its environment; `prompt_on_stdin` gives it the prompt
+/// file as standard input (else none). `lines` reads its stdout as it comes. Returns the result
+/// and the end of its stderr.
+pub(super) fn run_agent(
+    cmd: &mut Command,
+    req: &ExecRequest,
+    prompt_on_stdin: bool,
+    grace: Duration,
+    lines: Option<super::tee::LineSink>,
+) -> anyhow::Result<(ExecResult, String)> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let stdin = if prompt_on_stdin {
+        std::fs::File::open(&req.prompt_file)
+            .map(Stdio::from)
+            .unwrap_or_else(|_| Stdio::null())
+    } else {
+        Stdio::null()
+    };
+    cmd.current_dir(&req.workspace)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("BRAIDS_BEAD", req.bead.as_str())
+        .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
+        .env("BRAIDS_RESULT_FILE", &req.result_file)
+        .env("BRAIDS_PROJECT", &req.project)
+        .env("BRAIDS_WORKSPACE", &req.workspace);
+    // From a worktree, `br`/`bd` must still reach the project's one database.
+    let beads = req.project.join(".beads");
+    if req.workspace != req.project && beads.is_dir() {
+        cmd.env("BEADS_DIR", &beads);
+    }
+    // A group of its own, so a timeout stops everything the agent started but not the worker.
+    let mut group = ProcessGroup::spawn(cmd, Detach::Group)
+        .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
+    let pgid = group.id() as i32;
+    super::stop::agent_started(pgid);
+    let outputs: Vec<Box<dyn std::io::Read + Send>> = match group.leader() {
+        Some(child) => {
+            let out = child
+                .stdout
+                .take()
+                .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
+            let err = child
+                .stderr
+                .take()
+                .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
+            out.into_iter().chain(err).collect()
         }
-        // A group of its own, so a timeout stops everything the agent started but not the worker.
-        let mut group = ProcessGroup::spawn(&mut cmd, Detach::Group)
-            .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
-        let pgid = group.id() as i32;
-        super::stop::agent_started(pgid);
-        let outputs: Vec<Box<dyn std::io::Read + Send>> = match group.leader() {
-            Some(child) => {
-                let out = child
-                    .stdout
-                    .take()
-                    .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
-                let err = child
-                    .stderr
-                    .take()
-                    .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
-                out.into_iter().chain(err).collect()
-            }
-            None => Vec::new(),
-        };
-        let tee = super::tee::Tee::start(outputs, req.activity.clone(), &req.workspace, true);
-        let timed_out = !group.wait(Some(req.timeout));
-        if timed_out {
-            tracing::warn!(bead = %req.bead, "executor exceeded {}s; stopping it", req.timeout.as_secs());
-            let _ = group.terminate(self.grace);
-        }
-        // Whatever the agent left running in its group goes with it.
-        let status = group.finish();
-        super::stop::agent_gone(pgid);
-        let status = status?;
-        Ok(ExecResult {
+        None => Vec::new(),
+    };
+    let tee =
+        super::tee::Tee::start_with(outputs, req.activity.clone(), &req.workspace, true, lines);
+    let timed_out = !group.wait(Some(req.timeout));
+    if timed_out {
+        tracing::warn!(bead = %req.bead, "executor exceeded {}s; stopping it", req.timeout.as_secs());
+        let _ = group.terminate(grace);
+    }
+    // Whatever the agent left running in its group goes with it.
+    let status = group.finish();
+    super::stop::agent_gone(pgid);
+    let status = status?;
+    let (tail, stderr) = tee.finish_both();
+    Ok((
+        ExecResult {
             code: status.code(),
             timed_out,
-            tail: tee.finish(),
-        })
-    }
+            tail,
+            agent: None,
+        },
+        stderr,
+    ))
 }
 
 /// Where the worker keeps a bead's prompt: outside the project, so it is never committed.

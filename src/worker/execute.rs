@@ -46,17 +46,9 @@ pub(super) struct Failure {
     pub(super) result: ExecResult,
 }
 
-/// The argv the agent runs: the project's `Executor` field, else config.toml's.
-fn executor_template(config: &Config, project: &ProjectConfig) -> Vec<String> {
-    // A malformed `Executor:` is the tick's preflight error; it never reaches a worker.
-    config
-        .executor_argv(project, Path::new(".braids/PROJECT.md"))
-        .unwrap_or_default()
-}
-
 /// The agent a worker runs for a project's bead: the gateway session of its label when the
-/// project's backend is OpenClaw (its `Backend:`, else `[sessions] backend`), else the argv
-/// executor of its `Executor` field or config.toml.
+/// project's backend is OpenClaw (its `Backend:`, else `[sessions] backend`), else the preset
+/// or argv template of its `Executor` field or config.toml.
 pub fn executor_for(
     config: &Config,
     project: &ProjectConfig,
@@ -74,10 +66,20 @@ pub fn executor_for(
             ));
         }
     }
-    Box::new(ArgvExecutor {
-        template: executor_template(config, project),
-        grace: Duration::from_secs(config.sessions.kill_grace_secs),
-    })
+    let grace = Duration::from_secs(config.sessions.kill_grace_secs);
+    // A malformed `Executor:` is the tick's preflight error; it never reaches a worker.
+    match config
+        .agent_for(project, Path::new(".braids/PROJECT.md"))
+        .unwrap_or_default()
+    {
+        crate::agent::Choice::Preset(preset) => Box::new(super::PresetExecutor {
+            preset,
+            settings: config.preset_settings(preset),
+            model: placement.model,
+            grace,
+        }),
+        crate::agent::Choice::Argv(template) => Box::new(ArgvExecutor { template, grace }),
+    }
 }
 
 /// The part of WorkerTimeout the agent may use, counted from the worker's start: a tenth (at
@@ -156,19 +158,26 @@ impl Worker<'_> {
         };
         let agent_started = Instant::now();
         let res = self.executor.run(&req);
+        let agent = res.as_ref().ok().and_then(|r| r.agent.clone());
         let mut report = inbox.take();
-        let fresh = find_deliverable(&iteration_dir, bead_id, &before);
+        let mut fresh = find_deliverable(&iteration_dir, bead_id, &before);
+        if let Some(a) = agent.as_ref().filter(|_| report.is_none()) {
+            (report, fresh) = from_agent(run, a, &res, bead, &expected, fresh);
+        }
         if report.is_none() {
             report = tolerated(run, &res, fresh.as_deref());
         }
         let verdict = judge(&res, report.as_ref(), fresh.as_ref());
         run.step("execute", format!("attempt: {verdict}"));
-        self.account(run, l, report.as_ref(), &verdict, agent_started.elapsed());
+        self.account(run, l, report.as_ref(), agent.as_ref(), &verdict, agent_started.elapsed());
         run.hold = Some(stop::Hold::new());
         if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
             return Ok(Attempts::Guardrail(r.clone()));
         }
         if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
+            if let Some(a) = &agent {
+                super::preset_exec::keep_for_answer(&wd, a);
+            }
             self.ask(run, l, r)?;
             return Ok(Attempts::Question);
         }
@@ -194,10 +203,18 @@ impl Worker<'_> {
         run: &mut Run<'_, '_>,
         l: &Loaded,
         report: Option<&StatusReport>,
+        agent: Option<&crate::agent::AgentOutcome>,
         verdict: &str,
         took: Duration,
     ) {
-        let usage = report.map(|r| r.usage).unwrap_or_default();
+        // The CLI's own count beats what the agent wrote in its report.
+        let usage = match agent.filter(|a| !a.usage.is_empty()) {
+            Some(a) => crate::cost::Usage {
+                cost_usd: crate::agent::cost_of(a, self.asked_model(l).as_deref(), &self.config.prices),
+                ..a.usage
+            },
+            None => report.map(|r| r.usage).unwrap_or_default(),
+        };
         let attempt = crate::cost::Attempt {
             at: chrono::Utc::now(),
             project: l.slug.clone(),
@@ -247,6 +264,21 @@ impl Worker<'_> {
         }
     }
 
+    /// The model the project asks its preset for (PROJECT.md `Model:`, else the preset's
+    /// settings), for pricing a run whose CLI named none.
+    fn asked_model(&self, l: &Loaded) -> Option<String> {
+        let (placement, _) = crate::session::Placement::of(&l.project);
+        let preset = self
+            .config
+            .agent_for(&l.project, Path::new(".braids/PROJECT.md"))
+            .ok()?
+            .preset()?;
+        placement
+            .model
+            .or_else(|| Some(self.config.preset_settings(preset).model))
+            .filter(|m| !m.trim().is_empty())
+    }
+
     /// The agent needs a person's answer: the bead is blocked until it comes.
     fn ask(&self, run: &mut Run<'_, '_>, l: &Loaded, r: &StatusReport) -> Result<()> {
         let bead_id = &run.msg.bead;
@@ -286,6 +318,57 @@ fn find_deliverable(dir: &Path, bead: &BeadId, before: &[(PathBuf, Vec<u8>)]) ->
                 && deliverable::summary(&String::from_utf8_lossy(bytes)).is_some()
         })
         .map(|(p, _)| p)
+}
+
+/// A preset's CLI finished its turn without error but the agent wrote no status report: the
+/// CLI's own result is the report, and when the agent wrote no deliverable either, braids
+/// writes one from the agent's last message (the work is in the workspace; the summary is the
+/// agent's own words).
+fn from_agent(
+    run: &mut Run<'_, '_>,
+    agent: &crate::agent::AgentOutcome,
+    res: &Result<ExecResult>,
+    bead: &Bead,
+    expected: &Path,
+    fresh: Option<PathBuf>,
+) -> (Option<StatusReport>, Option<PathBuf>) {
+    let code = res.as_ref().ok().and_then(|r| (!r.timed_out).then_some(r.code)).flatten();
+    if agent.verdict(code) != crate::agent::Verdict::Succeeded {
+        return (None, fresh);
+    }
+    let summary = agent
+        .final_text
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .unwrap_or("The agent finished its turn without a closing message; see the session log.")
+        .to_string();
+    let name = agent.preset.map_or("the agent", crate::agent::Preset::name);
+    let mut report = StatusReport::assumed(Some(crate::templates::clip(&summary, 300)));
+    report.source = "the agent CLI's own result (no status report)";
+    run.step("report", format!("no status report: {name} finished its turn without error, and its result counts as the report"));
+    if fresh.is_some() {
+        return (Some(report), fresh);
+    }
+    let text = crate::templates::expand(
+        crate::templates::DELIVERABLE,
+        &[
+            ("title", bead.title.as_str()),
+            ("bead", bead.id.as_str()),
+            ("summary", summary.as_str()),
+            ("details", &format!("Written by braids from {name}'s last message; the agent wrote no deliverable.")),
+        ],
+    );
+    match crate::atomic::write(expected, text.as_bytes()) {
+        Ok(()) => {
+            run.step("deliverable", format!("written from {name}'s last message"));
+            (Some(report), Some(expected.to_path_buf()))
+        }
+        Err(e) => {
+            tracing::warn!(bead = %bead.id, "cannot write the deliverable from the agent's message: {e:#}");
+            (Some(report), None)
+        }
+    }
 }
 
 /// Exit 0 and a fresh deliverable with a Summary, but no status report: the work is taken as
@@ -330,6 +413,26 @@ fn judge(
         Ok(r) if r.timed_out => return "timed out".into(),
         Ok(r) => r.code,
     };
+    if let Some(a) = res.as_ref().ok().and_then(|r| r.agent.as_ref()) {
+        match a.verdict(exit) {
+            crate::agent::Verdict::Succeeded => {}
+            crate::agent::Verdict::Denied(what) => {
+                return format!(
+                    "the agent was refused {}: {} (it may act only in its workspace; do the work there, or ask a person with status needs_human)",
+                    if what.len() == 1 { "an action" } else { "actions" },
+                    what.join("; ")
+                )
+            }
+            crate::agent::Verdict::Provider(p) => {
+                return format!(
+                    "the model provider failed{}: {}",
+                    p.status.map_or(String::new(), |s| format!(" (HTTP {s})")),
+                    p.what
+                )
+            }
+            crate::agent::Verdict::Failed(why) => return why,
+        }
+    }
     let Some(rep) = report else {
         return format!("{}, no status report", exit_text(exit));
     };

@@ -23,6 +23,7 @@ mod exec;
 mod execute;
 mod finish;
 mod openclaw;
+mod preset_exec;
 mod protocol;
 pub use protocol::dispatch_one;
 pub mod report;
@@ -46,6 +47,7 @@ use execute::Attempts;
 
 pub use context::slug_for;
 pub use exec::{work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor};
+pub use preset_exec::PresetExecutor;
 pub use execute::executor_for;
 
 /// How a worker run ended.

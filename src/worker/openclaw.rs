@@ -102,6 +102,7 @@ impl Executor for SessionAgent {
                     code: Some(0),
                     timed_out: false,
                     tail: reply,
+                    ..ExecResult::default()
                 }
             }
             Waited::TimedOut => {
@@ -114,6 +115,7 @@ impl Executor for SessionAgent {
                     code: None,
                     timed_out: true,
                     tail: String::new(),
+                    ..ExecResult::default()
                 }
             }
             Waited::Failed { why } => {
@@ -122,6 +124,7 @@ impl Executor for SessionAgent {
                     code: Some(1),
                     timed_out: false,
                     tail: why,
+                    ..ExecResult::default()
                 }
             }
         })

@@ -19,9 +19,17 @@ const TOUCH_EVERY: Duration = Duration::from_secs(5);
 /// How often the workspace is looked at for changed files.
 const WATCH_EVERY: Duration = Duration::from_secs(20);
 
+/// The longest stdout line handed to a line reader; a longer one is cut (bounded memory).
+const LINE_MAX: usize = 4 * 1024 * 1024;
+
+/// What reads the agent's stdout a line at a time (a preset's [`crate::agent::StreamReader`]).
+pub(super) type LineSink = Arc<Mutex<Box<dyn crate::agent::StreamReader>>>;
+
 /// A running agent's output readers and workspace watcher.
 pub(super) struct Tee {
     tail: Arc<Mutex<VecDeque<u8>>>,
+    /// The end of the last output alone (stderr), for a reader that explains a failure.
+    err_tail: Arc<Mutex<VecDeque<u8>>>,
     done: mpsc::Receiver<()>,
     readers: usize,
     stop: Arc<AtomicBool>,
@@ -37,15 +45,30 @@ impl Tee {
         workspace: &Path,
         echo: bool,
     ) -> Tee {
+        Tee::start_with(outputs, mark, workspace, echo, None)
+    }
+
+    /// [`Tee::start`], with `lines` fed every line of the first output (stdout) as it comes.
+    pub(super) fn start_with(
+        outputs: Vec<Box<dyn Read + Send>>,
+        mark: PathBuf,
+        workspace: &Path,
+        echo: bool,
+        lines: Option<LineSink>,
+    ) -> Tee {
         let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL)));
+        let err_tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL)));
         let marker = Arc::new(Marker::new(mark));
         marker.touch();
         let (tx, done) = mpsc::channel();
         let readers = outputs.len();
-        for mut out in outputs {
+        for (i, mut out) in outputs.into_iter().enumerate() {
             let (tail, marker, tx) = (tail.clone(), marker.clone(), tx.clone());
+            let sink = if i == 0 { lines.clone() } else { None };
+            let own = (i + 1 == readers && readers > 1).then(|| err_tail.clone());
             std::thread::spawn(move || {
                 let mut buf = [0u8; 8192];
+                let mut line: Vec<u8> = Vec::new();
                 while let Ok(n) = out.read(&mut buf) {
                     if n == 0 {
                         break;
@@ -53,12 +76,25 @@ impl Tee {
                     if echo {
                         let _ = std::io::stderr().write_all(&buf[..n]);
                     }
+                    if let Some(sink) = &sink {
+                        feed(sink, &mut line, &buf[..n]);
+                    }
+                    if let Some(own) = &own {
+                        let mut t = own.lock().unwrap_or_else(|p| p.into_inner());
+                        t.extend(&buf[..n]);
+                        let over = t.len().saturating_sub(TAIL);
+                        t.drain(..over);
+                    }
                     let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
                     t.extend(&buf[..n]);
                     let over = t.len().saturating_sub(TAIL);
                     t.drain(..over);
                     drop(t);
                     marker.touch_soon();
+                }
+                if let (Some(sink), false) = (&sink, line.is_empty()) {
+                    let mut r = sink.lock().unwrap_or_else(|p| p.into_inner());
+                    r.line(&String::from_utf8_lossy(&line));
                 }
                 let _ = tx.send(());
             });
@@ -68,6 +104,7 @@ impl Tee {
         std::thread::spawn(move || watch(&ws, &marker, &halt));
         Tee {
             tail,
+            err_tail,
             done,
             readers,
             stop,
@@ -77,6 +114,11 @@ impl Tee {
     /// Waits (briefly: a process that escaped the agent's group may hold the pipe) for the
     /// readers to reach the end, stops the watcher, and returns the output's last kilobytes.
     pub(super) fn finish(self) -> String {
+        self.finish_both().0
+    }
+
+    /// [`Tee::finish`], with the end of stderr alone as well.
+    pub(super) fn finish_both(self) -> (String, String) {
         let deadline = Instant::now() + Duration::from_secs(2);
         for _ in 0..self.readers {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -85,9 +127,29 @@ impl Tee {
             }
         }
         self.stop.store(true, Ordering::SeqCst);
-        let t = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        let (a, b) = t.as_slices();
-        String::from_utf8_lossy(&[a, b].concat()).into_owned()
+        let text = |q: &Mutex<VecDeque<u8>>| {
+            let t = q.lock().unwrap_or_else(|p| p.into_inner());
+            let (a, b) = t.as_slices();
+            String::from_utf8_lossy(&[a, b].concat()).into_owned()
+        };
+        (text(&self.tail), text(&self.err_tail))
+    }
+}
+
+/// Hands each complete line of `bytes` to the sink, keeping a partial one in `line`.
+fn feed(sink: &LineSink, line: &mut Vec<u8>, bytes: &[u8]) {
+    for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+        if line.len() < LINE_MAX {
+            line.extend_from_slice(&chunk[..chunk.len().min(LINE_MAX - line.len())]);
+        }
+        if chunk.ends_with(b"\n") {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            let mut r = sink.lock().unwrap_or_else(|p| p.into_inner());
+            r.line(&String::from_utf8_lossy(line));
+            line.clear();
+        }
     }
 }
 

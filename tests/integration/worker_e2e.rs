@@ -1597,7 +1597,7 @@ fn c3_5_close_after_deliverable_and_commit_after_close() {
     let tracker = Recording::new(&p, &journal);
     let executor = RecordingExecutor {
         inner: ArgvExecutor {
-            template: config.worker.executor.clone(),
+            template: config.worker.executor.argv().to_vec(),
             grace: Duration::from_secs(5),
         },
         journal: &journal,
@@ -1672,7 +1672,7 @@ fn c3_7_the_iteration_completes_only_after_the_last_closed_bead_is_committed() {
     let config = Config::load(&paths.config()).unwrap().config;
     let notifier = braids::notify::from_config(&config.notify);
     let argv = || ArgvExecutor {
-        template: config.worker.executor.clone(),
+        template: config.worker.executor.argv().to_vec(),
         grace: Duration::from_secs(5),
     };
     let msg = |id: &str| SpawnMessage::parse(&p.spawn_message(id)).unwrap();

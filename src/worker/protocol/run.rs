@@ -106,6 +106,7 @@ impl Worker<'_> {
                             code: None,
                             timed_out: false,
                             tail: format!("failed to start: {e}"),
+                            ..ExecResult::default()
                         });
                         (name, res)
                     })
@@ -176,6 +177,7 @@ impl Worker<'_> {
             code: None,
             timed_out: false,
             tail: format!("failed to start: {e}"),
+            ..ExecResult::default()
         });
         run.hold = Some(stop::Hold::new());
         res

@@ -1,0 +1,100 @@
+//! Running an agent CLI preset ([`crate::agent`]): the command the preset builds, its stdout
+//! read as the CLI's own events while it runs, and a session the bead's last question left
+//! continued when the CLI can, or started afresh when that session is gone.
+
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::agent::{session, AgentOutcome, Launch, Preset, PresetSettings, Prompt};
+
+use super::exec::{run_agent, ExecRequest, ExecResult, Executor};
+
+/// A preset, its settings and the project's model.
+pub struct PresetExecutor {
+    pub preset: Preset,
+    pub settings: PresetSettings,
+    /// The project's `Model:`, over the settings'.
+    pub model: Option<String>,
+    /// Between SIGTERM and SIGKILL on timeout.
+    pub grace: Duration,
+}
+
+impl PresetExecutor {
+    fn once(&self, req: &ExecRequest, resume: Option<&str>) -> anyhow::Result<ExecResult> {
+        let launch = Launch {
+            prompt_file: &req.prompt_file,
+            workspace: &req.workspace,
+            model: self.model.as_deref(),
+            resume,
+            timeout_secs: req.timeout.as_secs(),
+        };
+        let command = self.preset.command(&self.settings, &launch);
+        tracing::info!(bead = %req.bead, "agent: {}", command.display());
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args);
+        for (k, v) in &command.env {
+            cmd.env(k, v);
+        }
+        let reader = Arc::new(Mutex::new(self.preset.reader()));
+        let (mut res, stderr) = run_agent(
+            &mut cmd,
+            req,
+            command.prompt == Prompt::Stdin,
+            self.grace,
+            Some(reader.clone()),
+        )?;
+        let reader = Arc::try_unwrap(reader)
+            .map_err(|_| anyhow::anyhow!("the agent's output reader is still in use"))?
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut outcome = reader.finish(res.code, &stderr);
+        outcome.session_usage = outcome.usage;
+        res.agent = Some(outcome);
+        Ok(res)
+    }
+}
+
+impl Executor for PresetExecutor {
+    fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult> {
+        // A session is kept only while a question waits (see `worker::execute`); it is used once.
+        let work_dir = req.prompt_file.parent().map(std::path::Path::to_path_buf);
+        let kept = work_dir
+            .as_deref()
+            .filter(|_| self.preset.resumes() && req.role.is_none())
+            .and_then(|d| session::load(d, self.preset));
+        if let Some(d) = &work_dir {
+            session::forget(d);
+        }
+        let Some(kept) = kept else {
+            return self.once(req, None);
+        };
+        let mut res = self.once(req, Some(&kept.id))?;
+        let outcome = res.agent.take().unwrap_or_default();
+        let failed = res.timed_out || res.code != Some(0);
+        if failed && !res.timed_out && self.preset.session_gone(&outcome, &res.tail) {
+            tracing::warn!(bead = %req.bead, "the {} session {} to resume is gone; starting a fresh one with the answer in the prompt", self.preset, kept.id);
+            return self.once(req, None);
+        }
+        res.agent = Some(outcome.less(&kept.usage));
+        Ok(res)
+    }
+}
+
+/// The session to keep when an attempt ends with a question: the CLI's id and its totals.
+pub(super) fn keep_for_answer(work_dir: &std::path::Path, outcome: &AgentOutcome) {
+    let Some(id) = outcome.session.clone() else {
+        return;
+    };
+    let Some(preset) = outcome.preset.filter(|p| p.resumes()) else {
+        return;
+    };
+    let record = session::SessionRecord {
+        preset: preset.name().to_string(),
+        id,
+        usage: outcome.session_usage,
+    };
+    if let Err(e) = session::save(work_dir, &record) {
+        tracing::warn!("cannot keep the agent's session for the answer: {e:#}");
+    }
+}
