@@ -255,7 +255,7 @@ pub struct Loaded {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{path}{line}: {message}; fix the file or delete it to use the defaults")]
+#[error("{path}{line}: {message}; fix that line (the README's Configuration section lists every key and its form)")]
 pub struct ConfigError {
     pub path: PathBuf,
     pub line: String,

@@ -62,6 +62,55 @@ pub fn locate(inst: &Installation, target: &str) -> Result<Log> {
     }
 }
 
+/// A writer that shows each line of a session log as a person reads it
+/// ([`crate::agent::render::readable`]): agent CLIs' JSON events one line each, the rest as is.
+pub struct Readable<W: Write> {
+    out: W,
+    line: Vec<u8>,
+}
+
+impl<W: Write> Readable<W> {
+    pub fn new(out: W) -> Readable<W> {
+        Readable {
+            out,
+            line: Vec::new(),
+        }
+    }
+
+    /// Writes a last line that had no newline.
+    pub fn flush_line(&mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            self.emit(&line)?;
+        }
+        self.out.flush()
+    }
+
+    fn emit(&mut self, line: &[u8]) -> std::io::Result<()> {
+        if let Some(shown) = crate::agent::render::readable(&String::from_utf8_lossy(line)) {
+            writeln!(self.out, "{shown}")?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Write for Readable<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for chunk in buf.split_inclusive(|b| *b == b'\n') {
+            self.line.extend_from_slice(chunk);
+            if chunk.ends_with(b"\n") {
+                let line = std::mem::take(&mut self.line);
+                self.emit(&line[..line.len() - 1])?;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Copies the log to `out`; with `follow`, keeps copying what is written until the session
 /// ends (or `stop` is raised), as `tail -f` would but ending with the worker.
 pub fn copy(

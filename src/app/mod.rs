@@ -3,6 +3,7 @@
 //! lock), and returns a value the caller prints or serves. Nothing here parses arguments or
 //! prints.
 
+pub mod agents;
 pub mod answer;
 pub mod beads;
 pub mod check;

@@ -137,8 +137,15 @@ pub fn logs(paths: &Paths, a: LogsArgs) -> Result<i32> {
     let inst = installation::open(paths)?;
     let log = crate::app::logs::locate(&inst, &a.bead)?;
     let stop = super::events::stop_on_signals();
-    let mut out = std::io::stdout().lock();
-    crate::app::logs::copy(&inst, &log, &mut out, a.follow, stop)?;
+    let out = std::io::stdout().lock();
+    if a.raw {
+        let mut out = out;
+        crate::app::logs::copy(&inst, &log, &mut out, a.follow, stop)?;
+    } else {
+        let mut out = crate::app::logs::Readable::new(out);
+        crate::app::logs::copy(&inst, &log, &mut out, a.follow, stop)?;
+        out.flush_line()?;
+    }
     Ok(EXIT_OK)
 }
 

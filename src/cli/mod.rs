@@ -19,6 +19,7 @@ mod cost;
 mod daemon;
 mod demo;
 mod events;
+mod executors;
 mod init;
 mod iteration;
 mod new;
@@ -91,6 +92,9 @@ pub enum Command {
     History(HistoryArgs),
     /// What the agents cost (tokens and dollars their reports gave), by project, bead or day.
     Cost(CostArgs),
+    /// The agent CLI presets (claude-code, codex, opencode, aider, openclaw): the settings each
+    /// reads and the command it runs, as this installation would run it.
+    Executors(ExecutorsArgs),
     /// A local web server: a live dashboard, a JSON API, server-sent events and the actions
     /// (answer, retry, kill, approve, reject, pause, resume), each needing the server's token.
     Serve(ServeArgs),
@@ -483,6 +487,10 @@ pub struct LogsArgs {
     /// Keep printing what the worker writes until its session ends.
     #[arg(short, long)]
     pub follow: bool,
+    /// The log as written: an agent CLI's JSON events as it printed them, not one readable
+    /// line each.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 #[derive(Debug, Args)]
@@ -495,6 +503,15 @@ pub struct ServeArgs {
     /// 0600) on first start.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecutorsArgs {
+    /// Every preset at its default settings, ignoring config.toml.
+    #[arg(long)]
+    pub defaults: bool,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -550,6 +567,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Logs(a) => beads::logs(&paths, a),
         Command::History(a) => beads::history(&paths, a),
         Command::Cost(a) => cost::run(&paths, a),
+        Command::Executors(a) => executors::run(&paths, a),
         Command::Serve(a) => serve::run(&paths, a),
         Command::Story(c) => story::run(&paths, c),
         Command::Review(c) => story::review(&paths, c),
