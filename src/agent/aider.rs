@@ -9,6 +9,8 @@ pub struct AiderReader {
     out: AgentOutcome,
     last_error: Option<String>,
     last_text: Option<String>,
+    /// The text before the last `Tokens:` line: the model's closing words.
+    said: Option<String>,
 }
 
 impl AiderReader {
@@ -20,6 +22,7 @@ impl AiderReader {
             },
             last_error: None,
             last_text: None,
+            said: None,
         }
     }
 }
@@ -57,6 +60,7 @@ impl StreamReader for AiderReader {
         }
         self.out.events += 1;
         if let Some((sent, received, session)) = tokens_line(t) {
+            self.said = self.last_text.take();
             self.out.usage.tokens_in = Some(self.out.usage.tokens_in.unwrap_or(0) + sent);
             self.out.usage.tokens_out = Some(self.out.usage.tokens_out.unwrap_or(0) + received);
             if session.is_some() {
@@ -67,14 +71,14 @@ impl StreamReader for AiderReader {
         let lower = t.to_ascii_lowercase();
         if lower.contains("error") && (lower.contains("litellm") || lower.contains("api") || provider_from_message(t).is_some()) {
             self.last_error = Some(t.to_string());
-        } else {
+        } else if !t.starts_with("```") {
             self.last_text = Some(t.to_string());
         }
     }
 
     fn finish(self: Box<Self>, code: Option<i32>, stderr: &str) -> AgentOutcome {
         let mut out = self.out;
-        out.final_text = self.last_text;
+        out.final_text = self.said.or(self.last_text);
         let error = self.last_error.or_else(|| {
             stderr
                 .lines()
@@ -112,9 +116,12 @@ mod tests {
         let o = r.finish(Some(0), "");
         assert!(matches!(o.verdict(Some(0)), Verdict::Provider(_)), "{o:?}");
         let mut r = Box::new(AiderReader::new());
-        r.line("Applied edit to hello.txt");
-        r.line("Tokens: 100 sent, 20 received.");
+        for l in ["hello.txt", "```", "hi", "```", "Created both.", "Tokens: 100 sent, 20 received. Cost: $0.00060 message, $0.00060 session.", "Applied edit to hello.txt"] {
+            r.line(l);
+        }
         let o = r.finish(Some(0), "");
         assert_eq!(o.verdict(Some(0)), Verdict::Succeeded);
+        assert_eq!(o.final_text.as_deref(), Some("Created both."));
+        assert_eq!(o.usage.cost_usd, Some(0.0006));
     }
 }

@@ -12,6 +12,8 @@ use super::Preset;
 pub struct ClaudeReader {
     out: AgentOutcome,
     result: Option<Value>,
+    /// Refusals seen in the stream: tool call id, what.
+    streamed_denials: Vec<(String, String)>,
 }
 
 impl ClaudeReader {
@@ -22,6 +24,7 @@ impl ClaudeReader {
                 ..AgentOutcome::default()
             },
             result: None,
+            streamed_denials: Vec::new(),
         }
     }
 }
@@ -62,6 +65,23 @@ impl StreamReader for ClaudeReader {
             self.out.session = Some(id.to_string());
         }
         match v["type"].as_str() {
+            // Said as it happens; the result lists them again (kept once, by tool call).
+            Some("system") if v["subtype"] == "permission_denied" => {
+                let id = v["tool_use_id"].as_str().unwrap_or_default().to_string();
+                // "… requested permissions to write to /x, but …": the path, not the verb.
+                let target = v["message"]
+                    .as_str()
+                    .and_then(|m| m.split_once("permissions to ").map(|(_, r)| r))
+                    .map(|r| r.split(", but").next().unwrap_or(r))
+                    .filter(|r| !r.starts_with("use "))
+                    .map(|r| r.split_once(" to ").map_or(r, |(_, t)| t).to_string());
+                let what = format!(
+                    "{}{}",
+                    v["tool_name"].as_str().unwrap_or("a tool"),
+                    target.map_or(String::new(), |t| format!(" {t}"))
+                );
+                self.streamed_denials.push((id, what));
+            }
             Some("system") if v["subtype"] == "init" => {
                 if let Some(m) = v["model"].as_str() {
                     self.out.model = Some(m.to_string());
@@ -82,7 +102,9 @@ impl StreamReader for ClaudeReader {
 
     fn finish(self: Box<Self>, code: Option<i32>, stderr: &str) -> AgentOutcome {
         let mut out = self.out;
+        let streamed = self.streamed_denials;
         let Some(r) = self.result else {
+            out.denials = streamed.into_iter().map(|(_, w)| w).collect();
             if code != Some(0) {
                 let said = stderr.trim();
                 out.provider = provider_from_message(said);
@@ -112,10 +134,14 @@ impl StreamReader for ClaudeReader {
         if let Some(m) = r["modelUsage"].as_object().and_then(|m| m.keys().next()) {
             out.model = Some(m.clone());
         }
-        out.denials = r["permission_denials"]
-            .as_array()
-            .map(|ds| ds.iter().map(denial).collect())
-            .unwrap_or_default();
+        let listed: Vec<&Value> = r["permission_denials"].as_array().map(|d| d.iter().collect()).unwrap_or_default();
+        out.denials = listed.iter().map(|d| denial(d)).collect();
+        out.denials.extend(
+            streamed
+                .into_iter()
+                .filter(|(id, _)| !listed.iter().any(|d| d["tool_use_id"].as_str() == Some(id)))
+                .map(|(_, w)| w),
+        );
         let is_error = r["is_error"].as_bool().unwrap_or(false);
         let text = r["result"].as_str().unwrap_or_default();
         if let Some(status) = r["api_error_status"].as_u64().and_then(|s| u16::try_from(s).ok()) {
@@ -187,6 +213,23 @@ mod tests {
             0,
         );
         assert_eq!(o.verdict(Some(0)), Verdict::Denied(vec!["Write /tmp/outside/x.txt".into()]));
+    }
+
+    #[test]
+    fn a_refusal_said_only_in_the_stream_still_counts() {
+        let o = read(
+            &format!(
+                "{INIT}\n{}\n{}",
+                r#"{"type":"system","subtype":"permission_denied","tool_name":"Write","tool_use_id":"t7","message":"Claude requested permissions to write to /tmp/outside/x.txt, but you haven't granted it yet."}"#,
+                r#"{"type":"result","subtype":"success","is_error":false,"result":"Wrote outside.","session_id":"s-1","permission_denials":[{"tool_name":"Write","tool_use_id":"t7","tool_input":{"file_path":"/tmp/outside/x.txt"}}]}"#
+            ),
+            0,
+        );
+        assert_eq!(o.denials, ["Write /tmp/outside/x.txt"], "listed once");
+        let mut r = Box::new(ClaudeReader::new());
+        r.line(r#"{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"t8","message":"Claude requested permissions to use Bash, but you haven't granted it yet."}"#);
+        let o = r.finish(Some(1), "");
+        assert_eq!(o.denials, ["Bash"]);
     }
 
     #[test]

@@ -64,11 +64,18 @@ impl StreamReader for OpencodeReader {
                     .or_else(|| e["name"].as_str())
                     .unwrap_or("error")
                     .to_string();
-                self.out.provider = provider_from_message(&why).or_else(|| {
-                    e["data"]["statusCode"]
-                        .as_u64()
-                        .and_then(|s| provider_from_message(&format!("status {s}: {why}")))
-                });
+                let status = e["data"]["statusCode"].as_u64().and_then(|s| u16::try_from(s).ok());
+                self.out.provider = match status {
+                    Some(s) if super::outcome::provider_status(s) => Some(super::ProviderFailure {
+                        status: Some(s),
+                        what: crate::templates::clip(&why, 160),
+                        retry_after: e["data"]["responseHeaders"]["retry-after"]
+                            .as_str()
+                            .and_then(|r| r.trim().parse().ok()),
+                    }),
+                    Some(_) => None,
+                    None => provider_from_message(&why),
+                };
                 self.out.failed = Some(format!("opencode: {}", crate::templates::clip(&why, 200)));
             }
             _ => {}
@@ -110,8 +117,11 @@ mod tests {
         assert!((o.usage.cost_usd.unwrap() - 0.002).abs() < 1e-12);
         assert_eq!(o.verdict(Some(0)), Verdict::Succeeded);
         let mut r = Box::new(OpencodeReader::new());
-        r.line(r#"{"type":"error","sessionID":"ses_2","error":{"name":"APIError","data":{"message":"Too Many Requests","statusCode":429}}}"#);
+        r.line(r#"{"type":"error","sessionID":"ses_2","error":{"name":"APIError","data":{"message":"stand-in says no","statusCode":429,"responseHeaders":{"retry-after":"2"}}}}"#);
         let o = r.finish(Some(1), "");
-        assert!(matches!(o.verdict(Some(1)), Verdict::Provider(_)), "{o:?}");
+        let Verdict::Provider(p) = o.verdict(Some(1)) else {
+            panic!("{o:?}")
+        };
+        assert_eq!((p.status, p.retry_after), (Some(429), Some(2)));
     }
 }
