@@ -150,6 +150,8 @@ impl Preset {
                     "--yes-always",
                     "--no-auto-commits",
                     "--no-dirty-commits",
+                    // It would add `.aider*` to .gitignore, a change of the project's.
+                    "--no-gitignore",
                     "--no-check-update",
                     "--analytics-disable",
                     "--no-pretty",

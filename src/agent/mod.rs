@@ -29,6 +29,15 @@ pub use outcome::{AgentOutcome, ProviderFailure, StreamReader, Verdict};
 pub use preset::{compare_versions, version_in, Preset};
 pub use settings::{priced, Permission, PresetSettings, Price, Prices, DEFAULT_RETRIES};
 
+/// What agent CLIs write into the workspace for themselves (aider's chat history and its
+/// repository map's cache, which it has no option to put elsewhere): never landed.
+pub const TOOL_STATE: &[&str] = &[
+    ".aider.tags.cache.v4",
+    ".aider.chat.history.md",
+    ".aider.input.history",
+    ".aider.llm.history",
+];
+
 impl Preset {
     /// A fresh reader of this CLI's output.
     pub fn reader(self) -> Box<dyn StreamReader> {

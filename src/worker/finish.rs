@@ -239,7 +239,8 @@ impl Worker<'_> {
 
 /// What a worktree's landing leaves out (project-relative): the iterations directory (other
 /// beads' deliverables and frozen iterations, 4.5; the bead's own deliverable is put back in)
-/// and the status reports, which are for braids, not for the history.
+/// the status reports, which are for braids, not for the history, and what agent CLIs keep of
+/// their own in the workspace.
 fn landing_excludes(_l: &Loaded) -> Vec<PathBuf> {
     vec![
         PathBuf::from(".braids/iterations"),
@@ -250,6 +251,7 @@ fn landing_excludes(_l: &Loaded) -> Vec<PathBuf> {
     ]
     .into_iter()
     .chain(crate::events::GENERATED.iter().map(PathBuf::from))
+    .chain(crate::agent::TOOL_STATE.iter().map(PathBuf::from))
     .collect()
 }
 

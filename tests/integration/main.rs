@@ -16,6 +16,7 @@
 
 mod support;
 
+mod agents;
 mod backend_switch;
 mod br_differential;
 mod br_native_ticks;

@@ -1,0 +1,527 @@
+//! The agent CLI presets against the real CLIs — Claude Code, Codex, opencode and aider — through
+//! real ticks and `braids worker`, real `br`, git and a bare upstream. Only the model is
+//! scripted: [`AgentModel`] speaks each CLI's wire protocol on loopback, and the CLI runs its
+//! own tools.
+//!
+//! `.ci/run` installs the CLIs (the three npm packages under /opt/openclaw, aider in /opt/aider)
+//! and, as root, sets `BRAIDS_REQUIRE_AGENTS=1`, so a missing CLI fails these tests there;
+//! elsewhere each says it is skipped, and why.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::agent_model::{AgentModel, Script};
+use crate::support::{label, wait_for, Install, ReportExt, Sandbox};
+
+/// One of the four CLIs, installed where `.ci/run` puts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cli {
+    Claude,
+    Codex,
+    Opencode,
+    Aider,
+}
+
+const NODE_BIN: &str = "/opt/openclaw/bin";
+
+impl Cli {
+    fn preset(self) -> &'static str {
+        match self {
+            Cli::Claude => "claude-code",
+            Cli::Codex => "codex",
+            Cli::Opencode => "opencode",
+            Cli::Aider => "aider",
+        }
+    }
+
+    fn program(self) -> PathBuf {
+        match self {
+            Cli::Claude => Path::new(NODE_BIN).join("claude"),
+            Cli::Codex => Path::new(NODE_BIN).join("codex"),
+            Cli::Opencode => Path::new(NODE_BIN).join("opencode"),
+            Cli::Aider => PathBuf::from("/opt/aider/bin/aider"),
+        }
+    }
+
+    /// The CLI, or `None` (with the reason on stderr) where it is not installed.
+    fn installed(self) -> Option<Cli> {
+        let program = self.program();
+        if program.is_file() {
+            return Some(self);
+        }
+        let why = format!("{} is not installed at {}", self.preset(), program.display());
+        assert!(
+            std::env::var("BRAIDS_REQUIRE_AGENTS").as_deref() != Ok("1"),
+            "BRAIDS_REQUIRE_AGENTS=1 but {why}"
+        );
+        eprintln!("SKIPPED: {why}");
+        None
+    }
+
+    /// config.toml for this CLI against `model`, offline: the CLI's own settings as a person
+    /// would make them (a base URL, a key), in `[executors.<preset>]` or the CLI's own files
+    /// under the sandbox's HOME.
+    fn config(self, sb: &Sandbox, model: &AgentModel) -> String {
+        let url = model.url();
+        let path = format!("{NODE_BIN}:{}", sb.path_var());
+        let name = self.preset();
+        let mut env: Vec<(&str, String)> = vec![("PATH", path)];
+        let mut extra = String::new();
+        match self {
+            Cli::Claude => env.extend([
+                ("ANTHROPIC_BASE_URL", url.clone()),
+                ("ANTHROPIC_API_KEY", "sk-test".into()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+                ("DISABLE_TELEMETRY", "1".into()),
+                ("DISABLE_ERROR_REPORTING", "1".into()),
+            ]),
+            Cli::Codex => {
+                let home = sb.home().join("codex");
+                std::fs::create_dir_all(&home).unwrap();
+                std::fs::write(
+                    home.join("config.toml"),
+                    format!(
+                        "model = \"gpt-5.5\"\nmodel_provider = \"standin\"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[model_providers.standin]\nname = \"standin\"\nbase_url = \"{url}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_KEY\"\n"
+                    ),
+                )
+                .unwrap();
+                env.extend([
+                    ("CODEX_HOME", home.display().to_string()),
+                    ("STANDIN_KEY", "sk-test".into()),
+                ]);
+                extra.push_str("[prices.\"gpt-5.5\"]\ninput = 1.25\noutput = 10\n");
+            }
+            Cli::Opencode => {
+                let cfg = json!({
+                    "$schema": "https://opencode.ai/config.json",
+                    "autoupdate": false,
+                    "share": "disabled",
+                    "provider": {"standin": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "standin",
+                        "options": {"baseURL": format!("{url}/v1"), "apiKey": "sk-test"},
+                        "models": {"standin": {"name": "standin", "cost": {"input": 3, "output": 15},
+                                               "limit": {"context": 200000, "output": 8192}}}
+                    }},
+                    "model": "standin/standin"
+                });
+                env.extend([
+                    ("OPENCODE_CONFIG_CONTENT", cfg.to_string()),
+                    ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
+                    ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".into()),
+                    ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".into()),
+                    // It asks the npm registry at start; there is none here.
+                    ("npm_config_registry", "http://127.0.0.1:9/".into()),
+                ]);
+            }
+            Cli::Aider => {
+                let meta = sb.write(
+                    "aider-models.json",
+                    &json!({"openai/standin": {"max_input_tokens": 200000, "max_output_tokens": 8192,
+                        "input_cost_per_token": 0.000003, "output_cost_per_token": 0.000015,
+                        "litellm_provider": "openai", "mode": "chat"}})
+                    .to_string(),
+                );
+                env.extend([
+                    ("OPENAI_API_BASE", format!("{url}/v1")),
+                    ("OPENAI_API_KEY", "sk-test".into()),
+                    ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
+                ]);
+                extra.push_str(&format!(
+                    "[executors.aider]\nargs = [\"--edit-format\", \"whole\", \"--model-metadata-file\", {:?}]\n",
+                    meta.display().to_string()
+                ));
+            }
+        }
+        let model_name = match self {
+            Cli::Claude => "",
+            Cli::Codex => "gpt-5.5",
+            Cli::Opencode => "standin/standin",
+            Cli::Aider => "openai/standin",
+        };
+        let env_toml: Vec<String> = env
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", toml_string(v)))
+            .collect();
+        let mut table = format!(
+            "[worker]\nexecutor = \"{name}\"\n\n[executors.{name}]\nprogram = {:?}\nmodel = {model_name:?}\nenv = {{ {} }}\n",
+            self.program().display().to_string(),
+            env_toml.join(", ")
+        );
+        // `args` belongs to the same table.
+        if let Some(args) = extra.strip_prefix(&format!("[executors.{name}]\n")) {
+            table.push_str(args);
+        } else {
+            table.push_str(&extra);
+        }
+        table
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// An installation whose agent is `cli`, a model that writes `hello.txt`, and the config a
+/// test adds.
+fn world(cli: Cli, more: &str) -> (Sandbox, AgentModel) {
+    let model = AgentModel::start(Script::Write {
+        files: vec![("hello.txt".into(), "hi\n".into())],
+        final_text: "Created hello.txt.".into(),
+    });
+    let sb = Install::new()
+        .config("[sessions]\nkill_grace_secs = 5\n")
+        .build();
+    sb.config(&cli.config(&sb, &model));
+    if !more.is_empty() {
+        sb.config(more);
+    }
+    (sb, model)
+}
+
+/// A br project with `beads` beads, its iteration active, pushed to a bare upstream of its own.
+fn project(sb: &Sandbox, slug: &str, beads: usize, fields: &[(&str, &str)]) -> (Vec<String>, PathBuf) {
+    let mut p = sb.new_project(slug).br().beads(beads);
+    for (k, v) in fields {
+        p = p.field(k, v);
+    }
+    let p = p.create();
+    let bare = sb.home().join(format!("{slug}-upstream.git"));
+    sb.git(sb.home(), &["init", "-q", "--bare", bare.to_str().unwrap()]);
+    sb.git(&p.root, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    sb.git(&p.root, &["push", "-q", "-u", "origin", "HEAD"]);
+    (p.beads, bare)
+}
+
+fn attempts(sb: &Sandbox) -> Value {
+    std::fs::read(sb.braids_dir().join("attempts.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The failures recorded for `bead`, oldest first.
+fn failures(sb: &Sandbox, bead: &str) -> Vec<Value> {
+    let a = attempts(sb);
+    a["beads"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.values())
+        .filter_map(|beads| beads[bead]["failures"].as_array())
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+/// The ledger's sums for one bead: tokens in, tokens out, dollars.
+fn cost_of(sb: &Sandbox, slug: &str, bead: &str) -> (u64, u64, f64) {
+    let out: Value = serde_json::from_str(&sb.ok(&["cost", "--by", "bead", "--json"])).unwrap();
+    let key = format!("{slug}:{bead}");
+    let row = out["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == key.as_str())
+        .unwrap_or_else(|| panic!("no cost row for {key}: {out}"))
+        .clone();
+    (
+        row["tokens_in"].as_u64().unwrap(),
+        row["tokens_out"].as_u64().unwrap(),
+        row["cost_usd"].as_f64().unwrap(),
+    )
+}
+
+fn closed(sb: &Sandbox, slug: &str, bead: &str, limit: Duration) {
+    wait_for(&format!("{slug} {bead} closed"), limit, || {
+        (sb.br_status(slug, bead) == "closed").then_some(())
+    });
+}
+
+/// The bead lands as one commit with the agent's file, on the upstream.
+fn landed_on_upstream(sb: &Sandbox, bare: &Path, bead: &str) {
+    wait_for(&format!("{bead} pushed"), Duration::from_secs(120), || {
+        sb.git(bare, &["log", "--format=%s", "main"])
+            .contains(bead)
+            .then_some(())
+    });
+    let log = sb.git(bare, &["log", "--format=%H %s", "main"]);
+    let landing: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(bead))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    assert_eq!(landing.len(), 1, "one landing commit: {log}");
+    let files = sb.git(bare, &["show", "--name-only", "--format=", landing[0]]);
+    assert!(files.lines().any(|f| f == "hello.txt"), "{files}");
+    assert!(!files.contains(".aider"), "the CLI's own state never lands: {files}");
+    assert_eq!(sb.git(bare, &["show", "main:hello.txt"]), "hi\n");
+}
+
+fn closes_a_bead(cli: Cli, expect: (u64, u64, f64)) {
+    let Some(cli) = cli.installed() else {
+        return;
+    };
+    let (sb, model) = world(cli, "");
+    let (beads, bare) = project(&sb, "app", 1, &[]);
+    let report = sb.tick().force().run();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.labels(), [label("app", &beads[0])]);
+    closed(&sb, "app", &beads[0], Duration::from_secs(240));
+    landed_on_upstream(&sb, &bare, &beads[0]);
+    assert!(
+        model.seen().iter().all(|s| s.status == 200),
+        "{:?}",
+        model.seen()
+    );
+    let (tin, tout, usd) = cost_of(&sb, "app", &beads[0]);
+    assert_eq!((tin, tout), (expect.0, expect.1), "tokens as the CLI counted them");
+    assert!((usd - expect.2).abs() < 1e-9, "{usd} USD, expected {}", expect.2);
+    // The agent's words became the deliverable's summary: it wrote none.
+    let log = sb.ok(&["logs", &beads[0]]);
+    assert!(!log.contains("{\"type\""), "logs shows events readably:\n{log}");
+    let raw = sb.ok(&["logs", "--raw", &beads[0]]);
+    if cli != Cli::Aider {
+        assert!(raw.contains("{\"type\""), "--raw keeps the JSON:\n{raw}");
+    }
+}
+
+#[test]
+fn claude_code_closes_a_bead_with_its_own_write_tool() {
+    // Two calls of 100 in / 20 out; Claude Code prices them itself.
+    closes_a_bead(Cli::Claude, (200, 40, 0.0016));
+}
+
+#[test]
+fn codex_closes_a_bead_priced_from_the_prices_table() {
+    // Two calls; no cost from Codex, so [prices]: 200 × 1.25 + 40 × 10 per million.
+    closes_a_bead(Cli::Codex, (200, 40, 0.00065));
+}
+
+#[test]
+fn opencode_closes_a_bead_with_its_own_cost() {
+    // Two steps at its configured 3 and 15 USD per million.
+    closes_a_bead(Cli::Opencode, (200, 40, 0.0012));
+}
+
+#[test]
+fn aider_closes_a_bead_from_its_whole_file_edit() {
+    // One call, priced by its model metadata (3e-6 and 15e-6 a token).
+    closes_a_bead(Cli::Aider, (100, 20, 0.0006));
+}
+
+#[test]
+fn a_write_claude_code_was_refused_is_a_failed_attempt_with_the_refusal_in_the_next_prompt() {
+    let Some(cli) = Cli::Claude.installed() else {
+        return;
+    };
+    let (sb, model) = world(cli, "");
+    let (beads, _) = project(&sb, "app", 1, &[]);
+    let outside = sb.home().join("outside/x.txt");
+    model.set_default(Script::Write {
+        files: vec![(outside.display().to_string(), "outside\n".into())],
+        final_text: "Wrote it.".into(),
+    });
+    let report = sb.tick().force().run();
+    assert_eq!(report.spawned_beads(), [beads[0].clone()]);
+    let failed = wait_for("the attempt recorded", Duration::from_secs(180), || {
+        failures(&sb, &beads[0]).first().cloned()
+    });
+    let why = failed["why"].as_str().unwrap();
+    assert!(
+        why.contains("refused an action: Write") && why.contains("outside/x.txt"),
+        "{why}"
+    );
+    assert!(!outside.exists());
+    assert_ne!(sb.br_status("app", &beads[0]), "closed", "Claude Code exited 0, yet it failed");
+    // The next attempt is told what was refused.
+    wait_for("the worker gone", Duration::from_secs(60), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+    let report = sb.tick().force().run();
+    assert_eq!(report.spawned_beads(), [beads[0].clone()], "{report:#?}");
+    wait_for("a second conversation", Duration::from_secs(180), || {
+        model
+            .seen()
+            .iter()
+            .any(|s| s.first_user.contains("refused an action: Write"))
+            .then_some(())
+    });
+}
+
+fn storm_opens_the_breaker_and_a_probe_closes_it(cli: Cli) {
+    let Some(cli) = cli.installed() else {
+        return;
+    };
+    let (sb, model) = world(cli, "[breaker]\nwindow = 2\nprobe = \"5s\"\nprobe_max = \"5s\"\n");
+    model.set_default(Script::Fail {
+        status: 429,
+        retry_after: Some(1),
+    });
+    let (app, _) = project(&sb, "app", 1, &[]);
+    let (web, web_up) = project(&sb, "web", 1, &[]);
+    let report = sb.tick().force().run();
+    assert_eq!(report.spawned_beads().len(), 2, "{report:#?}");
+    for bead in [&app[0], &web[0]] {
+        let f = wait_for(
+            &format!("{bead}'s rate-limited attempt"),
+            Duration::from_secs(300),
+            || failures(&sb, bead).first().cloned(),
+        );
+        assert_eq!(f["signature"], "provider: HTTP 429", "{f}");
+        assert_eq!(f["counts"], false, "a provider failure never counts against the bead: {f}");
+    }
+    wait_for("the workers gone", Duration::from_secs(60), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+    let report = sb.tick().force().run();
+    assert!(report.spawned_beads().is_empty(), "the breaker holds spawns: {report:#?}");
+    let breaker = attempts(&sb)["breaker"].clone();
+    assert!(breaker["openSince"].is_string(), "{breaker}");
+    assert_eq!(breaker["signature"], "provider: HTTP 429");
+    for (slug, bead) in [("app", &app[0]), ("web", &web[0])] {
+        assert_eq!(sb.br_status(slug, bead), "open", "no bead is blocked for an outage");
+    }
+    // The provider is back: one probe, and its success closes the breaker.
+    model.set_default(Script::Write {
+        files: vec![("hello.txt".into(), "hi\n".into())],
+        final_text: "Created hello.txt.".into(),
+    });
+    let probe = wait_for("a probe spawn", Duration::from_secs(60), || {
+        let r = sb.tick().force().run();
+        r.spawned_beads().first().cloned()
+    });
+    let slug = if app.contains(&probe) { "app" } else { "web" };
+    closed(&sb, slug, &probe, Duration::from_secs(240));
+    wait_for("the breaker closed", Duration::from_secs(120), || {
+        let _ = sb.tick().force().run();
+        attempts(&sb)["breaker"]["openSince"].is_null().then_some(())
+    });
+    let other = if slug == "app" { &web[0] } else { &app[0] };
+    let other_slug = if slug == "app" { "web" } else { "app" };
+    closed(&sb, other_slug, other, Duration::from_secs(240));
+    if other_slug == "web" {
+        landed_on_upstream(&sb, &web_up, other);
+    }
+}
+
+#[test]
+fn a_429_storm_with_claude_code_opens_the_breaker_and_a_probe_closes_it() {
+    storm_opens_the_breaker_and_a_probe_closes_it(Cli::Claude);
+}
+
+#[test]
+fn a_429_storm_with_codex_opens_the_breaker_and_a_probe_closes_it() {
+    storm_opens_the_breaker_and_a_probe_closes_it(Cli::Codex);
+}
+
+#[test]
+fn a_429_storm_with_opencode_opens_the_breaker_and_a_probe_closes_it() {
+    storm_opens_the_breaker_and_a_probe_closes_it(Cli::Opencode);
+}
+
+#[test]
+fn a_429_storm_with_aider_opens_the_breaker_and_a_probe_closes_it() {
+    storm_opens_the_breaker_and_a_probe_closes_it(Cli::Aider);
+}
+
+fn an_answer_resumes_the_agents_session(cli: Cli) {
+    let Some(cli) = cli.installed() else {
+        return;
+    };
+    let (sb, model) = world(cli, "");
+    let (beads, bare) = project(&sb, "app", 1, &[]);
+    let bead = &beads[0];
+    let report_file = format!(".ai/executor-results/{bead}");
+    model.script(
+        bead,
+        Script::Write {
+            files: vec![(
+                report_file,
+                "status: needs_human\nreason: needs_clarification\nsummary: Which greeting, hi or hello?\n".into(),
+            )],
+            final_text: "I asked which greeting.".into(),
+        },
+    );
+    sb.tick().force().run();
+    wait_for("the question", Duration::from_secs(180), || {
+        (sb.br_status("app", bead) == "blocked").then_some(())
+    });
+    let asked: Vec<String> = model.seen().iter().filter_map(|s| s.session.clone()).collect();
+    let first = asked.first().cloned().expect("the CLI sent its session id");
+    wait_for("the worker gone", Duration::from_secs(60), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+    sb.ok(&["answer", bead, "hi"]);
+    // The resumed conversation holds both turns of the question already, so the model's next
+    // answer is its closing text: the CLI succeeds and the bead closes.
+    let report = sb.tick().force().run();
+    assert_eq!(report.spawned_beads(), [bead.clone()], "{report:#?}");
+    closed(&sb, "app", bead, Duration::from_secs(240));
+    let later: Vec<_> = model.seen().into_iter().skip(asked.len()).collect();
+    assert!(!later.is_empty());
+    assert!(
+        later.iter().all(|s| s.session.as_deref() == Some(first.as_str())),
+        "resumed {first}: {later:?}"
+    );
+    assert!(later.iter().all(|s| s.turns >= 2), "the session's history came along: {later:?}");
+    wait_for(&format!("{bead} pushed"), Duration::from_secs(120), || {
+        sb.git(&bare, &["log", "--format=%s", "main"]).contains(bead.as_str()).then_some(())
+    });
+}
+
+#[test]
+fn an_answer_resumes_claude_codes_session() {
+    an_answer_resumes_the_agents_session(Cli::Claude);
+}
+
+#[test]
+fn an_answer_resumes_codexs_thread() {
+    an_answer_resumes_the_agents_session(Cli::Codex);
+}
+
+fn a_hung_stream_is_stopped_as_stalled(cli: Cli) {
+    let Some(cli) = cli.installed() else {
+        return;
+    };
+    let (sb, model) = world(cli, "");
+    model.set_default(Script::Hang);
+    let (beads, _) = project(&sb, "app", 1, &[("StallTimeout", "20s")]);
+    let report = sb.tick().force().run();
+    assert_eq!(report.spawned_beads(), [beads[0].clone()]);
+    let pid = sb.pid_of(&label("app", &beads[0]));
+    let f = wait_for("the stall kill", Duration::from_secs(240), || {
+        sb.tick().force().run();
+        let f = failures(&sb, &beads[0]).first().cloned();
+        if f.is_none() {
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        f
+    });
+    assert!(f["why"].as_str().unwrap_or_default().contains("stall"), "{f}");
+    wait_for("the worker and its agent gone", Duration::from_secs(60), || {
+        (!crate::support::procs::alive(pid)).then_some(())
+    });
+    assert!(model.seen().iter().all(|s| s.status == 200));
+}
+
+#[test]
+fn a_claude_code_stream_that_hangs_is_stopped_as_stalled() {
+    a_hung_stream_is_stopped_as_stalled(Cli::Claude);
+}
+
+#[test]
+fn a_codex_stream_that_hangs_is_stopped_as_stalled() {
+    a_hung_stream_is_stopped_as_stalled(Cli::Codex);
+}
+
+#[test]
+fn an_opencode_stream_that_hangs_is_stopped_as_stalled() {
+    a_hung_stream_is_stopped_as_stalled(Cli::Opencode);
+}
+
+#[test]
+fn an_aider_stream_that_hangs_is_stopped_as_stalled() {
+    a_hung_stream_is_stopped_as_stalled(Cli::Aider);
+}
