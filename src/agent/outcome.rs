@@ -157,7 +157,17 @@ pub fn provider_words(text: &str) -> bool {
 
 /// A provider failure from a CLI's error message, when it reads like one.
 pub fn provider_from_message(text: &str) -> Option<ProviderFailure> {
-    let status = status_in(text);
+    // Words stand for the status a CLI did not print (aider names litellm's exceptions).
+    let lower = text.to_ascii_lowercase();
+    let status = status_in(text).or_else(|| {
+        if ["rate limit", "rate_limit", "ratelimit", "too many requests"].iter().any(|w| lower.contains(w)) {
+            Some(429)
+        } else if lower.contains("overloaded") {
+            Some(529)
+        } else {
+            None
+        }
+    });
     (status.is_some() || provider_words(text)).then(|| ProviderFailure {
         status,
         what: crate::templates::clip(text, 160),
@@ -246,7 +256,10 @@ mod tests {
     fn provider_failures_are_read_from_messages() {
         let p = provider_from_message("API Error: 429 {\"type\":\"rate_limit_error\"} retry-after: 7").unwrap();
         assert_eq!((p.status, p.retry_after), (Some(429), Some(7)));
-        assert_eq!(provider_from_message("Overloaded").unwrap().status, None);
+        assert_eq!(provider_from_message("Overloaded").unwrap().status, Some(529));
+        let aider = "litellm.RateLimitError: RateLimitError: OpenAIException - stand-in rate limit";
+        assert_eq!(provider_from_message(aider).unwrap().status, Some(429));
+        assert_eq!(provider_from_message("quota exceeded for this key").unwrap().status, None);
         assert_eq!(provider_from_message("exceeded retry limit, last status: 529 <unknown status code>").unwrap().status, Some(529));
         assert!(provider_from_message("file not found: src/x.rs").is_none());
         assert!(provider_from_message("wrote 1500 lines").is_none());

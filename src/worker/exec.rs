@@ -119,7 +119,9 @@ pub(super) fn run_agent(
     } else {
         Stdio::null()
     };
+    // PWD too: some CLIs (opencode) take their working directory from it, not from getcwd.
     cmd.current_dir(&req.workspace)
+        .env("PWD", &req.workspace)
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -254,7 +254,11 @@ fn landed_on_upstream(sb: &Sandbox, bare: &Path, bead: &str) {
         .collect();
     assert_eq!(landing.len(), 1, "one landing commit: {log}");
     let files = sb.git(bare, &["show", "--name-only", "--format=", landing[0]]);
-    assert!(files.lines().any(|f| f == "hello.txt"), "{files}");
+    assert!(
+        files.lines().any(|f| f == "hello.txt"),
+        "{files}\n{}",
+        sb.ok(&["logs", "--raw", bead])
+    );
     assert!(!files.contains(".aider"), "the CLI's own state never lands: {files}");
     assert_eq!(sb.git(bare, &["show", "main:hello.txt"]), "hi\n");
 }
