@@ -406,6 +406,8 @@ impl Config {
                 model: None,
                 resume: None,
                 timeout_secs: 0,
+                title: "",
+                provider: None,
             }).program;
             if let Some(why) = missing_program(&program) {
                 let fix = if settings.program.trim().is_empty() {

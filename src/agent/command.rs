@@ -16,6 +16,11 @@ pub struct Launch<'a> {
     pub resume: Option<&'a str>,
     /// Seconds the run may take (passed to CLIs that take it).
     pub timeout_secs: u64,
+    /// A title for the CLI's session (the bead).
+    pub title: &'a str,
+    /// The provider the CLI's own configuration names, where bounding its retries needs the
+    /// name (Codex's `model_provider`).
+    pub provider: Option<&'a str>,
 }
 
 /// Where the prompt goes.
@@ -81,6 +86,7 @@ impl Preset {
         let model = model(settings, launch);
         let retries = settings.retries().to_string();
         let prompt_file = launch.prompt_file.to_string_lossy().into_owned();
+        let mut tail: Vec<String> = Vec::new();
         let (mut args, mut env, prompt): (Vec<String>, Vec<(&str, String)>, Prompt) = match self {
             Preset::ClaudeCode => {
                 let mut a = vec!["-p", "--output-format", "stream-json", "--verbose"];
@@ -104,11 +110,7 @@ impl Preset {
                 (a, env, Prompt::Stdin)
             }
             Preset::Codex => {
-                let mut a: Vec<String> = vec!["exec".into()];
-                if let Some(id) = launch.resume {
-                    a.extend(["resume".into(), id.into()]);
-                }
-                a.push("--json".into());
+                let mut a: Vec<String> = vec!["exec".into(), "--json".into()];
                 match settings.permission {
                     Permission::Workspace => a.extend(["-s".into(), "workspace-write".into()]),
                     Permission::Ask => a.extend(["-s".into(), "read-only".into()]),
@@ -119,29 +121,32 @@ impl Preset {
                 if let Some(m) = model {
                     a.extend(["-m".into(), m.into()]);
                 }
-                a.extend(codex_retries(&retries));
-                a.push("-".into());
+                if let Some(p) = launch.provider {
+                    a.extend(codex_retries(p, &retries));
+                }
+                // Its options go before `resume`, which takes only the thread and the prompt.
+                if let Some(id) = launch.resume {
+                    tail.extend(["resume".into(), id.into()]);
+                }
+                tail.push("-".into());
                 (a, Vec::new(), Prompt::Stdin)
             }
             Preset::Opencode => {
+                // The prompt on stdin: as an argument it would be capped at 128 KiB.
                 let mut a: Vec<String> = vec!["run".into(), "--format".into(), "json".into()];
                 if let Some(m) = model {
                     a.extend(["-m".into(), m.into()]);
                 }
-                if let Some(id) = launch.resume {
-                    a.extend(["--session".into(), id.into()]);
+                match launch.resume {
+                    Some(id) => a.extend(["--session".into(), id.into()]),
+                    // A title of its own spares the model call that would make one.
+                    None => a.extend(["--title".into(), launch.title.into()]),
                 }
-                a.extend([
-                    "--file".into(),
-                    prompt_file.clone(),
-                    "--".into(),
-                    "Follow the instructions in the attached file.".into(),
-                ]);
                 let env = vec![
                     ("OPENCODE_DISABLE_AUTOUPDATE", "1".into()),
                     ("OPENCODE_DISABLE_SHARE", "1".into()),
                 ];
-                (a, env, Prompt::Argv)
+                (a, env, Prompt::Stdin)
             }
             Preset::Aider => {
                 let mut a: Vec<String> = [
@@ -188,6 +193,7 @@ impl Preset {
             }
         };
         args.extend(settings.args.iter().cloned());
+        args.extend(tail);
         for (k, v) in &settings.env {
             env.retain(|(key, _)| key != k);
             env.push((k.as_str(), v.clone()));
@@ -201,13 +207,14 @@ impl Preset {
     }
 }
 
-/// Codex's own retries, bounded for whichever provider its configuration names.
-fn codex_retries(retries: &str) -> Vec<String> {
+/// Codex's own retries, bounded for the provider its configuration names (it has no setting
+/// that covers every provider).
+fn codex_retries(provider: &str, retries: &str) -> Vec<String> {
     vec![
         "-c".into(),
-        format!("request_max_retries={retries}"),
+        format!("model_providers.{provider}.request_max_retries={retries}"),
         "-c".into(),
-        format!("stream_max_retries={retries}"),
+        format!("model_providers.{provider}.stream_max_retries={retries}"),
     ]
 }
 
@@ -223,6 +230,8 @@ mod tests {
             model: None,
             resume: None,
             timeout_secs: 600,
+            title: "app-1",
+            provider: None,
         }
     }
 
@@ -240,10 +249,11 @@ mod tests {
         assert_eq!(codex.args[..2], ["exec", "--json"]);
         assert!(codex.args.windows(2).any(|x| x == ["-s", "workspace-write"]));
         assert_eq!(codex.args.last().map(String::as_str), Some("-"));
+        assert!(!codex.args.iter().any(|a| a.contains("max_retries")), "no provider named");
         let oc = Preset::Opencode.command(&s, &launch(&p, &w));
         assert!(oc.args.windows(2).any(|x| x == ["--format", "json"]));
-        assert!(oc.args.contains(&"/w/prompt.md".to_string()));
-        assert_eq!(oc.prompt, Prompt::Argv);
+        assert!(oc.args.windows(2).any(|x| x == ["--title", "app-1"]));
+        assert_eq!(oc.prompt, Prompt::Stdin);
         let aider = Preset::Aider.command(&s, &launch(&p, &w));
         assert_eq!(aider.args[..2], ["--message-file", "/w/prompt.md"]);
         assert!(aider.args.contains(&"--no-auto-commits".to_string()));
@@ -276,8 +286,19 @@ mod tests {
         let c = Preset::ClaudeCode.command(&s, &l);
         assert!(c.args.windows(2).any(|x| x == ["--model", "opus"]), "the project's Model: wins");
         assert!(c.args.windows(2).any(|x| x == ["--resume", "abc-123"]));
-        let c = Preset::Codex.command(&PresetSettings::default(), &l);
-        assert_eq!(c.args[..3], ["exec", "resume", "abc-123"]);
-        assert!(c.display().contains("codex exec resume abc-123 --json"), "{}", c.display());
+        l.provider = Some("standin");
+        let codex = PresetSettings {
+            args: vec!["--skip-git-repo-check".into()],
+            ..PresetSettings::default()
+        };
+        let c = Preset::Codex.command(&codex, &l);
+        assert!(
+            c.display().starts_with("codex exec --json -s workspace-write -m opus -c 'model_providers.standin.request_max_retries=2'"),
+            "{}",
+            c.display()
+        );
+        assert_eq!(c.args[c.args.len() - 4..], ["--skip-git-repo-check", "resume", "abc-123", "-"], "options before resume");
+        let c = Preset::Opencode.command(&PresetSettings::default(), &l);
+        assert!(c.args.windows(2).any(|x| x == ["--session", "abc-123"]));
     }
 }

@@ -32,6 +32,8 @@ pub fn recipes(config: &Config) -> Vec<Recipe> {
                 model: None,
                 resume: None,
                 timeout_secs: 3600,
+                title: "BEAD",
+                provider: None,
             };
             Recipe {
                 preset,

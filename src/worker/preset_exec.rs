@@ -22,12 +22,17 @@ pub struct PresetExecutor {
 
 impl PresetExecutor {
     fn once(&self, req: &ExecRequest, resume: Option<&str>) -> anyhow::Result<ExecResult> {
+        let provider = (self.preset == Preset::Codex)
+            .then(|| codex_provider(&self.settings))
+            .flatten();
         let launch = Launch {
             prompt_file: &req.prompt_file,
             workspace: &req.workspace,
             model: self.model.as_deref(),
             resume,
             timeout_secs: req.timeout.as_secs(),
+            title: req.bead.as_str(),
+            provider: provider.as_deref(),
         };
         let command = self.preset.command(&self.settings, &launch);
         tracing::info!(bead = %req.bead, "agent: {}", command.display());
@@ -79,6 +84,27 @@ impl Executor for PresetExecutor {
         res.agent = Some(outcome.less(&kept.usage));
         Ok(res)
     }
+}
+
+/// The provider Codex's own configuration defines and uses (`model_provider` with a
+/// `[model_providers.<name>]` table in `$CODEX_HOME/config.toml`), whose retries the preset
+/// bounds; `None` for its built-in providers, whose retries stay Codex's.
+fn codex_provider(settings: &PresetSettings) -> Option<String> {
+    let home = settings
+        .env
+        .get("CODEX_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("CODEX_HOME").map(std::path::PathBuf::from))
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".codex")))?;
+    let text = std::fs::read_to_string(home.join("config.toml")).ok()?;
+    let config: toml::Value = toml::from_str(&text).ok()?;
+    let name = config.get("model_provider")?.as_str()?;
+    config
+        .get("model_providers")?
+        .get(name)
+        .is_some()
+        .then(|| name.to_string())
+        .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
 }
 
 /// The session to keep when an attempt ends with a question: the CLI's id and its totals.

@@ -234,9 +234,16 @@ fn cost_of(sb: &Sandbox, slug: &str, bead: &str) -> (u64, u64, f64) {
 }
 
 fn closed(sb: &Sandbox, slug: &str, bead: &str, limit: Duration) {
-    wait_for(&format!("{slug} {bead} closed"), limit, || {
-        (sb.br_status(slug, bead) == "closed").then_some(())
-    });
+    if !crate::support::poll_until(limit, || sb.br_status(slug, bead) == "closed") {
+        let log = sb.run(&["logs", "--raw", bead]);
+        panic!(
+            "{slug} {bead} not closed after {limit:?}: {}\n{}{}\nattempts: {}",
+            sb.br_status(slug, bead),
+            String::from_utf8_lossy(&log.stdout),
+            String::from_utf8_lossy(&log.stderr),
+            attempts(sb)
+        );
+    }
 }
 
 /// The bead lands as one commit with the agent's file, on the upstream.

@@ -17,7 +17,7 @@
 //! request's headers and body written to `DIR/NNNN-api.json` when a test needs looking into.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -45,7 +45,10 @@ pub enum Script {
     /// Every request is answered with this HTTP status and the provider's own error body for that
     /// protocol (429 rate_limit_error with a `retry-after` header of retry_after seconds; 529
     /// overloaded_error; 500 api_error).
-    Fail { status: u16, retry_after: Option<u64> },
+    Fail {
+        status: u16,
+        retry_after: Option<u64>,
+    },
     /// Sends the response headers and the first part of a stream, then never sends more and never
     /// closes (until the client goes away; bound the sleep to 15 minutes).
     Hang,
@@ -67,9 +70,8 @@ pub struct Seen {
     pub status: u16,
 }
 
-#[derive(Default)]
 struct State {
-    default: Option<Script>,
+    default: Script,
     scripts: Vec<(String, Script)>,
     seen: Vec<Seen>,
 }
@@ -85,16 +87,15 @@ impl AgentModel {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State {
-            default: Some(default),
-            ..State::default()
+            default,
+            scripts: Vec::new(),
+            seen: Vec::new(),
         }));
         let st = state.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
                 let st = st.clone();
-                std::thread::spawn(move || {
-                    let _ = serve(conn, &st);
-                });
+                std::thread::spawn(move || serve(conn, &st));
             }
         });
         AgentModel { port, state }
@@ -116,7 +117,7 @@ impl AgentModel {
     }
 
     pub fn set_default(&self, script: Script) {
-        self.state.lock().unwrap().default = Some(script);
+        self.state.lock().unwrap().default = script;
     }
 
     /// Every request seen, oldest first.
@@ -132,14 +133,16 @@ struct Request {
     body: Vec<u8>,
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
+fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
     let mut first = String::new();
     if reader.read_line(&mut first)? == 0 {
         return Ok(None);
     }
-    let mut parts = first.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
+    let mut parts = first.split_whitespace().map(str::to_string);
+    let (method, path) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
     let mut headers = HashMap::new();
     loop {
         let mut line = String::new();
@@ -150,174 +153,151 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Req
             headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
         }
     }
-    let mut body = Vec::new();
-    if headers.get("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
-        loop {
-            let mut size = String::new();
-            reader.read_line(&mut size)?;
-            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
-                .unwrap_or(0);
-            let mut chunk = vec![0u8; n + 2];
-            reader.read_exact(&mut chunk[..if n == 0 { 0 } else { n + 2 }])?;
-            if n == 0 {
-                let mut end = String::new();
-                reader.read_line(&mut end)?;
-                break;
-            }
-            body.extend_from_slice(&chunk[..n]);
-        }
-    } else {
-        let length = headers.get("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
-        body.resize(length, 0);
-        reader.read_exact(&mut body)?;
-    }
-    Ok(Some(Request { method, path, headers, body }))
+    // All four CLIs send a content-length (none sends a chunked body).
+    let length = headers.get("content-length").and_then(|l| l.parse().ok());
+    let mut body = vec![0u8; length.unwrap_or(0)];
+    reader.read_exact(&mut body)?;
+    Ok(Some(Request {
+        method,
+        path,
+        headers,
+        body,
+    }))
 }
 
-static DUMPED: AtomicUsize = AtomicUsize::new(0);
+/// Claude: `X-Claude-Code-Session-Id`; Codex: `session-id`; opencode: `x-session-id`.
+const SESSION_HEADERS: [&str; 3] = ["x-claude-code-session-id", "session-id", "x-session-id"];
 
-fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
+static COUNTER: AtomicUsize = AtomicUsize::new(1);
+
+fn serve(conn: TcpStream, state: &Mutex<State>) -> io::Result<()> {
     let mut reader = BufReader::new(conn.try_clone()?);
     let mut out = conn;
-    // Keep-alive: clients reuse connections; every reply carries its length or ends the stream.
+    // Keep-alive: JSON replies carry their length; a stream ends with the connection.
     while let Some(req) = read_request(&mut reader)? {
-        let route = req.path.split('?').next().unwrap_or_default().trim_end_matches('/');
+        let route = req.path.split('?').next().unwrap_or_default();
         let api = match route {
             r if r.ends_with("/messages") => "messages",
             r if r.ends_with("/responses") => "responses",
             r if r.ends_with("/chat/completions") => "chat",
             r if r.ends_with("/models") && req.method == "GET" => {
                 let data: Vec<Value> = ["standin", "gpt-5.5", "claude-opus-5-5"]
-                    .iter()
                     .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "standin"}))
-                    .collect();
-                let list = json!({"object": "list", "data": data});
-                send(&mut out, 200, "application/json", &[], &list.to_string())?;
-                continue;
-            }
-            r if r.ends_with("/count_tokens") => {
-                send(&mut out, 200, "application/json", &[], r#"{"input_tokens":100}"#)?;
+                    .to_vec();
+                send(
+                    &mut out,
+                    200,
+                    None,
+                    &json!({"object": "list", "data": data}),
+                )?;
                 continue;
             }
             _ => {
-                send(&mut out, 404, "application/json", &[], r#"{"error":"not found"}"#)?;
+                let error = json!({"error": {"message": "no such route"}});
+                send(&mut out, 404, None, &error)?;
                 continue;
             }
         };
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         if let Ok(dir) = std::env::var("AGENT_MODEL_DUMP") {
-            let n = DUMPED.fetch_add(1, Ordering::SeqCst);
+            let n = COUNTER.fetch_add(1, Ordering::SeqCst);
             let dump = json!({"path": req.path, "headers": req.headers, "body": body});
             let _ = std::fs::create_dir_all(&dir);
             let _ = std::fs::write(format!("{dir}/{n:04}-{api}.json"), dump.to_string());
         }
-        let first_user = first_user(api, &body);
-        let turns = turns(api, &body);
+        let (first_user, turns) = (first_user(api, &body), turns(api, &body));
         let script = {
             let st = state.lock().unwrap();
-            st.scripts
+            let keyed = st
+                .scripts
                 .iter()
-                .find(|(m, _)| first_user.contains(m.as_str()))
-                .map(|(_, s)| s.clone())
-                .or_else(|| st.default.clone())
-                .expect("a default script")
+                .find(|(m, _)| first_user.contains(m.as_str()));
+            keyed.map_or(&st.default, |(_, s)| s).clone()
         };
-        let session = ["x-claude-code-session-id", "session-id", "session_id", "x-session-id"]
+        let session = SESSION_HEADERS
             .iter()
             .find_map(|h| req.headers.get(*h).cloned());
-        let status = match &script {
-            Script::Fail { status, .. } => *status,
+        let status = match script {
+            Script::Fail { status, .. } => status,
             _ => 200,
         };
-        state.lock().unwrap().seen.push(Seen {
+        let model = str_of(&body["model"]);
+        let seen = Seen {
             api,
-            model: body["model"].as_str().unwrap_or_default().to_string(),
+            model,
             session,
             first_user,
             turns,
             status,
-        });
+        };
+        state.lock().unwrap().seen.push(seen);
         let stream = api == "responses" || body["stream"].as_bool().unwrap_or(false);
         match script {
-            Script::Fail { status, retry_after } => {
-                let extra: Vec<(&str, String)> =
-                    retry_after.map(|s| ("retry-after", s.to_string())).into_iter().collect();
-                send(&mut out, status, "application/json", &extra, &error_body(api, status))?;
-            }
+            Script::Fail {
+                status,
+                retry_after,
+            } => send(&mut out, status, retry_after, &error_body(api, status))?,
             Script::Hang => return hang(out, api, stream, &body),
             Script::Write { files, final_text } => {
                 let reply = reply(api, &body, turns, &files, &final_text);
                 let events = render(api, &body, &reply, stream);
-                if stream {
-                    return send_stream(&mut out, &events);
-                } else {
-                    send(&mut out, 200, "application/json", &[], &events[0].1)?;
+                if !stream {
+                    send(&mut out, 200, None, &events[0])?;
+                    continue;
                 }
+                out.write_all(SSE_HEAD.as_bytes())?;
+                for e in &events {
+                    out.write_all(sse(api, e).as_bytes())?;
+                }
+                if api == "chat" {
+                    out.write_all(b"data: [DONE]\n\n")?;
+                }
+                out.flush()?;
+                return out.shutdown(Shutdown::Both);
             }
         }
     }
     Ok(())
 }
 
-fn send(
-    out: &mut TcpStream,
-    status: u16,
-    ctype: &str,
-    extra: &[(&str, String)],
-    body: &str,
-) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {status} {}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n",
-        reason(status),
-        body.len()
-    );
-    for (k, v) in extra {
-        head += &format!("{k}: {v}\r\n");
-    }
-    write!(out, "{head}\r\n{body}")?;
-    out.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
+fn send(out: &mut TcpStream, status: u16, retry: Option<u64>, body: &Value) -> io::Result<()> {
+    let reason = match status {
         200 => "OK",
         404 => "Not Found",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
-        503 => "Service Unavailable",
         529 => "Overloaded",
         _ => "Error",
+    };
+    let body = body.to_string();
+    let retry = retry
+        .map(|s| format!("retry-after: {s}\r\n"))
+        .unwrap_or_default();
+    let length = body.len();
+    write!(out, "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n{retry}content-length: {length}\r\n\r\n{body}")?;
+    out.flush()
+}
+
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                        cache-control: no-cache\r\nconnection: close\r\n\r\n";
+
+/// One server-sent event: Anthropic and Responses name each event after its `type`.
+fn sse(api: &str, data: &Value) -> String {
+    match data["type"].as_str() {
+        Some(name) if api != "chat" => format!("event: {name}\ndata: {data}\n\n"),
+        _ => format!("data: {data}\n\n"),
     }
 }
 
-const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-
-/// A whole event stream, then the connection closes (its end marks the end of the body).
-fn send_stream(out: &mut TcpStream, events: &[(String, String)]) -> std::io::Result<()> {
-    out.write_all(SSE_HEAD.as_bytes())?;
-    for (name, data) in events {
-        out.write_all(sse(name, data).as_bytes())?;
-    }
-    out.flush()?;
-    out.shutdown(Shutdown::Both)
-}
-
-fn sse(name: &str, data: &str) -> String {
-    if name.is_empty() {
-        format!("data: {data}\n\n")
-    } else {
-        format!("event: {name}\ndata: {data}\n\n")
-    }
-}
-
-/// Headers and the first event, then silence until the client hangs up.
-fn hang(mut out: TcpStream, api: &str, stream: bool, body: &Value) -> std::io::Result<()> {
+/// Headers and the first event (for JSON, the first byte), then silence until the client hangs up.
+fn hang(mut out: TcpStream, api: &str, stream: bool, body: &Value) -> io::Result<()> {
     if stream {
-        let reply = Reply::Text("…".into());
-        let first = render(api, body, &reply, true).swap_remove(0);
-        out.write_all(format!("{SSE_HEAD}{}", sse(&first.0, &first.1)).as_bytes())?;
+        let first = render(api, body, &Reply::Text("…".into()), true).swap_remove(0);
+        out.write_all(format!("{SSE_HEAD}{}", sse(api, &first)).as_bytes())?;
     } else {
-        out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{")?;
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{";
+        out.write_all(head.as_bytes())?;
     }
     out.flush()?;
     out.set_read_timeout(Some(Duration::from_millis(500)))?;
@@ -326,32 +306,44 @@ fn hang(mut out: TcpStream, api: &str, stream: bool, body: &Value) -> std::io::R
     while Instant::now() < until {
         match out.read(&mut buf) {
             Ok(0) => break,
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
-            Err(_) => break,
+            Err(e)
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                break
+            }
+            _ => {}
         }
     }
     Ok(())
 }
 
-fn error_body(api: &str, status: u16) -> String {
+fn error_body(api: &str, status: u16) -> Value {
     let (kind, message) = match status {
         429 => ("rate_limit_error", "stand-in rate limit"),
         529 => ("overloaded_error", "stand-in overloaded"),
         400 => ("invalid_request_error", "stand-in bad request"),
-        401 => ("authentication_error", "stand-in bad key"),
         _ => ("api_error", "stand-in boom"),
     };
     if api == "messages" {
-        return json!({"type": "error", "error": {"type": kind, "message": message}}).to_string();
+        return json!({"type": "error", "error": {"type": kind, "message": message}});
     }
     let (kind, code) = match status {
         429 => ("requests", "rate_limit_exceeded"),
         400 => ("invalid_request_error", "invalid_request"),
-        401 => ("invalid_request_error", "invalid_api_key"),
         _ => ("server_error", "server_error"),
     };
-    json!({"error": {"message": message, "type": kind, "param": null, "code": code}}).to_string()
+    json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+}
+
+fn str_of(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+fn array(v: &Value) -> &[Value] {
+    v.as_array().map(Vec::as_slice).unwrap_or_default()
 }
 
 fn text_of(content: &Value) -> String {
@@ -366,85 +358,94 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// The conversation's messages (Responses: its `input` items).
-/// Aider's preamble (system prompt, a worked example, `Ok.` acknowledgements) is left out:
-/// the conversation starts after its last `Ok.`.
+/// The conversation: `messages` (Responses: `input` items). Aider's preamble (a worked example
+/// and `Ok.` acknowledgements) is left out: its conversation starts after the last `Ok.`.
 fn history(api: &str, body: &Value) -> Vec<Value> {
-    let key = if api == "responses" { "input" } else { "messages" };
-    let mut all = body[key].as_array().cloned().unwrap_or_default();
+    let mut all = array(
+        &body[if api == "responses" {
+            "input"
+        } else {
+            "messages"
+        }],
+    )
+    .to_vec();
     if is_aider(body) {
-        if let Some(at) = all.iter().rposition(|m| m["role"] == "assistant" && m["content"] == "Ok.") {
+        if let Some(at) = all
+            .iter()
+            .rposition(|m| m["role"] == "assistant" && m["content"] == "Ok.")
+        {
             all.drain(..=at);
         }
     }
     all
 }
 
-/// Aider has no tools; its system prompt asks for the `whole` format's *file listing*.
+/// Aider sends no tools; its system prompt asks for the `whole` format's *file listing*.
 fn is_aider(body: &Value) -> bool {
-    let msgs = body["messages"].as_array();
-    msgs.is_some_and(|m| m.iter().any(|m| m["role"] == "system" && text_of(&m["content"]).contains("*file listing*")))
+    array(&body["messages"])
+        .iter()
+        .any(|m| m["role"] == "system" && text_of(&m["content"]).contains("*file listing*"))
 }
 
-/// The prompt: the first user message, without the context CLIs wrap around it (Claude's
-/// `<system-reminder>` blocks; Codex's `<environment_context>` and `# AGENTS.md` messages;
-/// opencode's title request, whose second user message is the prompt).
+/// The prompt: the first user message, without what the CLIs wrap around it (Claude's
+/// `<system-reminder>` blocks, Codex's `<environment_context>` and AGENTS.md messages, aider's
+/// format reminder) and skipping opencode's title request (its second user message is the prompt).
 fn first_user(api: &str, body: &Value) -> String {
     if let (Some(s), "responses") = (body["input"].as_str(), api) {
         return s.to_string();
     }
     let wrapped = |t: &str| t.starts_with("<system-reminder>") || t.starts_with("# AGENTS.md");
-    history(api, body)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            // Claude puts `<system-reminder>` blocks before the prompt in the same message.
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .filter(|t| !wrapped(t))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            c => {
-                let t = text_of(c);
-                let end = t.find("\n\n\nTo suggest changes to a file").unwrap_or(t.len());
-                t[..end].to_string()
-            }
-        })
+    let text = |m: &Value| match &m["content"] {
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .filter(|t| !wrapped(t))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        c => {
+            let t = text_of(c);
+            t[..t
+                .find("\n\n\nTo suggest changes to a file")
+                .unwrap_or(t.len())]
+                .to_string()
+        }
+    };
+    let history = history(api, body);
+    let mut users = history.iter().filter(|m| m["role"] == "user").map(text);
+    users
         .find(|t| {
-            !t.is_empty()
-                && !(api == "responses" && t.starts_with('<'))
-                && !t.starts_with("Generate a title for this conversation:")
+            let context = api == "responses" && t.starts_with('<');
+            !(t.is_empty() || context || t.starts_with("Generate a title for this conversation:"))
         })
         .unwrap_or_default()
 }
 
-/// Model turns already in the history: assistant messages; for Responses, the tool calls and
-/// assistant messages in `input`.
+/// Model turns already in the history: assistant messages; for Responses, also tool calls.
 fn turns(api: &str, body: &Value) -> usize {
-    history(api, body)
-        .iter()
-        .filter(|m| {
-            m["role"] == "assistant"
-                || (api == "responses"
-                    && matches!(m["type"].as_str(), Some("function_call" | "custom_tool_call")))
-        })
-        .count()
+    let calls = ["function_call", "custom_tool_call"];
+    let is_turn = |m: &&Value| {
+        m["role"] == "assistant"
+            || (api == "responses" && calls.contains(&m["type"].as_str().unwrap_or_default()))
+    };
+    history(api, body).iter().filter(is_turn).count()
 }
 
-/// The agent's working directory, as the request states it (Claude: `Primary working
-/// directory:`; Codex: `<cwd>…</cwd>`; opencode: `Working directory:`). Aider states none.
+/// The agent's working directory as the request states it (Claude: `Primary working
+/// directory: X`; Codex: `<cwd>X</cwd>`; opencode: `Working directory: X`). Aider states none.
 pub fn cwd_of(api: &str, body: &Value) -> Option<String> {
     let mut texts: Vec<String> = history(api, body)
         .iter()
         .map(|m| text_of(&m["content"]))
         .collect();
     texts.push(text_of(&body["system"]));
-    texts.push(body["instructions"].as_str().unwrap_or_default().to_string());
+    texts.push(str_of(&body["instructions"]));
     let find = |t: &str, start: &str, end: &str| {
-        let from = t.find(start)? + start.len();
-        let rest = &t[from..];
-        Some(rest[..rest.find(end).unwrap_or(rest.len())].trim().to_string())
+        let rest = &t[t.find(start)? + start.len()..];
+        Some(
+            rest[..rest.find(end).unwrap_or(rest.len())]
+                .trim()
+                .to_string(),
+        )
     };
     texts.iter().find_map(|t| {
         find(t, "<cwd>", "</cwd>")
@@ -455,98 +456,114 @@ pub fn cwd_of(api: &str, body: &Value) -> Option<String> {
 
 enum Reply {
     Text(String),
-    /// A tool call: name, arguments (JSON; for a custom tool, `{"input": text}`).
-    Tool(String, Value, bool),
+    /// A function tool call: name and arguments.
+    Call(String, Value),
+    /// A free-form (custom) tool call, Codex's `apply_patch`: name and input text.
+    Custom(String, String),
 }
 
-/// The tools the request offers, by name, with their parameter names.
+/// The tools the request offers: name, parameter names, whether free-form.
 fn tools(body: &Value) -> Vec<(String, Vec<String>, bool)> {
-    let list = body["tools"].as_array().cloned().unwrap_or_default();
-    list.iter()
-        .map(|t| {
-            let f = if t["function"].is_object() { &t["function"] } else { t };
-            let schema = [&f["input_schema"], &f["parameters"]]
-                .into_iter()
-                .find(|s| s.is_object())
-                .cloned()
-                .unwrap_or(Value::Null);
-            let params = schema["properties"]
-                .as_object()
-                .map(|p| p.keys().cloned().collect())
-                .unwrap_or_default();
-            let name = f["name"].as_str().unwrap_or_default().to_string();
-            (name, params, t["type"] == "custom")
-        })
-        .collect()
+    let list = array(&body["tools"]);
+    let tool = |t: &Value| {
+        let f = if t["function"].is_object() {
+            &t["function"]
+        } else {
+            t
+        };
+        let schema = if f["input_schema"].is_object() {
+            &f["input_schema"]
+        } else {
+            &f["parameters"]
+        };
+        let params = schema["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect());
+        let name = str_of(&f["name"]);
+        (name, params.unwrap_or_default(), t["type"] == "custom")
+    };
+    list.iter().map(tool).collect()
 }
 
-fn reply(api: &str, body: &Value, turns: usize, files: &[(String, String)], final_text: &str) -> Reply {
+fn reply(api: &str, body: &Value, turns: usize, files: &[(String, String)], last: &str) -> Reply {
     let tools = tools(body);
     if tools.is_empty() {
-        // No tools: aider (every remaining file in `whole` format), or a side call such as
-        // opencode's title generation, which gets the final text.
-        let whole = files.iter().skip(turns).fold(String::new(), |acc, (path, content)| {
+        // Aider gets every remaining file as a *file listing*; a tool-less side call (opencode's
+        // title) gets the final text.
+        if !is_aider(body) {
+            return Reply::Text(last.into());
+        }
+        let listing = |(path, content): &(String, String)| {
             let nl = if content.ends_with('\n') { "" } else { "\n" };
-            format!("{acc}{path}\n```\n{content}{nl}```\n\n")
-        });
-        return Reply::Text(if is_aider(body) { format!("{whole}{final_text}") } else { final_text.into() });
+            format!("{path}\n```\n{content}{nl}```\n\n")
+        };
+        return Reply::Text(files.iter().skip(turns).map(listing).collect::<String>() + last);
     }
     let Some((path, content)) = files.get(turns) else {
-        return Reply::Text(final_text.into());
+        return Reply::Text(last.into());
     };
-    let abs = match (path.starts_with('/'), cwd_of(api, body)) {
-        (false, Some(cwd)) => format!("{}/{path}", cwd.trim_end_matches('/')),
+    let abs = match cwd_of(api, body) {
+        Some(cwd) if !path.starts_with('/') => format!("{}/{path}", cwd.trim_end_matches('/')),
         _ => path.clone(),
     };
     let has = |n: &str| tools.iter().find(|t| t.0 == n);
+    let param = |params: &[String], keys: &[&'static str]| {
+        keys.iter()
+            .copied()
+            .find(|k| params.iter().any(|p| p == k))
+            .unwrap_or(keys[0])
+    };
     if let Some((name, _, true)) = has("apply_patch") {
         let lines: String = content.lines().map(|l| format!("+{l}\n")).collect();
         let patch = format!("*** Begin Patch\n*** Add File: {abs}\n{lines}*** End Patch\n");
-        return Reply::Tool(name.clone(), json!({ "input": patch }), true);
+        return Reply::Custom(name.clone(), patch);
     }
     if let Some((name, params, _)) = has("Write").or_else(|| has("write")) {
-        let key = ["file_path", "filePath", "path"]
-            .into_iter()
-            .find(|k| params.iter().any(|p| p == k))
-            .unwrap_or("file_path");
-        return Reply::Tool(name.clone(), json!({ key: abs, "content": content }), false);
+        let key = param(params, &["file_path", "filePath", "path"]);
+        return Reply::Call(name.clone(), json!({ key: abs, "content": content }));
     }
-    // A shell tool (Codex without apply_patch): write it with a quoted here-document.
-    let shell = has("exec_command").or_else(|| has("shell")).or_else(|| has("bash"));
-    let Some((name, params, _)) = shell else {
-        return Reply::Text(final_text.into());
+    // Only a shell (Codex with a model slug it does not know): a quoted here-document.
+    let Some((name, params, _)) = has("exec_command").or_else(|| has("shell")) else {
+        return Reply::Text(last.into());
     };
     let cmd = format!(
         "mkdir -p \"$(dirname '{abs}')\" && cat > '{abs}' <<'STANDIN_EOF'\n{content}\nSTANDIN_EOF"
     );
-    let key = ["cmd", "command"].into_iter().find(|k| params.iter().any(|p| p == k)).unwrap_or("cmd");
-    let arg = if name == "shell" { json!(["bash", "-lc", cmd]) } else { json!(cmd) };
-    Reply::Tool(name.clone(), json!({ key: arg }), false)
+    let arg = if name == "shell" {
+        json!(["bash", "-lc", cmd])
+    } else {
+        json!(cmd)
+    };
+    Reply::Call(
+        name.clone(),
+        json!({ param(params, &["cmd", "command"]): arg }),
+    )
 }
-
-static IDS: AtomicUsize = AtomicUsize::new(1);
 
 fn id(prefix: &str) -> String {
-    format!("{prefix}_standin{:06}", IDS.fetch_add(1, Ordering::SeqCst))
+    format!(
+        "{prefix}_standin{:06}",
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
-/// The events of one answer, as (event name, data); a non-streaming answer is one JSON body.
-fn render(api: &str, body: &Value, reply: &Reply, stream: bool) -> Vec<(String, String)> {
+/// The events of one answer in the request's protocol; a non-streaming answer is one JSON body.
+fn render(api: &str, body: &Value, reply: &Reply, stream: bool) -> Vec<Value> {
     let model = body["model"].as_str().unwrap_or("standin");
-    let ev = |name: &str, v: Value| (name.to_string(), v.to_string());
     match api {
         "messages" => {
             let (block, delta, stop) = match reply {
                 Reply::Text(t) => (
-                    json!({"type": "text", "text": ""}),
+                    json!({"type": "text", "text": t}),
                     json!({"type": "text_delta", "text": t}),
                     "end_turn",
                 ),
-                Reply::Tool(name, args, _) => (
-                    json!({"type": "tool_use", "id": id("toolu"), "name": name, "input": {}}),
+                Reply::Call(name, args) => (
+                    json!({"type": "tool_use", "id": id("toolu"), "name": name, "input": args}),
                     json!({"type": "input_json_delta", "partial_json": args.to_string()}),
                     "tool_use",
                 ),
+                Reply::Custom(..) => unreachable!("free-form tools are Codex's"),
             };
             let msg = |content: Value, out: u64, stop: Value| {
                 json!({"id": id("msg"), "type": "message", "role": "assistant", "model": model,
@@ -555,36 +572,36 @@ fn render(api: &str, body: &Value, reply: &Reply, stream: bool) -> Vec<(String, 
                               "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}})
             };
             if !stream {
-                let mut whole = block.clone();
-                match reply {
-                    Reply::Text(t) => whole["text"] = json!(t),
-                    Reply::Tool(_, args, _) => whole["input"] = args.clone(),
-                }
-                return vec![ev("", msg(json!([whole]), USAGE_OUT, json!(stop)))];
+                return vec![msg(json!([block]), USAGE_OUT, json!(stop))];
+            }
+            // The block starts empty and the delta fills it.
+            let mut start = block;
+            match start["type"].as_str() {
+                Some("text") => start["text"] = json!(""),
+                _ => start["input"] = json!({}),
             }
             vec![
-                ev("message_start", json!({"type": "message_start", "message": msg(json!([]), 1, Value::Null)})),
-                ev("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": block})),
-                ev("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": delta})),
-                ev("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
-                ev("message_delta", json!({"type": "message_delta",
-                    "delta": {"stop_reason": stop, "stop_sequence": null},
-                    "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT}})),
-                ev("message_stop", json!({"type": "message_stop"})),
+                json!({"type": "message_start", "message": msg(json!([]), 1, Value::Null)}),
+                json!({"type": "content_block_start", "index": 0, "content_block": start}),
+                json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                       "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT}}),
+                json!({"type": "message_stop"}),
             ]
         }
         "responses" => {
-            let rid = id("resp");
             let item = match reply {
                 Reply::Text(t) => json!({"type": "message", "id": id("msg"), "role": "assistant",
                     "status": "completed",
                     "content": [{"type": "output_text", "text": t, "annotations": []}]}),
-                Reply::Tool(name, args, true) => json!({"type": "custom_tool_call", "id": id("ctc"),
-                    "call_id": id("call"), "name": name, "input": args["input"], "status": "completed"}),
-                Reply::Tool(name, args, false) => json!({"type": "function_call", "id": id("fc"),
+                Reply::Custom(name, input) => json!({"type": "custom_tool_call", "id": id("ctc"),
+                    "call_id": id("call"), "name": name, "input": input, "status": "completed"}),
+                Reply::Call(name, args) => json!({"type": "function_call", "id": id("fc"),
                     "call_id": id("call"), "name": name, "arguments": args.to_string(),
                     "status": "completed"}),
             };
+            let rid = id("resp");
             let response = |status: &str, output: Value, usage: Value| {
                 json!({"id": rid, "object": "response", "created_at": 0, "status": status,
                        "model": model, "output": output, "usage": usage})
@@ -593,54 +610,59 @@ fn render(api: &str, body: &Value, reply: &Reply, stream: bool) -> Vec<(String, 
                 "output_tokens": USAGE_OUT, "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": USAGE_IN + USAGE_OUT});
             let mut events = vec![
-                ev("response.created", json!({"type": "response.created", "sequence_number": 0,
-                    "response": response("in_progress", json!([]), Value::Null)})),
-                ev("response.output_item.added", json!({"type": "response.output_item.added",
-                    "sequence_number": 1, "output_index": 0, "item": item})),
+                json!({"type": "response.created",
+                       "response": response("in_progress", json!([]), Value::Null)}),
+                json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
             ];
             if let Reply::Text(t) = reply {
-                events.push(ev("response.output_text.delta", json!({"type": "response.output_text.delta",
-                    "sequence_number": 2, "item_id": item["id"], "output_index": 0,
-                    "content_index": 0, "delta": t})));
+                events.push(
+                    json!({"type": "response.output_text.delta", "item_id": item["id"],
+                    "output_index": 0, "content_index": 0, "delta": t}),
+                );
             }
-            events.push(ev("response.output_item.done", json!({"type": "response.output_item.done",
-                "sequence_number": 3, "output_index": 0, "item": item})));
-            events.push(ev("response.completed", json!({"type": "response.completed",
-                "sequence_number": 4, "response": response("completed", json!([item]), usage)})));
+            events.push(
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            );
+            events.push(json!({"type": "response.completed",
+                               "response": response("completed", json!([item]), usage)}));
+            for (n, e) in events.iter_mut().enumerate() {
+                e["sequence_number"] = json!(n);
+            }
             events
         }
         _ => {
-            let cid = id("chatcmpl");
-            let chunk = |delta: Value, finish: Value| {
-                json!({"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
-                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-            };
             let (delta, finish) = match reply {
                 Reply::Text(t) => (json!({"role": "assistant", "content": t}), "stop"),
-                Reply::Tool(name, args, _) => (
+                Reply::Call(name, args) => (
                     json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
                         "id": id("call"), "type": "function",
                         "function": {"name": name, "arguments": args.to_string()}}]}),
                     "tool_calls",
                 ),
+                Reply::Custom(..) => unreachable!("free-form tools are Codex's"),
             };
-            let usage = json!({"id": cid, "object": "chat.completion.chunk", "created": 0,
-                "model": model, "choices": [], "usage": {"prompt_tokens": USAGE_IN,
-                "completion_tokens": USAGE_OUT, "total_tokens": USAGE_IN + USAGE_OUT}});
+            let cid = id("chatcmpl");
+            let usage = json!({"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT,
+                               "total_tokens": USAGE_IN + USAGE_OUT});
+            let chunk = |choices: Value| {
+                json!({"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
+                       "choices": choices})
+            };
             if !stream {
-                return vec![ev("", json!({"id": cid, "object": "chat.completion", "created": 0,
-                    "model": model, "usage": usage["usage"],
-                    "choices": [{"index": 0, "message": delta, "finish_reason": finish}]}))];
+                return vec![json!({"id": cid, "object": "chat.completion", "created": 0,
+                    "model": model, "usage": usage,
+                    "choices": [{"index": 0, "message": delta, "finish_reason": finish}]})];
             }
             // Usage both in the finishing chunk (aider's litellm reads it there) and in the
             // trailing `choices: []` chunk that `stream_options.include_usage` asks for.
-            let mut finish_chunk = chunk(json!({}), json!(finish));
-            finish_chunk["usage"] = usage["usage"].clone();
+            let mut last = chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish}]));
+            last["usage"] = usage.clone();
+            let mut tail = chunk(json!([]));
+            tail["usage"] = usage;
             vec![
-                ev("", chunk(delta, Value::Null)),
-                ev("", finish_chunk),
-                ev("", usage),
-                ("".into(), "[DONE]".into()),
+                chunk(json!([{"index": 0, "delta": delta, "finish_reason": null}])),
+                last,
+                tail,
             ]
         }
     }
