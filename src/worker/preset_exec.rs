@@ -49,10 +49,12 @@ impl PresetExecutor {
             self.grace,
             Some(reader.clone()),
         )?;
-        let reader = Arc::try_unwrap(reader)
-            .map_err(|_| anyhow::anyhow!("the agent's output reader is still in use"))?
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner());
+        // A process that escaped the agent's group may still hold its stdout, and the thread
+        // reading it this reader: what it prints from now on is not the run's.
+        let reader = std::mem::replace(
+            &mut *reader.lock().unwrap_or_else(|p| p.into_inner()),
+            Box::new(Ignored),
+        );
         let mut outcome = reader.finish(res.code, &stderr);
         outcome.session_usage = outcome.usage;
         res.agent = Some(outcome);
@@ -83,6 +85,16 @@ impl Executor for PresetExecutor {
         }
         res.agent = Some(outcome.less(&kept.usage));
         Ok(res)
+    }
+}
+
+/// Takes the lines printed after the run ended.
+struct Ignored;
+
+impl crate::agent::StreamReader for Ignored {
+    fn line(&mut self, _: &str) {}
+    fn finish(self: Box<Self>, _: Option<i32>, _: &str) -> AgentOutcome {
+        AgentOutcome::default()
     }
 }
 

@@ -409,9 +409,17 @@ fn storm_opens_the_breaker_and_a_probe_closes_it(cli: Cli) {
         let _ = sb.tick().force().run();
         attempts(&sb)["breaker"]["openSince"].is_null().then_some(())
     });
-    let other = if slug == "app" { &web[0] } else { &app[0] };
-    let other_slug = if slug == "app" { "web" } else { "app" };
-    closed(&sb, other_slug, other, Duration::from_secs(240));
+    // Spawning again: the other bead runs at the next ticks and lands.
+    let (other_slug, other) = if slug == "app" { ("web", &web[0]) } else { ("app", &app[0]) };
+    wait_for(&format!("{other_slug} {other} closed"), Duration::from_secs(240), || {
+        let _ = sb.tick().force().run();
+        (sb.br_status(other_slug, other) == "closed")
+            .then_some(())
+            .or_else(|| {
+                std::thread::sleep(Duration::from_secs(2));
+                None
+            })
+    });
     if other_slug == "web" {
         landed_on_upstream(&sb, &web_up, other);
     }

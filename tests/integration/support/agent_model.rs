@@ -358,8 +358,9 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// The conversation: `messages` (Responses: `input` items). Aider's preamble (a worked example
-/// and `Ok.` acknowledgements) is left out: its conversation starts after the last `Ok.`.
+/// The conversation: `messages` (Responses: `input` items). Aider's preamble (a worked example,
+/// the repository map and the files it added, each acknowledged with an assistant message
+/// starting `Ok`) is left out: its conversation starts after the last acknowledgement.
 fn history(api: &str, body: &Value) -> Vec<Value> {
     let mut all = array(
         &body[if api == "responses" {
@@ -372,7 +373,9 @@ fn history(api: &str, body: &Value) -> Vec<Value> {
     if is_aider(body) {
         if let Some(at) = all
             .iter()
-            .rposition(|m| m["role"] == "assistant" && m["content"] == "Ok.")
+            .rposition(|m| {
+                m["role"] == "assistant" && m["content"].as_str().is_some_and(|c| c.starts_with("Ok"))
+            })
         {
             all.drain(..=at);
         }
