@@ -21,7 +21,7 @@ pub struct PresetExecutor {
 }
 
 impl PresetExecutor {
-    fn once(&self, req: &ExecRequest, resume: Option<&str>) -> anyhow::Result<ExecResult> {
+    fn once(&self, req: &ExecRequest, resume: Option<&str>) -> anyhow::Result<(ExecResult, String)> {
         let provider = (self.preset == Preset::Codex)
             .then(|| codex_provider(&self.settings))
             .flatten();
@@ -58,7 +58,7 @@ impl PresetExecutor {
         let mut outcome = reader.finish(res.code, &stderr);
         outcome.session_usage = outcome.usage;
         res.agent = Some(outcome);
-        Ok(res)
+        Ok((res, stderr))
     }
 }
 
@@ -74,14 +74,14 @@ impl Executor for PresetExecutor {
             session::forget(d);
         }
         let Some(kept) = kept else {
-            return self.once(req, None);
+            return self.once(req, None).map(|(r, _)| r);
         };
-        let mut res = self.once(req, Some(&kept.id))?;
+        let (mut res, stderr) = self.once(req, Some(&kept.id))?;
         let outcome = res.agent.take().unwrap_or_default();
         let failed = res.timed_out || res.code != Some(0);
-        if failed && !res.timed_out && self.preset.session_gone(&outcome, &res.tail) {
+        if failed && !res.timed_out && self.preset.session_gone(&outcome, &stderr) {
             tracing::warn!(bead = %req.bead, "the {} session {} to resume is gone; starting a fresh one with the answer in the prompt", self.preset, kept.id);
-            return self.once(req, None);
+            return self.once(req, None).map(|(r, _)| r);
         }
         res.agent = Some(outcome.less(&kept.usage));
         Ok(res)

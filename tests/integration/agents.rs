@@ -544,3 +544,47 @@ fn an_opencode_stream_that_hangs_is_stopped_as_stalled() {
 fn an_aider_stream_that_hangs_is_stopped_as_stalled() {
     a_hung_stream_is_stopped_as_stalled(Cli::Aider);
 }
+
+#[test]
+fn a_claude_code_session_that_is_gone_is_started_afresh_with_the_answer_in_the_prompt() {
+    let Some(cli) = Cli::Claude.installed() else {
+        return;
+    };
+    let (sb, model) = world(cli, "");
+    let (beads, _) = project(&sb, "app", 1, &[]);
+    let bead = &beads[0];
+    model.script(
+        bead,
+        Script::Write {
+            files: vec![(
+                format!(".ai/executor-results/{bead}"),
+                "status: needs_human\nreason: needs_clarification\nsummary: Which greeting?\n".into(),
+            )],
+            final_text: "I asked.".into(),
+        },
+    );
+    sb.tick().force().run();
+    wait_for("the question", Duration::from_secs(180), || {
+        (sb.br_status("app", bead) == "blocked").then_some(())
+    });
+    let first = model.seen().iter().find_map(|s| s.session.clone()).unwrap();
+    wait_for("the worker gone", Duration::from_secs(60), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+    // Claude Code's own record of the session is lost (a new machine, a cleaned HOME).
+    std::fs::remove_dir_all(sb.home().join(".claude/projects")).unwrap();
+    sb.ok(&["answer", bead, "say hi"]);
+    model.script(
+        bead,
+        Script::Write {
+            files: vec![("hello.txt".into(), "hi\n".into())],
+            final_text: "Created hello.txt.".into(),
+        },
+    );
+    let seen_before = model.seen().len();
+    sb.tick().force().run();
+    closed(&sb, "app", bead, Duration::from_secs(240));
+    let fresh: Vec<_> = model.seen().into_iter().skip(seen_before).collect();
+    assert!(fresh.iter().all(|s| s.session.as_deref() != Some(first.as_str())), "{fresh:?}");
+    assert!(fresh.iter().any(|s| s.first_user.contains("say hi")), "the answer is in the fresh prompt: {fresh:?}");
+}
