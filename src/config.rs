@@ -423,8 +423,13 @@ impl Config {
             None => Some(
                 "no executor is configured: set [worker] executor in config.toml to a preset (claude-code, codex, opencode, aider, openclaw; the README's Agents section) or `Executor:` in PROJECT.md".into(),
             ),
-            Some(program) => missing_program(program)
-                .map(|why| format!("the executor {why}; install it or fix the {}", from())),
+            Some(program) => missing_program(program).map(|why| {
+                let like = (choice.argv().len() == 1)
+                    .then(|| crate::agent::Preset::like(program))
+                    .flatten()
+                    .map_or(String::new(), |p| format!(" (did you mean the preset `{p}`?)"));
+                format!("the executor {why}{like}; install it or fix the {}", from())
+            }),
         }
     }
 }

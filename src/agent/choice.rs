@@ -66,8 +66,9 @@ impl<'de> Deserialize<'de> for Choice {
         })? {
             Raw::Argv(a) => Ok(Choice::Argv(a)),
             Raw::Name(n) => Preset::parse(&n).map(Choice::Preset).ok_or_else(|| {
+                let hint = Preset::like(&n).map_or(String::new(), |p| format!(" (did you mean `{p}`?)"));
                 serde::de::Error::custom(format!(
-                    "`{n}` is not an executor preset; write one of {}, or an argv list such as [\"{n}\", \"{{prompt_file}}\"]",
+                    "`{n}` is not an executor preset{hint}; write one of {}, or an argv list such as [\"{n}\", \"{{prompt_file}}\"]",
                     Preset::names()
                 ))
             }),

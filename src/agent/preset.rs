@@ -44,6 +44,19 @@ impl Preset {
         Preset::ALL.into_iter().find(|p| p.name() == n)
     }
 
+    /// The preset a misspelt name was probably meant to be (`cluade-code`, `Codex-cli`).
+    pub fn like(name: &str) -> Option<Preset> {
+        let n = name.trim().to_ascii_lowercase();
+        Preset::ALL
+            .into_iter()
+            .map(|p| (p.name(), p))
+            .chain([("claude", Preset::ClaudeCode)])
+            .map(|(name, p)| (strsim::damerau_levenshtein(&n, name), name, p))
+            .filter(|(d, name, _)| *d <= 2 || (n.len() > 3 && name.starts_with(&n)))
+            .min_by_key(|(d, _, _)| *d)
+            .map(|(_, _, p)| p)
+    }
+
     /// The names, for messages that list them.
     pub fn names() -> String {
         Preset::ALL.map(Preset::name).join(", ")
@@ -87,8 +100,9 @@ impl<'de> Deserialize<'de> for Preset {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Preset, D::Error> {
         let s = String::deserialize(d)?;
         Preset::parse(&s).ok_or_else(|| {
+            let hint = Preset::like(&s).map_or(String::new(), |p| format!(" (did you mean `{p}`?)"));
             serde::de::Error::custom(format!(
-                "`{s}` is not an executor preset; write one of {}",
+                "`{s}` is not an executor preset{hint}; write one of {}",
                 Preset::names()
             ))
         })
@@ -123,6 +137,11 @@ mod tests {
         }
         assert_eq!(Preset::parse(" Claude "), Some(Preset::ClaudeCode));
         assert_eq!(Preset::parse("cluade-code"), None);
+        assert_eq!(Preset::like("cluade-code"), Some(Preset::ClaudeCode));
+        assert_eq!(Preset::like("codx"), Some(Preset::Codex));
+        assert_eq!(Preset::like("cluade"), Some(Preset::ClaudeCode));
+        assert_eq!(Preset::like("open"), Some(Preset::Opencode));
+        assert_eq!(Preset::like("my-agent"), None);
         let e = toml::from_str::<std::collections::BTreeMap<String, Preset>>("a = \"gpt\"")
             .unwrap_err();
         assert!(e.to_string().contains("claude-code, codex, opencode, aider, openclaw"), "{e}");

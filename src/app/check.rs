@@ -102,7 +102,7 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
                 e.line.trim_start_matches(':').parse().ok(),
                 "config",
                 e.message.clone(),
-                "fix the TOML syntax at that line",
+                "correct that line: the README's Configuration section gives each key's form",
             )]
         }
     };

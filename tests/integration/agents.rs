@@ -588,3 +588,130 @@ fn a_claude_code_session_that_is_gone_is_started_afresh_with_the_answer_in_the_p
     assert!(fresh.iter().all(|s| s.session.as_deref() != Some(first.as_str())), "{fresh:?}");
     assert!(fresh.iter().any(|s| s.first_user.contains("say hi")), "the answer is in the fresh prompt: {fresh:?}");
 }
+
+/// `braids check --json`: its exit code and findings.
+fn check(sb: &Sandbox) -> (i32, Vec<Value>) {
+    let o = sb.run(&["check", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    (o.status.code().unwrap(), v["findings"].as_array().cloned().unwrap_or_default())
+}
+
+/// The one finding about config.toml that says `words`, with its line and a fix.
+fn finding(findings: &[Value], words: &str) -> Value {
+    findings
+        .iter()
+        .find(|f| {
+            f["path"].as_str().unwrap_or_default().ends_with("config.toml")
+                && f["message"].as_str().unwrap_or_default().contains(words)
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("no finding saying {words:?}: {findings:#?}"))
+}
+
+#[test]
+fn configuration_mistakes_in_presets_are_named_with_their_line_and_fix() {
+    // Each mistake alone, in an otherwise clean installation: (config, words, line).
+    let cases: [(&str, &str, usize); 4] = [
+        ("[worker]\nexecutor = \"cluade-code\"\n", "did you mean `claude-code`", 2),
+        ("[worker]\nexecutor = \"codex\"\n[executors.codex]\nenv = \"OPENAI_BASE_URL=x\"\n", "expected a map", 4),
+        ("[prices.\"gpt-5.5\"]\ninput = \"cheap\"\noutput = 10\n", "expected f64", 2),
+        ("[executors.gpt]\nmodel = \"x\"\n", "not an executor preset", 1),
+    ];
+    for (toml, words, line) in cases {
+        let sb = Install::new().build();
+        std::fs::write(sb.braids_dir().join("config.toml"), toml).unwrap();
+        let (code, findings) = check(&sb);
+        let f = finding(&findings, words);
+        assert_eq!(f["line"], line, "{toml}: {f}");
+        assert!(!f["fix"].as_str().unwrap().contains("delete"), "never advises deleting settings: {f}");
+        assert_ne!(code, 0, "{toml}");
+    }
+}
+
+#[test]
+fn a_preset_whose_program_is_missing_holds_its_beads_and_check_names_the_line() {
+    let sb = Install::new()
+        .config("[worker]\nexecutor = \"codex\"\n\n[executors.codex]\nprogram = \"/nowhere/codex\"\n")
+        .build();
+    let text = sb.read(sb.braids_dir().join("config.toml"));
+    let line = text.lines().position(|l| l.contains("/nowhere/codex")).unwrap() + 1;
+    let (beads, _) = project(&sb, "app", 1, &[]);
+    let (code, findings) = check(&sb);
+    let f = finding(&findings, "`/nowhere/codex` is not an executable file");
+    assert_eq!(f["line"], line, "{f}");
+    assert!(f["message"].as_str().unwrap().contains("[executors.codex]"), "{f}");
+    assert_eq!(code, 1);
+    // The tick's preflight holds the bead: nothing claimed, nothing blocked.
+    let report = sb.tick().force().run();
+    assert!(report.spawned_beads().is_empty(), "{report:#?}");
+    assert_eq!(sb.br_status("app", &beads[0]), "open");
+    // A misspelt preset in PROJECT.md gets the same treatment, with a hint.
+    let sb = Install::new().build();
+    let (beads, _) = project(&sb, "app", 1, &[("Executor", "cluade")]);
+    let (_, findings) = check(&sb);
+    let f = findings
+        .iter()
+        .find(|f| f["message"].as_str().unwrap_or_default().contains("did you mean the preset `claude-code`"))
+        .unwrap_or_else(|| panic!("{findings:#?}"));
+    assert!(f["path"].as_str().unwrap().ends_with("PROJECT.md"), "{f}");
+    assert!(f["line"].is_u64(), "{f}");
+    sb.tick().force().run();
+    assert_eq!(sb.br_status("app", &beads[0]), "open");
+}
+
+#[test]
+fn check_runs_each_preset_in_use_and_a_cli_that_prints_garbage_fails_with_the_fix() {
+    let sb = Install::new().build();
+    // A "claude" that is not Claude Code: no version, no JSON.
+    let fake = sb.script("bin/fake-claude", "echo 'Segmentation fault (core dumped)'\nexit 0\n");
+    sb.config(&format!(
+        "[worker]\nexecutor = \"claude-code\"\n\n[executors.claude-code]\nprogram = {:?}\n",
+        fake.display().to_string()
+    ));
+    let (beads, _) = project(&sb, "app", 1, &[]);
+    let (code, findings) = check(&sb);
+    let f = finding(&findings, "printed no version");
+    assert!(f["line"].is_u64() && f["fix"].as_str().unwrap().contains("[executors.claude-code]"), "{f}");
+    assert_eq!(code, 1);
+    // Run anyway: the attempt fails and says what to fix; the bead is retried, not blocked.
+    let report = sb.tick().force().run();
+    assert_eq!(report.spawned_beads(), [beads[0].clone()]);
+    let failed = wait_for("the failed attempt", Duration::from_secs(120), || {
+        failures(&sb, &beads[0]).first().cloned()
+    });
+    let why = failed["why"].as_str().unwrap();
+    assert!(
+        why.contains("claude-code printed no JSON events") && why.contains("Segmentation fault") && why.contains("config.toml"),
+        "{why}"
+    );
+    wait_for("the bead open again", Duration::from_secs(60), || {
+        (sb.br_status("app", &beads[0]) == "open").then_some(())
+    });
+    // An installed CLI at the tested version passes the check.
+    if let Some(cli) = Cli::Claude.installed() {
+        let model = AgentModel::start(Script::Hang);
+        let sb = Install::new().build();
+        sb.config(&cli.config(&sb, &model));
+        project(&sb, "app", 1, &[]);
+        let (_, findings) = check(&sb);
+        assert!(
+            !findings.iter().any(|f| f["section"] == "agents" || f["section"] == "preflight"),
+            "{findings:#?}"
+        );
+    }
+}
+
+#[test]
+fn executors_prints_the_recipes_the_readme_shows() {
+    let sb = Install::new().build();
+    let recipes = sb.ok(&["executors", "--defaults"]);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(
+        readme.contains(recipes.trim()),
+        "README.md's Agents section differs from `braids executors --defaults`; paste its output there:\n{recipes}"
+    );
+    for preset in ["claude-code", "codex", "opencode", "aider", "openclaw"] {
+        assert!(recipes.contains(&format!("executor = \"{preset}\"")), "{recipes}");
+    }
+}
