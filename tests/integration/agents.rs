@@ -10,159 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::support::agent_cli::Cli;
 use crate::support::agent_model::{AgentModel, Script};
 use crate::support::{label, wait_for, Install, ReportExt, Sandbox};
-
-/// One of the four CLIs, installed where `.ci/run` puts it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cli {
-    Claude,
-    Codex,
-    Opencode,
-    Aider,
-}
-
-const NODE_BIN: &str = "/opt/openclaw/bin";
-
-impl Cli {
-    fn preset(self) -> &'static str {
-        match self {
-            Cli::Claude => "claude-code",
-            Cli::Codex => "codex",
-            Cli::Opencode => "opencode",
-            Cli::Aider => "aider",
-        }
-    }
-
-    fn program(self) -> PathBuf {
-        match self {
-            Cli::Claude => Path::new(NODE_BIN).join("claude"),
-            Cli::Codex => Path::new(NODE_BIN).join("codex"),
-            Cli::Opencode => Path::new(NODE_BIN).join("opencode"),
-            Cli::Aider => PathBuf::from("/opt/aider/bin/aider"),
-        }
-    }
-
-    /// The CLI, or `None` (with the reason on stderr) where it is not installed.
-    fn installed(self) -> Option<Cli> {
-        let program = self.program();
-        if program.is_file() {
-            return Some(self);
-        }
-        let why = format!("{} is not installed at {}", self.preset(), program.display());
-        assert!(
-            std::env::var("BRAIDS_REQUIRE_AGENTS").as_deref() != Ok("1"),
-            "BRAIDS_REQUIRE_AGENTS=1 but {why}"
-        );
-        eprintln!("SKIPPED: {why}");
-        None
-    }
-
-    /// config.toml for this CLI against `model`, offline: the CLI's own settings as a person
-    /// would make them (a base URL, a key), in `[executors.<preset>]` or the CLI's own files
-    /// under the sandbox's HOME.
-    fn config(self, sb: &Sandbox, model: &AgentModel) -> String {
-        let url = model.url();
-        let path = format!("{NODE_BIN}:{}", sb.path_var());
-        let name = self.preset();
-        let mut env: Vec<(&str, String)> = vec![("PATH", path)];
-        let mut extra = String::new();
-        match self {
-            Cli::Claude => env.extend([
-                ("ANTHROPIC_BASE_URL", url.clone()),
-                ("ANTHROPIC_API_KEY", "sk-test".into()),
-                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-                ("DISABLE_TELEMETRY", "1".into()),
-                ("DISABLE_ERROR_REPORTING", "1".into()),
-            ]),
-            Cli::Codex => {
-                let home = sb.home().join("codex");
-                std::fs::create_dir_all(&home).unwrap();
-                std::fs::write(
-                    home.join("config.toml"),
-                    format!(
-                        "model = \"gpt-5.5\"\nmodel_provider = \"standin\"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[model_providers.standin]\nname = \"standin\"\nbase_url = \"{url}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_KEY\"\n"
-                    ),
-                )
-                .unwrap();
-                env.extend([
-                    ("CODEX_HOME", home.display().to_string()),
-                    ("STANDIN_KEY", "sk-test".into()),
-                ]);
-                extra.push_str("[prices.\"gpt-5.5\"]\ninput = 1.25\noutput = 10\n");
-            }
-            Cli::Opencode => {
-                let cfg = json!({
-                    "$schema": "https://opencode.ai/config.json",
-                    "autoupdate": false,
-                    "share": "disabled",
-                    "provider": {"standin": {
-                        "npm": "@ai-sdk/openai-compatible",
-                        "name": "standin",
-                        "options": {"baseURL": format!("{url}/v1"), "apiKey": "sk-test"},
-                        "models": {"standin": {"name": "standin", "cost": {"input": 3, "output": 15},
-                                               "limit": {"context": 200000, "output": 8192}}}
-                    }},
-                    "model": "standin/standin"
-                });
-                env.extend([
-                    ("OPENCODE_CONFIG_CONTENT", cfg.to_string()),
-                    ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
-                    ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".into()),
-                    ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".into()),
-                    // It asks the npm registry at start; there is none here.
-                    ("npm_config_registry", "http://127.0.0.1:9/".into()),
-                ]);
-            }
-            Cli::Aider => {
-                let meta = sb.write(
-                    "aider-models.json",
-                    &json!({"openai/standin": {"max_input_tokens": 200000, "max_output_tokens": 8192,
-                        "input_cost_per_token": 0.000003, "output_cost_per_token": 0.000015,
-                        "litellm_provider": "openai", "mode": "chat"}})
-                    .to_string(),
-                );
-                env.extend([
-                    ("OPENAI_API_BASE", format!("{url}/v1")),
-                    ("OPENAI_API_KEY", "sk-test".into()),
-                    ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
-                ]);
-                extra.push_str(&format!(
-                    "[executors.aider]\nargs = [\"--edit-format\", \"whole\", \"--model-metadata-file\", {:?}]\n",
-                    meta.display().to_string()
-                ));
-            }
-        }
-        let model_name = match self {
-            Cli::Claude => "",
-            Cli::Codex => "gpt-5.5",
-            Cli::Opencode => "standin/standin",
-            Cli::Aider => "openai/standin",
-        };
-        let env_toml: Vec<String> = env
-            .iter()
-            .map(|(k, v)| format!("{k} = {}", toml_string(v)))
-            .collect();
-        let mut table = format!(
-            "[worker]\nexecutor = \"{name}\"\n\n[executors.{name}]\nprogram = {:?}\nmodel = {model_name:?}\nenv = {{ {} }}\n",
-            self.program().display().to_string(),
-            env_toml.join(", ")
-        );
-        // `args` belongs to the same table.
-        if let Some(args) = extra.strip_prefix(&format!("[executors.{name}]\n")) {
-            table.push_str(args);
-        } else {
-            table.push_str(&extra);
-        }
-        table
-    }
-}
-
-fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
-}
 
 /// An installation whose agent is `cli`, a model that writes `hello.txt`, and the config a
 /// test adds.
@@ -174,7 +26,7 @@ fn world(cli: Cli, more: &str) -> (Sandbox, AgentModel) {
     let sb = Install::new()
         .config("[sessions]\nkill_grace_secs = 5\n")
         .build();
-    sb.config(&cli.config(&sb, &model));
+    sb.config(&cli.config(sb.home(), &model.url(), &sb.path_var()));
     if !more.is_empty() {
         sb.config(more);
     }
@@ -281,11 +133,19 @@ fn closes_a_bead(cli: Cli, expect: (u64, u64, f64)) {
     assert_eq!(report.labels(), [label("app", &beads[0])]);
     closed(&sb, "app", &beads[0], Duration::from_secs(240));
     landed_on_upstream(&sb, &bare, &beads[0]);
-    assert!(
-        model.seen().iter().all(|s| s.status == 200),
-        "{:?}",
-        model.seen()
-    );
+    let seen = model.seen();
+    assert!(seen.iter().all(|s| s.status == 200), "{seen:?}");
+    // The CLI spoke its own protocol, for the model the preset asked for.
+    let (api, asked) = match cli {
+        Cli::Claude => ("messages", None),
+        Cli::Codex => ("responses", Some("gpt-5.5")),
+        Cli::Opencode => ("chat", Some("standin")),
+        Cli::Aider => ("chat", Some("standin")),
+    };
+    assert!(seen.iter().all(|s| s.api == api), "{seen:?}");
+    if let Some(m) = asked {
+        assert!(seen.iter().all(|s| s.model == m), "{seen:?}");
+    }
     let (tin, tout, usd) = cost_of(&sb, "app", &beads[0]);
     assert_eq!((tin, tout), (expect.0, expect.1), "tokens as the CLI counted them");
     assert!((usd - expect.2).abs() < 1e-9, "{usd} USD, expected {}", expect.2);
@@ -688,16 +548,17 @@ fn check_runs_each_preset_in_use_and_a_cli_that_prints_garbage_fails_with_the_fi
     wait_for("the bead open again", Duration::from_secs(60), || {
         (sb.br_status("app", &beads[0]) == "open").then_some(())
     });
-    // An installed CLI at the tested version passes the check.
-    if let Some(cli) = Cli::Claude.installed() {
+    // Each installed CLI, at the version braids was tested with, passes the check.
+    for cli in Cli::ALL.into_iter().filter_map(Cli::installed) {
         let model = AgentModel::start(Script::Hang);
         let sb = Install::new().build();
-        sb.config(&cli.config(&sb, &model));
+        sb.config(&cli.config(sb.home(), &model.url(), &sb.path_var()));
         project(&sb, "app", 1, &[]);
         let (_, findings) = check(&sb);
         assert!(
             !findings.iter().any(|f| f["section"] == "agents" || f["section"] == "preflight"),
-            "{findings:#?}"
+            "{}: {findings:#?}",
+            cli.preset()
         );
     }
 }

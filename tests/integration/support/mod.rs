@@ -22,6 +22,7 @@
 //! - [`procs`]: what `/proc` says about processes; [`files`]: trees of files; [`checks`]: the
 //!   integrity checks the fault and hostile-input suites share.
 
+pub mod agent_cli;
 pub mod agent_model;
 pub mod checks;
 pub mod claw;
