@@ -77,13 +77,19 @@ pub fn branch_for(bead: &BeadId) -> String {
     format!("braids/{bead}")
 }
 
-/// Stages everything in the worktree but `exclude`, then `include` even if excluded.
+/// Stages everything in the worktree but `exclude` and what agent CLIs keep there for
+/// themselves ([`crate::agent::TOOL_STATE`], never work), then `include` even if excluded.
 fn stage(dir: &Path, exclude: &[PathBuf], include: &[PathBuf]) -> Result<()> {
     let mut args: Vec<String> = ["add", "--all", "--", "."].map(String::from).to_vec();
     args.extend(
         exclude
             .iter()
-            .map(|p| format!(":(exclude,top){}", p.to_string_lossy())),
+            .map(|p| format!(":(exclude,top){}", p.to_string_lossy()))
+            .chain(
+                crate::agent::TOOL_STATE
+                    .iter()
+                    .map(|p| format!(":(exclude,top){p}")),
+            ),
     );
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     // `.` excluded means nothing but `include` (git reads `:(exclude).` as excluding nothing).

@@ -36,10 +36,15 @@ impl Cli {
         }
     }
 
+    /// Whether it is installed.
+    pub fn present(self) -> bool {
+        self.program().is_file()
+    }
+
     /// The CLI, or `None` (with the reason on stderr) where it is not installed.
     pub fn installed(self) -> Option<Cli> {
         let program = self.program();
-        if program.is_file() {
+        if self.present() {
             return Some(self);
         }
         let why = format!("{} is not installed at {}", self.preset(), program.display());
