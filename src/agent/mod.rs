@@ -7,7 +7,7 @@
 //! whether the provider failed it.
 //!
 //! Pure but for nothing: building a command and reading output are functions of their inputs;
-//! running the process is the worker's ([`crate::worker`]).
+//! running the process is the worker's.
 
 mod aider;
 mod check;

@@ -55,7 +55,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
                 .and_then(|c| c.preset()),
         );
     }
-    out.extend(check_presets(&paths.config(), &config, &presets));
+    out.extend(super::agents::check(&paths.config(), &config, &presets));
     // A problem of config.toml's is the same for every project: said once, where it is fixed.
     let text = std::fs::read_to_string(paths.config()).unwrap_or_default();
     for why in config_problems {
@@ -143,90 +143,6 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
     out
 }
 
-/// Each preset in use: its program runs (`--version`, within 30 s), and its version is one
-/// braids was tested with (a newer or older one is a warning). A program that is missing is
-/// the preflight's finding already.
-fn check_presets(
-    file: &Path,
-    config: &Config,
-    presets: &std::collections::BTreeSet<crate::agent::Preset>,
-) -> Vec<Diagnostic> {
-    use crate::agent::VersionCheck;
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    let mut out = Vec::new();
-    for &preset in presets {
-        let settings = config.preset_settings(preset);
-        let table = format!("executors.{preset}");
-        let line = key_line(&text, &table, "program");
-        let program = if settings.program.trim().is_empty() {
-            preset.default_program().to_string()
-        } else {
-            settings.program.clone()
-        };
-        if crate::config::missing_program(&program).is_some() {
-            continue;
-        }
-        let mut run = crate::proc::Invocation::new([program.as_str(), "--version"])
-            .timeout(std::time::Duration::from_secs(30));
-        for (k, v) in &settings.env {
-            run = run.env(k, v);
-        }
-        let printed = match run.run() {
-            Ok(o) if o.success() => format!("{}{}", o.stdout, o.stderr),
-            Ok(o) => {
-                out.push(Diagnostic::error(
-                    file,
-                    line,
-                    "agents",
-                    format!(
-                        "`{program} --version` ended with {} ({}): the {preset} preset cannot run it",
-                        o.status_text(),
-                        crate::templates::clip(&format!("{}{}", o.stderr, o.stdout), 120)
-                    ),
-                    format!("reinstall {preset} (tested: {}) or fix program under [{table}]", preset.tested_version()),
-                ));
-                continue;
-            }
-            Err(e) => {
-                out.push(Diagnostic::error(
-                    file,
-                    line,
-                    "agents",
-                    format!("`{program} --version` could not run: {e}"),
-                    format!("reinstall {preset} or fix program under [{table}]"),
-                ));
-                continue;
-            }
-        };
-        let tested = preset.tested_version();
-        match crate::agent::version_check(preset, &printed) {
-            VersionCheck::Tested(_) => {}
-            VersionCheck::Newer(v) => out.push(Diagnostic::warning(
-                file,
-                line,
-                "agents",
-                format!("{preset} {v} is newer than the {tested} braids was tested with"),
-                "it probably works; if its runs fail oddly, compare `braids logs --raw` with the README's Agents section",
-            )),
-            VersionCheck::Older(v) => out.push(Diagnostic::warning(
-                file,
-                line,
-                "agents",
-                format!("{preset} {v} is older than the {tested} braids was tested with"),
-                format!("upgrade it to {tested} or later"),
-            )),
-            VersionCheck::Unreadable(said) => out.push(Diagnostic::error(
-                file,
-                line,
-                "agents",
-                format!("`{program} --version` printed no version ({said}): it does not look like {preset}"),
-                format!("point program under [{table}] at {preset}"),
-            )),
-        }
-    }
-    out
-}
-
 /// The line of config.toml a preflight problem is about: the `program` of the
 /// `[executors.<name>]` it names, else `[worker] executor`.
 fn line_named(text: &str, why: &str) -> Option<usize> {
@@ -239,7 +155,7 @@ fn line_named(text: &str, why: &str) -> Option<usize> {
 }
 
 /// The line of `key = …` inside the TOML table `[table]`.
-fn key_line(text: &str, table: &str, key: &str) -> Option<usize> {
+pub(super) fn key_line(text: &str, table: &str, key: &str) -> Option<usize> {
     let mut inside = false;
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();
