@@ -238,11 +238,11 @@ mod tests {
         let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
         assert_eq!(lines, [3, 4, 5, 6, 7, 8, 9]);
         assert!(problems[5].message.contains("not a model name"));
-        let (_, problems) = read("# A\nStatus: active\nBackend: openclaw\nModel: gpt\n");
-        assert!(problems[0].message.contains("provider/model"), "{problems:?}");
-        let (p, problems) = read("# A\nStatus: active\nModel: claude-opus-5-5\n");
-        assert!(problems.is_empty(), "{problems:?}");
-        assert_eq!(p.model.as_deref(), Some("claude-opus-5-5"));
+        let (_, openclaw) = read("# A\nStatus: active\nBackend: openclaw\nModel: gpt\n");
+        assert!(openclaw[0].message.contains("provider/model"), "{openclaw:?}");
+        let (preset, none) = read("# A\nStatus: active\nModel: claude-opus-5-5\n");
+        assert!(none.is_empty(), "{none:?}");
+        assert_eq!(preset.model.as_deref(), Some("claude-opus-5-5"));
         assert!(problems[6].fix.contains("xhigh"), "{}", problems[6].fix);
         assert!(
             problems[0]
