@@ -84,7 +84,9 @@ pub(super) fn check(
     presets: &std::collections::BTreeSet<crate::agent::Preset>,
 ) -> Vec<Diagnostic> {
     use crate::agent::VersionCheck;
-    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let text = crate::atomic::read(file)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     let mut out = Vec::new();
     for &preset in presets {
         let settings = config.preset_settings(preset);

@@ -57,7 +57,9 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
     }
     out.extend(super::agents::check(&paths.config(), &config, &presets));
     // A problem of config.toml's is the same for every project: said once, where it is fixed.
-    let text = std::fs::read_to_string(paths.config()).unwrap_or_default();
+    let text = crate::atomic::read(&paths.config())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     for why in config_problems {
         out.push(Diagnostic::error(
             &paths.config(),

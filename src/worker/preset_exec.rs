@@ -108,7 +108,8 @@ fn codex_provider(settings: &PresetSettings) -> Option<String> {
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("CODEX_HOME").map(std::path::PathBuf::from))
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".codex")))?;
-    let text = std::fs::read_to_string(home.join("config.toml")).ok()?;
+    let bytes = crate::atomic::read(&home.join("config.toml")).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     let config: toml::Value = toml::from_str(&text).ok()?;
     let name = config.get("model_provider")?.as_str()?;
     config

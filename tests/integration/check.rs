@@ -238,7 +238,7 @@ fn preflight_findings_name_the_file_and_line_and_strict_fails_on_warnings() {
     assert!(
         found
             .iter()
-            .any(|(_, _, m)| m.contains("is not a command line")),
+            .any(|(_, _, m)| m.contains("nor a command line")),
         "{found:?}"
     );
 

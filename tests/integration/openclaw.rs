@@ -1,4 +1,5 @@
-//! The OpenClaw recipes in README.md and config.toml's template against the installed
+//! The OpenClaw recipes in README.md and config.toml's template, and the `openclaw` executor
+//! preset's command, against the installed
 //! `openclaw` CLI (issue 17): every flag a recipe passes must be one the CLI's help lists, so a
 //! recipe cannot rot silently when OpenClaw changes.
 //!
@@ -64,16 +65,35 @@ fn the_openclaw_recipes_use_only_flags_the_installed_cli_has() {
         let text = text.replace("\n#               ", " ");
         all.extend(recipes(&text).into_iter().map(|r| (file, r)));
     }
+    // The `openclaw` executor preset's own command.
+    let preset = braids::agent::Preset::OpenClaw.command(
+        &braids::agent::PresetSettings::default(),
+        &braids::agent::Launch {
+            prompt_file: Path::new("/w/prompt.md"),
+            workspace: Path::new("/w"),
+            model: Some("standin/m1"),
+            resume: None,
+            timeout_secs: 600,
+            title: "app-1",
+            provider: None,
+        },
+    );
+    assert_eq!(preset.program, "openclaw");
+    let sub: Vec<String> = preset
+        .args
+        .iter()
+        .take_while(|w| !w.starts_with('-'))
+        .cloned()
+        .collect();
+    let flags: Vec<String> = preset.args.iter().filter(|w| w.starts_with("--")).cloned().collect();
+    all.push(("the openclaw preset", (sub, flags)));
     let exec: Vec<_> = all
         .iter()
         .filter(|(_, (sub, _))| sub == &["agent", "exec"])
         .collect();
-    assert!(
-        exec.len() >= 2,
-        "an `agent exec` recipe in README.md and the template: {all:?}"
-    );
+    assert!(!exec.is_empty(), "the preset runs `openclaw agent exec`: {all:?}");
     for (_, (_, flags)) in &exec {
-        for want in ["--message-file", "--cwd", "--timeout", "--json"] {
+        for want in ["--message-file", "--cwd", "--timeout", "--json", "--model"] {
             assert!(flags.iter().any(|f| f == want), "{want} in {flags:?}");
         }
     }
