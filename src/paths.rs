@@ -98,6 +98,12 @@ impl Paths {
         self.work_dir(slug, bead).join("activity")
     }
 
+    /// Present while the bead's worker is in its fixed steps (after the agent: close, commit,
+    /// push): the tick then never stops it for its bead being closed.
+    pub fn finishing(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
+        self.work_dir(slug, bead).join("finishing")
+    }
+
     /// Marks that an ask-first plan was posted for a bead: on a later run its presence means a
     /// person unblocked the bead, which is the approval (3.11). `braids reject` removes it.
     pub fn approval_marker(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {

@@ -79,6 +79,18 @@ impl RetryEdge {
                 Some((s.label.to_string(), newest))
             })
             .collect();
+        // Marked by this session's own worker: a stale mark (a worker that died finishing) is
+        // older than the session.
+        snap.finishing = snap
+            .sessions
+            .iter()
+            .filter(|s| s.running)
+            .filter(|s| {
+                mtime(&paths.finishing(s.label.slug(), s.label.bead()))
+                    .is_some_and(|written| written >= s.started_at)
+            })
+            .map(|s| s.label.to_string())
+            .collect();
         (transition, attempts.breaker.status_line())
     }
 

@@ -170,7 +170,7 @@ impl Worker<'_> {
         let verdict = judge(&res, report.as_ref(), fresh.as_ref());
         run.step("execute", format!("attempt: {verdict}"));
         self.account(run, l, report.as_ref(), agent.as_ref(), &verdict, agent_started.elapsed());
-        run.hold = Some(stop::Hold::new());
+        run.hold = Some(stop::Hold::marking(self.paths.finishing(&l.slug, &run.msg.bead)));
         if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
             return Ok(Attempts::Guardrail(r.clone()));
         }

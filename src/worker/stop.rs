@@ -94,7 +94,11 @@ pub(crate) fn agent_gone(group: i32) {
 }
 
 /// While alive, a termination signal waits; dropping it lets a pending one take effect.
-pub(crate) struct Hold(());
+pub(crate) struct Hold {
+    /// The finishing mark the tick reads ([`crate::paths::Paths::finishing`]): a worker in its
+    /// fixed steps is not a zombie because its bead was closed — it closed it.
+    mark: Option<std::path::PathBuf>,
+}
 
 /// The signals a stop arrives as.
 fn stop_signals() -> SigSet {
@@ -111,12 +115,25 @@ impl Hold {
         if HOLDING.fetch_add(1, Ordering::SeqCst) == 0 {
             let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&stop_signals()), None);
         }
-        Hold(())
+        Hold { mark: None }
+    }
+
+    /// [`Hold::new`], marking the worker as finishing at `mark` until it is dropped.
+    pub(crate) fn marking(mark: std::path::PathBuf) -> Hold {
+        let mut hold = Hold::new();
+        match crate::atomic::write(&mark, std::process::id().to_string().as_bytes()) {
+            Ok(()) => hold.mark = Some(mark),
+            Err(e) => tracing::warn!("cannot mark the worker as finishing: {e:#}"),
+        }
+        hold
     }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
+        if let Some(mark) = self.mark.take() {
+            let _ = std::fs::remove_file(mark);
+        }
         if HOLDING.fetch_sub(1, Ordering::SeqCst) > 1 {
             return;
         }

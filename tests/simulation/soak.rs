@@ -426,6 +426,7 @@ impl Soak {
             allow_mass_kill: false,
             waiting,
             activity,
+            finishing: Default::default(),
             gate: self.attempts.breaker.gate(self.now),
             next_probe: self.attempts.breaker.next_probe,
             held_before: self.state.held_claims.clone(),

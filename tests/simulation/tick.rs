@@ -168,6 +168,7 @@ impl World {
             allow_mass_kill: false,
             waiting: BTreeMap::new(),
             activity: BTreeMap::new(),
+            finishing: Default::default(),
             gate: braids::tick::decide::Gate::Open,
             next_probe: None,
             held_before: self.state.held_claims.clone(),

@@ -121,6 +121,8 @@ pub struct Snapshot {
     pub waiting: BTreeMap<PathBuf, BTreeMap<BeadId, DateTime<Utc>>>,
     /// Per session label, when its worker last showed activity (output or a changed file).
     pub activity: BTreeMap<String, DateTime<Utc>>,
+    /// Session labels whose worker is in its fixed steps (it marked itself finishing).
+    pub finishing: BTreeSet<String>,
     /// What the provider breaker lets this run spawn.
     pub gate: Gate,
     /// When the provider breaker lets the next probe through, while it is open.
@@ -245,6 +247,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                 BeadLookup::Unknown,
                 snap.orphan_timeout_secs,
                 (0, None),
+                false,
                 now,
             ) {
                 SessionVerdict::Ended => ended.push(s.clone()),
@@ -264,7 +267,8 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             p.stall_timeout,
             snap.activity.get(&s.label.to_string()).copied(),
         );
-        match classify(s, lookup(p, bead), p.worker_timeout, stall, now) {
+        let finishing = snap.finishing.contains(&s.label.to_string());
+        match classify(s, lookup(p, bead), p.worker_timeout, stall, finishing, now) {
             SessionVerdict::Ended => ended.push(s.clone()),
             SessionVerdict::Kill(reason) => zombies.push(Zombie {
                 session: s.clone(),

@@ -129,6 +129,7 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
         allow_mass_kill: false,
         waiting: BTreeMap::new(),
         activity: BTreeMap::new(),
+        finishing: Default::default(),
         gate: Gate::Open,
         next_probe: None,
         held_before: BTreeSet::new(),
@@ -371,11 +372,45 @@ fn c2_6_zombie_order_table() {
     for (running, bead, age, want) in cases {
         let s = session("a", "a-1", running, age as i64);
         assert_eq!(
-            classify(&s, bead, t, (0, None), now()),
+            classify(&s, bead, t, (0, None), false, now()),
             want,
             "running={running} bead={bead:?} age={age}"
         );
     }
+}
+
+#[test]
+fn c2_6_a_finishing_worker_is_stopped_only_by_its_worker_timeout() {
+    use BeadLookup::Known;
+    use BeadStatus::*;
+    let t = 3600;
+    // (bead, age, stall: quiet for, finishing, verdict)
+    let cases = [
+        (Known(Closed), 10, 0, false, SessionVerdict::Kill(ZombieReason::BeadClosed)),
+        // It closed the bead itself and is committing and pushing.
+        (Known(Closed), 10, 0, true, SessionVerdict::Healthy),
+        (BeadLookup::Missing, 10, 0, true, SessionVerdict::Healthy),
+        // A slow push prints nothing: no stall while finishing.
+        (Known(InProgress), 400, 300, false, SessionVerdict::Kill(ZombieReason::Stalled)),
+        (Known(InProgress), 400, 300, true, SessionVerdict::Healthy),
+        (Known(Closed), t + 1, 0, true, SessionVerdict::Kill(ZombieReason::Timeout)),
+    ];
+    for (bead, age, quiet, finishing, want) in cases {
+        let s = session("a", "a-1", true, age as i64);
+        let active = (quiet > 0).then(|| now() - Duration::seconds(quiet));
+        assert_eq!(
+            classify(&s, bead, t, (60, active), finishing, now()),
+            want,
+            "bead={bead:?} age={age} quiet={quiet} finishing={finishing}"
+        );
+    }
+    // decide reads the mark from the snapshot.
+    let mut p = project("a");
+    p.0.beads.insert(id("a-1"), Known(Closed));
+    let mut sn = snap(vec![p], vec![session("a", "a-1", true, 10)]);
+    assert_eq!(decide(&sn, now()).zombies.len(), 1);
+    sn.finishing.insert("project:a:a-1".into());
+    assert!(decide(&sn, now()).zombies.is_empty());
 }
 
 #[test]
@@ -964,7 +999,7 @@ fn c2_6_a_worker_quiet_for_its_stall_timeout_is_stalled() {
         let s = session("a", "a-1", true, age);
         let timeout = if stall == 0 { 100_000 } else { 3600 };
         assert_eq!(
-            classify(&s, Known(InProgress), timeout, (stall, active), now()),
+            classify(&s, Known(InProgress), timeout, (stall, active), false, now()),
             want,
             "stall={stall} age={age} active={active:?}"
         );
@@ -1247,12 +1282,12 @@ fn c2_2_a_queued_job_holds_its_slot_and_is_never_timed_out_or_stalled() {
     // Queued for ten times its WorkerTimeout, and quiet: still healthy (Slurm counts --time
     // from the start).
     assert_eq!(
-        classify(&queued, Known(InProgress), 3600, (60, None), now()),
+        classify(&queued, Known(InProgress), 3600, (60, None), false, now()),
         SessionVerdict::Healthy
     );
     // Its bead closed by hand: a zombie like any other.
     assert_eq!(
-        classify(&queued, Known(Closed), 3600, (0, None), now()),
+        classify(&queued, Known(Closed), 3600, (0, None), false, now()),
         SessionVerdict::Kill(ZombieReason::BeadClosed)
     );
     // It counts against MaxWorkers: the second ready bead waits, and the first is not doubled.

@@ -52,21 +52,26 @@ pub enum SessionVerdict {
 }
 
 /// The zombie order of 2.6 for one session. `timeout` is the project's WorkerTimeout;
-/// `stall` its StallTimeout (0: off) and `active` the worker's last activity.
+/// `stall` its StallTimeout (0: off) and `active` the worker's last activity. A `finishing`
+/// worker (past its agent, in its fixed steps) closed the bead itself and prints nothing while
+/// it commits and pushes: only its WorkerTimeout stops it.
 pub fn classify(
     session: &Session,
     bead: BeadLookup,
     timeout_secs: u64,
     stall: (u64, Option<DateTime<Utc>>),
+    finishing: bool,
     now: DateTime<Utc>,
 ) -> SessionVerdict {
     if !session.running {
         return SessionVerdict::Ended;
     }
-    if matches!(
-        bead,
-        BeadLookup::Known(BeadStatus::Closed) | BeadLookup::Missing
-    ) {
+    if !finishing
+        && matches!(
+            bead,
+            BeadLookup::Known(BeadStatus::Closed) | BeadLookup::Missing
+        )
+    {
         return SessionVerdict::Kill(ZombieReason::BeadClosed);
     }
     // Queued on a cluster: no agent runs yet, so neither its time nor a stall has started
@@ -79,6 +84,9 @@ pub fn classify(
         return SessionVerdict::Kill(ZombieReason::Timeout);
     }
     let (stall_secs, active) = stall;
+    if finishing {
+        return SessionVerdict::Healthy;
+    }
     let quiet = now - active.map_or(session.started_at, |a| a.max(session.started_at));
     if stall_secs > 0 && quiet > secs(stall_secs) {
         return SessionVerdict::Kill(ZombieReason::Stalled);

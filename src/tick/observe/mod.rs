@@ -368,6 +368,7 @@ pub fn observe(
         allow_mass_kill: false,
         waiting: BTreeMap::new(),
         activity: BTreeMap::new(),
+        finishing: Default::default(),
         gate: crate::retry::breaker::Gate::Open,
         next_probe: None,
         held_before: Default::default(),
