@@ -36,6 +36,7 @@ mod formats;
 mod hostile;
 mod iteration_names;
 mod logging;
+mod never_stuck;
 mod openclaw;
 mod openclaw_sessions;
 mod pause;

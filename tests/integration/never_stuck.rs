@@ -1,0 +1,96 @@
+//! Never stuck, never doubled: a worker finishing its fixed steps is left to finish, a dead
+//! worker's bead comes back fast, and its agent never outlives it. Real ticks, real `braids
+//! worker` processes, real `br` and git with a bare upstream; the agent is an `sh` script.
+
+use std::time::Duration;
+
+use crate::support::{label, poll_until, wait_for, Install, ReportExt, Sandbox};
+
+/// Writes its deliverable (`$1`) and a passing status report.
+const AGENT: &str = r#"mkdir -p "$(dirname "$1")"
+printf '# %s\n\n## Summary\n\nDid %s.\n' "$BRAIDS_BEAD" "$BRAIDS_BEAD" > "$1"
+printf 'status: pass\nsummary: did it\n' > "$BRAIDS_RESULT_FILE"
+"#;
+
+fn install(agent: &str, extra: &str) -> Sandbox {
+    let sb = Install::new()
+        .config("[sessions]\nkill_grace_secs = 5\n")
+        .build();
+    let agent = sb.script("bin/agent", agent);
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\n",
+        agent.display().to_string()
+    ));
+    if !extra.is_empty() {
+        sb.config(extra);
+    }
+    sb
+}
+
+/// A bare upstream for the project, whose pushes are received through `hook` (a
+/// `pre-receive` body).
+fn upstream(sb: &Sandbox, slug: &str, hook: &str) -> std::path::PathBuf {
+    let root = sb.project(slug);
+    let bare = sb.home().join(format!("{slug}.git"));
+    sb.git(sb.home(), &["init", "-q", "--bare", bare.to_str().unwrap()]);
+    sb.git(&root, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    sb.git(&root, &["push", "-q", "-u", "origin", "HEAD"]);
+    if !hook.is_empty() {
+        crate::support::files::write_script(&bare.join("hooks/pre-receive"), hook);
+    }
+    bare
+}
+
+#[test]
+fn c2_6_a_worker_pushing_slowly_after_closing_its_bead_is_left_to_finish() {
+    let sb = install(AGENT, "");
+    let app = sb.new_project("app").br().beads(1).create();
+    let bead = &app.beads[0];
+    // The upstream takes 20 s to take a push: four times the kill grace.
+    let bare = upstream(&sb, "app", "sleep 20\n");
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()], "{r:#?}");
+    let l = label("app", bead);
+    wait_for("the bead closed by its worker", Duration::from_secs(120), || {
+        (sb.br_status("app", bead) == "closed").then_some(())
+    });
+    // Closed, committed, pushing: every tick leaves the worker alone until its push is done.
+    let mut ticks = 0;
+    while sb.live_labels().contains(&l) {
+        let r = sb.tick().force().run();
+        assert!(
+            r.zombies.iter().all(|z| z.label != l),
+            "a finishing worker was stopped: {r:#?}"
+        );
+        ticks += 1;
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(ticks < 120, "the worker never ended");
+    }
+    assert!(ticks >= 3, "the push was not slow enough to test anything ({ticks} ticks)");
+    let pushed = sb.git(&bare, &["log", "--format=%s", "main"]);
+    assert!(pushed.contains(bead.as_str()), "the push was cut off: {pushed}");
+}
+
+#[test]
+fn c2_6_a_finishing_mark_left_by_a_dead_worker_protects_no_later_one() {
+    // A worker that died finishing leaves its mark; the next worker of the bead is a new
+    // session, and a closed bead makes it a zombie as before.
+    let sb = install("sleep 600\n", "");
+    let app = sb.new_project("app").beads(1).create();
+    let bead = &app.beads[0];
+    let mark = sb.braids_dir().join(format!("work/app/{bead}/finishing"));
+    std::fs::create_dir_all(mark.parent().unwrap()).unwrap();
+    std::fs::write(&mark, "1").unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()]);
+    sb.close_by_hand("app", bead);
+    let l = label("app", bead);
+    assert!(
+        poll_until(Duration::from_secs(60), || {
+            let r = sb.tick().force().run();
+            r.zombies.iter().any(|z| z.label == l)
+        }),
+        "the worker of a bead closed by hand was never stopped"
+    );
+}
