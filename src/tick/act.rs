@@ -82,6 +82,8 @@ pub struct Outcome {
     pub step_timeouts: Vec<(String, BeadId, String)>,
     /// Sessions the backend itself ended (Slurm's time or memory limit): (project, bead, why).
     pub backend_ended: Vec<(String, BeadId, String)>,
+    /// Claims the plan would release whose worker could not be stopped: still held.
+    pub still_held: Vec<BeadId>,
 }
 
 /// The I/O edges `act` drives.
@@ -131,6 +133,8 @@ pub fn act_with(
     ahead: &mut dyn FnMut(Ahead<'_>) -> anyhow::Result<()>,
 ) -> Outcome {
     let mut out = Outcome::default();
+    // Beads whose worker could not be stopped: their claims are not released.
+    let mut unkilled: std::collections::BTreeSet<BeadId> = std::collections::BTreeSet::new();
 
     for z in &plan.zombies {
         let outcome = if dry_run {
@@ -149,6 +153,7 @@ pub fn act_with(
                 Err(e) => {
                     out.errors
                         .push(format!("cannot kill {}: {e}", z.session.label));
+                    unkilled.insert(z.session.label.bead().clone());
                     continue;
                 }
             }
@@ -219,7 +224,8 @@ pub fn act_with(
         }
     }
 
-    for r in &plan.releases {
+    out.still_held = unkilled.iter().cloned().collect();
+    for r in plan.releases.iter().filter(|r| !unkilled.contains(&r.bead)) {
         if !dry_run {
             let Some(t) = fx.trackers.get(&r.slug) else {
                 continue;

@@ -171,7 +171,11 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         .cloned()
         .collect();
     next.checkins.extend(sent);
-    next.settle_claims(plan.settled(), plan.upgraded(), &outcome.new_claims);
+    next.settle_claims(
+        plan.settled().filter(|c| !outcome.still_held.contains(&c.bead)),
+        plan.upgraded(),
+        &outcome.new_claims,
+    );
     // The cache this run wrote (observe), vouched for from now on; older fingerprints go.
     next.observe_cache = observed.cache.take();
     next.tracker_fingerprints.clear();

@@ -378,7 +378,26 @@ impl World {
             );
         }
 
-        // releases: only in_progress beads whose worker is gone, after the grace (4.6)
+        // A worker the plan stops for its time or a stall is gone once killed: its claim may
+        // be released in the same run (2.6, 4.6).
+        let stopped: BTreeSet<&str> = plan
+            .zombies
+            .iter()
+            .filter(|z| {
+                matches!(
+                    z.reason,
+                    ZombieReason::Timeout | ZombieReason::Stalled | ZombieReason::StepTimeout
+                )
+            })
+            .map(|z| z.session.id.as_str())
+            .collect();
+        let live_after: BTreeSet<(&str, &BeadId)> = truth_sessions
+            .iter()
+            .filter(|s| (s.running || s.unreadable) && !stopped.contains(s.id.as_str()))
+            .map(|s| (s.label.slug(), s.label.bead()))
+            .collect();
+        // releases: only in_progress beads whose worker is gone: ended or stopped now, or never
+        // seen within the claim's grace (4.6)
         for r in &plan.releases {
             let p = by_slug.get(r.slug.as_str());
             let l = p.and_then(|p| p.beads.get(&r.bead)).copied();
@@ -391,17 +410,21 @@ impl World {
             );
             // 2.10: a live session carrying the bead under any label may be its worker
             ensure!(
-                !live.iter().any(|(_, b)| *b == &r.bead),
+                !live_after.iter().any(|(_, b)| *b == &r.bead),
                 "2.10",
                 "plan releases {}:{} while a worker for it may still run",
                 r.slug,
                 r.bead
             );
+            let gone = truth_sessions.iter().any(|s| {
+                s.label.bead() == &r.bead
+                    && (stopped.contains(s.id.as_str()) || (!s.running && !s.unreadable))
+            });
             let claim = snap.claims.iter().find(|c| **c == r.claim);
             ensure!(
-                claim.is_some_and(|c| now - c.claimed_at >= snap.claim_grace),
+                claim.is_some_and(|c| gone || now - c.claimed_at >= snap.claim_grace),
                 "2.2",
-                "plan releases {}:{} inside the claim grace",
+                "plan releases {}:{} inside the claim grace, its worker not seen gone",
                 r.slug,
                 r.bead
             );

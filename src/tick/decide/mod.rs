@@ -34,6 +34,7 @@ use crate::session::{Session, SessionProblem};
 use crate::state::{Claim, IdleReason};
 use crate::workspace::WorkspaceMode;
 
+mod deadlines;
 mod eligibility;
 mod guards;
 mod plan;
@@ -351,6 +352,37 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         });
     }
 
+    // A worker stopped for its time or a stall, with a claim: released as soon as it is
+    // killed, not after the claim's grace (act skips it when the kill fails).
+    let mut releases = Vec::new();
+    for z in &zombies {
+        let (Some(owner), true) = (
+            owner_of(&z.session.label),
+            matches!(
+                z.reason,
+                ZombieReason::Timeout | ZombieReason::Stalled | ZombieReason::StepTimeout
+            ),
+        ) else {
+            continue;
+        };
+        let claim = snap.claims.iter().find(|c| {
+            &c.bead == z.session.label.bead()
+                && match &c.path {
+                    Some(path) => path == &owner.path,
+                    None => c.project == owner.slug,
+                }
+        });
+        let in_progress = lookup(owner, z.session.label.bead())
+            == BeadLookup::Known(BeadStatus::InProgress);
+        if let (Some(c), true) = (claim, in_progress) {
+            releases.push(Release {
+                slug: owner.slug.clone(),
+                bead: c.bead.clone(),
+                claim: c.clone(),
+            });
+        }
+    }
+
     // Claims whose worker is gone. A claim is its project's by directory (by slug for one an
     // older braids recorded), so a renamed slug keeps its claims and a row pointing a slug at
     // another project's directory never settles a claim against that project's tracker.
@@ -359,8 +391,9 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         .map(|(_, b)| *b)
         .chain(orphan_live.iter().copied())
         .collect();
-    let mut releases = Vec::new();
     let mut settled_claims = Vec::new();
+    // The earliest moment a kept claim may be released: the end of its grace.
+    let mut grace_ends: Option<DateTime<Utc>> = None;
     let mut upgrades = Vec::new();
     for c in &snap.claims {
         let owner = match &c.path {
@@ -378,9 +411,14 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             bead: c.bead.clone(),
             claim: c.clone(),
         };
+        // Its worker started and ended: gone for sure, released now whatever its age.
+        let worker_ended = ended.iter().any(|s| {
+            s.label.bead() == &c.bead && owner_of(&s.label).is_some_and(|o| o.path == p.path)
+        });
         // A live session carrying the bead under any label may be its worker.
         let kept = match status {
             _ if held_anywhere.contains(&c.bead) => true,
+            _ if releases.iter().any(|r| r.claim == *c) => true,
             // Its backend could not be asked: the worker may well be running, unseen.
             _ if p.backend_error.is_some() => true,
             // A story waiting for a person keeps its claim, and holds no slot (no session).
@@ -389,11 +427,19 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             {
                 true
             }
-            BeadLookup::Known(BeadStatus::InProgress) if now - c.claimed_at >= snap.claim_grace => {
+            BeadLookup::Known(BeadStatus::InProgress)
+                if worker_ended || now - c.claimed_at >= snap.claim_grace =>
+            {
                 releases.push(release());
                 false
             }
-            BeadLookup::Known(BeadStatus::InProgress) | BeadLookup::Unknown => true,
+            // A worker not started yet, or not seen yet: the grace covers it.
+            BeadLookup::Known(BeadStatus::InProgress) => {
+                let end = c.claimed_at + snap.claim_grace;
+                grace_ends = Some(grace_ends.map_or(end, |g| g.min(end)));
+                true
+            }
+            BeadLookup::Unknown => true,
             BeadLookup::Known(_) | BeadLookup::Missing => {
                 settled_claims.push(release());
                 false
@@ -431,9 +477,17 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             .then(|| (snap.global_max_workers as usize).saturating_sub(total_healthy)),
         snap.gate,
     );
-    let mut wake_at = (snap.gate != Gate::Open)
-        .then_some(snap.next_probe)
-        .flatten();
+    // The idle backoff never sleeps past the earliest moment something can change (2.7).
+    let mut wake_at = [
+        (snap.gate != Gate::Open).then_some(snap.next_probe).flatten(),
+        grace_ends,
+        deadlines::earliest(snap, now),
+        // Released or held back this run: the next scheduled run looks again.
+        (!releases.is_empty() || !held.is_empty()).then_some(now),
+    ]
+    .into_iter()
+    .flatten()
+    .min();
     let mut order: Vec<(usize, &ProjectView)> = snap.projects.iter().enumerate().collect();
     order.sort_by_key(|(i, p)| (p.priority, *i));
 

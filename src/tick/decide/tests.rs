@@ -1324,3 +1324,79 @@ fn c2_9_a_project_whose_backend_cannot_be_asked_is_left_untouched() {
     assert!(plan.releases.is_empty(), "no claim of a is released");
     assert!(plan.zombies.is_empty());
 }
+
+#[test]
+fn c2_5_a_gone_workers_claim_is_released_at_once_and_a_fresh_one_waits_its_grace() {
+    use BeadLookup::Known;
+    use BeadStatus::*;
+    let mut p = project("a");
+    p.0.stall_timeout = 60;
+    p.0.max_workers = 10;
+    for b in ["a-1", "a-2", "a-3", "a-4", "a-5", "a-6", "a-7", "a-8"] {
+        p.0.beads.insert(id(b), Known(InProgress));
+    }
+    let c1 = claim("a", "a-1", 1); // its worker is stalled: stopped and released now
+    let c2 = claim("a", "a-2", 1); // its worker ended: released now, inside the grace
+    let c3 = claim("a", "a-3", 1); // no worker seen yet: the grace covers it
+    let c4 = claim("a", "a-4", 5); // no worker and the grace is over: released
+    // Four more at work, so three releases of eight claims are no release storm.
+    let mut sessions = vec![session("a", "a-1", true, 120), session("a", "a-2", false, 30)];
+    let mut claims = vec![c1.clone(), c2.clone(), c3.clone(), c4.clone()];
+    for b in ["a-5", "a-6", "a-7", "a-8"] {
+        sessions.push(session("a", b, true, 10));
+        claims.push(claim("a", b, 1));
+    }
+    let mut sn = snap(vec![p], sessions);
+    sn.claims = claims;
+    sn.activity.insert("project:a:a-1".into(), now() - Duration::seconds(90));
+    let plan = decide(&sn, now());
+    assert_eq!(plan.zombies.len(), 1);
+    assert_eq!(plan.zombies[0].reason, ZombieReason::Stalled);
+    let released: Vec<&BeadId> = plan.releases.iter().map(|r| &r.bead).collect();
+    assert_eq!(released, [&id("a-1"), &id("a-2"), &id("a-4")], "{:?}", plan.releases);
+    assert_eq!(plan.releases[0], release("a", &c1));
+    assert!(!plan.releases.iter().any(|r| r.claim == c3));
+    // Something was released: the next scheduled run looks again.
+    assert_eq!(plan.wake_at, Some(now()));
+    // A worker stopped for a bead closed by hand leaves no claim to release.
+    let mut p = project("a");
+    p.0.beads.insert(id("a-1"), Known(Closed));
+    let mut sn = snap(vec![p], vec![session("a", "a-1", true, 10)]);
+    sn.claims = vec![claim("a", "a-1", 1)];
+    assert!(decide(&sn, now()).releases.is_empty());
+}
+
+#[test]
+fn c2_7_the_backoff_wakes_for_the_first_deadline() {
+    use BeadLookup::Known;
+    use BeadStatus::*;
+    // (worker timeout, stall, quiet for, claim age without a worker) → wake in
+    let cases: [(u64, u64, i64, Option<i64>, Option<i64>); 5] = [
+        (3600, 0, 0, None, Some(3600 - 100)), // the WorkerTimeout of a worker 100 s old
+        (3600, 300, 20, None, Some(300 - 20)), // its StallTimeout from its last output
+        (150, 300, 20, None, Some(50)),        // whichever comes first
+        (3600, 0, 0, Some(30), Some(90)),      // a claim's grace (120 s) ends first
+        (0, 0, 0, None, None),                 // nothing to wait for
+    ];
+    for (timeout, stall, quiet, claim_age, want) in cases {
+        let mut p = project("a");
+        p.0.worker_timeout = if timeout == 0 { 3600 } else { timeout };
+        p.0.stall_timeout = stall;
+        p.0.beads.insert(id("a-1"), Known(InProgress));
+        p.0.beads.insert(id("a-2"), Known(InProgress));
+        let sessions = if timeout == 0 { vec![] } else { vec![session("a", "a-1", true, 100)] };
+        let mut sn = snap(vec![p], sessions);
+        sn.activity.insert("project:a:a-1".into(), now() - Duration::seconds(quiet));
+        if let Some(age) = claim_age {
+            let mut c = claim("a", "a-2", 0);
+            c.claimed_at = now() - Duration::seconds(age);
+            sn.claims = vec![c];
+        }
+        let plan = decide(&sn, now());
+        assert_eq!(
+            plan.wake_at,
+            want.map(|s| now() + Duration::seconds(s)),
+            "timeout {timeout} stall {stall} quiet {quiet} claim {claim_age:?}"
+        );
+    }
+}

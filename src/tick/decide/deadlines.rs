@@ -1,0 +1,36 @@
+//! When the next worker deadline falls: a live worker's WorkerTimeout, its StallTimeout from
+//! its last activity, a protocol step's `timeout_min`. The idle backoff never sleeps past it,
+//! so a hung agent is stopped within one scheduling interval of its deadline however long the
+//! backoff (2.7). Pure.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::{ProjectView, Snapshot};
+
+fn secs(n: u64) -> Duration {
+    Duration::seconds(i64::try_from(n).unwrap_or(i64::MAX / 1000).min(i64::MAX / 1000))
+}
+
+/// The earliest deadline after `now` of any running worker of a registered project.
+#[must_use]
+pub fn earliest(snap: &Snapshot, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let by_slug: BTreeMap<&str, &ProjectView> =
+        snap.projects.iter().map(|p| (p.slug.as_str(), p)).collect();
+    snap.sessions
+        .iter()
+        .filter(|s| s.running && !s.queued)
+        .filter_map(|s| {
+            let p = by_slug.get(s.label.slug())?;
+            let label = s.label.to_string();
+            let timeout = s.started_at + secs(p.worker_timeout);
+            let stall = (p.stall_timeout > 0 && !snap.finishing.contains(&label)).then(|| {
+                let active = snap.activity.get(&label).map_or(s.started_at, |a| (*a).max(s.started_at));
+                active + secs(p.stall_timeout)
+            });
+            let step = p.protocol.get(s.label.bead()).and_then(|v| v.deadline);
+            [Some(timeout), stall, step].into_iter().flatten().filter(|t| *t > now).min()
+        })
+        .min()
+}
