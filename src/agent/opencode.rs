@@ -85,9 +85,16 @@ impl StreamReader for OpencodeReader {
     fn finish(self: Box<Self>, code: Option<i32>, stderr: &str) -> AgentOutcome {
         let mut out = self.out;
         if code != Some(0) && out.failed.is_none() {
-            if let Some(last) = stderr.trim().lines().last() {
-                out.provider = provider_from_message(last);
-                out.failed = Some(format!("opencode: {}", crate::templates::clip(last, 200)));
+            // Its error can be a multi-line dump (`Error: …` then `params: …`): the provider
+            // is read from all of it, the reason from its `Error` line.
+            let said = stderr.trim();
+            let line = said
+                .lines()
+                .find(|l| l.trim_start().starts_with("Error"))
+                .or_else(|| said.lines().last());
+            out.provider = provider_from_message(said);
+            if let Some(line) = line {
+                out.failed = Some(format!("opencode: {}", crate::templates::clip(line, 200)));
             }
         }
         out
@@ -123,5 +130,10 @@ mod tests {
             panic!("{o:?}")
         };
         assert_eq!((p.status, p.retry_after), (Some(429), Some(2)));
+        // No JSON error event, a dump on stderr instead.
+        let r = Box::new(OpencodeReader::new());
+        let o = r.finish(Some(1), "Error: AI_APICallError: stand-in rate limit\n  statusCode: 429,\n  params: {\n  }\n");
+        assert_eq!(o.failed.as_deref(), Some("opencode: Error: AI_APICallError: stand-in rate limit"));
+        assert_eq!(o.provider.unwrap().status, Some(429));
     }
 }

@@ -240,7 +240,12 @@ fn storm_opens_the_breaker_and_a_probe_closes_it(cli: Cli) {
             Duration::from_secs(300),
             || failures(&sb, bead).first().cloned(),
         );
-        assert_eq!(f["signature"], "provider: HTTP 429", "{f}");
+        assert_eq!(
+            f["signature"],
+            "provider: HTTP 429",
+            "{f}\n{}",
+            String::from_utf8_lossy(&sb.run(&["logs", "--raw", bead]).stdout)
+        );
         assert_eq!(f["counts"], false, "a provider failure never counts against the bead: {f}");
     }
     wait_for("the workers gone", Duration::from_secs(60), || {

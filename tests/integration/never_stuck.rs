@@ -94,3 +94,32 @@ fn c2_6_a_finishing_mark_left_by_a_dead_worker_protects_no_later_one() {
         "the worker of a bead closed by hand was never stopped"
     );
 }
+
+#[test]
+fn c2_7_a_stalled_worker_is_stopped_and_its_bead_done_under_plain_scheduled_ticks() {
+    // The agent hangs silently the first time and works the second. About StallTimeout: 5 s.
+    let agent = format!(
+        "if [ ! -e \"$HOME/hung-once\" ]; then touch \"$HOME/hung-once\"; exec sleep 600; fi\n{AGENT}"
+    );
+    let sb = install(&agent, "");
+    let app = sb.new_project("app").beads(1).field("StallTimeout", "5s").create();
+    let bead = &app.beads[0];
+    // A scheduler's ticks, every 2 s: no --force, so the idle backoff applies.
+    let started = std::time::Instant::now();
+    let mut stalled = false;
+    while sb.workplan("app")[bead].0 != "closed" {
+        let r = sb.tick().run();
+        stalled |= r
+            .zombies
+            .iter()
+            .any(|z| z.reason == braids::tick::decide::ZombieReason::Stalled);
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the bead is not done 90 s after its first spawn (stalled worker stopped: {stalled}): {r:#?}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    assert!(stalled, "the first worker was never stopped as stalled");
+    let events = sb.ok(&["events", "--json"]);
+    assert!(events.contains("claim_released"), "the release is an event: {events}");
+}

@@ -65,7 +65,7 @@ impl Cli {
         let url = url.to_string();
         let path = format!("{NODE_BIN}:{path}");
         let name = self.preset();
-        let mut env: Vec<(&str, String)> = vec![("PATH", path)];
+        let mut env: Vec<(&str, String)> = vec![("PATH", path.clone())];
         let mut extra = String::new();
         match self {
             Cli::Claude => env.extend([
@@ -105,6 +105,22 @@ impl Cli {
                     }},
                     "model": "standin/standin"
                 });
+                // Its first start creates its database; two first starts at once race and
+                // one fails ("Failed query: CREATE TABLE …"). A person's machine has run it
+                // before, so the tests do too.
+                let warm = std::process::Command::new(self.program())
+                    .args(["session", "list"])
+                    .env("HOME", home)
+                    .env("PATH", &path)
+                    .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+                    .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+                    .env("npm_config_registry", "http://127.0.0.1:9/")
+                    .stdin(std::process::Stdio::null())
+                    .output();
+                assert!(
+                    warm.as_ref().is_ok_and(|o| o.status.success()),
+                    "opencode session list: {warm:?}"
+                );
                 env.extend([
                     ("OPENCODE_CONFIG_CONTENT", cfg.to_string()),
                     ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
