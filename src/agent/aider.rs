@@ -16,10 +16,7 @@ pub struct AiderReader {
 impl AiderReader {
     pub fn new() -> AiderReader {
         AiderReader {
-            out: AgentOutcome {
-                preset: Some(Preset::Aider),
-                ..AgentOutcome::default()
-            },
+            out: AgentOutcome::of(Preset::Aider),
             last_error: None,
             last_text: None,
             said: None,

@@ -19,10 +19,7 @@ pub struct ClaudeReader {
 impl ClaudeReader {
     pub fn new() -> ClaudeReader {
         ClaudeReader {
-            out: AgentOutcome {
-                preset: Some(Preset::ClaudeCode),
-                ..AgentOutcome::default()
-            },
+            out: AgentOutcome::of(Preset::ClaudeCode),
             result: None,
             streamed_denials: Vec::new(),
         }
@@ -178,11 +175,7 @@ mod tests {
     use crate::agent::outcome::Verdict;
 
     fn read(lines: &str, code: i32) -> AgentOutcome {
-        let mut r = Box::new(ClaudeReader::new());
-        for l in lines.lines() {
-            r.line(l);
-        }
-        r.finish(Some(code), "")
+        crate::agent::outcome::read_all(Box::new(ClaudeReader::new()), lines, code, "")
     }
 
     const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s-1","model":"claude-opus-5-5"}"#;

@@ -15,10 +15,7 @@ pub struct CodexReader {
 impl CodexReader {
     pub fn new() -> CodexReader {
         CodexReader {
-            out: AgentOutcome {
-                preset: Some(Preset::Codex),
-                ..AgentOutcome::default()
-            },
+            out: AgentOutcome::of(Preset::Codex),
             last_error: None,
         }
     }
@@ -90,11 +87,7 @@ mod tests {
     use crate::agent::outcome::Verdict;
 
     fn read(lines: &str, code: i32) -> AgentOutcome {
-        let mut r = Box::new(CodexReader::new());
-        for l in lines.lines() {
-            r.line(l);
-        }
-        r.finish(Some(code), "")
+        crate::agent::outcome::read_all(Box::new(CodexReader::new()), lines, code, "")
     }
 
     #[test]

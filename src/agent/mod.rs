@@ -46,10 +46,7 @@ impl Preset {
             Preset::Codex => Box::new(codex::CodexReader::new()),
             Preset::Opencode => Box::new(opencode::OpencodeReader::new()),
             Preset::Aider => Box::new(aider::AiderReader::new()),
-            Preset::OpenClaw => Box::new(ExitOnly(AgentOutcome {
-                preset: Some(Preset::OpenClaw),
-                ..AgentOutcome::default()
-            })),
+            Preset::OpenClaw => Box::new(ExitOnly(AgentOutcome::of(Preset::OpenClaw))),
         }
     }
 

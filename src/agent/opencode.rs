@@ -14,10 +14,7 @@ pub struct OpencodeReader {
 impl OpencodeReader {
     pub fn new() -> OpencodeReader {
         OpencodeReader {
-            out: AgentOutcome {
-                preset: Some(Preset::Opencode),
-                ..AgentOutcome::default()
-            },
+            out: AgentOutcome::of(Preset::Opencode),
         }
     }
 }

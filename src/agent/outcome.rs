@@ -175,25 +175,35 @@ pub fn provider_from_message(text: &str) -> Option<ProviderFailure> {
     })
 }
 
-/// The seconds of a `retry-after` in a message, when there is one.
+/// The seconds of a `retry-after` in a message, when there is one (the breaker reads agents'
+/// output the same way).
 pub fn retry_after_in(text: &str) -> Option<u64> {
-    let lower = text.to_ascii_lowercase();
-    let mut found = None;
-    for key in ["retry-after", "retry_after", "retry after", "try again in"] {
-        let mut rest = lower.as_str();
-        while let Some(i) = rest.find(key) {
-            rest = &rest[i + key.len()..];
-            let digits: String = rest
-                .trim_start_matches(|c: char| c == ':' || c == '=' || c == '"' || c.is_whitespace())
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            if let Ok(n) = digits.parse() {
-                found = Some(n);
-            }
+    crate::retry::breaker::retry_after(&text.to_lowercase())
+}
+
+/// Feeds `text` to `reader` a line at a time and finishes it: how the readers' tests read a
+/// sample.
+#[cfg(test)]
+pub(crate) fn read_all(
+    mut reader: Box<dyn StreamReader>,
+    text: &str,
+    code: i32,
+    stderr: &str,
+) -> AgentOutcome {
+    for l in text.lines() {
+        reader.line(l);
+    }
+    reader.finish(Some(code), stderr)
+}
+
+impl AgentOutcome {
+    /// An empty outcome of `preset`'s CLI, for its reader to fill.
+    pub fn of(preset: Preset) -> AgentOutcome {
+        AgentOutcome {
+            preset: Some(preset),
+            ..AgentOutcome::default()
         }
     }
-    found
 }
 
 #[cfg(test)]

@@ -304,11 +304,11 @@ pub fn provider_signature(status: Option<u16>, what: &str) -> String {
     }
 }
 
-/// The seconds of the last `retry-after: N` (or `retry-after=N`, `retry after N`) in lowercase
-/// text.
-fn retry_after(lower: &str) -> Option<u64> {
+/// The seconds of the last `retry-after: N` (or `retry-after=N`, `retry after N`, `try again
+/// in N`) in lowercase text.
+pub fn retry_after(lower: &str) -> Option<u64> {
     let mut found = None;
-    for key in ["retry-after", "retry_after", "retry after"] {
+    for key in ["retry-after", "retry_after", "retry after", "try again in"] {
         let mut rest = lower;
         while let Some(i) = rest.find(key) {
             rest = &rest[i + key.len()..];
