@@ -51,13 +51,9 @@ pub fn denial(d: &Value) -> String {
 
 impl StreamReader for ClaudeReader {
     fn line(&mut self, line: &str) {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            if self.out.garbage.is_none() && !line.trim().is_empty() {
-                self.out.garbage = Some(line.to_string());
-            }
+        let Some(v) = self.out.event(line) else {
             return;
         };
-        self.out.events += 1;
         if let Some(id) = v["session_id"].as_str() {
             self.out.session = Some(id.to_string());
         }

@@ -31,13 +31,9 @@ fn message_of(v: &Value) -> Option<String> {
 
 impl StreamReader for CodexReader {
     fn line(&mut self, line: &str) {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            if self.out.garbage.is_none() && !line.trim().is_empty() {
-                self.out.garbage = Some(line.to_string());
-            }
+        let Some(v) = self.out.event(line) else {
             return;
         };
-        self.out.events += 1;
         match v["type"].as_str().unwrap_or_default() {
             "thread.started" => self.out.session = v["thread_id"].as_str().map(str::to_string),
             "item.completed" => {

@@ -27,13 +27,9 @@ fn add(to: &mut Option<u64>, n: Option<u64>) {
 
 impl StreamReader for OpencodeReader {
     fn line(&mut self, line: &str) {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            if self.out.garbage.is_none() && !line.trim().is_empty() {
-                self.out.garbage = Some(line.to_string());
-            }
+        let Some(v) = self.out.event(line) else {
             return;
         };
-        self.out.events += 1;
         if let Some(id) = v["sessionID"].as_str().or_else(|| v["part"]["sessionID"].as_str()) {
             self.out.session = Some(id.to_string());
         }

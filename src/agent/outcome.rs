@@ -197,6 +197,19 @@ pub(crate) fn read_all(
 }
 
 impl AgentOutcome {
+    /// One line of a JSON-speaking CLI: the event, counted, or `None` (the first such line kept
+    /// as the garbage a failed run names).
+    pub fn event(&mut self, line: &str) -> Option<serde_json::Value> {
+        let Ok(v) = serde_json::from_str(line) else {
+            if self.garbage.is_none() && !line.trim().is_empty() {
+                self.garbage = Some(line.to_string());
+            }
+            return None;
+        };
+        self.events += 1;
+        Some(v)
+    }
+
     /// An empty outcome of `preset`'s CLI, for its reader to fill.
     pub fn of(preset: Preset) -> AgentOutcome {
         AgentOutcome {
