@@ -2,7 +2,6 @@
 //! parts carry the agent's words, `step_finish` parts the tokens and cost of a step, and an
 //! `error` event the reason a run failed.
 
-use serde_json::Value;
 
 use super::outcome::{provider_from_message, AgentOutcome, StreamReader};
 use super::Preset;
