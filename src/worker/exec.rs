@@ -135,6 +135,24 @@ pub(super) fn run_agent(
     if req.workspace != req.project && beads.is_dir() {
         cmd.env("BEADS_DIR", &beads);
     }
+    // The agent dies with its worker, however the worker dies (SIGKILL included): the kernel
+    // kills it when the thread that started it, which waits for it here, is gone.
+    let worker = std::process::id();
+    // SAFETY: prctl and getppid are async-signal-safe; nothing else runs in the child.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(move || {
+            use nix::libc;
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The worker died before the death signal was armed.
+            if libc::getppid() as u32 != worker {
+                return Err(std::io::Error::other("the worker is gone"));
+            }
+            Ok(())
+        });
+    }
     // A group of its own, so a timeout stops everything the agent started but not the worker.
     let mut group = ProcessGroup::spawn(cmd, Detach::Group)
         .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;

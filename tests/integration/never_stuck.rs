@@ -123,3 +123,37 @@ fn c2_7_a_stalled_worker_is_stopped_and_its_bead_done_under_plain_scheduled_tick
     let events = sb.ok(&["events", "--json"]);
     assert!(events.contains("claim_released"), "the release is an event: {events}");
 }
+
+/// The pid of a live `sleep 613`, the agent of the test below.
+fn agent_pid() -> Option<u32> {
+    crate::support::procs::pids().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00613\x00")
+            && crate::support::procs::alive(*pid)
+    })
+}
+
+#[test]
+fn c2_6_a_sigkilled_workers_agent_dies_with_it() {
+    // The agent is the process its executor starts (as an agent CLI is), hung.
+    let sb = install("exec sleep 613\n", "");
+    let app = sb.new_project("app").beads(1).create();
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [app.beads[0].clone()]);
+    let agent = wait_for("the agent running", Duration::from_secs(60), agent_pid);
+    let worker = sb.pid_of(&label("app", &app.beads[0]));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(worker as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(
+        poll_until(Duration::from_secs(10), || !crate::support::procs::alive(agent)),
+        "the agent of a SIGKILLed worker lives on"
+    );
+    // The worker is gone for sure: its claim comes back at the next run, not after the grace.
+    wait_for("the worker gone", Duration::from_secs(30), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+    let r = sb.tick().force().run();
+    assert_eq!(r.released.len(), 1, "{r:#?}");
+}
