@@ -398,12 +398,9 @@ impl RepoLock {
         let path = lock_path(root)?;
         let lock = TickLock::acquire(&path, REPO_LOCK_WAIT)
             .with_context(|| format!("cannot lock {}", path.display()))?
-            .ok_or_else(|| {
-                anyhow!(
-                    "another worker held {} for over {}s",
-                    path.display(),
-                    REPO_LOCK_WAIT.as_secs()
-                )
+            .ok_or_else(|| crate::lock::Busy {
+                path: path.clone(),
+                waited: REPO_LOCK_WAIT,
             })?;
         Ok(RepoLock { _lock: lock })
     }

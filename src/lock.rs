@@ -87,6 +87,20 @@ fn open(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// A lock another process held for all of the wait: a transient state, never a bead's fault.
+/// Workers that meet it hand their bead back to be retried, uncounted.
+#[derive(Debug, thiserror::Error)]
+#[error("another worker held {} for over {}s", .path.display(), .waited.as_secs())]
+pub struct Busy {
+    pub path: std::path::PathBuf,
+    pub waited: Duration,
+}
+
+/// Whether `e` (anywhere in its chain) is a lock held for all of the wait.
+pub fn is_busy(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<Busy>())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +120,18 @@ mod tests {
         assert_eq!(held.path(), path);
         drop(held);
         assert!(TickLock::try_acquire(&path).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_busy_lock_is_known_through_any_context() {
+        let e = anyhow::Error::from(Busy {
+            path: "/p/.git/braids-worktrees.lock".into(),
+            waited: Duration::from_secs(120),
+        })
+        .context("cannot create the worktree")
+        .context("worker");
+        assert!(is_busy(&e));
+        assert!(format!("{e:#}").contains("held /p/.git/braids-worktrees.lock for over 120s"));
+        assert!(!is_busy(&anyhow::anyhow!("another worker held x for over 120s")));
     }
 }

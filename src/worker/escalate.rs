@@ -179,6 +179,19 @@ impl Worker<'_> {
     /// After an error past the claim: block the bead if it still can be, and tell a person.
     pub(super) fn fail(&self, run: &mut Run<'_, '_>, l: &Loaded, e: &anyhow::Error) -> Ending {
         let error = format!("{e:#}");
+        // A lock another worker held all along is a wait, not a failure: the bead is handed
+        // back to be retried, uncounted, and nobody is paged.
+        let closed = run.steps.iter().any(|s| s.name == "close");
+        if crate::lock::is_busy(e) && !closed {
+            let why = format!("waited too long for a lock: {}", clip(&error, 200));
+            match self.tracker.reopen(&run.msg.bead, &format!("braids: {why}; retried by a later run")) {
+                Ok(()) => {
+                    run.step("retry", format!("bead open again, uncounted: {why}"));
+                    return Ending::HandedBack { why };
+                }
+                Err(r) => run.step("retry", format!("the bead could not be opened again: {r}")),
+            }
+        }
         tracing::error!(bead = %run.msg.bead, "worker error: {error}");
         run.step("error", error.clone());
         match self.tracker.block(

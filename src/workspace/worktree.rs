@@ -292,9 +292,16 @@ impl GitWorktrees {
 /// repository lock where both are held, never before it.
 fn bookkeeping(project: &Path) -> Result<crate::lock::TickLock> {
     let path = crate::git::lock_path(project)?.with_file_name("braids-worktrees.lock");
-    crate::lock::TickLock::acquire(&path, Duration::from_secs(120))
+    let wait = Duration::from_secs(120);
+    crate::lock::TickLock::acquire(&path, wait)
         .with_context(|| format!("cannot lock {}", path.display()))?
-        .ok_or_else(|| anyhow!("another worker held {} for over 120s", path.display()))
+        .ok_or_else(|| {
+            crate::lock::Busy {
+                path: path.clone(),
+                waited: wait,
+            }
+            .into()
+        })
 }
 
 impl Workspaces for GitWorktrees {

@@ -157,3 +157,36 @@ fn c2_6_a_sigkilled_workers_agent_dies_with_it() {
     let r = sb.tick().force().run();
     assert_eq!(r.released.len(), 1, "{r:#?}");
 }
+
+#[test]
+fn c2_13_a_worker_that_waits_out_a_lock_hands_its_bead_back_uncounted() {
+    let sb = install(AGENT, "");
+    let app = sb.new_project("app").beads(1).create();
+    let bead = &app.beads[0];
+    // Another process holds git's worktree bookkeeping for longer than a worker waits (120 s).
+    let lock = sb.project("app").join(".git/braids-worktrees.lock");
+    let mut holder = std::process::Command::new("flock")
+        .arg("-x")
+        .arg(&lock)
+        .args(["sleep", "150"])
+        .spawn()
+        .unwrap();
+    assert!(poll_until(Duration::from_secs(10), || lock.exists()));
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()]);
+    wait_for("the worker to give up waiting", Duration::from_secs(200), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+    let _ = holder.kill();
+    let _ = holder.wait();
+    // Open again, no failure counted, nothing blocked.
+    assert_eq!(sb.workplan("app")[bead].0, "open");
+    let attempts = std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap_or_default();
+    assert!(!attempts.contains(bead.as_str()), "a wait counted as a failure: {attempts}");
+    // And the next run does the work.
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()], "{r:#?}");
+    wait_for("the bead closed", Duration::from_secs(120), || {
+        (sb.workplan("app")[bead].0 == "closed").then_some(())
+    });
+}
