@@ -31,7 +31,11 @@ const RUNS: usize = 10;
 fn br() -> PathBuf {
     let home = std::env::var("HOME").unwrap_or_default();
     std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|d| d.join("br")).collect::<Vec<_>>())
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("br"))
+                .collect::<Vec<_>>()
+        })
         .unwrap_or_default()
         .into_iter()
         .chain([PathBuf::from(home).join(".cargo/bin/br")])
@@ -46,7 +50,10 @@ struct Bench {
 
 impl Bench {
     fn new() -> Bench {
-        let home = tempfile::Builder::new().prefix("braids-bench-agents-").tempdir().unwrap();
+        let home = tempfile::Builder::new()
+            .prefix("braids-bench-agents-")
+            .tempdir()
+            .unwrap();
         std::fs::write(
             home.path().join(".gitconfig"),
             "[user]\n\tname = bench\n\temail = bench@braids.invalid\n[init]\n\tdefaultBranch = main\n",
@@ -94,7 +101,10 @@ impl Bench {
 }
 
 fn now_ns() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
 }
 
 fn stamps(file: &Path) -> Vec<u128> {
@@ -146,22 +156,54 @@ fn measure(cli: Cli) {
     b.braids(&["iteration", "activate", "app", "1"]);
     let root = b.home().join("Projects/app");
     let bare = b.home().join("upstream.git");
-    b.run("git", &["init", "-q", "--bare", bare.to_str().unwrap()], b.home());
-    b.run("git", &["remote", "add", "origin", bare.to_str().unwrap()], &root);
+    b.run(
+        "git",
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+        b.home(),
+    );
+    b.run(
+        "git",
+        &["remote", "add", "origin", bare.to_str().unwrap()],
+        &root,
+    );
     b.run("git", &["push", "-q", "-u", "origin", "HEAD"], &root);
 
     let (mut before, mut after) = (Vec::new(), Vec::new());
     for i in 0..RUNS {
-        let out = b.run(br(), &["create", &format!("--title=bench bead {i}"), "--json", "--actor=bench"], &root);
+        let out = b.run(
+            br(),
+            &[
+                "create",
+                &format!("--title=bench bead {i}"),
+                "--json",
+                "--actor=bench",
+            ],
+            &root,
+        );
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let bead = v["id"].as_str().or(v[0]["id"].as_str()).unwrap().to_string();
-        let message = format!("Project: {}\nBead: {bead}\nIteration: 001\nChannel: #dev\n", root.display());
+        let bead = v["id"]
+            .as_str()
+            .or(v[0]["id"].as_str())
+            .unwrap()
+            .to_string();
+        let message = format!(
+            "Project: {}\nBead: {bead}\nIteration: 001\nChannel: #dev\n",
+            root.display()
+        );
         let mut worker = b.cmd(env!("CARGO_BIN_EXE_braids"), &["worker"], b.home());
-        worker.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());
+        worker
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         let t0 = now_ns();
         let mut child = worker.spawn().unwrap();
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(message.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(message.as_bytes())
+            .unwrap();
         let out = child.wait_with_output().unwrap();
         let t_exit = now_ns();
         assert!(
@@ -171,12 +213,18 @@ fn measure(cli: Cli) {
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
-        let (starts, ends) = (stamps(&stamp.with_extension("start")), stamps(&stamp.with_extension("end")));
+        let (starts, ends) = (
+            stamps(&stamp.with_extension("start")),
+            stamps(&stamp.with_extension("end")),
+        );
         let (s, e) = (starts[i], ends[i]);
         before.push(Duration::from_nanos((s - t0) as u64));
         after.push(Duration::from_nanos((t_exit - e) as u64));
         let pushed = b.run("git", &["log", "--format=%s", "main"], &bare);
-        assert!(pushed.contains(&bead), "{bead} not on the upstream: {pushed}");
+        assert!(
+            pushed.contains(&bead),
+            "{bead} not on the upstream: {pushed}"
+        );
     }
     let max = |v: &[Duration]| v.iter().max().copied().unwrap();
     println!(
@@ -206,13 +254,23 @@ fn merge(text: &mut String, more: &str) {
 
 fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("agents bench: load {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    println!(
+        "agents bench: load {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     let started = Instant::now();
     for cli in Cli::ALL {
         if cli.present() {
             measure(cli);
         } else {
-            println!("{:<12} skipped: not installed at {}", cli.preset(), cli.program().display());
+            println!(
+                "{:<12} skipped: not installed at {}",
+                cli.preset(),
+                cli.program().display()
+            );
         }
     }
     println!("({:.0} s in all)", started.elapsed().as_secs_f64());

@@ -400,22 +400,32 @@ impl Config {
         };
         if let crate::agent::Choice::Preset(preset) = choice {
             let settings = self.preset_settings(preset);
-            let program = preset.command(&settings, &crate::agent::Launch {
-                prompt_file: Path::new("prompt.md"),
-                workspace: Path::new("."),
-                model: None,
-                resume: None,
-                timeout_secs: 0,
-                title: "",
-                provider: None,
-            }).program;
+            let program = preset
+                .command(
+                    &settings,
+                    &crate::agent::Launch {
+                        prompt_file: Path::new("prompt.md"),
+                        workspace: Path::new("."),
+                        model: None,
+                        resume: None,
+                        timeout_secs: 0,
+                        title: "",
+                        provider: None,
+                    },
+                )
+                .program;
             if let Some(why) = missing_program(&program) {
                 let fix = if settings.program.trim().is_empty() {
-                    format!("install {preset} or set program under [executors.{preset}] in config.toml")
+                    format!(
+                        "install {preset} or set program under [executors.{preset}] in config.toml"
+                    )
                 } else {
                     format!("fix program under [executors.{preset}] in config.toml")
                 };
-                return Some(format!("the {preset} preset's program {why}; {fix} (chosen by the {})", from()));
+                return Some(format!(
+                    "the {preset} preset's program {why}; {fix} (chosen by the {})",
+                    from()
+                ));
             }
             return crate::agent::preflight(preset, &settings, crate::agent::running_as_root());
         }

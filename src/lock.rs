@@ -132,6 +132,8 @@ mod tests {
         .context("worker");
         assert!(is_busy(&e));
         assert!(format!("{e:#}").contains("held /p/.git/braids-worktrees.lock for over 120s"));
-        assert!(!is_busy(&anyhow::anyhow!("another worker held x for over 120s")));
+        assert!(!is_busy(&anyhow::anyhow!(
+            "another worker held x for over 120s"
+        )));
     }
 }

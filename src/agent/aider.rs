@@ -39,8 +39,14 @@ fn count(word: &str) -> Option<u64> {
 pub fn tokens_line(line: &str) -> Option<(u64, u64, Option<f64>)> {
     let rest = line.trim().strip_prefix("Tokens:")?;
     let words: Vec<&str> = rest.split_whitespace().collect();
-    let sent = words.iter().position(|w| w.starts_with("sent")).and_then(|i| count(words.get(i.checked_sub(1)?)?))?;
-    let received = words.iter().position(|w| w.starts_with("received")).and_then(|i| count(words.get(i.checked_sub(1)?)?))?;
+    let sent = words
+        .iter()
+        .position(|w| w.starts_with("sent"))
+        .and_then(|i| count(words.get(i.checked_sub(1)?)?))?;
+    let received = words
+        .iter()
+        .position(|w| w.starts_with("received"))
+        .and_then(|i| count(words.get(i.checked_sub(1)?)?))?;
     let session = words
         .iter()
         .position(|w| w.starts_with("session"))
@@ -66,7 +72,11 @@ impl StreamReader for AiderReader {
             return;
         }
         let lower = t.to_ascii_lowercase();
-        if lower.contains("error") && (lower.contains("litellm") || lower.contains("api") || provider_from_message(t).is_some()) {
+        if lower.contains("error")
+            && (lower.contains("litellm")
+                || lower.contains("api")
+                || provider_from_message(t).is_some())
+        {
             self.last_error = Some(t.to_string());
         } else if !t.starts_with("```") {
             self.last_text = Some(t.to_string());
@@ -100,8 +110,14 @@ mod tests {
 
     #[test]
     fn token_lines_are_read() {
-        assert_eq!(tokens_line("Tokens: 1.2k sent, 40 received. Cost: $0.01 message, $0.02 session."), Some((1200, 40, Some(0.02))));
-        assert_eq!(tokens_line("Tokens: 100 sent, 20 received."), Some((100, 20, None)));
+        assert_eq!(
+            tokens_line("Tokens: 1.2k sent, 40 received. Cost: $0.01 message, $0.02 session."),
+            Some((1200, 40, Some(0.02)))
+        );
+        assert_eq!(
+            tokens_line("Tokens: 100 sent, 20 received."),
+            Some((100, 20, None))
+        );
         assert_eq!(tokens_line("Applied edit to hello.txt"), None);
     }
 
@@ -113,7 +129,15 @@ mod tests {
         let o = r.finish(Some(0), "");
         assert!(matches!(o.verdict(Some(0)), Verdict::Provider(_)), "{o:?}");
         let mut r = Box::new(AiderReader::new());
-        for l in ["hello.txt", "```", "hi", "```", "Created both.", "Tokens: 100 sent, 20 received. Cost: $0.00060 message, $0.00060 session.", "Applied edit to hello.txt"] {
+        for l in [
+            "hello.txt",
+            "```",
+            "hi",
+            "```",
+            "Created both.",
+            "Tokens: 100 sent, 20 received. Cost: $0.00060 message, $0.00060 session.",
+            "Applied edit to hello.txt",
+        ] {
             r.line(l);
         }
         let o = r.finish(Some(0), "");

@@ -9,7 +9,11 @@ use super::{compare_versions, version_in, Permission, Preset, PresetSettings};
 pub fn preflight(preset: Preset, settings: &PresetSettings, root: bool) -> Option<String> {
     let sandboxed = settings.env.get("IS_SANDBOX").is_some_and(|v| v == "1")
         || std::env::var("IS_SANDBOX").is_ok_and(|v| v == "1");
-    if preset == Preset::ClaudeCode && settings.permission == Permission::Bypass && root && !sandboxed {
+    if preset == Preset::ClaudeCode
+        && settings.permission == Permission::Bypass
+        && root
+        && !sandboxed
+    {
         return Some(
             "Claude Code refuses --dangerously-skip-permissions as root, so [executors.claude-code] permission = \"bypass\" cannot run here; use permission = \"workspace\" (the default), or set IS_SANDBOX = \"1\" under [executors.claude-code.env] when the agent runs in a sandbox".into(),
         );
@@ -62,14 +66,29 @@ mod tests {
         assert_eq!(preflight(Preset::Codex, &s, true), None);
         s.env.insert("IS_SANDBOX".into(), "1".into());
         assert_eq!(preflight(Preset::ClaudeCode, &s, true), None);
-        assert_eq!(preflight(Preset::ClaudeCode, &PresetSettings::default(), true), None);
+        assert_eq!(
+            preflight(Preset::ClaudeCode, &PresetSettings::default(), true),
+            None
+        );
     }
 
     #[test]
     fn versions_are_judged_against_the_tested_one() {
-        assert_eq!(version_check(Preset::ClaudeCode, "2.1.332 (Claude Code)"), VersionCheck::Tested("2.1.332".into()));
-        assert_eq!(version_check(Preset::Codex, "codex-cli 0.200.1"), VersionCheck::Newer("0.200.1".into()));
-        assert_eq!(version_check(Preset::Aider, "aider 0.80.0"), VersionCheck::Older("0.80.0".into()));
-        assert!(matches!(version_check(Preset::Opencode, "Segmentation fault"), VersionCheck::Unreadable(_)));
+        assert_eq!(
+            version_check(Preset::ClaudeCode, "2.1.332 (Claude Code)"),
+            VersionCheck::Tested("2.1.332".into())
+        );
+        assert_eq!(
+            version_check(Preset::Codex, "codex-cli 0.200.1"),
+            VersionCheck::Newer("0.200.1".into())
+        );
+        assert_eq!(
+            version_check(Preset::Aider, "aider 0.80.0"),
+            VersionCheck::Older("0.80.0".into())
+        );
+        assert!(matches!(
+            version_check(Preset::Opencode, "Segmentation fault"),
+            VersionCheck::Unreadable(_)
+        ));
     }
 }

@@ -92,7 +92,10 @@ mod tests {
         let w: W = toml::from_str("executor = [\"agent\", \"{prompt_file}\"]").unwrap();
         assert_eq!(w.executor.argv(), ["agent", "{prompt_file}"]);
         let e = toml::from_str::<W>("executor = \"cluade\"").err().unwrap();
-        assert!(e.to_string().contains("`cluade` is not an executor preset"), "{e}");
+        assert!(
+            e.to_string().contains("`cluade` is not an executor preset"),
+            "{e}"
+        );
         assert!(e.to_string().contains("line 1"), "{e}");
         let e = toml::from_str::<W>("executor = 3").err().unwrap();
         assert!(e.to_string().contains("a preset's name"), "{e}");
@@ -100,10 +103,17 @@ mod tests {
 
     #[test]
     fn project_fields_name_a_preset_or_a_command() {
-        assert_eq!(Choice::from_field(" Codex "), Some(Choice::Preset(Preset::Codex)));
+        assert_eq!(
+            Choice::from_field(" Codex "),
+            Some(Choice::Preset(Preset::Codex))
+        );
         assert_eq!(
             Choice::from_field("my-agent --fast 'two words'"),
-            Some(Choice::Argv(vec!["my-agent".into(), "--fast".into(), "two words".into()]))
+            Some(Choice::Argv(vec![
+                "my-agent".into(),
+                "--fast".into(),
+                "two words".into()
+            ]))
         );
         assert_eq!(Choice::from_field("agent 'unclosed"), None);
     }

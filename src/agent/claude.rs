@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
-use super::outcome::{provider_from_message, provider_status, AgentOutcome, ProviderFailure, StreamReader};
+use super::outcome::{
+    provider_from_message, provider_status, AgentOutcome, ProviderFailure, StreamReader,
+};
 use super::Preset;
 
 #[derive(Default)]
@@ -116,10 +118,14 @@ impl StreamReader for ClaudeReader {
         let tokens = |k: &str| usage[k].as_u64();
         if tokens("input_tokens").is_some() {
             out.usage.tokens_in = Some(
-                ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"]
-                    .iter()
-                    .filter_map(|k| tokens(k))
-                    .sum(),
+                [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ]
+                .iter()
+                .filter_map(|k| tokens(k))
+                .sum(),
             );
         }
         out.usage.tokens_out = tokens("output_tokens");
@@ -127,7 +133,10 @@ impl StreamReader for ClaudeReader {
         if let Some(m) = r["modelUsage"].as_object().and_then(|m| m.keys().next()) {
             out.model = Some(m.clone());
         }
-        let listed: Vec<&Value> = r["permission_denials"].as_array().map(|d| d.iter().collect()).unwrap_or_default();
+        let listed: Vec<&Value> = r["permission_denials"]
+            .as_array()
+            .map(|d| d.iter().collect())
+            .unwrap_or_default();
         out.denials = listed.iter().map(|d| denial(d)).collect();
         out.denials.extend(
             streamed
@@ -137,7 +146,10 @@ impl StreamReader for ClaudeReader {
         );
         let is_error = r["is_error"].as_bool().unwrap_or(false);
         let text = r["result"].as_str().unwrap_or_default();
-        if let Some(status) = r["api_error_status"].as_u64().and_then(|s| u16::try_from(s).ok()) {
+        if let Some(status) = r["api_error_status"]
+            .as_u64()
+            .and_then(|s| u16::try_from(s).ok())
+        {
             if provider_status(status) {
                 out.provider = Some(ProviderFailure {
                     status: Some(status),
@@ -146,7 +158,11 @@ impl StreamReader for ClaudeReader {
                 });
             }
         }
-        if is_error || r["subtype"].as_str().is_some_and(|s| s.starts_with("error")) {
+        if is_error
+            || r["subtype"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("error"))
+        {
             if out.provider.is_none() && r["terminal_reason"] == "api_error" {
                 out.provider = provider_from_message(text);
             }
@@ -174,7 +190,8 @@ mod tests {
         crate::agent::outcome::read_all(Box::new(ClaudeReader::new()), lines, code, "")
     }
 
-    const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s-1","model":"claude-opus-5-5"}"#;
+    const INIT: &str =
+        r#"{"type":"system","subtype":"init","session_id":"s-1","model":"claude-opus-5-5"}"#;
 
     #[test]
     fn a_finished_run_gives_its_session_text_and_cost() {
@@ -187,8 +204,14 @@ mod tests {
             0,
         );
         assert_eq!(o.session.as_deref(), Some("s-1"));
-        assert_eq!(o.final_text.as_deref(), Some("Created hello.txt containing hi."));
-        assert_eq!((o.usage.tokens_in, o.usage.tokens_out, o.usage.cost_usd), (Some(200), Some(40), Some(0.0016)));
+        assert_eq!(
+            o.final_text.as_deref(),
+            Some("Created hello.txt containing hi.")
+        );
+        assert_eq!(
+            (o.usage.tokens_in, o.usage.tokens_out, o.usage.cost_usd),
+            (Some(200), Some(40), Some(0.0016))
+        );
         assert_eq!(o.verdict(Some(0)), Verdict::Succeeded);
     }
 
@@ -201,7 +224,10 @@ mod tests {
             ),
             0,
         );
-        assert_eq!(o.verdict(Some(0)), Verdict::Denied(vec!["Write /tmp/outside/x.txt".into()]));
+        assert_eq!(
+            o.verdict(Some(0)),
+            Verdict::Denied(vec!["Write /tmp/outside/x.txt".into()])
+        );
     }
 
     #[test]
@@ -241,7 +267,10 @@ mod tests {
     fn no_result_and_a_failure_reads_stderr() {
         let mut r = Box::new(ClaudeReader::new());
         r.line("not json at all");
-        let o = r.finish(Some(1), "Error: No conversation found with session ID: nope\n");
+        let o = r.finish(
+            Some(1),
+            "Error: No conversation found with session ID: nope\n",
+        );
         assert_eq!(o.garbage.as_deref(), Some("not json at all"));
         assert!(o.failed.unwrap().contains("No conversation found"));
     }

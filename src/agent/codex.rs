@@ -89,9 +89,18 @@ mod tests {
     #[test]
     fn the_real_sample_gives_thread_text_and_tokens_but_no_cost() {
         let o = read(include_str!("testdata/codex_events.jsonl"), 0);
-        assert_eq!(o.session.as_deref(), Some("01a21b52-2fa0-7533-94e2-03b4896cc202"));
-        assert_eq!(o.final_text.as_deref(), Some("Created hello.txt containing hi."));
-        assert_eq!((o.usage.tokens_in, o.usage.tokens_out, o.usage.cost_usd), (Some(200), Some(40), None));
+        assert_eq!(
+            o.session.as_deref(),
+            Some("01a21b52-2fa0-7533-94e2-03b4896cc202")
+        );
+        assert_eq!(
+            o.final_text.as_deref(),
+            Some("Created hello.txt containing hi.")
+        );
+        assert_eq!(
+            (o.usage.tokens_in, o.usage.tokens_out, o.usage.cost_usd),
+            (Some(200), Some(40), None)
+        );
         assert_eq!(o.verdict(Some(0)), Verdict::Succeeded);
     }
 
@@ -109,7 +118,13 @@ mod tests {
             panic!("{o:?}")
         };
         assert_eq!(p.status, Some(429));
-        let broken = read("{\"type\":\"turn.failed\",\"error\":{\"message\":\"sandbox denied\"}}", 1);
-        assert_eq!(broken.verdict(Some(1)), Verdict::Failed("codex: sandbox denied".into()));
+        let broken = read(
+            "{\"type\":\"turn.failed\",\"error\":{\"message\":\"sandbox denied\"}}",
+            1,
+        );
+        assert_eq!(
+            broken.verdict(Some(1)),
+            Verdict::Failed("codex: sandbox denied".into())
+        );
     }
 }

@@ -92,7 +92,9 @@ impl Preset {
                 let mut a = vec!["-p", "--output-format", "stream-json", "--verbose"];
                 match settings.permission {
                     // Edits are accepted inside the working directory only; commands run there.
-                    Permission::Workspace => a.extend(["--permission-mode", "acceptEdits", "--allowedTools", "Bash"]),
+                    Permission::Workspace => {
+                        a.extend(["--permission-mode", "acceptEdits", "--allowedTools", "Bash"])
+                    }
                     Permission::Ask => a.extend(["--permission-mode", "default"]),
                     Permission::Bypass => a.push("--dangerously-skip-permissions"),
                 }
@@ -241,15 +243,26 @@ mod tests {
         let s = PresetSettings::default();
         let claude = Preset::ClaudeCode.command(&s, &launch(&p, &w));
         assert_eq!(claude.program, "claude");
-        assert!(claude.args.windows(2).any(|x| x == ["--output-format", "stream-json"]));
+        assert!(claude
+            .args
+            .windows(2)
+            .any(|x| x == ["--output-format", "stream-json"]));
         assert!(claude.args.contains(&"--verbose".to_string()));
         assert_eq!(claude.prompt, Prompt::Stdin);
-        assert!(claude.env.contains(&("CLAUDE_CODE_MAX_RETRIES".into(), "2".into())));
+        assert!(claude
+            .env
+            .contains(&("CLAUDE_CODE_MAX_RETRIES".into(), "2".into())));
         let codex = Preset::Codex.command(&s, &launch(&p, &w));
         assert_eq!(codex.args[..2], ["exec", "--json"]);
-        assert!(codex.args.windows(2).any(|x| x == ["-s", "workspace-write"]));
+        assert!(codex
+            .args
+            .windows(2)
+            .any(|x| x == ["-s", "workspace-write"]));
         assert_eq!(codex.args.last().map(String::as_str), Some("-"));
-        assert!(!codex.args.iter().any(|a| a.contains("max_retries")), "no provider named");
+        assert!(
+            !codex.args.iter().any(|a| a.contains("max_retries")),
+            "no provider named"
+        );
         let oc = Preset::Opencode.command(&s, &launch(&p, &w));
         assert!(oc.args.windows(2).any(|x| x == ["--format", "json"]));
         assert!(oc.args.windows(2).any(|x| x == ["--title", "app-1"]));
@@ -259,7 +272,9 @@ mod tests {
         assert!(aider.args.contains(&"--no-auto-commits".to_string()));
         let claw = Preset::OpenClaw.command(&s, &launch(&p, &w));
         assert!(claw.args.windows(2).any(|x| x == ["--cwd", "/ws"]));
-        assert!(claw.env.contains(&("OPENCLAW_NO_RESPAWN".into(), "1".into())));
+        assert!(claw
+            .env
+            .contains(&("OPENCLAW_NO_RESPAWN".into(), "1".into())));
     }
 
     #[test]
@@ -269,7 +284,14 @@ mod tests {
             program: "/opt/bin/claude".into(),
             model: "sonnet".into(),
             args: vec!["--max-turns".into(), "40".into()],
-            env: [("ANTHROPIC_BASE_URL".to_string(), "http://127.0.0.1:9".to_string()), ("CLAUDE_CODE_MAX_RETRIES".to_string(), "0".to_string())].into(),
+            env: [
+                (
+                    "ANTHROPIC_BASE_URL".to_string(),
+                    "http://127.0.0.1:9".to_string(),
+                ),
+                ("CLAUDE_CODE_MAX_RETRIES".to_string(), "0".to_string()),
+            ]
+            .into(),
             permission: Permission::Bypass,
             retries: None,
         };
@@ -277,14 +299,33 @@ mod tests {
         let c = Preset::ClaudeCode.command(&s, &l);
         assert_eq!(c.program, "/opt/bin/claude");
         assert!(c.args.windows(2).any(|x| x == ["--model", "sonnet"]));
-        assert!(c.args.contains(&"--dangerously-skip-permissions".to_string()));
-        assert_eq!(c.args[c.args.len() - 2..], ["--max-turns", "40"], "args come last");
-        assert_eq!(c.env.iter().filter(|(k, _)| k == "CLAUDE_CODE_MAX_RETRIES").count(), 1);
-        assert!(c.env.contains(&("CLAUDE_CODE_MAX_RETRIES".into(), "0".into())), "env wins");
+        assert!(c
+            .args
+            .contains(&"--dangerously-skip-permissions".to_string()));
+        assert_eq!(
+            c.args[c.args.len() - 2..],
+            ["--max-turns", "40"],
+            "args come last"
+        );
+        assert_eq!(
+            c.env
+                .iter()
+                .filter(|(k, _)| k == "CLAUDE_CODE_MAX_RETRIES")
+                .count(),
+            1
+        );
+        assert!(
+            c.env
+                .contains(&("CLAUDE_CODE_MAX_RETRIES".into(), "0".into())),
+            "env wins"
+        );
         l.model = Some("opus");
         l.resume = Some("abc-123");
         let c = Preset::ClaudeCode.command(&s, &l);
-        assert!(c.args.windows(2).any(|x| x == ["--model", "opus"]), "the project's Model: wins");
+        assert!(
+            c.args.windows(2).any(|x| x == ["--model", "opus"]),
+            "the project's Model: wins"
+        );
         assert!(c.args.windows(2).any(|x| x == ["--resume", "abc-123"]));
         l.provider = Some("standin");
         let codex = PresetSettings {
@@ -297,7 +338,11 @@ mod tests {
             "{}",
             c.display()
         );
-        assert_eq!(c.args[c.args.len() - 4..], ["--skip-git-repo-check", "resume", "abc-123", "-"], "options before resume");
+        assert_eq!(
+            c.args[c.args.len() - 4..],
+            ["--skip-git-repo-check", "resume", "abc-123", "-"],
+            "options before resume"
+        );
         let c = Preset::Opencode.command(&PresetSettings::default(), &l);
         assert!(c.args.windows(2).any(|x| x == ["--session", "abc-123"]));
     }

@@ -65,9 +65,16 @@ impl Preset {
             stderr
         )
         .to_ascii_lowercase();
-        ["no conversation found", "not found", "no such session", "does not exist", "no rollout found", "unknown session"]
-            .iter()
-            .any(|w| said.contains(w))
+        [
+            "no conversation found",
+            "not found",
+            "no such session",
+            "does not exist",
+            "no rollout found",
+            "unknown session",
+        ]
+        .iter()
+        .any(|w| said.contains(w))
     }
 }
 
@@ -84,7 +91,10 @@ impl StreamReader for ExitOnly {
     fn finish(self: Box<Self>, code: Option<i32>, stderr: &str) -> AgentOutcome {
         let mut out = self.0;
         if code != Some(0) {
-            out.provider = stderr.lines().last().and_then(outcome::provider_from_message);
+            out.provider = stderr
+                .lines()
+                .last()
+                .and_then(outcome::provider_from_message);
         }
         out
     }
@@ -122,11 +132,19 @@ mod tests {
             },
             ..AgentOutcome::default()
         };
-        assert_eq!(cost_of(&o, Some("m9"), &prices), None, "no price known: tokens only");
+        assert_eq!(
+            cost_of(&o, Some("m9"), &prices),
+            None,
+            "no price known: tokens only"
+        );
         let c = cost_of(&o, Some("m1"), &prices).unwrap();
         assert!((c - 0.004).abs() < 1e-12, "{c}");
         o.usage.cost_usd = Some(0.5);
-        assert_eq!(cost_of(&o, Some("m1"), &prices), Some(0.5), "the CLI's own figure wins");
+        assert_eq!(
+            cost_of(&o, Some("m1"), &prices),
+            Some(0.5),
+            "the CLI's own figure wins"
+        );
     }
 
     #[test]

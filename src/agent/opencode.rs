@@ -2,7 +2,6 @@
 //! parts carry the agent's words, `step_finish` parts the tokens and cost of a step, and an
 //! `error` event the reason a run failed.
 
-
 use super::outcome::{provider_from_message, AgentOutcome, StreamReader};
 use super::Preset;
 
@@ -29,7 +28,10 @@ impl StreamReader for OpencodeReader {
         let Some(v) = self.out.event(line) else {
             return;
         };
-        if let Some(id) = v["sessionID"].as_str().or_else(|| v["part"]["sessionID"].as_str()) {
+        if let Some(id) = v["sessionID"]
+            .as_str()
+            .or_else(|| v["part"]["sessionID"].as_str())
+        {
             self.out.session = Some(id.to_string());
         }
         let part = &v["part"];
@@ -41,9 +43,18 @@ impl StreamReader for OpencodeReader {
             }
             "step_finish" => {
                 let t = &part["tokens"];
-                let cache = t["cache"]["read"].as_u64().unwrap_or(0) + t["cache"]["write"].as_u64().unwrap_or(0);
-                add(&mut self.out.usage.tokens_in, t["input"].as_u64().map(|n| n + cache));
-                add(&mut self.out.usage.tokens_out, t["output"].as_u64().map(|n| n + t["reasoning"].as_u64().unwrap_or(0)));
+                let cache = t["cache"]["read"].as_u64().unwrap_or(0)
+                    + t["cache"]["write"].as_u64().unwrap_or(0);
+                add(
+                    &mut self.out.usage.tokens_in,
+                    t["input"].as_u64().map(|n| n + cache),
+                );
+                add(
+                    &mut self.out.usage.tokens_out,
+                    t["output"]
+                        .as_u64()
+                        .map(|n| n + t["reasoning"].as_u64().unwrap_or(0)),
+                );
                 if let Some(c) = part["cost"].as_f64() {
                     self.out.usage.cost_usd = Some(self.out.usage.cost_usd.unwrap_or(0.0) + c);
                 }
@@ -56,7 +67,9 @@ impl StreamReader for OpencodeReader {
                     .or_else(|| e["name"].as_str())
                     .unwrap_or("error")
                     .to_string();
-                let status = e["data"]["statusCode"].as_u64().and_then(|s| u16::try_from(s).ok());
+                let status = e["data"]["statusCode"]
+                    .as_u64()
+                    .and_then(|s| u16::try_from(s).ok());
                 self.out.provider = match status {
                     Some(s) if super::outcome::provider_status(s) => Some(super::ProviderFailure {
                         status: Some(s),
@@ -112,7 +125,10 @@ mod tests {
         let o = r.finish(Some(0), "");
         assert_eq!(o.session.as_deref(), Some("ses_1"));
         assert_eq!(o.final_text.as_deref(), Some("Wrote hello.txt."));
-        assert_eq!((o.usage.tokens_in, o.usage.tokens_out), (Some(200), Some(40)));
+        assert_eq!(
+            (o.usage.tokens_in, o.usage.tokens_out),
+            (Some(200), Some(40))
+        );
         assert!((o.usage.cost_usd.unwrap() - 0.002).abs() < 1e-12);
         assert_eq!(o.verdict(Some(0)), Verdict::Succeeded);
         let mut r = Box::new(OpencodeReader::new());
@@ -124,8 +140,14 @@ mod tests {
         assert_eq!((p.status, p.retry_after), (Some(429), Some(2)));
         // No JSON error event, a dump on stderr instead.
         let r = Box::new(OpencodeReader::new());
-        let o = r.finish(Some(1), "Error: AI_APICallError: stand-in rate limit\n  statusCode: 429,\n  params: {\n  }\n");
-        assert_eq!(o.failed.as_deref(), Some("opencode: Error: AI_APICallError: stand-in rate limit"));
+        let o = r.finish(
+            Some(1),
+            "Error: AI_APICallError: stand-in rate limit\n  statusCode: 429,\n  params: {\n  }\n",
+        );
+        assert_eq!(
+            o.failed.as_deref(),
+            Some("opencode: Error: AI_APICallError: stand-in rate limit")
+        );
         assert_eq!(o.provider.unwrap().status, Some(429));
     }
 }

@@ -74,10 +74,9 @@ impl AgentOutcome {
         let json = self.preset.is_some_and(Preset::speaks_json);
         if json && self.events == 0 {
             let name = self.preset.map_or("the agent", Preset::name);
-            let seen = self
-                .garbage
-                .as_deref()
-                .map_or("nothing".to_string(), |g| format!("`{}`", crate::templates::clip(g, 80)));
+            let seen = self.garbage.as_deref().map_or("nothing".to_string(), |g| {
+                format!("`{}`", crate::templates::clip(g, 80))
+            });
             return Verdict::Failed(format!(
                 "{name} printed no JSON events (it printed {seen}); check [executors.{name}] program and args in config.toml: the program must be {name} and args must not change its output format"
             ));
@@ -160,7 +159,10 @@ pub fn provider_from_message(text: &str) -> Option<ProviderFailure> {
     // Words stand for the status a CLI did not print (aider names litellm's exceptions).
     let lower = text.to_ascii_lowercase();
     let status = status_in(text).or_else(|| {
-        if ["rate limit", "rate_limit", "ratelimit", "too many requests"].iter().any(|w| lower.contains(w)) {
+        if ["rate limit", "rate_limit", "ratelimit", "too many requests"]
+            .iter()
+            .any(|w| lower.contains(w))
+        {
             Some(429)
         } else if lower.contains("overloaded") {
             Some(529)
@@ -240,7 +242,10 @@ mod tests {
             denials: vec!["Write /tmp/x".into()],
             ..out(Preset::ClaudeCode)
         };
-        assert_eq!(denied.verdict(Some(0)), Verdict::Denied(vec!["Write /tmp/x".into()]));
+        assert_eq!(
+            denied.verdict(Some(0)),
+            Verdict::Denied(vec!["Write /tmp/x".into()])
+        );
         let p = ProviderFailure {
             status: Some(429),
             what: "rate limited".into(),
@@ -267,23 +272,45 @@ mod tests {
             panic!()
         };
         assert!(why.contains("opencode printed no JSON events"), "{why}");
-        assert!(why.contains("[executors.opencode]") && why.contains("config.toml"), "{why}");
+        assert!(
+            why.contains("[executors.opencode]") && why.contains("config.toml"),
+            "{why}"
+        );
         let aider = AgentOutcome {
             events: 0,
             ..out(Preset::Aider)
         };
-        assert_eq!(aider.verdict(Some(0)), Verdict::Succeeded, "aider speaks text");
+        assert_eq!(
+            aider.verdict(Some(0)),
+            Verdict::Succeeded,
+            "aider speaks text"
+        );
     }
 
     #[test]
     fn provider_failures_are_read_from_messages() {
-        let p = provider_from_message("API Error: 429 {\"type\":\"rate_limit_error\"} retry-after: 7").unwrap();
+        let p =
+            provider_from_message("API Error: 429 {\"type\":\"rate_limit_error\"} retry-after: 7")
+                .unwrap();
         assert_eq!((p.status, p.retry_after), (Some(429), Some(7)));
-        assert_eq!(provider_from_message("Overloaded").unwrap().status, Some(529));
+        assert_eq!(
+            provider_from_message("Overloaded").unwrap().status,
+            Some(529)
+        );
         let aider = "litellm.RateLimitError: RateLimitError: OpenAIException - stand-in rate limit";
         assert_eq!(provider_from_message(aider).unwrap().status, Some(429));
-        assert_eq!(provider_from_message("quota exceeded for this key").unwrap().status, None);
-        assert_eq!(provider_from_message("exceeded retry limit, last status: 529 <unknown status code>").unwrap().status, Some(529));
+        assert_eq!(
+            provider_from_message("quota exceeded for this key")
+                .unwrap()
+                .status,
+            None
+        );
+        assert_eq!(
+            provider_from_message("exceeded retry limit, last status: 529 <unknown status code>")
+                .unwrap()
+                .status,
+            Some(529)
+        );
         assert!(provider_from_message("file not found: src/x.rs").is_none());
         assert!(provider_from_message("wrote 1500 lines").is_none());
     }

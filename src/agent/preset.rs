@@ -100,7 +100,8 @@ impl<'de> Deserialize<'de> for Preset {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Preset, D::Error> {
         let s = String::deserialize(d)?;
         Preset::parse(&s).ok_or_else(|| {
-            let hint = Preset::like(&s).map_or(String::new(), |p| format!(" (did you mean `{p}`?)"));
+            let hint =
+                Preset::like(&s).map_or(String::new(), |p| format!(" (did you mean `{p}`?)"));
             serde::de::Error::custom(format!(
                 "`{s}` is not an executor preset{hint}; write one of {}",
                 Preset::names()
@@ -115,7 +116,10 @@ pub fn version_in(text: &str) -> Option<String> {
     text.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == 'v')
         .find(|w| {
             let parts: Vec<&str> = w.split('.').collect();
-            parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            parts.len() >= 2
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
         })
         .map(str::to_string)
 }
@@ -144,15 +148,25 @@ mod tests {
         assert_eq!(Preset::like("my-agent"), None);
         let e = toml::from_str::<std::collections::BTreeMap<String, Preset>>("a = \"gpt\"")
             .unwrap_err();
-        assert!(e.to_string().contains("claude-code, codex, opencode, aider, openclaw"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("claude-code, codex, opencode, aider, openclaw"),
+            "{e}"
+        );
     }
 
     #[test]
     fn versions_are_found_and_compared() {
-        assert_eq!(version_in("2.1.332 (Claude Code)").as_deref(), Some("2.1.332"));
+        assert_eq!(
+            version_in("2.1.332 (Claude Code)").as_deref(),
+            Some("2.1.332")
+        );
         assert_eq!(version_in("codex-cli 0.171.0").as_deref(), Some("0.171.0"));
         assert_eq!(version_in("aider 0.86.2\n").as_deref(), Some("0.86.2"));
-        assert_eq!(version_in("OpenClaw 2026.9.6 (abc)").as_deref(), Some("2026.9.6"));
+        assert_eq!(
+            version_in("OpenClaw 2026.9.6 (abc)").as_deref(),
+            Some("2026.9.6")
+        );
         assert_eq!(version_in("v1.18.33").as_deref(), Some("1.18.33"));
         assert_eq!(version_in("garbage"), None);
         use std::cmp::Ordering::*;

@@ -33,13 +33,21 @@ pub fn readable(line: &str) -> Option<String> {
                 .flatten()
                 .filter_map(|c| match c["type"].as_str()? {
                     "text" => Some(format!("» {}", clip(c["text"].as_str()?))),
-                    "tool_use" => Some(format!("→ {} {}", c["name"].as_str()?, clip(&target(&c["input"])))),
+                    "tool_use" => Some(format!(
+                        "→ {} {}",
+                        c["name"].as_str()?,
+                        clip(&target(&c["input"]))
+                    )),
                     "tool_result" => {
                         let text = match &c["content"] {
                             Value::String(s) => s.clone(),
                             other => compact(other, &["text"]),
                         };
-                        let mark = if c["is_error"].as_bool() == Some(true) { "✗" } else { "←" };
+                        let mark = if c["is_error"].as_bool() == Some(true) {
+                            "✗"
+                        } else {
+                            "←"
+                        };
                         Some(format!("{mark} {}", clip(&text)))
                     }
                     _ => None,
@@ -51,12 +59,27 @@ pub fn readable(line: &str) -> Option<String> {
             let denied = v["permission_denials"].as_array().map_or(0, Vec::len);
             format!(
                 "■ {} {}{} — {} turns, {} USD{}",
-                if v["is_error"].as_bool() == Some(true) { "failed" } else { "done" },
-                v["terminal_reason"].as_str().or(v["subtype"].as_str()).unwrap_or(""),
-                v["api_error_status"].as_u64().map_or(String::new(), |s| format!(" ({s})")),
+                if v["is_error"].as_bool() == Some(true) {
+                    "failed"
+                } else {
+                    "done"
+                },
+                v["terminal_reason"]
+                    .as_str()
+                    .or(v["subtype"].as_str())
+                    .unwrap_or(""),
+                v["api_error_status"]
+                    .as_u64()
+                    .map_or(String::new(), |s| format!(" ({s})")),
                 v["num_turns"].as_u64().unwrap_or(0),
-                v["total_cost_usd"].as_f64().map_or("?".into(), |c| format!("{c}")),
-                if denied > 0 { format!(", {denied} action(s) refused") } else { String::new() }
+                v["total_cost_usd"]
+                    .as_f64()
+                    .map_or("?".into(), |c| format!("{c}")),
+                if denied > 0 {
+                    format!(", {denied} action(s) refused")
+                } else {
+                    String::new()
+                }
             )
         }
         // Codex
@@ -65,11 +88,15 @@ pub fn readable(line: &str) -> Option<String> {
         "item.completed" | "item.updated" => {
             let item = &v["item"];
             match item["type"].as_str().unwrap_or_default() {
-                "agent_message" | "reasoning" => format!("» {}", clip(item["text"].as_str().unwrap_or(""))),
+                "agent_message" | "reasoning" => {
+                    format!("» {}", clip(item["text"].as_str().unwrap_or("")))
+                }
                 "command_execution" => format!(
                     "→ $ {} (exit {})",
                     clip(item["command"].as_str().unwrap_or("")),
-                    item["exit_code"].as_i64().map_or("?".into(), |c| c.to_string())
+                    item["exit_code"]
+                        .as_i64()
+                        .map_or("?".into(), |c| c.to_string())
                 ),
                 "file_change" => format!(
                     "→ files {}",
@@ -77,7 +104,11 @@ pub fn readable(line: &str) -> Option<String> {
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .map(|c| format!("{} {}", c["kind"].as_str().unwrap_or("?"), c["path"].as_str().unwrap_or("?")))
+                        .map(|c| format!(
+                            "{} {}",
+                            c["kind"].as_str().unwrap_or("?"),
+                            c["path"].as_str().unwrap_or("?")
+                        ))
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -114,14 +145,27 @@ pub fn readable(line: &str) -> Option<String> {
 
 /// The path or command a tool call is about.
 fn target(input: &Value) -> String {
-    ["file_path", "filePath", "path", "command", "cmd", "pattern", "url"]
-        .iter()
-        .find_map(|k| match &input[*k] {
-            Value::String(s) => Some(s.clone()),
-            Value::Array(a) => Some(a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
-            _ => None,
-        })
-        .unwrap_or_default()
+    [
+        "file_path",
+        "filePath",
+        "path",
+        "command",
+        "cmd",
+        "pattern",
+        "url",
+    ]
+    .iter()
+    .find_map(|k| match &input[*k] {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) => Some(
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    })
+    .unwrap_or_default()
 }
 
 /// The first of `keys` that holds text, else the value as JSON.
@@ -138,15 +182,30 @@ mod tests {
 
     #[test]
     fn claude_and_codex_streams_read_as_lines() {
-        let claude: Vec<String> = include_str!("testdata/claude_stream.jsonl").lines().filter_map(readable).collect();
+        let claude: Vec<String> = include_str!("testdata/claude_stream.jsonl")
+            .lines()
+            .filter_map(readable)
+            .collect();
         let text = claude.join("\n");
         assert!(text.starts_with("● session a421ec2b"), "{text}");
-        assert!(text.contains("→ Write /tmp/scratch/smoke-sj/repo/hello.txt"), "{text}");
+        assert!(
+            text.contains("→ Write /tmp/scratch/smoke-sj/repo/hello.txt"),
+            "{text}"
+        );
         assert!(text.contains("← File created successfully"), "{text}");
-        assert!(text.contains("» Created hello.txt containing hi."), "{text}");
-        assert!(text.contains("■ done completed — 2 turns, 0.0016 USD"), "{text}");
+        assert!(
+            text.contains("» Created hello.txt containing hi."),
+            "{text}"
+        );
+        assert!(
+            text.contains("■ done completed — 2 turns, 0.0016 USD"),
+            "{text}"
+        );
         assert!(!text.contains("{\""), "no raw JSON left: {text}");
-        let codex: Vec<String> = include_str!("testdata/codex_events.jsonl").lines().filter_map(readable).collect();
+        let codex: Vec<String> = include_str!("testdata/codex_events.jsonl")
+            .lines()
+            .filter_map(readable)
+            .collect();
         assert_eq!(
             codex,
             [
@@ -160,8 +219,14 @@ mod tests {
 
     #[test]
     fn other_lines_pass_unchanged() {
-        assert_eq!(readable("worker: claimed app-1").as_deref(), Some("worker: claimed app-1"));
+        assert_eq!(
+            readable("worker: claimed app-1").as_deref(),
+            Some("worker: claimed app-1")
+        );
         assert_eq!(readable("{not json").as_deref(), Some("{not json"));
-        assert_eq!(readable("{\"level\":\"info\"}").as_deref(), Some("{\"level\":\"info\"}"));
+        assert_eq!(
+            readable("{\"level\":\"info\"}").as_deref(),
+            Some("{\"level\":\"info\"}")
+        );
     }
 }

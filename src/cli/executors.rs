@@ -23,7 +23,11 @@ pub fn run(paths: &Paths, a: ExecutorsArgs) -> Result<i32> {
     let config = crate::config::Config::load(&paths.config())
         .map(|l| l.config)
         .unwrap_or_default();
-    let config = if a.defaults { crate::config::Config::default() } else { config };
+    let config = if a.defaults {
+        crate::config::Config::default()
+    } else {
+        config
+    };
     Recipes(crate::app::agents::recipes(&config)).print(a.json);
     Ok(EXIT_OK)
 }

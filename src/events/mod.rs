@@ -1,4 +1,4 @@
-//! The supervisor's stream (claw-builder's "file-based events", issue 14): everything braids does
+//! The supervisor's stream (claw-builder's "file-based events"): everything braids does
 //! to a project is also written as one small JSON file, `<project>/.claw/events/NNNNNN-<type>.event`,
 //! so a person, a script or a stronger model can follow braids without polling STATUS.md and
 //! diffing it.

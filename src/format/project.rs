@@ -616,7 +616,7 @@ mod tests {
         assert_eq!(parse_positive("1h", true), Some(3600));
         assert_eq!(parse_positive("2 (keep it low)", false), Some(2));
         assert_eq!(parse_positive("2s", false), None);
-        // Durations as people write them (issue 15 item 10).
+        // Durations as people write them.
         assert_eq!(parse_positive("90m", true), Some(5400));
         assert_eq!(parse_positive("2h30m", true), Some(9000));
         assert_eq!(parse_positive("1h30min", true), Some(5400));

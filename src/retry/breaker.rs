@@ -300,7 +300,10 @@ pub fn signature(
 pub fn provider_signature(status: Option<u16>, what: &str) -> String {
     match status {
         Some(s) => format!("provider: HTTP {s}"),
-        None => format!("provider: {}", crate::templates::clip(&what.to_lowercase(), 60)),
+        None => format!(
+            "provider: {}",
+            crate::templates::clip(&what.to_lowercase(), 60)
+        ),
     }
 }
 

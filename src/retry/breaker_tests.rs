@@ -209,9 +209,18 @@ fn c2_14_signatures() {
     assert!(is_provider("provider: overloaded"));
     assert!(!is_provider("exit 1"));
     // What an agent CLI reported: one signature per status, whichever CLI and words.
-    assert_eq!(provider_signature(Some(429), "API Error: 429 rate_limit_error"), "provider: HTTP 429");
-    assert_eq!(provider_signature(Some(429), "exceeded retry limit"), "provider: HTTP 429");
-    assert_eq!(provider_signature(None, "Overloaded"), "provider: overloaded");
+    assert_eq!(
+        provider_signature(Some(429), "API Error: 429 rate_limit_error"),
+        "provider: HTTP 429"
+    );
+    assert_eq!(
+        provider_signature(Some(429), "exceeded retry limit"),
+        "provider: HTTP 429"
+    );
+    assert_eq!(
+        provider_signature(None, "Overloaded"),
+        "provider: overloaded"
+    );
     assert!(is_provider(&provider_signature(Some(529), "")));
 }
 

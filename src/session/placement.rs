@@ -239,7 +239,10 @@ mod tests {
         assert_eq!(lines, [3, 4, 5, 6, 7, 8, 9]);
         assert!(problems[5].message.contains("not a model name"));
         let (_, openclaw) = read("# A\nStatus: active\nBackend: openclaw\nModel: gpt\n");
-        assert!(openclaw[0].message.contains("provider/model"), "{openclaw:?}");
+        assert!(
+            openclaw[0].message.contains("provider/model"),
+            "{openclaw:?}"
+        );
         let (preset, none) = read("# A\nStatus: active\nModel: claude-opus-5-5\n");
         assert!(none.is_empty(), "{none:?}");
         assert_eq!(preset.model.as_deref(), Some("claude-opus-5-5"));

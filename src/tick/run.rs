@@ -172,7 +172,8 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         .collect();
     next.checkins.extend(sent);
     next.settle_claims(
-        plan.settled().filter(|c| !outcome.still_held.contains(&c.bead)),
+        plan.settled()
+            .filter(|c| !outcome.still_held.contains(&c.bead)),
         plan.upgraded(),
         &outcome.new_claims,
     );

@@ -37,8 +37,12 @@ impl Worker<'_> {
         let breaker = self.config.breaker.policy();
         let r = &failure.result;
         // A preset's CLI says itself when the provider failed it; otherwise its output is read.
-        let (signature, retry_after_secs) = match r.agent.as_ref().and_then(|a| a.provider.as_ref()) {
-            Some(p) => (Some(retry::breaker::provider_signature(p.status, &p.what)), p.retry_after),
+        let (signature, retry_after_secs) = match r.agent.as_ref().and_then(|a| a.provider.as_ref())
+        {
+            Some(p) => (
+                Some(retry::breaker::provider_signature(p.status, &p.what)),
+                p.retry_after,
+            ),
             None => retry::breaker::signature(r.code, r.timed_out, &r.tail, &breaker.patterns),
         };
         let record = retry::Failure {
@@ -184,7 +188,10 @@ impl Worker<'_> {
         let closed = run.steps.iter().any(|s| s.name == "close");
         if crate::lock::is_busy(e) && !closed {
             let why = format!("waited too long for a lock: {}", clip(&error, 200));
-            match self.tracker.reopen(&run.msg.bead, &format!("braids: {why}; retried by a later run")) {
+            match self.tracker.reopen(
+                &run.msg.bead,
+                &format!("braids: {why}; retried by a later run"),
+            ) {
                 Ok(()) => {
                     run.step("retry", format!("bead open again, uncounted: {why}"));
                     return Ending::HandedBack { why };

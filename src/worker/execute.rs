@@ -169,8 +169,17 @@ impl Worker<'_> {
         }
         let verdict = judge(&res, report.as_ref(), fresh.as_ref());
         run.step("execute", format!("attempt: {verdict}"));
-        self.account(run, l, report.as_ref(), agent.as_ref(), &verdict, agent_started.elapsed());
-        run.hold = Some(stop::Hold::marking(self.paths.finishing(&l.slug, &run.msg.bead)));
+        self.account(
+            run,
+            l,
+            report.as_ref(),
+            agent.as_ref(),
+            &verdict,
+            agent_started.elapsed(),
+        );
+        run.hold = Some(stop::Hold::marking(
+            self.paths.finishing(&l.slug, &run.msg.bead),
+        ));
         if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
             return Ok(Attempts::Guardrail(r.clone()));
         }
@@ -210,7 +219,11 @@ impl Worker<'_> {
         // The CLI's own count beats what the agent wrote in its report.
         let usage = match agent.filter(|a| !a.usage.is_empty()) {
             Some(a) => crate::cost::Usage {
-                cost_usd: crate::agent::cost_of(a, self.asked_model(l).as_deref(), &self.config.prices),
+                cost_usd: crate::agent::cost_of(
+                    a,
+                    self.asked_model(l).as_deref(),
+                    &self.config.prices,
+                ),
                 ..a.usage
             },
             None => report.map(|r| r.usage).unwrap_or_default(),
@@ -332,7 +345,11 @@ fn from_agent(
     expected: &Path,
     fresh: Option<PathBuf>,
 ) -> (Option<StatusReport>, Option<PathBuf>) {
-    let code = res.as_ref().ok().and_then(|r| (!r.timed_out).then_some(r.code)).flatten();
+    let code = res
+        .as_ref()
+        .ok()
+        .and_then(|r| (!r.timed_out).then_some(r.code))
+        .flatten();
     if agent.verdict(code) != crate::agent::Verdict::Succeeded {
         return (None, fresh);
     }
@@ -356,7 +373,12 @@ fn from_agent(
             ("title", bead.title.as_str()),
             ("bead", bead.id.as_str()),
             ("summary", summary.as_str()),
-            ("details", &format!("Written by braids from {name}'s last message; the agent wrote no deliverable.")),
+            (
+                "details",
+                &format!(
+                    "Written by braids from {name}'s last message; the agent wrote no deliverable."
+                ),
+            ),
         ],
     );
     match crate::atomic::write(expected, text.as_bytes()) {

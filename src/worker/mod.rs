@@ -47,8 +47,8 @@ use execute::Attempts;
 
 pub use context::slug_for;
 pub use exec::{work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor};
-pub use preset_exec::PresetExecutor;
 pub use execute::executor_for;
+pub use preset_exec::PresetExecutor;
 
 /// How a worker run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -21,7 +21,11 @@ pub struct PresetExecutor {
 }
 
 impl PresetExecutor {
-    fn once(&self, req: &ExecRequest, resume: Option<&str>) -> anyhow::Result<(ExecResult, String)> {
+    fn once(
+        &self,
+        req: &ExecRequest,
+        resume: Option<&str>,
+    ) -> anyhow::Result<(ExecResult, String)> {
         let provider = (self.preset == Preset::Codex)
             .then(|| codex_provider(&self.settings))
             .flatten();
@@ -117,7 +121,10 @@ fn codex_provider(settings: &PresetSettings) -> Option<String> {
         .get(name)
         .is_some()
         .then(|| name.to_string())
-        .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .filter(|n| {
+            n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
 }
 
 /// The session to keep when an attempt ends with a question: the CLI's id and its totals.

@@ -82,7 +82,7 @@ impl ExecStatus {
 
 impl StatusReport {
     /// The report of an agent that exited 0 and wrote a fresh deliverable with a Summary but
-    /// no status report: real agents forget it, and the work is there (issue 15 item 8).
+    /// no status report: real agents forget it, and the work is there.
     pub fn assumed(summary: Option<String>) -> StatusReport {
         StatusReport {
             status: ExecStatus::Pass,

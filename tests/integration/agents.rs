@@ -34,7 +34,12 @@ fn world(cli: Cli, more: &str) -> (Sandbox, AgentModel) {
 }
 
 /// A br project with `beads` beads, its iteration active, pushed to a bare upstream of its own.
-fn project(sb: &Sandbox, slug: &str, beads: usize, fields: &[(&str, &str)]) -> (Vec<String>, PathBuf) {
+fn project(
+    sb: &Sandbox,
+    slug: &str,
+    beads: usize,
+    fields: &[(&str, &str)],
+) -> (Vec<String>, PathBuf) {
     let mut p = sb.new_project(slug).br().beads(beads);
     for (k, v) in fields {
         p = p.field(k, v);
@@ -42,7 +47,10 @@ fn project(sb: &Sandbox, slug: &str, beads: usize, fields: &[(&str, &str)]) -> (
     let p = p.create();
     let bare = sb.home().join(format!("{slug}-upstream.git"));
     sb.git(sb.home(), &["init", "-q", "--bare", bare.to_str().unwrap()]);
-    sb.git(&p.root, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    sb.git(
+        &p.root,
+        &["remote", "add", "origin", bare.to_str().unwrap()],
+    );
     sb.git(&p.root, &["push", "-q", "-u", "origin", "HEAD"]);
     (p.beads, bare)
 }
@@ -118,7 +126,10 @@ fn landed_on_upstream(sb: &Sandbox, bare: &Path, bead: &str) {
         "{files}\n{}",
         sb.ok(&["logs", "--raw", bead])
     );
-    assert!(!files.contains(".aider"), "the CLI's own state never lands: {files}");
+    assert!(
+        !files.contains(".aider"),
+        "the CLI's own state never lands: {files}"
+    );
     assert_eq!(sb.git(bare, &["show", "main:hello.txt"]), "hi\n");
 }
 
@@ -147,11 +158,22 @@ fn closes_a_bead(cli: Cli, expect: (u64, u64, f64)) {
         assert!(seen.iter().all(|s| s.model == m), "{seen:?}");
     }
     let (tin, tout, usd) = cost_of(&sb, "app", &beads[0]);
-    assert_eq!((tin, tout), (expect.0, expect.1), "tokens as the CLI counted them");
-    assert!((usd - expect.2).abs() < 1e-9, "{usd} USD, expected {}", expect.2);
+    assert_eq!(
+        (tin, tout),
+        (expect.0, expect.1),
+        "tokens as the CLI counted them"
+    );
+    assert!(
+        (usd - expect.2).abs() < 1e-9,
+        "{usd} USD, expected {}",
+        expect.2
+    );
     // The agent's words became the deliverable's summary: it wrote none.
     let log = sb.ok(&["logs", &beads[0]]);
-    assert!(!log.contains("{\"type\""), "logs shows events readably:\n{log}");
+    assert!(
+        !log.contains("{\"type\""),
+        "logs shows events readably:\n{log}"
+    );
     let raw = sb.ok(&["logs", "--raw", &beads[0]]);
     if cli != Cli::Aider {
         assert!(raw.contains("{\"type\""), "--raw keeps the JSON:\n{raw}");
@@ -205,7 +227,11 @@ fn a_write_claude_code_was_refused_is_a_failed_attempt_with_the_refusal_in_the_n
         "{why}"
     );
     assert!(!outside.exists());
-    assert_ne!(sb.br_status("app", &beads[0]), "closed", "Claude Code exited 0, yet it failed");
+    assert_ne!(
+        sb.br_status("app", &beads[0]),
+        "closed",
+        "Claude Code exited 0, yet it failed"
+    );
     // The next attempt is told what was refused.
     wait_for("the worker gone", Duration::from_secs(60), || {
         sb.live_labels().is_empty().then_some(())
@@ -225,7 +251,10 @@ fn storm_opens_the_breaker_and_a_probe_closes_it(cli: Cli) {
     let Some(cli) = cli.installed() else {
         return;
     };
-    let (sb, model) = world(cli, "[breaker]\nwindow = 2\nprobe = \"5s\"\nprobe_max = \"5s\"\n");
+    let (sb, model) = world(
+        cli,
+        "[breaker]\nwindow = 2\nprobe = \"5s\"\nprobe_max = \"5s\"\n",
+    );
     model.set_default(Script::Fail {
         status: 429,
         retry_after: Some(1),
@@ -246,18 +275,28 @@ fn storm_opens_the_breaker_and_a_probe_closes_it(cli: Cli) {
             "{f}\n{}",
             String::from_utf8_lossy(&sb.run(&["logs", "--raw", bead]).stdout)
         );
-        assert_eq!(f["counts"], false, "a provider failure never counts against the bead: {f}");
+        assert_eq!(
+            f["counts"], false,
+            "a provider failure never counts against the bead: {f}"
+        );
     }
     wait_for("the workers gone", Duration::from_secs(60), || {
         sb.live_labels().is_empty().then_some(())
     });
     let report = sb.tick().force().run();
-    assert!(report.spawned_beads().is_empty(), "the breaker holds spawns: {report:#?}");
+    assert!(
+        report.spawned_beads().is_empty(),
+        "the breaker holds spawns: {report:#?}"
+    );
     let breaker = attempts(&sb)["breaker"].clone();
     assert!(breaker["openSince"].is_string(), "{breaker}");
     assert_eq!(breaker["signature"], "provider: HTTP 429");
     for (slug, bead) in [("app", &app[0]), ("web", &web[0])] {
-        assert_eq!(sb.br_status(slug, bead), "open", "no bead is blocked for an outage");
+        assert_eq!(
+            sb.br_status(slug, bead),
+            "open",
+            "no bead is blocked for an outage"
+        );
     }
     // The provider is back: one probe, and its success closes the breaker.
     model.set_default(Script::Write {
@@ -272,19 +311,29 @@ fn storm_opens_the_breaker_and_a_probe_closes_it(cli: Cli) {
     closed(&sb, slug, &probe, Duration::from_secs(240));
     wait_for("the breaker closed", Duration::from_secs(120), || {
         let _ = sb.tick().force().run();
-        attempts(&sb)["breaker"]["openSince"].is_null().then_some(())
+        attempts(&sb)["breaker"]["openSince"]
+            .is_null()
+            .then_some(())
     });
     // Spawning again: the other bead runs at the next ticks and lands.
-    let (other_slug, other) = if slug == "app" { ("web", &web[0]) } else { ("app", &app[0]) };
-    wait_for(&format!("{other_slug} {other} closed"), Duration::from_secs(240), || {
-        let _ = sb.tick().force().run();
-        (sb.br_status(other_slug, other) == "closed")
-            .then_some(())
-            .or_else(|| {
-                std::thread::sleep(Duration::from_secs(2));
-                None
-            })
-    });
+    let (other_slug, other) = if slug == "app" {
+        ("web", &web[0])
+    } else {
+        ("app", &app[0])
+    };
+    wait_for(
+        &format!("{other_slug} {other} closed"),
+        Duration::from_secs(240),
+        || {
+            let _ = sb.tick().force().run();
+            (sb.br_status(other_slug, other) == "closed")
+                .then_some(())
+                .or_else(|| {
+                    std::thread::sleep(Duration::from_secs(2));
+                    None
+                })
+        },
+    );
     if other_slug == "web" {
         landed_on_upstream(&sb, &web_up, other);
     }
@@ -332,7 +381,11 @@ fn an_answer_resumes_the_agents_session(cli: Cli) {
     wait_for("the question", Duration::from_secs(180), || {
         (sb.br_status("app", bead) == "blocked").then_some(())
     });
-    let asked: Vec<String> = model.seen().iter().filter_map(|s| s.session.clone()).collect();
+    let asked: Vec<String> = model
+        .seen()
+        .iter()
+        .filter_map(|s| s.session.clone())
+        .collect();
     let first = asked.first().cloned().expect("the CLI sent its session id");
     wait_for("the worker gone", Duration::from_secs(60), || {
         sb.live_labels().is_empty().then_some(())
@@ -346,12 +399,19 @@ fn an_answer_resumes_the_agents_session(cli: Cli) {
     let later: Vec<_> = model.seen().into_iter().skip(asked.len()).collect();
     assert!(!later.is_empty());
     assert!(
-        later.iter().all(|s| s.session.as_deref() == Some(first.as_str())),
+        later
+            .iter()
+            .all(|s| s.session.as_deref() == Some(first.as_str())),
         "resumed {first}: {later:?}"
     );
-    assert!(later.iter().all(|s| s.turns >= 2), "the session's history came along: {later:?}");
+    assert!(
+        later.iter().all(|s| s.turns >= 2),
+        "the session's history came along: {later:?}"
+    );
     wait_for(&format!("{bead} pushed"), Duration::from_secs(120), || {
-        sb.git(&bare, &["log", "--format=%s", "main"]).contains(bead.as_str()).then_some(())
+        sb.git(&bare, &["log", "--format=%s", "main"])
+            .contains(bead.as_str())
+            .then_some(())
     });
 }
 
@@ -383,10 +443,15 @@ fn a_hung_stream_is_stopped_as_stalled(cli: Cli) {
         }
         f
     });
-    assert!(f["why"].as_str().unwrap_or_default().contains("stall"), "{f}");
-    wait_for("the worker and its agent gone", Duration::from_secs(60), || {
-        (!crate::support::procs::alive(pid)).then_some(())
-    });
+    assert!(
+        f["why"].as_str().unwrap_or_default().contains("stall"),
+        "{f}"
+    );
+    wait_for(
+        "the worker and its agent gone",
+        Duration::from_secs(60),
+        || (!crate::support::procs::alive(pid)).then_some(()),
+    );
     assert!(model.seen().iter().all(|s| s.status == 200));
 }
 
@@ -423,7 +488,8 @@ fn a_claude_code_session_that_is_gone_is_started_afresh_with_the_answer_in_the_p
         Script::Write {
             files: vec![(
                 format!(".ai/executor-results/{bead}"),
-                "status: needs_human\nreason: needs_clarification\nsummary: Which greeting?\n".into(),
+                "status: needs_human\nreason: needs_clarification\nsummary: Which greeting?\n"
+                    .into(),
             )],
             final_text: "I asked.".into(),
         },
@@ -450,8 +516,16 @@ fn a_claude_code_session_that_is_gone_is_started_afresh_with_the_answer_in_the_p
     sb.tick().force().run();
     closed(&sb, "app", bead, Duration::from_secs(240));
     let fresh: Vec<_> = model.seen().into_iter().skip(seen_before).collect();
-    assert!(fresh.iter().all(|s| s.session.as_deref() != Some(first.as_str())), "{fresh:?}");
-    assert!(fresh.iter().any(|s| s.first_user.contains("say hi")), "the answer is in the fresh prompt: {fresh:?}");
+    assert!(
+        fresh
+            .iter()
+            .all(|s| s.session.as_deref() != Some(first.as_str())),
+        "{fresh:?}"
+    );
+    assert!(
+        fresh.iter().any(|s| s.first_user.contains("say hi")),
+        "the answer is in the fresh prompt: {fresh:?}"
+    );
 }
 
 /// `braids check --json`: its exit code and findings.
@@ -459,7 +533,10 @@ fn check(sb: &Sandbox) -> (i32, Vec<Value>) {
     let o = sb.run(&["check", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
-    (o.status.code().unwrap(), v["findings"].as_array().cloned().unwrap_or_default())
+    (
+        o.status.code().unwrap(),
+        v["findings"].as_array().cloned().unwrap_or_default(),
+    )
 }
 
 /// The one finding about config.toml that says `words`, with its line and a fix.
@@ -467,7 +544,10 @@ fn finding(findings: &[Value], words: &str) -> Value {
     findings
         .iter()
         .find(|f| {
-            f["path"].as_str().unwrap_or_default().ends_with("config.toml")
+            f["path"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with("config.toml")
                 && f["message"].as_str().unwrap_or_default().contains(words)
         })
         .cloned()
@@ -478,10 +558,26 @@ fn finding(findings: &[Value], words: &str) -> Value {
 fn configuration_mistakes_in_presets_are_named_with_their_line_and_fix() {
     // Each mistake alone, in an otherwise clean installation: (config, words, line).
     let cases: [(&str, &str, usize); 4] = [
-        ("[worker]\nexecutor = \"cluade-code\"\n", "did you mean `claude-code`", 2),
-        ("[worker]\nexecutor = \"codex\"\n[executors.codex]\nenv = \"OPENAI_BASE_URL=x\"\n", "expected a map", 4),
-        ("[prices.\"gpt-5.5\"]\ninput = \"cheap\"\noutput = 10\n", "expected f64", 2),
-        ("[executors.gpt]\nmodel = \"x\"\n", "not an executor preset", 1),
+        (
+            "[worker]\nexecutor = \"cluade-code\"\n",
+            "did you mean `claude-code`",
+            2,
+        ),
+        (
+            "[worker]\nexecutor = \"codex\"\n[executors.codex]\nenv = \"OPENAI_BASE_URL=x\"\n",
+            "expected a map",
+            4,
+        ),
+        (
+            "[prices.\"gpt-5.5\"]\ninput = \"cheap\"\noutput = 10\n",
+            "expected f64",
+            2,
+        ),
+        (
+            "[executors.gpt]\nmodel = \"x\"\n",
+            "not an executor preset",
+            1,
+        ),
     ];
     for (toml, words, line) in cases {
         let sb = Install::new().build();
@@ -489,7 +585,10 @@ fn configuration_mistakes_in_presets_are_named_with_their_line_and_fix() {
         let (code, findings) = check(&sb);
         let f = finding(&findings, words);
         assert_eq!(f["line"], line, "{toml}: {f}");
-        assert!(!f["fix"].as_str().unwrap().contains("delete"), "never advises deleting settings: {f}");
+        assert!(
+            !f["fix"].as_str().unwrap().contains("delete"),
+            "never advises deleting settings: {f}"
+        );
         assert_ne!(code, 0, "{toml}");
     }
 }
@@ -497,15 +596,24 @@ fn configuration_mistakes_in_presets_are_named_with_their_line_and_fix() {
 #[test]
 fn a_preset_whose_program_is_missing_holds_its_beads_and_check_names_the_line() {
     let sb = Install::new()
-        .config("[worker]\nexecutor = \"codex\"\n\n[executors.codex]\nprogram = \"/nowhere/codex\"\n")
+        .config(
+            "[worker]\nexecutor = \"codex\"\n\n[executors.codex]\nprogram = \"/nowhere/codex\"\n",
+        )
         .build();
     let text = sb.read(sb.braids_dir().join("config.toml"));
-    let line = text.lines().position(|l| l.contains("/nowhere/codex")).unwrap() + 1;
+    let line = text
+        .lines()
+        .position(|l| l.contains("/nowhere/codex"))
+        .unwrap()
+        + 1;
     let (beads, _) = project(&sb, "app", 1, &[]);
     let (code, findings) = check(&sb);
     let f = finding(&findings, "`/nowhere/codex` is not an executable file");
     assert_eq!(f["line"], line, "{f}");
-    assert!(f["message"].as_str().unwrap().contains("[executors.codex]"), "{f}");
+    assert!(
+        f["message"].as_str().unwrap().contains("[executors.codex]"),
+        "{f}"
+    );
     assert_eq!(code, 1);
     // The tick's preflight holds the bead: nothing claimed, nothing blocked.
     let report = sb.tick().force().run();
@@ -517,7 +625,12 @@ fn a_preset_whose_program_is_missing_holds_its_beads_and_check_names_the_line() 
     let (_, findings) = check(&sb);
     let f = findings
         .iter()
-        .find(|f| f["message"].as_str().unwrap_or_default().contains("did you mean the preset `claude-code`"))
+        .find(|f| {
+            f["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("did you mean the preset `claude-code`")
+        })
         .unwrap_or_else(|| panic!("{findings:#?}"));
     assert!(f["path"].as_str().unwrap().ends_with("PROJECT.md"), "{f}");
     assert!(f["line"].is_u64(), "{f}");
@@ -529,7 +642,10 @@ fn a_preset_whose_program_is_missing_holds_its_beads_and_check_names_the_line() 
 fn check_runs_each_preset_in_use_and_a_cli_that_prints_garbage_fails_with_the_fix() {
     let sb = Install::new().build();
     // A "claude" that is not Claude Code: no version, no JSON.
-    let fake = sb.script("bin/fake-claude", "echo 'Segmentation fault (core dumped)'\nexit 0\n");
+    let fake = sb.script(
+        "bin/fake-claude",
+        "echo 'Segmentation fault (core dumped)'\nexit 0\n",
+    );
     sb.config(&format!(
         "[worker]\nexecutor = \"claude-code\"\n\n[executors.claude-code]\nprogram = {:?}\n",
         fake.display().to_string()
@@ -537,7 +653,14 @@ fn check_runs_each_preset_in_use_and_a_cli_that_prints_garbage_fails_with_the_fi
     let (beads, _) = project(&sb, "app", 1, &[]);
     let (code, findings) = check(&sb);
     let f = finding(&findings, "printed no version");
-    assert!(f["line"].is_u64() && f["fix"].as_str().unwrap().contains("[executors.claude-code]"), "{f}");
+    assert!(
+        f["line"].is_u64()
+            && f["fix"]
+                .as_str()
+                .unwrap()
+                .contains("[executors.claude-code]"),
+        "{f}"
+    );
     assert_eq!(code, 1);
     // Run anyway: the attempt fails and says what to fix; the bead is retried, not blocked.
     let report = sb.tick().force().run();
@@ -547,7 +670,9 @@ fn check_runs_each_preset_in_use_and_a_cli_that_prints_garbage_fails_with_the_fi
     });
     let why = failed["why"].as_str().unwrap();
     assert!(
-        why.contains("claude-code printed no JSON events") && why.contains("Segmentation fault") && why.contains("config.toml"),
+        why.contains("claude-code printed no JSON events")
+            && why.contains("Segmentation fault")
+            && why.contains("config.toml"),
         "{why}"
     );
     wait_for("the bead open again", Duration::from_secs(60), || {
@@ -561,7 +686,9 @@ fn check_runs_each_preset_in_use_and_a_cli_that_prints_garbage_fails_with_the_fi
         project(&sb, "app", 1, &[]);
         let (_, findings) = check(&sb);
         assert!(
-            !findings.iter().any(|f| f["section"] == "agents" || f["section"] == "preflight"),
+            !findings
+                .iter()
+                .any(|f| f["section"] == "agents" || f["section"] == "preflight"),
             "{}: {findings:#?}",
             cli.preset()
         );
@@ -572,12 +699,16 @@ fn check_runs_each_preset_in_use_and_a_cli_that_prints_garbage_fails_with_the_fi
 fn executors_prints_the_recipes_the_readme_shows() {
     let sb = Install::new().build();
     let recipes = sb.ok(&["executors", "--defaults"]);
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     assert!(
         readme.contains(recipes.trim()),
         "README.md's Agents section differs from `braids executors --defaults`; paste its output there:\n{recipes}"
     );
     for preset in ["claude-code", "codex", "opencode", "aider", "openclaw"] {
-        assert!(recipes.contains(&format!("executor = \"{preset}\"")), "{recipes}");
+        assert!(
+            recipes.contains(&format!("executor = \"{preset}\"")),
+            "{recipes}"
+        );
     }
 }

@@ -475,7 +475,10 @@ fn switch(from: &str, to: &str) {
         "open",
         "a timed-out bead's claim is released once its worker is stopped"
     );
-    assert!(!spawned(&r).contains(&ids[2]), "nor handed on in the same run: {r:#}");
+    assert!(
+        !spawned(&r).contains(&ids[2]),
+        "nor handed on in the same run: {r:#}"
+    );
     // The freed slots go to the ready bead, under the backend configured now.
     assert_eq!(spawned(&r), ids[3..4], "{r:#}");
     let now = sb.live();

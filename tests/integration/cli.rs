@@ -110,8 +110,16 @@ fn new_scaffolds_registers_and_commits() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert_eq!(out.matches("no executor is configured").count(), 1, "{out}");
     // At the line to change: `executor = []` under [worker].
-    assert!(out.contains("config.toml:") && out.contains(": error [preflight]"), "{out}");
-    let line: usize = out.split("config.toml:").nth(1).and_then(|r| r.split(':').next()).and_then(|n| n.parse().ok()).expect(&out);
+    assert!(
+        out.contains("config.toml:") && out.contains(": error [preflight]"),
+        "{out}"
+    );
+    let line: usize = out
+        .split("config.toml:")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .expect(&out);
     let text = std::fs::read_to_string(s.braids_dir().join("config.toml")).unwrap();
     assert_eq!(text.lines().nth(line - 1), Some("executor = []"), "{out}");
     s.config("[worker]\nexecutor = [\"sh\", \"-c\", \"exit 0\"]\n");

@@ -51,9 +51,11 @@ fn c2_6_a_worker_pushing_slowly_after_closing_its_bead_is_left_to_finish() {
     let r = sb.tick().force().run();
     assert_eq!(r.spawned_beads(), [bead.clone()], "{r:#?}");
     let l = label("app", bead);
-    wait_for("the bead closed by its worker", Duration::from_secs(120), || {
-        (sb.br_status("app", bead) == "closed").then_some(())
-    });
+    wait_for(
+        "the bead closed by its worker",
+        Duration::from_secs(120),
+        || (sb.br_status("app", bead) == "closed").then_some(()),
+    );
     // Closed, committed, pushing: every tick leaves the worker alone until its push is done.
     let mut ticks = 0;
     while sb.live_labels().contains(&l) {
@@ -66,9 +68,15 @@ fn c2_6_a_worker_pushing_slowly_after_closing_its_bead_is_left_to_finish() {
         std::thread::sleep(Duration::from_secs(1));
         assert!(ticks < 120, "the worker never ended");
     }
-    assert!(ticks >= 3, "the push was not slow enough to test anything ({ticks} ticks)");
+    assert!(
+        ticks >= 3,
+        "the push was not slow enough to test anything ({ticks} ticks)"
+    );
     let pushed = sb.git(&bare, &["log", "--format=%s", "main"]);
-    assert!(pushed.contains(bead.as_str()), "the push was cut off: {pushed}");
+    assert!(
+        pushed.contains(bead.as_str()),
+        "the push was cut off: {pushed}"
+    );
 }
 
 #[test]
@@ -102,7 +110,11 @@ fn c2_7_a_stalled_worker_is_stopped_and_its_bead_done_under_plain_scheduled_tick
         "if [ ! -e \"$HOME/hung-once\" ]; then touch \"$HOME/hung-once\"; exec sleep 600; fi\n{AGENT}"
     );
     let sb = install(&agent, "");
-    let app = sb.new_project("app").beads(1).field("StallTimeout", "5s").create();
+    let app = sb
+        .new_project("app")
+        .beads(1)
+        .field("StallTimeout", "5s")
+        .create();
     let bead = &app.beads[0];
     // A scheduler's ticks, every 2 s: no --force, so the idle backoff applies.
     let started = std::time::Instant::now();
@@ -121,7 +133,10 @@ fn c2_7_a_stalled_worker_is_stopped_and_its_bead_done_under_plain_scheduled_tick
     }
     assert!(stalled, "the first worker was never stopped as stalled");
     let events = sb.ok(&["events", "--json"]);
-    assert!(events.contains("claim_released"), "the release is an event: {events}");
+    assert!(
+        events.contains("claim_released"),
+        "the release is an event: {events}"
+    );
 }
 
 /// The pid of a live `sleep 613`, the agent of the test below.
@@ -147,7 +162,9 @@ fn c2_6_a_sigkilled_workers_agent_dies_with_it() {
     )
     .unwrap();
     assert!(
-        poll_until(Duration::from_secs(10), || !crate::support::procs::alive(agent)),
+        poll_until(Duration::from_secs(10), || !crate::support::procs::alive(
+            agent
+        )),
         "the agent of a SIGKILLed worker lives on"
     );
     // The worker is gone for sure: its claim comes back at the next run, not after the grace.
@@ -174,15 +191,21 @@ fn c2_13_a_worker_that_waits_out_a_lock_hands_its_bead_back_uncounted() {
     assert!(poll_until(Duration::from_secs(10), || lock.exists()));
     let r = sb.tick().force().run();
     assert_eq!(r.spawned_beads(), [bead.clone()]);
-    wait_for("the worker to give up waiting", Duration::from_secs(200), || {
-        sb.live_labels().is_empty().then_some(())
-    });
+    wait_for(
+        "the worker to give up waiting",
+        Duration::from_secs(200),
+        || sb.live_labels().is_empty().then_some(()),
+    );
     let _ = holder.kill();
     let _ = holder.wait();
     // Open again, no failure counted, nothing blocked.
     assert_eq!(sb.workplan("app")[bead].0, "open");
-    let attempts = std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap_or_default();
-    assert!(!attempts.contains(bead.as_str()), "a wait counted as a failure: {attempts}");
+    let attempts =
+        std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap_or_default();
+    assert!(
+        !attempts.contains(bead.as_str()),
+        "a wait counted as a failure: {attempts}"
+    );
     // And the next run does the work.
     let r = sb.tick().force().run();
     assert_eq!(r.spawned_beads(), [bead.clone()], "{r:#?}");

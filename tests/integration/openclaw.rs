@@ -85,13 +85,21 @@ fn the_openclaw_recipes_use_only_flags_the_installed_cli_has() {
         .take_while(|w| !w.starts_with('-'))
         .cloned()
         .collect();
-    let flags: Vec<String> = preset.args.iter().filter(|w| w.starts_with("--")).cloned().collect();
+    let flags: Vec<String> = preset
+        .args
+        .iter()
+        .filter(|w| w.starts_with("--"))
+        .cloned()
+        .collect();
     all.push(("the openclaw preset", (sub, flags)));
     let exec: Vec<_> = all
         .iter()
         .filter(|(_, (sub, _))| sub == &["agent", "exec"])
         .collect();
-    assert!(!exec.is_empty(), "the preset runs `openclaw agent exec`: {all:?}");
+    assert!(
+        !exec.is_empty(),
+        "the preset runs `openclaw agent exec`: {all:?}"
+    );
     for (_, (_, flags)) in &exec {
         for want in ["--message-file", "--cwd", "--timeout", "--json", "--model"] {
             assert!(flags.iter().any(|f| f == want), "{want} in {flags:?}");

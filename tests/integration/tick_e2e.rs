@@ -598,7 +598,11 @@ fn c2_6_timeout_kills_and_bead_status_is_checked_before_runtime() {
     // retry wait), but it is not handed to a new worker in the same run; the freed slots go to
     // the remaining ready bead.
     assert_eq!(sb.br_status("app", &ids[1]), "open");
-    assert!(r2.released_pairs().contains(&("app".to_string(), ids[1].clone())), "{r2:#?}");
+    assert!(
+        r2.released_pairs()
+            .contains(&("app".to_string(), ids[1].clone())),
+        "{r2:#?}"
+    );
     assert_eq!(r2.spawned_beads(), ids[2..3], "{r2:#?}");
 }
 

@@ -1373,7 +1373,10 @@ fn c2_6_a_tick_leaves_a_worker_finishing_after_the_close_alone() {
     );
     assert_eq!(p.status(&ids[0]), "closed");
     let report = p.sb.tick().force().run();
-    assert!(report.zombies.is_empty(), "a finishing worker was stopped: {report:#?}");
+    assert!(
+        report.zombies.is_empty(),
+        "a finishing worker was stopped: {report:#?}"
+    );
     assert!(
         poll_until(Duration::from_secs(60), || p.sb.live_labels().is_empty()),
         "the worker never ended"

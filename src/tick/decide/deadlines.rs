@@ -10,7 +10,11 @@ use chrono::{DateTime, Duration, Utc};
 use super::{ProjectView, Snapshot};
 
 fn secs(n: u64) -> Duration {
-    Duration::seconds(i64::try_from(n).unwrap_or(i64::MAX / 1000).min(i64::MAX / 1000))
+    Duration::seconds(
+        i64::try_from(n)
+            .unwrap_or(i64::MAX / 1000)
+            .min(i64::MAX / 1000),
+    )
 }
 
 /// The earliest deadline after `now` of any running worker of a registered project.
@@ -26,11 +30,18 @@ pub fn earliest(snap: &Snapshot, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
             let label = s.label.to_string();
             let timeout = s.started_at + secs(p.worker_timeout);
             let stall = (p.stall_timeout > 0 && !snap.finishing.contains(&label)).then(|| {
-                let active = snap.activity.get(&label).map_or(s.started_at, |a| (*a).max(s.started_at));
+                let active = snap
+                    .activity
+                    .get(&label)
+                    .map_or(s.started_at, |a| (*a).max(s.started_at));
                 active + secs(p.stall_timeout)
             });
             let step = p.protocol.get(s.label.bead()).and_then(|v| v.deadline);
-            [Some(timeout), stall, step].into_iter().flatten().filter(|t| *t > now).min()
+            [Some(timeout), stall, step]
+                .into_iter()
+                .flatten()
+                .filter(|t| *t > now)
+                .min()
         })
         .min()
 }

@@ -24,20 +24,21 @@
 //!   made with it says so.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 
-use crate::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel};
+use crate::model::{Bead, BeadId, BeadStatus, SessionLabel};
 pub use crate::retry::breaker::Gate;
-use crate::session::{Session, SessionProblem};
-use crate::state::{Claim, IdleReason};
+use crate::session::SessionProblem;
+use crate::state::IdleReason;
 use crate::workspace::WorkspaceMode;
 
 mod deadlines;
 mod eligibility;
 mod guards;
 mod plan;
+mod snapshot;
 mod stories;
 mod zombie;
 
@@ -47,6 +48,7 @@ pub use plan::{
     KillStorm, OrphanedStep, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, SpawnProject,
     Sweep, Upgrade, STAND_INS,
 };
+pub use snapshot::{ProjectView, Snapshot};
 pub use zombie::{classify, SessionVerdict, Zombie, ZombieOwner, ZombieReason};
 
 /// What a tracker said about one bead.
@@ -58,79 +60,6 @@ pub enum BeadLookup {
     Missing,
     /// The tracker could not be asked.
     Unknown,
-}
-
-/// One registered project as observed this run.
-#[derive(Debug, Clone)]
-pub struct ProjectView {
-    pub slug: String,
-    pub path: PathBuf,
-    pub priority: Priority,
-    pub max_workers: u32,
-    /// Seconds.
-    pub worker_timeout: u64,
-    /// Seconds without output or a changed file after which a worker is stalled; 0: never.
-    pub stall_timeout: u64,
-    pub channel: Option<String>,
-    pub eligibility: Eligibility,
-    /// The active iteration's Stories, in order.
-    pub stories: Vec<BeadId>,
-    /// Ready beads in the tracker's order; empty when not queried.
-    pub ready: Vec<Bead>,
-    /// Status of the beads that have sessions or claims.
-    pub beads: BTreeMap<BeadId, BeadLookup>,
-    /// Set when the tracker failed this run; the project is skipped, the rest go on.
-    pub tracker_error: Option<String>,
-    /// Set when no worker of the project could do its work (the preflight, `tick::preflight`):
-    /// nothing is claimed for it.
-    pub preflight_error: Option<String>,
-    /// PROJECT.md `Workspace:`: a git worktree per bead, or the shared work tree.
-    pub workspace: WorkspaceMode,
-    /// Why the project gets no new worker today though it is eligible: its `DailyBudget` is
-    /// reached ([`budget_hold`]). Ready work then waits as it would at capacity.
-    pub held_by_budget: Option<String>,
-    /// `Pipeline: protocol` stories with a state file, by bead (empty for other projects).
-    pub protocol: BTreeMap<BeadId, crate::protocol::tick::StoryView>,
-    /// PROJECT.md `Backend:` and the resources its workers ask for.
-    pub placement: crate::session::Placement,
-    /// Set when the project's backend could not be asked who is running (slurmctld down), or
-    /// its placement cannot be used: nothing of the project is touched this run.
-    pub backend_error: Option<String>,
-}
-
-/// Everything `decide` looks at.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    /// In registry order.
-    pub projects: Vec<ProjectView>,
-    pub sessions: Vec<Session>,
-    pub claims: Vec<Claim>,
-    /// 0 means no global cap.
-    pub global_max_workers: u32,
-    /// WorkerTimeout for sessions of projects missing from the registry (their PROJECT.md is
-    /// not read): the default WorkerTimeout.
-    pub orphan_timeout_secs: u64,
-    pub claim_grace: Duration,
-    /// Session records the backend found but could not read. Whether their worker runs is
-    /// unknown, so one that names its label counts as running: it holds its slot, its bead is
-    /// not handed out again, and it is never killed (there is nothing verified to signal).
-    pub unreadable: Vec<SessionProblem>,
-    /// `tick --allow-mass-kill`: this run may kill past the kill-storm guard.
-    pub allow_mass_kill: bool,
-    /// Beads waiting out a retry backoff: per project directory, when each may run again
-    /// ([`crate::retry`]).
-    pub waiting: BTreeMap<PathBuf, BTreeMap<BeadId, DateTime<Utc>>>,
-    /// Per session label, when its worker last showed activity (output or a changed file).
-    pub activity: BTreeMap<String, DateTime<Utc>>,
-    /// Session labels whose worker is in its fixed steps (it marked itself finishing).
-    pub finishing: BTreeSet<String>,
-    /// What the provider breaker lets this run spawn.
-    pub gate: Gate,
-    /// When the provider breaker lets the next probe through, while it is open.
-    pub next_probe: Option<DateTime<Utc>>,
-    /// Claims the release-storm guard held last run (`<path or slug>/<bead>`): still stranded
-    /// this run, they are released.
-    pub held_before: BTreeSet<String>,
 }
 
 /// The kill-storm guard: killing more than half of the running sessions, and at least three,
@@ -372,8 +301,8 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                     None => c.project == owner.slug,
                 }
         });
-        let in_progress = lookup(owner, z.session.label.bead())
-            == BeadLookup::Known(BeadStatus::InProgress);
+        let in_progress =
+            lookup(owner, z.session.label.bead()) == BeadLookup::Known(BeadStatus::InProgress);
         if let (Some(c), true) = (claim, in_progress) {
             releases.push(Release {
                 slug: owner.slug.clone(),
@@ -479,7 +408,9 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     );
     // The idle backoff never sleeps past the earliest moment something can change (2.7).
     let mut wake_at = [
-        (snap.gate != Gate::Open).then_some(snap.next_probe).flatten(),
+        (snap.gate != Gate::Open)
+            .then_some(snap.next_probe)
+            .flatten(),
         grace_ends,
         deadlines::earliest(snap, now),
         // Released or held back this run: the next scheduled run looks again.

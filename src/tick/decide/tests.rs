@@ -1,7 +1,12 @@
 //! Table tests for `decide`, one group per rule of CONTRACTS 2.x, in the contract's words.
 
 use super::*;
-use chrono::TimeZone;
+use chrono::{Duration, TimeZone};
+use std::path::PathBuf;
+
+use crate::model::Priority;
+use crate::session::Session;
+use crate::state::Claim;
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
@@ -386,14 +391,32 @@ fn c2_6_a_finishing_worker_is_stopped_only_by_its_worker_timeout() {
     let t = 3600;
     // (bead, age, stall: quiet for, finishing, verdict)
     let cases = [
-        (Known(Closed), 10, 0, false, SessionVerdict::Kill(ZombieReason::BeadClosed)),
+        (
+            Known(Closed),
+            10,
+            0,
+            false,
+            SessionVerdict::Kill(ZombieReason::BeadClosed),
+        ),
         // It closed the bead itself and is committing and pushing.
         (Known(Closed), 10, 0, true, SessionVerdict::Healthy),
         (BeadLookup::Missing, 10, 0, true, SessionVerdict::Healthy),
         // A slow push prints nothing: no stall while finishing.
-        (Known(InProgress), 400, 300, false, SessionVerdict::Kill(ZombieReason::Stalled)),
+        (
+            Known(InProgress),
+            400,
+            300,
+            false,
+            SessionVerdict::Kill(ZombieReason::Stalled),
+        ),
         (Known(InProgress), 400, 300, true, SessionVerdict::Healthy),
-        (Known(Closed), t + 1, 0, true, SessionVerdict::Kill(ZombieReason::Timeout)),
+        (
+            Known(Closed),
+            t + 1,
+            0,
+            true,
+            SessionVerdict::Kill(ZombieReason::Timeout),
+        ),
     ];
     for (bead, age, quiet, finishing, want) in cases {
         let s = session("a", "a-1", true, age as i64);
@@ -771,9 +794,9 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
 
 #[test]
 fn c2_10_a_row_pointing_a_slug_at_another_directory_does_not_settle_its_claims() {
-    // found by the simulation (seed 16002): for one run a garbled registry gave `web`'s slug
-    // to the directory of `api`, whose tracker has no w-1; the claim used to be looked up
-    // there, forgotten as settled, and w-1 stranded once its worker crashed
+    // for one run a garbled registry gives `web`'s slug to the directory of `api`, whose
+    // tracker has no w-1: the claim must not be looked up there and forgotten as settled, or
+    // w-1 is stranded once its worker crashes
     let w1 = claim("web", "w-1", 30);
     let mut s = snap(
         vec![project("web")
@@ -915,7 +938,7 @@ fn c2_10_a_worker_under_its_old_slug_is_its_projects_worker() {
     assert_eq!(spawned(&plan), ["project:site:w-2"]);
 }
 
-// ---- the kill-storm guard (issue 15 item 5) ----
+// ---- the kill-storm guard ----
 
 #[test]
 fn kill_storm_table() {
@@ -999,7 +1022,14 @@ fn c2_6_a_worker_quiet_for_its_stall_timeout_is_stalled() {
         let s = session("a", "a-1", true, age);
         let timeout = if stall == 0 { 100_000 } else { 3600 };
         assert_eq!(
-            classify(&s, Known(InProgress), timeout, (stall, active), false, now()),
+            classify(
+                &s,
+                Known(InProgress),
+                timeout,
+                (stall, active),
+                false,
+                now()
+            ),
             want,
             "stall={stall} age={age} active={active:?}"
         );
@@ -1339,8 +1369,11 @@ fn c2_5_a_gone_workers_claim_is_released_at_once_and_a_fresh_one_waits_its_grace
     let c2 = claim("a", "a-2", 1); // its worker ended: released now, inside the grace
     let c3 = claim("a", "a-3", 1); // no worker seen yet: the grace covers it
     let c4 = claim("a", "a-4", 5); // no worker and the grace is over: released
-    // Four more at work, so three releases of eight claims are no release storm.
-    let mut sessions = vec![session("a", "a-1", true, 120), session("a", "a-2", false, 30)];
+                                   // Four more at work, so three releases of eight claims are no release storm.
+    let mut sessions = vec![
+        session("a", "a-1", true, 120),
+        session("a", "a-2", false, 30),
+    ];
     let mut claims = vec![c1.clone(), c2.clone(), c3.clone(), c4.clone()];
     for b in ["a-5", "a-6", "a-7", "a-8"] {
         sessions.push(session("a", b, true, 10));
@@ -1348,12 +1381,18 @@ fn c2_5_a_gone_workers_claim_is_released_at_once_and_a_fresh_one_waits_its_grace
     }
     let mut sn = snap(vec![p], sessions);
     sn.claims = claims;
-    sn.activity.insert("project:a:a-1".into(), now() - Duration::seconds(90));
+    sn.activity
+        .insert("project:a:a-1".into(), now() - Duration::seconds(90));
     let plan = decide(&sn, now());
     assert_eq!(plan.zombies.len(), 1);
     assert_eq!(plan.zombies[0].reason, ZombieReason::Stalled);
     let released: Vec<&BeadId> = plan.releases.iter().map(|r| &r.bead).collect();
-    assert_eq!(released, [&id("a-1"), &id("a-2"), &id("a-4")], "{:?}", plan.releases);
+    assert_eq!(
+        released,
+        [&id("a-1"), &id("a-2"), &id("a-4")],
+        "{:?}",
+        plan.releases
+    );
     assert_eq!(plan.releases[0], release("a", &c1));
     assert!(!plan.releases.iter().any(|r| r.claim == c3));
     // Something was released: the next scheduled run looks again.
@@ -1374,9 +1413,9 @@ fn c2_7_the_backoff_wakes_for_the_first_deadline() {
     let cases: [(u64, u64, i64, Option<i64>, Option<i64>); 5] = [
         (3600, 0, 0, None, Some(3600 - 100)), // the WorkerTimeout of a worker 100 s old
         (3600, 300, 20, None, Some(300 - 20)), // its StallTimeout from its last output
-        (150, 300, 20, None, Some(50)),        // whichever comes first
-        (3600, 0, 0, Some(30), Some(90)),      // a claim's grace (120 s) ends first
-        (0, 0, 0, None, None),                 // nothing to wait for
+        (150, 300, 20, None, Some(50)),       // whichever comes first
+        (3600, 0, 0, Some(30), Some(90)),     // a claim's grace (120 s) ends first
+        (0, 0, 0, None, None),                // nothing to wait for
     ];
     for (timeout, stall, quiet, claim_age, want) in cases {
         let mut p = project("a");
@@ -1384,9 +1423,14 @@ fn c2_7_the_backoff_wakes_for_the_first_deadline() {
         p.0.stall_timeout = stall;
         p.0.beads.insert(id("a-1"), Known(InProgress));
         p.0.beads.insert(id("a-2"), Known(InProgress));
-        let sessions = if timeout == 0 { vec![] } else { vec![session("a", "a-1", true, 100)] };
+        let sessions = if timeout == 0 {
+            vec![]
+        } else {
+            vec![session("a", "a-1", true, 100)]
+        };
         let mut sn = snap(vec![p], sessions);
-        sn.activity.insert("project:a:a-1".into(), now() - Duration::seconds(quiet));
+        sn.activity
+            .insert("project:a:a-1".into(), now() - Duration::seconds(quiet));
         if let Some(age) = claim_age {
             let mut c = claim("a", "a-2", 0);
             c.claimed_at = now() - Duration::seconds(age);

@@ -117,7 +117,9 @@ impl Worker<'_> {
                 .map(|h| h.join().expect("a role's thread"))
                 .collect()
         });
-        run.hold = Some(stop::Hold::marking(self.paths.finishing(&l.slug, &run.msg.bead)));
+        run.hold = Some(stop::Hold::marking(
+            self.paths.finishing(&l.slug, &run.msg.bead),
+        ));
         if results.iter().any(|(_, r)| r.timed_out) {
             return Ok(Ran::TimedOut);
         }
@@ -179,7 +181,9 @@ impl Worker<'_> {
             tail: format!("failed to start: {e}"),
             ..ExecResult::default()
         });
-        run.hold = Some(stop::Hold::marking(self.paths.finishing(&l.slug, &run.msg.bead)));
+        run.hold = Some(stop::Hold::marking(
+            self.paths.finishing(&l.slug, &run.msg.bead),
+        ));
         res
     }
 

@@ -47,7 +47,11 @@ impl Cli {
         if self.present() {
             return Some(self);
         }
-        let why = format!("{} is not installed at {}", self.preset(), program.display());
+        let why = format!(
+            "{} is not installed at {}",
+            self.preset(),
+            program.display()
+        );
         assert!(
             std::env::var("BRAIDS_REQUIRE_AGENTS").as_deref() != Ok("1"),
             "BRAIDS_REQUIRE_AGENTS=1 but {why}"
@@ -179,4 +183,3 @@ impl Cli {
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
-

@@ -371,12 +371,9 @@ fn history(api: &str, body: &Value) -> Vec<Value> {
     )
     .to_vec();
     if is_aider(body) {
-        if let Some(at) = all
-            .iter()
-            .rposition(|m| {
-                m["role"] == "assistant" && m["content"].as_str().is_some_and(|c| c.starts_with("Ok"))
-            })
-        {
+        if let Some(at) = all.iter().rposition(|m| {
+            m["role"] == "assistant" && m["content"].as_str().is_some_and(|c| c.starts_with("Ok"))
+        }) {
             all.drain(..=at);
         }
     }
