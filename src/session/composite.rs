@@ -259,6 +259,7 @@ mod tests {
             pid: Some(100),
             started_at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
             running,
+            worker_gone: false,
             queued: false,
             ended: None,
             log: None,

@@ -111,6 +111,11 @@ pub struct Session {
     pub started_at: DateTime<Utc>,
     /// False when the process has exited, or its pid now belongs to another process.
     pub running: bool,
+    /// Running only in what its worker left behind (its agent, its agent's children): the
+    /// worker itself has exited, so they work for nobody and are stopped before the bead is
+    /// handed on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub worker_gone: bool,
     /// Waiting in a cluster's queue: it holds its bead and counts against MaxWorkers, but no
     /// agent runs yet, so it is never timed out or stalled.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

@@ -17,18 +17,19 @@
 //! variables of the same name). A program that cannot be started fails the spawn itself, with
 //! nothing left behind.
 //!
-//! A session is its process group, not only its first process: an agent that outlives the
-//! worker braids started (the worker crashed, or backgrounded it) still works on the bead. Each
-//! session gets a token, recorded and passed to the worker as `BRAIDS_SESSION=<token>`; once
-//! the leader has exited, the session runs while a process of its group carries that token in
-//! its environment, and a kill reaches that group. (The kernel does not reuse the leader's pid
-//! while any process still has it as its group id; the token also rules out a group that
-//! merely has the same number, after a reboot say.) A descendant that leaves the group
-//! (`setsid`, `setpgid`) or drops its environment is out of braids' sight, as it was before.
+//! A session is every process its worker started, not only the worker: each session gets a
+//! token, recorded and passed to the worker as `BRAIDS_SESSION=<token>`, which the worker's
+//! agent and everything it starts inherit. Once the worker has exited, what is left of it (its
+//! group's members, or any process carrying the token, such as the agent's group) is reported
+//! as running with `worker_gone`, for the tick to stop before the bead is handed on; a kill
+//! reaches all of it. (The kernel does not reuse a pid while a process still has it as its
+//! group id; the token also rules out a group that merely has the same number, after a reboot
+//! say.) A descendant that drops its environment and leaves its group is out of braids' sight.
 //!
 //! Workers are started as [`ProcessGroup`]s with [`Detach::Session`]; their leaders are reaped
 //! (see [`reap_children`]) whenever any backend lists, spawns, kills or forgets.
 
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -39,8 +40,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::procfs::{
-    find_marked, group_has_live_members, group_has_marked_member, kill_group, read_stat, runs,
-    stop_group,
+    find_marked, group_has_live_members, kill_group, marked_groups, read_stat, runs, stop_marked,
+    stronger,
 };
 use super::spec::{file_stem, label_from_stem, open_log, remove_if_present, validate_spec};
 use super::{
@@ -61,21 +62,58 @@ fn mark(token: &str) -> String {
     format!("{SESSION_ENV}={token}")
 }
 
-/// Whether the session `pid`/`starttime`/`token` still runs: its leader does, or the leader
-/// has exited and its group still has a live member (a marked one, once the leader's pid no
-/// longer vouches for the group).
-fn session_runs(pid: u32, starttime: u64, token: Option<&str>) -> io::Result<bool> {
-    match read_stat(pid)? {
-        // Somebody else's process: the pid was free, so our group had emptied.
-        Some(s) if s.starttime != starttime => Ok(false),
-        // The leader, or its unreaped zombie holding the pid, vouches for group `pid`.
-        Some(s) => Ok(runs(pid, &s) || group_has_live_members(pid as i32)),
-        None => Ok(token.is_some_and(|t| group_has_marked_member(pid as i32, &mark(t)))),
+/// What still runs of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Alive {
+    /// Its worker, the leader braids started.
+    Worker,
+    /// Only processes the worker left behind: members of its group, or processes elsewhere
+    /// (its agent's group) carrying its token.
+    Leftovers,
+    Nothing,
+}
+
+/// One look at the machine's marked processes, taken when first needed and shared by every
+/// record of a survey.
+#[derive(Default)]
+struct Marks(std::cell::OnceCell<HashMap<String, BTreeSet<i32>>>);
+
+impl Marks {
+    fn carried(&self, token: &str) -> bool {
+        self.0
+            .get_or_init(|| marked_groups(SESSION_ENV))
+            .get(token)
+            .is_some_and(|groups| !groups.is_empty())
     }
 }
 
-/// Stops a session: [`kill_group`] while its leader's pid still vouches for the group, and
-/// otherwise the group of the marked processes that outlived the leader.
+/// What runs of the session `pid`/`starttime`/`token`. A leader whose pid now belongs to
+/// somebody else's process no longer vouches for its group; its token still finds what it
+/// left.
+fn session_alive(
+    pid: u32,
+    starttime: u64,
+    token: Option<&str>,
+    marks: &Marks,
+) -> io::Result<Alive> {
+    if let Some(s) = read_stat(pid)?.filter(|s| s.starttime == starttime) {
+        if runs(pid, &s) {
+            return Ok(Alive::Worker);
+        }
+        // Its unreaped zombie holds the pid, so the group is still the session's.
+        if group_has_live_members(pid as i32) {
+            return Ok(Alive::Leftovers);
+        }
+    }
+    Ok(match token {
+        Some(t) if marks.carried(t) => Alive::Leftovers,
+        _ => Alive::Nothing,
+    })
+}
+
+/// Stops a session: [`kill_group`] while its leader's pid still vouches for the group, then
+/// every group a process carrying its token is in: the agent's, whose leader dies with the
+/// worker but whose children would not.
 fn kill_session(
     pid: u32,
     starttime: u64,
@@ -85,16 +123,17 @@ fn kill_session(
     if pid <= 1 || pid > i32::MAX as u32 || pid == std::process::id() {
         return Ok(KillOutcome::AlreadyGone);
     }
-    if read_stat(pid)?.is_some() {
-        return kill_group(pid, starttime, grace);
-    }
-    reap_detached();
-    match (token, ProcessGroup::adopt(pid)) {
-        (Some(t), Some(g)) if group_has_marked_member(pid as i32, &mark(t)) => {
-            stop_group(&g, grace)
-        }
-        _ => Ok(KillOutcome::AlreadyGone),
-    }
+    let worker = if read_stat(pid)?.is_some() {
+        kill_group(pid, starttime, grace)?
+    } else {
+        reap_detached();
+        KillOutcome::AlreadyGone
+    };
+    let left = match token {
+        Some(t) => stop_marked(SESSION_ENV, t, grace)?,
+        None => KillOutcome::AlreadyGone,
+    };
+    Ok(stronger(worker, left))
 }
 
 /// A token no other session of this machine has had.
@@ -145,11 +184,15 @@ impl Record {
         format!("{}:{}", self.pid.unwrap_or(0), self.starttime)
     }
 
-    fn runs(&self) -> io::Result<bool> {
+    fn alive(&self, marks: &Marks) -> io::Result<Alive> {
         match self.pid {
-            Some(pid) => session_runs(pid, self.starttime, self.token.as_deref()),
-            None => Ok(false),
+            Some(pid) => session_alive(pid, self.starttime, self.token.as_deref(), marks),
+            None => Ok(Alive::Nothing),
         }
+    }
+
+    fn runs(&self) -> io::Result<bool> {
+        Ok(self.alive(&Marks::default())? != Alive::Nothing)
     }
 
     /// A pending record with the worker found by its token, if it runs; otherwise as it is
@@ -227,14 +270,15 @@ impl ProcessBackend {
         Ok(Some(rec.resolved()))
     }
 
-    fn session(&self, label: SessionLabel, rec: &Record, running: bool) -> Session {
+    fn session(&self, label: SessionLabel, rec: &Record, alive: Alive) -> Session {
         Session {
             label,
             id: rec.id(),
             backend: self.kind,
             pid: rec.pid,
             started_at: rec.started_at,
-            running,
+            running: alive != Alive::Nothing,
+            worker_gone: alive == Alive::Leftovers,
             queued: false,
             ended: None,
             log: Some(rec.log.clone()),
@@ -250,6 +294,7 @@ impl SessionBackend for ProcessBackend {
     fn survey(&self) -> Result<Survey, SessionError> {
         reap_detached();
         let mut out = Survey::default();
+        let marks = Marks::default();
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(d) => d,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
@@ -296,8 +341,8 @@ impl SessionBackend for ProcessBackend {
                     continue;
                 }
             };
-            let running = rec.runs()?;
-            out.sessions.push(self.session(label, &rec, running));
+            let alive = rec.alive(&marks)?;
+            out.sessions.push(self.session(label, &rec, alive));
         }
         out.sessions
             .sort_by(|a, b| (&a.label, a.started_at, &a.id).cmp(&(&b.label, b.started_at, &b.id)));
@@ -416,8 +461,8 @@ impl SessionBackend for ProcessBackend {
             group.detach();
             crate::crash_point!("session::after_record");
             // Recorded now, so any later list tells the truth even if this look fails.
-            let running = rec.runs().unwrap_or(true);
-            Ok(self.session(spec.label.clone(), &rec, running))
+            let alive = rec.alive(&Marks::default()).unwrap_or(Alive::Worker);
+            Ok(self.session(spec.label.clone(), &rec, alive))
         })();
         if started.is_err() {
             let _ = remove_if_present(&message_path);
@@ -530,10 +575,14 @@ mod tests {
 
         let listed = backend.list().unwrap();
         assert!(listed[0].running, "the group still works on the bead");
+        assert!(listed[0].worker_gone, "but for nobody");
         // Without the token (a record of an older version), a group with the leader's number
         // is not taken for the session: nothing vouches that it is the same one.
         let start: u64 = s.id.split(':').nth(1).unwrap().parse().unwrap();
-        assert!(!session_runs(leader, start, None).unwrap());
+        assert_eq!(
+            session_alive(leader, start, None, &Marks::default()).unwrap(),
+            Alive::Nothing
+        );
         assert!(
             backend.forget(&listed[0]).is_err(),
             "not forgotten while it runs"
@@ -546,6 +595,50 @@ mod tests {
             !group_has_live_members(leader as i32),
             "the agent is gone too"
         );
+        assert!(!backend.list().unwrap()[0].running);
+        backend.forget(&listed[0]).unwrap();
+    }
+
+    #[test]
+    fn an_agent_in_a_group_of_its_own_is_found_by_its_token_and_stopped_with_its_children() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = ProcessBackend::new(dir.path().join("sessions"));
+        // The "agent" leads a group of its own (as the worker starts it) and has a child; the
+        // worker then dies without stopping it.
+        let spec = spec(
+            dir.path(),
+            &[
+                "/bin/sh",
+                "-c",
+                "setsid /bin/sh -c 'sleep 30 & echo $! > child; wait' & \
+                 while [ ! -s child ]; do sleep 0.05; done; kill -KILL $$",
+            ],
+        );
+        let s = backend.spawn(&spec).unwrap();
+        let leader = s.pid.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let child: u32 = loop {
+            reap_children();
+            let child = std::fs::read_to_string(dir.path().join("child"))
+                .ok()
+                .and_then(|t| t.trim().parse().ok());
+            if let (Some(c), Ok(None)) = (child, read_stat(leader)) {
+                break c;
+            }
+            assert!(Instant::now() < deadline, "the worker did not die");
+            std::thread::sleep(POLL);
+        };
+        let group = read_stat(child).unwrap().unwrap().pgrp;
+        assert_ne!(group, leader as i32, "the agent is in a group of its own");
+
+        let listed = backend.list().unwrap();
+        assert!(listed[0].running && listed[0].worker_gone, "{listed:?}");
+        assert!(backend.spawn(&spec).is_err(), "no second worker over it");
+        assert_ne!(
+            backend.kill(&listed[0], Duration::from_secs(5)).unwrap(),
+            KillOutcome::AlreadyGone
+        );
+        assert!(!group_has_live_members(group), "the agent's group is gone");
         assert!(!backend.list().unwrap()[0].running);
         backend.forget(&listed[0]).unwrap();
     }

@@ -4,6 +4,7 @@
 //! session's mark in their environment. Stopping a session's group lives here too, because it is
 //! only done once `/proc` has confirmed whose group it is.
 
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -118,17 +119,6 @@ pub(crate) fn group_has_live_members(pgid: i32) -> bool {
     live_members(pgid).is_none_or(|mut m| m.next().is_some())
 }
 
-/// Whether a live process of group `pgid` carries `var` (`NAME=value`) in its environment.
-pub(crate) fn group_has_marked_member(pgid: i32, var: &str) -> bool {
-    if pgid <= 1 {
-        return false;
-    }
-    let Some(mut members) = live_members(pgid) else {
-        return false;
-    };
-    members.any(|pid| is_marked(pid, var))
-}
-
 /// Whether process `pid` carries `var` (`NAME=value`) in its environment.
 fn is_marked(pid: u32, var: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
@@ -171,6 +161,72 @@ pub(crate) fn find_marked(var: &str) -> Option<(u32, Option<u64>)> {
         let start = read_stat(g).ok().flatten().map(|s| s.starttime);
         (g, start)
     }))
+}
+
+/// The process groups whose live members carry `NAME=<value>` in their environment, by value:
+/// one look at every process of the machine (other users' processes cannot be read and are
+/// not ours).
+pub(crate) fn marked_groups(name: &str) -> HashMap<String, BTreeSet<i32>> {
+    let mut out: HashMap<String, BTreeSet<i32>> = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    let prefix = format!("{name}=");
+    let own = nix::unistd::getpgrp().as_raw();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Some(stat) = read_stat(pid).ok().flatten() else {
+            continue;
+        };
+        if !runs(pid, &stat) || stat.pgrp <= 1 || stat.pgrp == own {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let value = env
+            .split(|b| *b == 0)
+            .find_map(|v| v.strip_prefix(prefix.as_bytes()));
+        if let Some(value) = value.and_then(|v| std::str::from_utf8(v).ok()) {
+            out.entry(value.to_owned()).or_default().insert(stat.pgrp);
+        }
+    }
+    out
+}
+
+/// Stops every process group with a live member carrying `var` (`NAME=value`), found anew each
+/// round since a dying process may leave children behind; the strongest stop it needed.
+pub(crate) fn stop_marked(name: &str, value: &str, grace: Duration) -> io::Result<KillOutcome> {
+    let mut outcome = KillOutcome::AlreadyGone;
+    for _ in 0..3 {
+        let groups = marked_groups(name).remove(value).unwrap_or_default();
+        if groups.is_empty() {
+            break;
+        }
+        for pgid in groups {
+            let Some(group) = ProcessGroup::adopt(pgid as u32) else {
+                continue;
+            };
+            outcome = stronger(outcome, stop_group(&group, grace)?);
+        }
+    }
+    Ok(outcome)
+}
+
+/// The stop that took more: SIGKILL over SIGTERM over nothing.
+pub(crate) fn stronger(a: KillOutcome, b: KillOutcome) -> KillOutcome {
+    use KillOutcome::*;
+    match (a, b) {
+        (Killed, _) | (_, Killed) => Killed,
+        (Terminated, _) | (_, Terminated) => Terminated,
+        _ => AlreadyGone,
+    }
 }
 
 /// Stops the process group led by `pid`, but only if `pid` is still the process that started

@@ -423,6 +423,7 @@ impl SessionBackend for SlurmBackend {
                     .filter(|_| !queued)
                     .map_or(rec.submitted_at, |s| s.max(rec.submitted_at)),
                 running,
+                worker_gone: false,
                 queued,
                 ended: (!running && !rec.cancelled)
                     .then(|| queue::ended_why(&state, &reason))
@@ -450,6 +451,7 @@ impl SessionBackend for SlurmBackend {
                     .or(r.submitted)
                     .unwrap_or_else(Utc::now),
                 running: true,
+                worker_gone: false,
                 queued: queue::is_queued(&r.state),
                 ended: None,
                 log: None,
@@ -526,6 +528,7 @@ impl SessionBackend for SlurmBackend {
             pid: None,
             started_at: submitted_at,
             running: true,
+            worker_gone: false,
             queued: true,
             ended: None,
             log: Some(spec.log.clone()),

@@ -328,6 +328,7 @@ impl SessionBackend for TmuxBackend {
                 pid: Some(row.pane_pid),
                 started_at,
                 running,
+                worker_gone: false,
                 queued: false,
                 ended: None,
                 log,
@@ -411,6 +412,7 @@ impl SessionBackend for TmuxBackend {
                 .map(|t| t.with_timezone(&Utc))
                 .unwrap_or(started_at),
             running: stat.is_some_and(|s| runs(pid, &s)),
+            worker_gone: false,
             queued: false,
             ended: None,
             log: Some(log),

@@ -145,10 +145,12 @@ pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Fai
             format!("stalled: no output and no changed file for {stall}s"),
             "stalled",
         ),
-        // A protocol step's timeout is an attempt of the story's own count, not the bead's.
-        ZombieReason::SessionEnded | ZombieReason::BeadClosed | ZombieReason::StepTimeout => {
-            return None
-        }
+        // A protocol step's timeout is an attempt of the story's own count, not the bead's; a
+        // gone worker's attempt is counted when its claim is released.
+        ZombieReason::SessionEnded
+        | ZombieReason::WorkerGone
+        | ZombieReason::BeadClosed
+        | ZombieReason::StepTimeout => return None,
     };
     let f = Failure {
         signature: Some(sig.into()),

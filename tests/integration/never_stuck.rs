@@ -175,6 +175,68 @@ fn c2_6_a_sigkilled_workers_agent_dies_with_it() {
     assert_eq!(r.released.len(), 1, "{r:#?}");
 }
 
+/// The pid of a live `sleep 617`, the agent's child in the test below.
+fn agent_child_pid() -> Option<u32> {
+    crate::support::procs::pids().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00617\x00")
+            && crate::support::procs::alive(*pid)
+    })
+}
+
+#[test]
+fn c2_6_the_children_of_a_sigkilled_workers_agent_are_stopped_before_its_bead_is_handed_on() {
+    // The first time, the agent leaves a child working (in the agent's own group) and hangs;
+    // the second time it does the work.
+    let agent = format!(
+        "if [ ! -e \"$HOME/hung-once\" ]; then touch \"$HOME/hung-once\"; sleep 617 & wait; fi\n{AGENT}"
+    );
+    let sb = install(&agent, "");
+    let app = sb.new_project("app").beads(1).create();
+    let bead = &app.beads[0];
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()]);
+    let child = wait_for(
+        "the agent's child",
+        Duration::from_secs(60),
+        agent_child_pid,
+    );
+    let worker = sb.pid_of(&label("app", bead));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(worker as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_for("the worker gone", Duration::from_secs(30), || {
+        (!crate::support::procs::alive(worker)).then_some(())
+    });
+    assert!(
+        crate::support::procs::alive(child),
+        "nothing to test: the child died with the agent"
+    );
+    // The next run stops what the worker left, releases the bead, and does not hand it on yet.
+    let r = sb.tick().force().run();
+    assert!(
+        r.zombies
+            .iter()
+            .any(|z| z.reason == braids::tick::decide::ZombieReason::WorkerGone),
+        "{r:#?}"
+    );
+    assert!(
+        !crate::support::procs::alive(child),
+        "the agent's child lives on"
+    );
+    assert_eq!(r.released.len(), 1, "{r:#?}");
+    assert!(r.spawned_beads().is_empty(), "{r:#?}");
+    // The run after hands it on, and it is done.
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()], "{r:#?}");
+    wait_for("the bead closed", Duration::from_secs(120), || {
+        (sb.workplan("app")[bead].0 == "closed").then_some(())
+    });
+    let events = sb.ok(&["events", "--json"]);
+    assert!(events.contains("claim_released"), "{events}");
+}
+
 #[test]
 fn c2_13_a_worker_that_waits_out_a_lock_hands_its_bead_back_uncounted() {
     let sb = install(AGENT, "");

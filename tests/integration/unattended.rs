@@ -233,6 +233,7 @@ const DEBUG_TEXT: &[&str] = &[
     "NoActiveIterations",
     "BeadClosed",
     "SessionEnded",
+    "WorkerGone",
     "NeedsHuman",
     "NeedsClarification",
     "GuardrailConflict",

@@ -402,6 +402,7 @@ impl Soak {
                 pid: Some(1),
                 started_at: w.started,
                 running: true,
+                worker_gone: false,
                 queued: false,
                 ended: None,
                 log: None,

@@ -146,6 +146,7 @@ impl World {
                     pid: Some(1000 + s.id.len() as u32),
                     started_at: s.started,
                     running: s.running,
+                    worker_gone: false,
                     queued: false,
                     ended: None,
                     log: None,

@@ -281,15 +281,19 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         });
     }
 
-    // A worker stopped for its time or a stall, with a claim: released as soon as it is
-    // killed, not after the claim's grace (act skips it when the kill fails).
+    // A worker stopped for its time or a stall, or whose agent outlived it, with a claim:
+    // released as soon as it is killed, not after the claim's grace (act skips it when the
+    // kill fails).
     let mut releases = Vec::new();
     for z in &zombies {
         let (Some(owner), true) = (
             owner_of(&z.session.label),
             matches!(
                 z.reason,
-                ZombieReason::Timeout | ZombieReason::Stalled | ZombieReason::StepTimeout
+                ZombieReason::Timeout
+                    | ZombieReason::Stalled
+                    | ZombieReason::StepTimeout
+                    | ZombieReason::WorkerGone
             ),
         ) else {
             continue;

@@ -97,6 +97,7 @@ fn session(slug: &str, bead: &str, running: bool, age_secs: i64) -> Session {
         pid: Some(100),
         started_at: now() - Duration::seconds(age_secs),
         running,
+        worker_gone: false,
         queued: false,
         ended: None,
         log: None,
@@ -1403,6 +1404,41 @@ fn c2_5_a_gone_workers_claim_is_released_at_once_and_a_fresh_one_waits_its_grace
     let mut sn = snap(vec![p], vec![session("a", "a-1", true, 10)]);
     sn.claims = vec![claim("a", "a-1", 1)];
     assert!(decide(&sn, now()).releases.is_empty());
+}
+
+#[test]
+fn c2_6_an_agent_that_outlived_its_worker_is_stopped_first_and_its_claim_released() {
+    use BeadLookup::Known;
+    use BeadStatus::*;
+    let mut gone = session("a", "a-1", true, 10);
+    gone.worker_gone = true;
+    // Whatever the bead, the age or a finishing mark: nobody is left to finish.
+    for (bead, finishing) in [
+        (Known(InProgress), false),
+        (Known(Closed), true),
+        (BeadLookup::Unknown, false),
+    ] {
+        assert_eq!(
+            classify(&gone, bead, 3600, (0, None), finishing, now()),
+            SessionVerdict::Kill(ZombieReason::WorkerGone),
+            "bead={bead:?} finishing={finishing}"
+        );
+    }
+    let mut p = project("a").ready(&["a-2"]);
+    p.0.beads.insert(id("a-1"), Known(InProgress));
+    let c1 = claim("a", "a-1", 1);
+    let mut sn = snap(vec![p], vec![gone]);
+    sn.claims = vec![c1.clone()];
+    let plan = decide(&sn, now());
+    assert_eq!(plan.zombies.len(), 1);
+    assert_eq!(plan.zombies[0].reason, ZombieReason::WorkerGone);
+    assert_eq!(plan.releases, [release("a", &c1)]);
+    let spawned: Vec<&str> = plan.intended().iter().map(|c| c.bead.as_str()).collect();
+    assert_eq!(
+        spawned,
+        ["a-2"],
+        "a-1 is not handed on while its agent is stopped"
+    );
 }
 
 #[test]

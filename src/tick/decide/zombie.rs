@@ -15,6 +15,8 @@ use crate::session::Session;
 #[serde(rename_all = "kebab-case")]
 pub enum ZombieReason {
     SessionEnded,
+    /// Its worker has exited; what it left running (its agent) works for nobody.
+    WorkerGone,
     BeadClosed,
     Timeout,
     /// No output and no changed file for StallTimeout.
@@ -28,6 +30,7 @@ impl ZombieReason {
     pub fn as_str(self) -> &'static str {
         match self {
             ZombieReason::SessionEnded => "session-ended",
+            ZombieReason::WorkerGone => "worker-gone",
             ZombieReason::BeadClosed => "bead-closed",
             ZombieReason::Timeout => "timeout",
             ZombieReason::Stalled => "stalled",
@@ -65,6 +68,11 @@ pub fn classify(
 ) -> SessionVerdict {
     if !session.running {
         return SessionVerdict::Ended;
+    }
+    // Before anything else: nothing may work on a bead for a worker that is gone, finishing
+    // or not.
+    if session.worker_gone {
+        return SessionVerdict::Kill(ZombieReason::WorkerGone);
     }
     if !finishing
         && matches!(
