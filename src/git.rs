@@ -13,7 +13,48 @@ use git2::{Repository, Signature};
 
 use crate::lock::TickLock;
 use crate::model::IterationStatus;
-use crate::proc::Invocation;
+use crate::proc::{Invocation, Output};
+
+mod replay;
+pub use replay::Kept;
+
+/// A git command may take this long (a rebase of a large change on a slow disk).
+pub(crate) const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs the `git` program in `dir` from argv, never prompting and never opening an editor;
+/// an error only when it cannot run or times out (its exit status is the caller's).
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
+    let out = Invocation::new(std::iter::once("git").chain(args.iter().copied()))
+        .cwd(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .env("LC_ALL", "C")
+        .timeout(GIT_TIMEOUT)
+        .run()
+        .map_err(|e| anyhow!("{e}"))?;
+    if out.timed_out {
+        anyhow::bail!(
+            "git {} timed out after {}s",
+            args.join(" "),
+            GIT_TIMEOUT.as_secs()
+        );
+    }
+    Ok(out)
+}
+
+/// Runs git and requires success; the error carries git's own words.
+pub(crate) fn git_ok(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = git(dir, args)?;
+    if !out.success() {
+        anyhow::bail!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            dir.display(),
+            out.stderr.trim()
+        );
+    }
+    Ok(out.stdout)
+}
 
 /// Opens the repository whose work tree is `root`.
 pub fn open(root: &Path) -> Result<Repository> {
@@ -230,21 +271,51 @@ pub fn remote_without_upstream(root: &Path) -> Option<String> {
     Some(name)
 }
 
-/// `git push` to the upstream (4.4). The error carries git's own message.
-pub fn push(root: &Path, timeout: Duration) -> Result<()> {
-    let out = Invocation::new(["git", "push", "--quiet"])
-        .cwd(root)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(timeout)
-        .run()
-        .map_err(|e| anyhow!("{e}"))?;
-    if out.success() {
-        Ok(())
-    } else if out.timed_out {
-        Err(anyhow!("git push timed out after {}s", timeout.as_secs()))
-    } else {
-        Err(anyhow!("git push failed: {}", out.stderr.trim()))
+/// What a push did besides pushing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[must_use]
+pub struct Pushed {
+    /// Unpushed commits replayed onto an upstream others had pushed to.
+    pub replayed: usize,
+    /// Unpushed commits that conflict with the upstream: kept on branches for a person, and
+    /// not pushed.
+    pub kept: Vec<Kept>,
+}
+
+/// How many times a push rejected because the upstream moved is tried again after catching
+/// up: others pushing again in between is normal, for ever is not.
+const PUSH_ROUNDS: usize = 3;
+
+/// `git push` to the upstream (4.4). When the upstream moved (somebody else pushed), braids'
+/// unpushed commits are replayed onto it and pushed again (see `replay`): never a merge
+/// commit, never a force push. The error carries git's own message.
+pub fn push(root: &Path, timeout: Duration) -> Result<Pushed> {
+    let mut done = Pushed::default();
+    for _ in 0..PUSH_ROUNDS {
+        let out = Invocation::new(["git", "push", "--quiet", "--porcelain"])
+            .cwd(root)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("LC_ALL", "C")
+            .timeout(timeout)
+            .run()
+            .map_err(|e| anyhow!("{e}"))?;
+        if out.success() {
+            return Ok(done);
+        }
+        if out.timed_out {
+            return Err(anyhow!("git push timed out after {}s", timeout.as_secs()));
+        }
+        if !replay::rejected_as_behind(&out.stdout) {
+            let said = [out.stderr.trim(), out.stdout.trim()].join("\n");
+            return Err(anyhow!("git push failed: {}", said.trim()));
+        }
+        let caught = replay::catch_up(root, timeout)?;
+        done.replayed += caught.replayed;
+        done.kept.extend(caught.kept);
     }
+    Err(anyhow!(
+        "git push was rejected {PUSH_ROUNDS} times: the upstream kept moving while braids caught up; retried next run"
+    ))
 }
 
 /// Where a failed push is remembered, inside `.git/` so it is never committed.
@@ -254,10 +325,10 @@ fn push_marker(root: &Path) -> PathBuf {
 
 /// Pushes and remembers the outcome: a failure leaves a marker the next tick finds with one
 /// `stat` and retries (4.4); a success clears it.
-pub fn push_recorded(root: &Path, timeout: Duration) -> Result<()> {
+pub fn push_recorded(root: &Path, timeout: Duration) -> Result<Pushed> {
     let result = push(root, timeout);
     match &result {
-        Ok(()) => {
+        Ok(_) => {
             let _ = std::fs::remove_file(push_marker(root));
         }
         Err(e) => {

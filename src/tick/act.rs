@@ -450,8 +450,13 @@ pub fn retry_pushes(
             continue;
         };
         match crate::git::push_recorded(&r.path, timeout) {
-            Ok(()) => {
+            Ok(p) => {
                 tracing::info!(project = %r.slug, "pending push retried: pushed");
+                errors.extend(
+                    p.kept
+                        .iter()
+                        .map(|k| format!("{}: not pushed: {k}", r.slug)),
+                );
                 pushed.push(r.slug.clone());
             }
             Err(e) => errors.push(format!(
@@ -552,8 +557,14 @@ fn finish_one(
         == crate::lifecycle::Completion::Completed;
     if upstream && completed {
         // A failure leaves the mark: the next run retries the push (4.4).
-        if let Err(e) = crate::git::push_recorded(root, push_timeout) {
-            tracing::warn!(project = %slug, "iteration completed, push failed (retried next run): {e:#}");
+        match crate::git::push_recorded(root, push_timeout) {
+            Ok(p) => p
+                .kept
+                .iter()
+                .for_each(|k| tracing::warn!(project = %slug, "not pushed: {k}")),
+            Err(e) => {
+                tracing::warn!(project = %slug, "iteration completed, push failed (retried next run): {e:#}")
+            }
         }
     } else if upstream && !marked_before {
         crate::git::clear_push_mark(root);

@@ -230,11 +230,20 @@ impl Turn<'_> {
             None => None,
         };
         if crate::git::has_upstream(root) {
-            if let Err(e) = crate::git::push_recorded(root, Duration::from_secs(120)) {
-                tell(vec![Draft::new(Kind::PushFailed)
-                    .bead(&msg.bead)
-                    .with("message", format!("{e:#}"))]);
-            }
+            let failed = match crate::git::push_recorded(root, Duration::from_secs(120)) {
+                Ok(p) => p.kept.iter().map(|k| format!("not pushed: {k}")).collect(),
+                Err(e) => vec![format!("{e:#}")],
+            };
+            tell(
+                failed
+                    .into_iter()
+                    .map(|m| {
+                        Draft::new(Kind::PushFailed)
+                            .bead(&msg.bead)
+                            .with("message", m)
+                    })
+                    .collect(),
+            );
         }
         drop(lock);
         let remaining = Plan::parse(&std::fs::read_to_string(crate::tracker::claw::plan_file(

@@ -106,6 +106,18 @@ impl Worker<'_> {
         crate::crash_point!("worker::after_push");
         drop(lock);
         self.drop_workspace(run);
+        if let Some(k) = pushed.kept(commit.as_deref()) {
+            // Not on the upstream, so not done (4.4): a person merges it.
+            let why = format!("its work could not land: {k}");
+            self.tracker.block(bead_id, &why)?;
+            run.step("block", format!("bead blocked: {why}"));
+            run.notify(
+                l,
+                NotificationEvent::Blocker,
+                &format!("[{}] {bead_id} is blocked: {why}.", l.slug),
+            );
+            return Ok(Ending::Blocked { reason: why });
+        }
 
         let unpushed = match &pushed {
             Push::Failed(e) => format!(" Committed, but not pushed: {}", clip(e, 200)),
@@ -279,7 +291,8 @@ fn relative(ws: &Workspace, p: &Path) -> PathBuf {
 /// How a push went.
 pub(super) enum Push {
     NoUpstream,
-    Pushed,
+    /// Pushed, but for the commits that conflict with an upstream others pushed to.
+    Pushed(Vec<crate::git::Kept>),
     Failed(String),
 }
 
@@ -287,8 +300,16 @@ impl Push {
     fn as_option(&self) -> Option<bool> {
         match self {
             Push::NoUpstream => None,
-            Push::Pushed => Some(true),
+            Push::Pushed(_) => Some(true),
             Push::Failed(_) => Some(false),
+        }
+    }
+
+    /// How `commit` fared, when it conflicted with the upstream and was kept for a person.
+    fn kept(&self, commit: Option<&str>) -> Option<&crate::git::Kept> {
+        match (self, commit) {
+            (Push::Pushed(kept), Some(c)) => kept.iter().find(|k| k.commit == c),
+            _ => None,
         }
     }
 }
@@ -304,16 +325,24 @@ pub(super) fn push(run: &mut Run<'_, '_>, root: &Path) -> Push {
     let mut error = String::new();
     for attempt in 1..=2 {
         match crate::git::push_recorded(root, PUSH_TIMEOUT) {
-            Ok(()) => {
-                run.step(
-                    "push",
-                    if attempt == 1 {
-                        "pushed"
-                    } else {
-                        "pushed on the second try"
-                    },
-                );
-                return Push::Pushed;
+            Ok(pushed) => {
+                let mut said = if attempt == 1 {
+                    "pushed".to_string()
+                } else {
+                    "pushed on the second try".to_string()
+                };
+                if pushed.replayed > 0 {
+                    said += &format!(
+                        ", after replaying {} commit(s) onto the upstream others pushed to",
+                        pushed.replayed
+                    );
+                }
+                for k in &pushed.kept {
+                    tracing::warn!(bead = %run.msg.bead, "not pushed: {k}");
+                    said += &format!("; not pushed: {k}");
+                }
+                run.step("push", said);
+                return Push::Pushed(pushed.kept);
             }
             Err(e) => error = format!("{e:#}"),
         }

@@ -10,49 +10,14 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::{Landing, Prepared, Swept, Workspace, Workspaces};
-use crate::git::RepoLock;
+use crate::git::{git, git_ok, RepoLock, GIT_TIMEOUT};
 use crate::model::BeadId;
-use crate::proc::{Invocation, Output};
-
-/// A git command may take this long (a rebase of a large change on a slow disk).
-const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+use crate::proc::Invocation;
 
 /// Worktrees under one directory (`<braids dir>/workspaces`), one folder per project.
 #[derive(Debug, Clone)]
 pub struct GitWorktrees {
     pub root: PathBuf,
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<Output> {
-    let out = Invocation::new(std::iter::once("git").chain(args.iter().copied()))
-        .cwd(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_EDITOR", "true")
-        .timeout(GIT_TIMEOUT)
-        .run()
-        .map_err(|e| anyhow!("{e}"))?;
-    if out.timed_out {
-        bail!(
-            "git {} timed out after {}s",
-            args.join(" "),
-            GIT_TIMEOUT.as_secs()
-        );
-    }
-    Ok(out)
-}
-
-/// Runs git and requires success; the error carries git's own words.
-fn git_ok(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = git(dir, args)?;
-    if !out.success() {
-        bail!(
-            "git {} failed in {}: {}",
-            args.join(" "),
-            dir.display(),
-            out.stderr.trim()
-        );
-    }
-    Ok(out.stdout)
 }
 
 fn lines(s: &str) -> Vec<String> {

@@ -1,0 +1,375 @@
+//! Catching up with an upstream others push to. braids' unpushed commits are replayed onto
+//! the upstream branch one by one, without a work tree: `git merge-tree --write-tree` with a
+//! commit's parent as the merge base is a cherry-pick of trees, and `git commit-tree` keeps
+//! the commit's author and message. Never a merge commit, never a force push.
+//!
+//! A commit that conflicts with the upstream is kept on a branch of its own for a person and
+//! left out; the commits after it are replayed without it (one that needed it conflicts too
+//! and is kept as well). The local branch then moves to the replayed history: with
+//! `reset --keep` when it is checked out, which refuses rather than touch a file a person is
+//! editing, and by moving the ref alone when it is not.
+//!
+//! An upstream whose history was rewritten (its old tip is no longer in it) is never caught up
+//! with: the local commits would bring back what was removed on purpose. A person decides.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+
+use super::{git, git_ok};
+use crate::proc::Invocation;
+
+/// An unpushed commit that conflicts with the upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The commit as it was made, before the upstream moved.
+    pub commit: String,
+    pub subject: String,
+    /// The paths it conflicts in.
+    pub paths: Vec<String>,
+    /// Where it is kept: `braids/kept/<branch>-<short commit>`.
+    pub branch: String,
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "commit {} ({}) conflicts with the upstream in {}; it is kept on branch {}",
+            &self.commit[..self.commit.len().min(12)],
+            self.subject,
+            self.paths.join(", "),
+            self.branch
+        )
+    }
+}
+
+/// What [`catch_up`] did.
+#[derive(Debug, Default)]
+pub(super) struct CaughtUp {
+    pub replayed: usize,
+    pub kept: Vec<Kept>,
+}
+
+/// Whether `git push --porcelain` output says the push was refused because the upstream has
+/// commits the local branch lacks.
+pub(super) fn rejected_as_behind(porcelain: &str) -> bool {
+    porcelain.lines().any(|l| {
+        l.starts_with('!') && (l.contains("(fetch first)") || l.contains("(non-fast-forward)"))
+    })
+}
+
+fn rev(root: &Path, what: &str) -> Result<String> {
+    Ok(git_ok(root, &["rev-parse", "--verify", "--quiet", what])?
+        .trim()
+        .to_string())
+}
+
+fn is_ancestor(root: &Path, a: &str, b: &str) -> Result<bool> {
+    let out = git(root, &["merge-base", "--is-ancestor", a, b])?;
+    match out.code {
+        Some(0) => Ok(true),
+        Some(1) => Ok(false),
+        _ => bail!("git merge-base failed: {}", out.stderr.trim()),
+    }
+}
+
+/// Fetches the upstream of the checked-out branch and replays the branch's unpushed commits
+/// onto it (see the module docs).
+pub(super) fn catch_up(root: &Path, timeout: Duration) -> Result<CaughtUp> {
+    let branch = git_ok(root, &["symbolic-ref", "--quiet", "--short", "HEAD"])?
+        .trim()
+        .to_string();
+    let remote = git_ok(root, &["config", &format!("branch.{branch}.remote")])?
+        .trim()
+        .to_string();
+    let before = rev(root, "@{upstream}")?;
+    let fetch = Invocation::new(["git", "fetch", "--quiet", "--no-tags", "--", &remote])
+        .cwd(root)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C")
+        .timeout(timeout)
+        .run()
+        .map_err(|e| anyhow!("{e}"))?;
+    if !fetch.success() {
+        bail!(
+            "the upstream moved, and fetching it failed: {}",
+            fetch.stderr.trim()
+        );
+    }
+    let upstream = rev(root, "@{upstream}")?;
+    if !is_ancestor(root, &before, &upstream)? {
+        bail!(
+            "the upstream of {branch} was rewritten (force-pushed): braids does not replay its \
+             commits onto it; a person decides (its commits stay on {branch})"
+        );
+    }
+    let local = rev(root, &branch)?;
+    let range = format!("{upstream}..{local}");
+    let merges = git_ok(root, &["rev-list", "--merges", &range])?;
+    if !merges.trim().is_empty() {
+        bail!(
+            "the upstream moved and {branch} has a merge commit among its unpushed ones; \
+             braids replays only straight histories, so a person pushes it"
+        );
+    }
+    let commits = git_ok(root, &["rev-list", "--reverse", &range])?;
+    let mut done = CaughtUp::default();
+    let mut tip = upstream.clone();
+    for commit in commits.lines().map(str::trim).filter(|c| !c.is_empty()) {
+        match pick(root, &tip, commit)? {
+            Picked::Onto(new) => {
+                tip = new;
+                done.replayed += 1;
+            }
+            Picked::AlreadyThere => {}
+            Picked::Conflict(paths) => {
+                let short = &commit[..commit.len().min(12)];
+                let kept = format!("braids/kept/{branch}-{short}");
+                git_ok(root, &["update-ref", &format!("refs/heads/{kept}"), commit])?;
+                let subject = git_ok(root, &["show", "-s", "--format=%s", commit])?;
+                done.kept.push(Kept {
+                    commit: commit.to_string(),
+                    subject: subject.trim().to_string(),
+                    paths,
+                    branch: kept,
+                });
+            }
+        }
+    }
+    move_branch(root, &branch, &local, &tip)?;
+    Ok(done)
+}
+
+enum Picked {
+    Onto(String),
+    /// Its change is in the upstream already.
+    AlreadyThere,
+    Conflict(Vec<String>),
+}
+
+/// `commit` cherry-picked onto `onto`, as a new commit with its author and message.
+fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
+    let base = format!("--merge-base={commit}^");
+    let out = git(
+        root,
+        &[
+            "merge-tree",
+            "--write-tree",
+            "--no-messages",
+            "--name-only",
+            &base,
+            onto,
+            commit,
+        ],
+    )?;
+    let mut lines = out.stdout.lines().map(str::trim).filter(|l| !l.is_empty());
+    let tree = lines.next().unwrap_or_default().to_string();
+    match out.code {
+        Some(0) => {}
+        Some(1) => return Ok(Picked::Conflict(lines.map(String::from).collect())),
+        _ => bail!("git merge-tree failed: {}", out.stderr.trim()),
+    }
+    if tree == rev(root, &format!("{onto}^{{tree}}"))? {
+        return Ok(Picked::AlreadyThere);
+    }
+    let who = git_ok(
+        root,
+        &[
+            "show",
+            "-s",
+            "--format=%an%x00%ae%x00%ad%x00%cn%x00%ce",
+            "--date=raw",
+            commit,
+        ],
+    )?;
+    let who: Vec<&str> = who.trim_end_matches('\n').split('\0').collect();
+    let [an, ae, ad, cn, ce] = who[..] else {
+        bail!("cannot read the author of {commit}");
+    };
+    let message = git_ok(root, &["show", "-s", "--format=%B", commit])?;
+    let new = Invocation::new(["git", "commit-tree", &tree, "-p", onto, "-F", "-"])
+        .cwd(root)
+        .env("GIT_AUTHOR_NAME", an)
+        .env("GIT_AUTHOR_EMAIL", ae)
+        .env("GIT_AUTHOR_DATE", ad)
+        .env("GIT_COMMITTER_NAME", cn)
+        .env("GIT_COMMITTER_EMAIL", ce)
+        .stdin(message.trim_end().as_bytes().to_vec())
+        .timeout(super::GIT_TIMEOUT)
+        .run()
+        .map_err(|e| anyhow!("{e}"))?;
+    if !new.success() {
+        bail!("git commit-tree failed: {}", new.stderr.trim());
+    }
+    Ok(Picked::Onto(new.stdout.trim().to_string()))
+}
+
+/// Moves `branch` from `from` to `to`: through the work tree when it is checked out (refused,
+/// with nothing changed, when a person's edit is in the way), else the ref alone.
+fn move_branch(root: &Path, branch: &str, from: &str, to: &str) -> Result<()> {
+    if from == to {
+        return Ok(());
+    }
+    let out = git(root, &["reset", "--quiet", "--keep", to])?;
+    if !out.success() {
+        bail!(
+            "the upstream moved, and catching up would change files with uncommitted edits in \
+             {}: commit or stash them; {branch} is left as it was ({})",
+            root.display(),
+            out.stderr.trim()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{commit_all, push};
+    use super::*;
+    use std::path::PathBuf;
+
+    const T: Duration = Duration::from_secs(60);
+
+    fn sh(dir: &Path, args: &[&str]) -> String {
+        git_ok(dir, args).unwrap()
+    }
+
+    /// A bare upstream with one commit, braids' clone of it, and somebody else's clone.
+    fn repos() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = tmp.path().join("up.git");
+        let ours = tmp.path().join("ours");
+        let theirs = tmp.path().join("theirs");
+        sh(
+            tmp.path(),
+            &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+        );
+        for clone in [&ours, &theirs] {
+            sh(
+                tmp.path(),
+                &[
+                    "clone",
+                    "-q",
+                    bare.to_str().unwrap(),
+                    clone.to_str().unwrap(),
+                ],
+            );
+            sh(clone, &["config", "user.name", "t"]);
+            sh(clone, &["config", "user.email", "t@t"]);
+            sh(clone, &["checkout", "-q", "-B", "main"]);
+        }
+        std::fs::write(ours.join("README"), "r\n").unwrap();
+        commit_all(&ours, "first").unwrap();
+        sh(&ours, &["push", "-q", "-u", "origin", "main"]);
+        sh(&theirs, &["pull", "-q", "origin", "main"]);
+        sh(&theirs, &["branch", "-q", "-u", "origin/main"]);
+        (tmp, bare, ours, theirs)
+    }
+
+    fn commit(dir: &Path, file: &str, text: &str, message: &str) {
+        std::fs::write(dir.join(file), text).unwrap();
+        commit_all(dir, message).unwrap();
+    }
+
+    fn log(bare: &Path) -> Vec<String> {
+        sh(bare, &["log", "--format=%s %P", "main"])
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn commits_are_replayed_onto_an_upstream_others_pushed_to() {
+        let (_tmp, bare, ours, theirs) = repos();
+        commit(&theirs, "theirs.txt", "t\n", "foreign");
+        sh(&theirs, &["push", "-q"]);
+        commit(&ours, "a.txt", "a\n", "bead a (app-1)");
+        commit(&ours, "b.txt", "b\n", "bead b (app-2)");
+        let author = sh(&ours, &["log", "-1", "--format=%an <%ae> %ad"]);
+        let pushed = push(&ours, T).unwrap();
+        assert_eq!((pushed.replayed, pushed.kept.len()), (2, 0));
+        let upstream = log(&bare);
+        let order = ["bead b (app-2)", "bead a (app-1)", "foreign", "first"];
+        assert_eq!(upstream.len(), order.len(), "{upstream:?}");
+        for (line, subject) in upstream.iter().zip(order) {
+            assert!(line.starts_with(subject), "{upstream:?}");
+        }
+        assert!(
+            sh(&bare, &["rev-list", "--merges", "main"])
+                .trim()
+                .is_empty(),
+            "no merge commit"
+        );
+        assert_eq!(sh(&ours, &["log", "-1", "--format=%an <%ae> %ad"]), author);
+        // The checkout followed, with the foreign file and nothing left unpushed.
+        assert!(ours.join("theirs.txt").exists());
+        assert_eq!(
+            sh(&ours, &["rev-parse", "HEAD"]),
+            sh(&bare, &["rev-parse", "main"])
+        );
+        assert!(sh(&ours, &["status", "--porcelain"]).is_empty());
+    }
+
+    #[test]
+    fn a_conflicting_commit_is_kept_on_a_branch_and_the_rest_lands() {
+        let (_tmp, bare, ours, theirs) = repos();
+        commit(&theirs, "README", "theirs\n", "foreign edit");
+        sh(&theirs, &["push", "-q"]);
+        commit(&ours, "README", "ours\n", "bead a (app-1)");
+        let conflicting = sh(&ours, &["rev-parse", "HEAD"]).trim().to_string();
+        commit(&ours, "b.txt", "b\n", "bead b (app-2)");
+        let pushed = push(&ours, T).unwrap();
+        assert_eq!(pushed.replayed, 1);
+        assert_eq!(pushed.kept.len(), 1);
+        let k = &pushed.kept[0];
+        assert_eq!(
+            (k.commit.as_str(), k.paths.as_slice()),
+            (conflicting.as_str(), &["README".to_string()][..])
+        );
+        assert_eq!(sh(&ours, &["rev-parse", &k.branch]).trim(), conflicting);
+        assert!(k.to_string().contains("README"), "{k}");
+        let upstream = log(&bare);
+        assert!(upstream[0].starts_with("bead b (app-2)"), "{upstream:?}");
+        assert!(upstream[1].starts_with("foreign edit"), "{upstream:?}");
+        assert_eq!(
+            std::fs::read_to_string(ours.join("README")).unwrap(),
+            "theirs\n"
+        );
+    }
+
+    #[test]
+    fn a_rewritten_upstream_is_never_caught_up_with_nor_overwritten() {
+        let (_tmp, bare, ours, theirs) = repos();
+        commit(&theirs, "x.txt", "x\n", "to be removed");
+        sh(&theirs, &["push", "-q"]);
+        sh(&ours, &["pull", "-q"]);
+        sh(&theirs, &["reset", "-q", "--hard", "HEAD~1"]);
+        commit(&theirs, "y.txt", "y\n", "rewritten");
+        sh(&theirs, &["push", "-q", "--force"]);
+        commit(&ours, "a.txt", "a\n", "bead a (app-1)");
+        let before = sh(&ours, &["rev-parse", "HEAD"]);
+        let err = push(&ours, T).unwrap_err().to_string();
+        assert!(err.contains("rewritten"), "{err}");
+        assert!(log(&bare)[0].starts_with("rewritten"));
+        assert_eq!(sh(&ours, &["rev-parse", "HEAD"]), before, "nothing moved");
+    }
+
+    #[test]
+    fn a_persons_edit_in_the_way_stops_the_catch_up_with_nothing_changed() {
+        let (_tmp, _bare, ours, theirs) = repos();
+        commit(&theirs, "README", "theirs\n", "foreign edit");
+        sh(&theirs, &["push", "-q"]);
+        commit(&ours, "a.txt", "a\n", "bead a (app-1)");
+        std::fs::write(ours.join("README"), "a person's edit\n").unwrap();
+        let before = sh(&ours, &["rev-parse", "HEAD"]);
+        let err = format!("{:#}", push(&ours, T).unwrap_err());
+        assert!(err.contains("uncommitted edits"), "{err}");
+        assert_eq!(sh(&ours, &["rev-parse", "HEAD"]), before);
+        assert_eq!(
+            std::fs::read_to_string(ours.join("README")).unwrap(),
+            "a person's edit\n"
+        );
+    }
+}
