@@ -21,6 +21,7 @@ mod backend_switch;
 mod br_differential;
 mod br_native_ticks;
 mod browser;
+mod chaos;
 mod check;
 mod checkin;
 mod claw_loop;
