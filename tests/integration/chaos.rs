@@ -6,7 +6,9 @@
 //!
 //! What must hold: never two live agents (processes carrying `BRAIDS_BEAD`, children included)
 //! of two sessions on one bead; every bead closed, or blocked with a reason; every closed bead's
-//! commit on its upstream exactly once and every foreign commit kept; no worktree and no
+//! commit on its upstream exactly once (or, for a worker killed between its close and its
+//! landing, its work kept on a branch for a person, 7.2), no merge commit, and every foreign
+//! commit kept; no worktree and no
 //! process left; every claim a tick released is an event; and never a stretch longer than
 //! [`IDLE_LIMIT`] in which a project with a free slot had a bead ready (or a claim whose worker
 //! is surely gone) and nothing started.
@@ -568,6 +570,7 @@ fn c2_5_c2_7_chaos_never_two_agents_on_a_bead_never_stuck_nothing_lost() {
         problems.push("the work did not settle within 7 minutes of the chaos".into());
     }
     let mut pushed_once = 0;
+    let mut kept_for_a_person = 0;
     for slug in &c.slugs {
         let text = std::fs::read_to_string(sb.project(slug).join(".braids/WORKPLAN.md")).unwrap();
         let upstream = git(&c.bares[slug], &["log", "--format=%s", "main"]);
@@ -583,8 +586,19 @@ fn c2_5_c2_7_chaos_never_two_agents_on_a_bead_never_stuck_nothing_lost() {
                         .lines()
                         .filter(|l| l.ends_with(&format!("({bead})")))
                         .count();
+                    // A worker killed between the close and the landing leaves its work on a
+                    // branch for a person (7.2).
+                    let kept = n == 0
+                        && !git(
+                            &sb.project(slug),
+                            &["branch", "--list", &format!("braids/kept/{bead}-*")],
+                        )
+                        .trim()
+                        .is_empty();
                     if n == 1 {
                         pushed_once += 1;
+                    } else if kept {
+                        kept_for_a_person += 1;
                     } else {
                         problems.push(format!("{slug}: {bead} closed with {n} commits upstream"));
                     }
@@ -657,7 +671,8 @@ fn c2_5_c2_7_chaos_never_two_agents_on_a_bead_never_stuck_nothing_lost() {
     let total: usize = all_beads.values().map(Vec::len).sum();
     println!(
         "chaos: seed {seed}; {} s of chaos, settled after {} s more; beads {total}: {closed} \
-         closed ({pushed_once} pushed exactly once), {blocked} blocked; ticks {runs} ({failed_runs} \
+         closed ({pushed_once} pushed exactly once, {kept_for_a_person} kept on a branch for a \
+         person), {blocked} blocked; ticks {runs} ({failed_runs} \
          killed or failed); kills: {tick_kills} ticks, {worker_kills} workers; foreign pushes {}; \
          releases {} (evented beads {}); samples {}; most live agents {}; longest orphaned agent \
          {:?}; longest idle with work due {:?}; violations {}",
