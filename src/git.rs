@@ -21,17 +21,29 @@ pub use replay::Kept;
 /// A git command may take this long (a rebase of a large change on a slow disk).
 pub(crate) const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Runs the `git` program in `dir` from argv, never prompting and never opening an editor;
-/// an error only when it cannot run or times out (its exit status is the caller's).
+/// Runs the `git` program in `dir` from argv, never prompting, never opening an editor and
+/// never running a hook or an fsmonitor; an error only when it cannot run or times out (its
+/// exit status is the caller's).
 pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
-    let out = Invocation::new(std::iter::once("git").chain(args.iter().copied()))
-        .cwd(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_EDITOR", "true")
-        .env("LC_ALL", "C")
-        .timeout(GIT_TIMEOUT)
-        .run()
-        .map_err(|e| anyhow!("{e}"))?;
+    // Nothing a workspace could configure runs inside braids: no hooks, no fsmonitor.
+    let safe = [
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+    ];
+    let out = Invocation::new(
+        std::iter::once("git")
+            .chain(safe)
+            .chain(args.iter().copied()),
+    )
+    .cwd(dir)
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .env("GIT_EDITOR", "true")
+    .env("LC_ALL", "C")
+    .timeout(GIT_TIMEOUT)
+    .run()
+    .map_err(|e| anyhow!("{e}"))?;
     if out.timed_out {
         anyhow::bail!(
             "git {} timed out after {}s",

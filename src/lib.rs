@@ -9,6 +9,7 @@ pub mod agent;
 pub mod answers;
 pub mod app;
 pub mod atomic;
+pub mod beneath;
 pub mod claw;
 pub mod cli;
 pub mod config;

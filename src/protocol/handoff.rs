@@ -238,11 +238,14 @@ pub fn read_file(path: &Path) -> Option<Handoff> {
 
 /// The report of a run in `dir`: `.ai/executor-result` first, then `handoff_rel`. Its
 /// `files_changed`, tests and commit come from the HANDOFF when the result file lacks them.
+/// Both are read beneath `dir`, never through a link the agent planted.
 pub fn read(dir: &Path, handoff_rel: &str) -> Option<Handoff> {
-    let result = crate::atomic::read(&dir.join(EXECUTOR_RESULT))
+    let result = crate::beneath::read(dir, Path::new(EXECUTOR_RESULT))
         .ok()
         .and_then(|b| parse_executor_result(&String::from_utf8_lossy(&b)));
-    let handoff = read_file(&dir.join(handoff_rel));
+    let handoff = crate::beneath::read(dir, Path::new(handoff_rel))
+        .ok()
+        .and_then(|b| parse_handoff(&String::from_utf8_lossy(&b)));
     match (result, handoff) {
         (Some(mut r), Some(h)) => {
             r.files_changed = h.files_changed;

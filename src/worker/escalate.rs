@@ -118,7 +118,7 @@ impl Worker<'_> {
         // other changes are kept on a branch for a person when the run ends.
         if !ws.is_shared() && path.starts_with(&ws.dir) {
             let in_project = ws.in_project(&path);
-            crate::atomic::write(&in_project, &std::fs::read(&path)?)?;
+            crate::atomic::write(&in_project, &crate::beneath::read(&ws.dir, &path)?)?;
             path = in_project;
         }
         run.step(

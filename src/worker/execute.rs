@@ -15,6 +15,7 @@ use crate::model::{Bead, BeadId, NotificationEvent};
 
 use super::context::{self, Loaded};
 use super::report::{self, StatusReport};
+use crate::beneath;
 use crate::proc::exit_text;
 use crate::workspace::Workspace;
 
@@ -126,7 +127,7 @@ impl Worker<'_> {
         let prompt = context::prompt(l, bead, &ws.dir, &expected, &earlier, &answers);
         crate::atomic::write(&prompt_file, prompt.as_bytes())?;
         // A deliverable counts only if this run wrote it, not one left by an earlier run.
-        let before = deliverables_now(&iteration_dir, bead_id);
+        let before = deliverables_now(&ws.dir, &iteration_dir, bead_id);
         let timeout = Duration::from_secs(l.project.worker_timeout);
         let deadline = started + agent_budget(timeout);
         // In a worktree of its own the agent is alone, so the shared report file is its own.
@@ -160,12 +161,12 @@ impl Worker<'_> {
         let res = self.executor.run(&req);
         let agent = res.as_ref().ok().and_then(|r| r.agent.clone());
         let mut report = inbox.take();
-        let mut fresh = find_deliverable(&iteration_dir, bead_id, &before);
+        let mut fresh = find_deliverable(&ws.dir, &iteration_dir, bead_id, &before);
         if let Some(a) = agent.as_ref().filter(|_| report.is_none()) {
             (report, fresh) = from_agent(run, a, &res, bead, &expected, fresh);
         }
         if report.is_none() {
-            report = tolerated(run, &res, fresh.as_deref());
+            report = tolerated(run, &ws.dir, &res, fresh.as_deref());
         }
         let verdict = judge(&res, report.as_ref(), fresh.as_ref());
         run.step("execute", format!("attempt: {verdict}"));
@@ -314,17 +315,23 @@ impl Worker<'_> {
     }
 }
 
-/// The bead's deliverables and their contents, now.
-fn deliverables_now(dir: &Path, bead: &BeadId) -> Vec<(PathBuf, Vec<u8>)> {
+/// The bead's deliverables and their contents, now, as far as they can be read beneath the
+/// workspace `ws` (never through a link the agent planted).
+fn deliverables_now(ws: &Path, dir: &Path, bead: &BeadId) -> Vec<(PathBuf, Vec<u8>)> {
     deliverable::find(dir, bead)
         .into_iter()
-        .filter_map(|p| std::fs::read(&p).ok().map(|b| (p, b)))
+        .filter_map(|p| beneath::read(ws, &p).ok().map(|b| (p, b)))
         .collect()
 }
 
 /// The bead's deliverable with a Summary that is new or changed since `before`.
-fn find_deliverable(dir: &Path, bead: &BeadId, before: &[(PathBuf, Vec<u8>)]) -> Option<PathBuf> {
-    deliverables_now(dir, bead)
+fn find_deliverable(
+    ws: &Path,
+    dir: &Path,
+    bead: &BeadId,
+    before: &[(PathBuf, Vec<u8>)],
+) -> Option<PathBuf> {
+    deliverables_now(ws, dir, bead)
         .into_iter()
         .find(|(p, bytes)| {
             !before.iter().any(|(q, b)| q == p && b == bytes)
@@ -397,6 +404,7 @@ fn from_agent(
 /// done, with a warning in the log and a note in the deliverable saying so.
 fn tolerated(
     run: &mut Run<'_, '_>,
+    ws: &Path,
     res: &Result<ExecResult>,
     fresh: Option<&Path>,
 ) -> Option<StatusReport> {
@@ -406,7 +414,7 @@ fn tolerated(
     if r.timed_out || r.code != Some(0) {
         return None;
     }
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = beneath::read_string(ws, path).ok()?;
     let summary = deliverable::summary(&text)?;
     let noted = format!(
         "{}\n\n> Note: the agent sent no status report; braids took its exit status 0 and this \

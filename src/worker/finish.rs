@@ -41,22 +41,35 @@ impl Worker<'_> {
             let (why, paths) = match self.workspaces().prepare_landing(ws, bead_id, &exclude)? {
                 Prepared::Ready { .. } => (None, vec![]),
                 Prepared::Conflict { paths } => (
-                    Some("its work conflicts with work that landed meanwhile"),
+                    Some("its work conflicts with work that landed meanwhile".to_string()),
                     paths,
                 ),
                 Prepared::InTheWay { paths } => (
                     Some(
-                        "landing it would overwrite uncommitted changes in the project's work tree",
+                        "landing it would overwrite uncommitted changes in the project's work tree"
+                            .to_string(),
                     ),
                     paths,
                 ),
+                Prepared::Held {
+                    why,
+                    paths,
+                    keep: true,
+                } => (Some(why), paths),
+                Prepared::Held {
+                    why,
+                    paths,
+                    keep: false,
+                } => {
+                    drop(lock);
+                    return self.held_untouched(run, l, &why, &paths);
+                }
             };
             if let Some(why) = why {
                 drop(lock);
-                return self.cannot_land(run, l, ws, why, &paths);
+                return self.cannot_land(run, l, ws, &why, &paths);
             }
         }
-        crate::crash_point!("worker::after_deliverable");
         // Before the close, which cannot be undone: a failure here leaves the bead as it was.
         if crate::git::has_upstream(root) {
             crate::git::expect_push(root)?;
@@ -65,10 +78,11 @@ impl Worker<'_> {
             .close(bead_id, report.summary.as_deref().unwrap_or("done"))?;
         run.step("close", "bead closed");
         crate::crash_point!("worker::after_close");
-        let summary =
-            deliverable::summary(&std::fs::read_to_string(deliverable).unwrap_or_default())
-                .or(report.summary.clone())
-                .unwrap_or_else(|| bead.title.clone());
+        let summary = deliverable::summary(
+            &crate::beneath::read_string(&ws.dir, deliverable).unwrap_or_default(),
+        )
+        .or(report.summary.clone())
+        .unwrap_or_else(|| bead.title.clone());
         let message = format!("{} ({bead_id})", first_line(&summary));
         let commit = if ws.is_shared() {
             self.commit(root, l, report, deliverable, &message)?
@@ -174,6 +188,29 @@ impl Worker<'_> {
         Ok(Ending::Blocked { reason })
     }
 
+    /// The worktree was turned against braids (it points elsewhere, or the repository's git
+    /// configuration changed under the agent): the bead is blocked and a person told, and no
+    /// git runs there; the worktree stays as the agent left it for the person to look at.
+    fn held_untouched(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        why: &str,
+        paths: &[String],
+    ) -> Result<Ending> {
+        let bead_id = &run.msg.bead;
+        run.ws = None;
+        let reason = format!("{why} ({}); nothing of it landed", paths.join(", "));
+        self.tracker.block(bead_id, &reason)?;
+        run.step("block", format!("bead blocked: {reason}"));
+        run.notify(
+            l,
+            NotificationEvent::Blocker,
+            &format!("[{}] {bead_id} is blocked: {reason}.", l.slug),
+        );
+        Ok(Ending::Blocked { reason })
+    }
+
     /// Commits the bead's work with the tracker's record of its closure: research-only commits
     /// only the deliverable; otherwise the files the agent reported changing plus the
     /// deliverable, or every change when it reported none. Other files in the iterations
@@ -194,16 +231,12 @@ impl Worker<'_> {
         let oid = if l.project.autonomy == Autonomy::ResearchOnly {
             crate::git::commit_paths(root, &ours, message)?
         } else if !report.files_changed.is_empty() {
-            let mut paths: Vec<PathBuf> = report
-                .files_changed
-                .iter()
-                .map(|f| root.join(f))
-                .filter(|p| {
-                    p.starts_with(root)
-                        && !p.starts_with(&iterations)
-                        && !crate::events::generated(p.strip_prefix(root).unwrap_or(p))
-                        && !p.components().any(|c| c == std::path::Component::ParentDir)
-                })
+            // In the shared work tree braids cannot tell the agent's edits of its control
+            // files from the person's: it commits none of them.
+            let mut paths: Vec<PathBuf> = listed_files(report)
+                .into_iter()
+                .filter(|p| !crate::workspace::guard::is_control(p))
+                .map(|p| root.join(p))
                 .collect();
             paths.extend(ours);
             crate::git::commit_paths(root, &paths, message)?
@@ -214,6 +247,11 @@ impl Worker<'_> {
                 root.join(report::OWN_DIR),
             ];
             skip.extend(crate::events::GENERATED.iter().map(|g| root.join(g)));
+            skip.extend(
+                crate::workspace::guard::CONTROL
+                    .iter()
+                    .map(|c| root.join(c)),
+            );
             crate::git::commit_all_except(root, &skip, &ours, message)?
         };
         Ok(oid.map(|o| o.to_string()))
@@ -273,13 +311,8 @@ fn listed_files(report: &StatusReport) -> Vec<PathBuf> {
     report
         .files_changed
         .iter()
-        .map(PathBuf::from)
-        .filter(|p| {
-            p.is_relative()
-                && !p.starts_with(".braids/iterations")
-                && !crate::events::generated(p)
-                && !p.components().any(|c| c == std::path::Component::ParentDir)
-        })
+        .filter_map(|f| crate::workspace::guard::normalize(Path::new(f)))
+        .filter(|p| !p.starts_with(".braids/iterations") && !crate::events::generated(p))
         .collect()
 }
 

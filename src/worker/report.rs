@@ -260,8 +260,9 @@ pub struct Inbox {
 /// A file's bytes and modification time: a rewrite with the same text is still a new report.
 type Stamp = (Vec<u8>, Option<std::time::SystemTime>);
 
-fn stamp(p: &Path) -> Option<Stamp> {
-    let bytes = std::fs::read(p).ok()?;
+/// `p` as it is now, read beneath the workspace `root` (never through a planted link).
+fn stamp(root: &Path, p: &Path) -> Option<Stamp> {
+    let bytes = crate::beneath::read(root, p).ok()?;
     let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok();
     Some((bytes, modified))
 }
@@ -294,8 +295,8 @@ impl Inbox {
         if let Some(dir) = self.project.join(own_file(&self.bead)).parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        self.handoff_before = stamp(&self.project.join(HANDOFF));
-        self.shared_before = stamp(&self.project.join(SHARED));
+        self.handoff_before = stamp(&self.project, &self.project.join(HANDOFF));
+        self.shared_before = stamp(&self.project, &self.project.join(SHARED));
     }
 
     /// After an attempt: the report it left, if any; report files are removed (a status report
@@ -304,10 +305,10 @@ impl Inbox {
     /// a HANDOFF.md it wrote about another story, or a shared report changed while other
     /// workers share the work tree, is a failing one (3.10).
     pub fn take(&self) -> Option<StatusReport> {
-        let read = |p: &Path| std::fs::read(p).ok();
+        let read = |p: &Path| crate::beneath::read(&self.project, p).ok();
         let mut report = None;
         let mut unusable = (!self.alone && {
-            let now = stamp(&self.project.join(SHARED));
+            let now = stamp(&self.project, &self.project.join(SHARED));
             now.is_some() && now != self.shared_before
         })
         .then_some("a shared report that other workers may have written");
@@ -323,7 +324,7 @@ impl Inbox {
         }
         report
             .or_else(|| {
-                let now = stamp(&self.project.join(HANDOFF))?;
+                let now = stamp(&self.project, &self.project.join(HANDOFF))?;
                 if self.handoff_before.as_ref() == Some(&now) {
                     return None; // left by an earlier session: says nothing about this one
                 }

@@ -21,6 +21,7 @@
 //! Cleanup is braids' job: a landed or blocked bead's worktree is removed at once, and each
 //! tick sweeps worktrees whose worker is gone ([`Workspaces::sweep`]).
 
+pub mod guard;
 mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -80,6 +81,9 @@ pub struct Workspace {
     pub branch: Option<String>,
     /// The project branch the worktree was cut from and lands on.
     pub base: Option<String>,
+    /// The repository's git configuration when the agent was given the worktree: a change
+    /// to it while the agent works holds the bead before braids runs git there.
+    pub git_config: Option<Vec<u8>>,
 }
 
 impl Workspace {
@@ -90,6 +94,7 @@ impl Workspace {
             dir: project.to_path_buf(),
             branch: None,
             base: None,
+            git_config: None,
         }
     }
 
@@ -137,6 +142,15 @@ pub enum Prepared {
     /// The person has uncommitted changes (or untracked files) at these paths in the
     /// project's work tree, which landing would overwrite: the bead waits.
     InTheWay { paths: Vec<String> },
+    /// The work must not land without a person (see [`guard`]): it changes braids' control
+    /// files or adds a link leading out of the repository (`keep`: the work is kept on a
+    /// branch), or the worktree no longer points at the project's repository or its git
+    /// configuration changed (no git is run there, so nothing is kept).
+    Held {
+        why: String,
+        paths: Vec<String>,
+        keep: bool,
+    },
 }
 
 /// The work-tree edge the worker and the tick drive.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::{Landing, Prepared, Swept, Workspace, Workspaces};
+use super::{guard, Landing, Prepared, Swept, Workspace, Workspaces};
 use crate::git::{git, git_ok, RepoLock, GIT_TIMEOUT};
 use crate::model::BeadId;
 use crate::proc::Invocation;
@@ -86,8 +86,12 @@ fn commit_staged(dir: &Path, message: &str) -> Result<bool> {
 /// Files under the project-relative `rel` that git would see: a directory (`.beads`) is
 /// expanded to its tracked and not-ignored files.
 fn tracker_paths(project: &Path, rel: &Path) -> Result<Vec<PathBuf>> {
-    if project.join(rel).is_file() {
+    let meta = std::fs::symlink_metadata(project.join(rel));
+    if meta.as_ref().is_ok_and(|m| m.file_type().is_file()) {
         return Ok(vec![rel.to_path_buf()]);
+    }
+    if meta.is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(vec![]);
     }
     if !project.join(rel).is_dir() {
         return Ok(vec![]);
@@ -107,7 +111,9 @@ fn tracker_paths(project: &Path, rel: &Path) -> Result<Vec<PathBuf>> {
     Ok(lines(&out)
         .into_iter()
         .map(PathBuf::from)
-        .filter(|p| project.join(p).is_file())
+        .filter(|p| {
+            std::fs::symlink_metadata(project.join(p)).is_ok_and(|m| m.file_type().is_file())
+        })
         .collect())
 }
 
@@ -130,6 +136,7 @@ impl GitWorktrees {
             dir,
             branch: Some(branch),
             base: Some(Self::current_branch(project)?),
+            git_config: Some(guard::git_config(project)?),
         }))
     }
 
@@ -192,9 +199,12 @@ impl GitWorktrees {
     /// `braids/kept/…` branch for a person; `None` when the worktree holds nothing that no
     /// other branch has (its work landed, or it never changed a file). A worker can die after
     /// closing its bead and before landing it: this is where that work survives.
-    fn keep_left_over(dir: &Path, bead: &BeadId) -> Result<Option<String>> {
+    fn keep_left_over(project: &Path, dir: &Path, bead: &BeadId) -> Result<Option<String>> {
         if !dir.join(".git").exists() {
             return Ok(None);
+        }
+        if let Some(why) = guard::foreign_gitfile(project, dir)? {
+            bail!("{why}; braids runs no git there");
         }
         // Only what the worker committed counts: it commits the agent's work just before it
         // closes the bead (`prepare_landing`). Uncommitted changes alone are a bead that was
@@ -292,6 +302,7 @@ impl Workspaces for GitWorktrees {
             dir,
             branch: Some(branch),
             base: Some(base),
+            git_config: Some(guard::git_config(project)?),
         })
     }
 
@@ -304,6 +315,28 @@ impl Workspaces for GitWorktrees {
         let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
             return Ok(Prepared::Ready { paths: vec![] });
         };
+        // Before any git runs in the worktree: it must still be the project's, under the
+        // configuration the person gave the repository.
+        if let Some(why) = guard::foreign_gitfile(&ws.project, &ws.dir)? {
+            return Ok(Prepared::Held {
+                why,
+                paths: vec![".git".into()],
+                keep: false,
+            });
+        }
+        if ws
+            .git_config
+            .as_ref()
+            .is_some_and(|seen| guard::git_config(&ws.project).ok().as_ref() != Some(seen))
+        {
+            return Ok(Prepared::Held {
+                why: "the repository's git configuration changed while the agent worked, so \
+                      braids ran no git in its workspace"
+                    .into(),
+                paths: vec![".git/config".into()],
+                keep: false,
+            });
+        }
         // Whatever the agent left, committed on its own branch first: all of it, so the rebase
         // finds a clean tree (what does not land is left out later, by `land`).
         stage(&ws.dir, &[], &[])?;
@@ -327,8 +360,32 @@ impl Workspaces for GitWorktrees {
             &ws.dir,
             &["diff", "--name-only", &format!("{base}..HEAD")],
         )?);
-        let dirty = Self::dirty_paths(&ws.project)?;
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
+        let control: Vec<String> = paths
+            .iter()
+            .filter(|p| landing(p) && guard::is_control(Path::new(p)))
+            .cloned()
+            .collect();
+        if !control.is_empty() {
+            return Ok(Prepared::Held {
+                why: "the agent changed braids' control files, which only a person may change"
+                    .into(),
+                paths: control,
+                keep: true,
+            });
+        }
+        let links: Vec<String> = paths
+            .iter()
+            .filter_map(|p| Some(format!("{p} -> {}", guard::escaping_link(&ws.dir, p)?)))
+            .collect();
+        if !links.is_empty() {
+            return Ok(Prepared::Held {
+                why: "the work adds a symbolic link leading out of the repository".into(),
+                paths: links,
+                keep: true,
+            });
+        }
+        let dirty = Self::dirty_paths(&ws.project)?;
         let in_the_way: Vec<String> = paths
             .iter()
             .filter(|p| landing(p) && dirty.contains(p))
@@ -351,7 +408,7 @@ impl Workspaces for GitWorktrees {
         for rel in &landing.tracker_files {
             for file in tracker_paths(&ws.project, rel)? {
                 let from = ws.project.join(&file);
-                let bytes = crate::atomic::read(&from)
+                let bytes = crate::beneath::read(&ws.project, &from)
                     .with_context(|| format!("cannot read {}", from.display()))?;
                 crate::atomic::write(&ws.dir.join(&file), &bytes)?;
                 tracked.push((file, bytes));
@@ -414,6 +471,9 @@ impl Workspaces for GitWorktrees {
             return Ok(None);
         };
         let _lock = RepoLock::acquire(&ws.project)?;
+        if let Some(why) = guard::foreign_gitfile(&ws.project, &ws.dir)? {
+            bail!("{why}; braids runs no git there");
+        }
         stage(&ws.dir, &[], &[])?;
         commit_staged(&ws.dir, &format!("wip {bead} (kept for a person)"))?;
         let ahead = git_ok(&ws.dir, &["rev-list", "--count", &format!("{base}..HEAD")])?;
@@ -461,7 +521,7 @@ impl Workspaces for GitWorktrees {
                 }
                 // Work that cannot be kept is not thrown away: the worktree stays, the log says
                 // why, and the other worktrees are swept.
-                let kept = match Self::keep_left_over(&e.path(), &bead) {
+                let kept = match Self::keep_left_over(project, &e.path(), &bead) {
                     Ok(kept) => kept,
                     Err(err) => {
                         tracing::warn!(bead = %bead, "cannot keep the work left in {}, so it stays: {err:#}", e.path().display());

@@ -299,7 +299,8 @@ fn c6_2_a_landing_takes_only_what_it_should() {
         tracker_files: vec![],
     };
     assert!(matches!(
-        w.ws.prepare_landing(&b, &bead("b1"), &[]).unwrap(),
+        w.ws.prepare_landing(&b, &bead("b1"), &[PathBuf::from(".braids/iterations")])
+            .unwrap(),
         Prepared::Ready { .. }
     ));
     let c = w.ws.land(&b, &l).unwrap().unwrap();
@@ -363,4 +364,111 @@ fn c6_5_workers_starting_and_ending_at_once_never_lose_a_worktree_to_a_prune() {
         1,
         "only the project's own work tree is left"
     );
+}
+
+/// What finish passes: the iterations folder does not land (but for the deliverable).
+fn excludes() -> Vec<PathBuf> {
+    vec![PathBuf::from(".braids/iterations")]
+}
+
+fn held(p: Prepared) -> (String, Vec<String>, bool) {
+    match p {
+        Prepared::Held { why, paths, keep } => (why, paths, keep),
+        other => panic!("not held: {other:?}"),
+    }
+}
+
+#[test]
+fn an_agents_change_to_braids_control_files_is_held_however_spelled() {
+    let w = world();
+    for (i, file) in [
+        ".braids/PROJECT.md",
+        ".ai/step-rules.yaml",
+        ".claw/config.yaml",
+        "AGENTS.md",
+        ".beads/issues.jsonl",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let b = bead(&format!("c{i}"));
+        let a = w.ws.create(&w.project, &b).unwrap();
+        write(&a.dir.join(file), "- **Executor:** tools/evil.sh\n");
+        write(&a.dir.join("tools/evil.sh"), "touch pwned\n");
+        let (why, paths, keep) = held(w.ws.prepare_landing(&a, &b, &excludes()).unwrap());
+        assert!(why.contains("control files"), "{why}");
+        assert_eq!(paths, [file.to_string()]);
+        assert!(keep, "the work is kept for the person to judge");
+        let kept = w.ws.keep(&a, &b).unwrap().unwrap();
+        assert!(sh_git(&w.project, &["show", "--name-only", &kept]).contains(file));
+        w.ws.remove(&a).unwrap();
+    }
+    // Nothing of it reached the project's branch.
+    assert_eq!(
+        lines(&sh_git(&w.project, &["log", "--format=%s"])),
+        ["start"]
+    );
+}
+
+#[test]
+fn a_link_leading_out_of_the_repository_is_held_and_never_read_through() {
+    let w = world();
+    let secret = w._tmp.path().join("secret.txt");
+    write(&secret, "the person's secret\n");
+    let a = w.ws.create(&w.project, &bead("l1")).unwrap();
+    std::os::unix::fs::symlink(&secret, a.dir.join("leak.txt")).unwrap();
+    let (why, paths, _) = held(w.ws.prepare_landing(&a, &bead("l1"), &excludes()).unwrap());
+    assert!(why.contains("symbolic link"), "{why}");
+    assert!(paths[0].starts_with("leak.txt -> "), "{paths:?}");
+    w.ws.remove(&a).unwrap();
+    // A link a person's checkout already has among the tracker's files is skipped, not read:
+    // the secret's bytes never reach a landing commit.
+    std::os::unix::fs::symlink(&secret, w.project.join(".beads/leak.txt")).unwrap();
+    let b = w.ws.create(&w.project, &bead("l2")).unwrap();
+    write(&b.dir.join("work.txt"), "work\n");
+    assert!(matches!(
+        w.ws.prepare_landing(&b, &bead("l2"), &excludes()).unwrap(),
+        Prepared::Ready { .. }
+    ));
+    let c =
+        w.ws.land(&b, &landing("Work (l2)", &[".beads"]))
+            .unwrap()
+            .unwrap();
+    let shown = sh_git(&w.project, &["show", &c]);
+    assert!(!shown.contains("secret"), "{shown}");
+}
+
+#[test]
+fn a_repointed_gitfile_or_a_changed_git_config_runs_no_git_and_keeps_nothing() {
+    let w = world();
+    let pwned = w._tmp.path().join("pwned");
+    let hook = w._tmp.path().join("evil.sh");
+    write(&hook, &format!("#!/bin/sh\ntouch {}\n", pwned.display()));
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The agent's own repository, configured to run its script from any git command.
+    let fake = w._tmp.path().join("fake");
+    sh_git(w._tmp.path(), &["init", "--quiet", fake.to_str().unwrap()]);
+    sh_git(&fake, &["config", "core.fsmonitor", hook.to_str().unwrap()]);
+    let a = w.ws.create(&w.project, &bead("g1")).unwrap();
+    write(
+        &a.dir.join(".git"),
+        &format!("gitdir: {}/.git\n", fake.display()),
+    );
+    let (why, _, keep) = held(w.ws.prepare_landing(&a, &bead("g1"), &excludes()).unwrap());
+    assert!(why.contains("not at the project's repository"), "{why}");
+    assert!(!keep);
+    assert!(w.ws.keep(&a, &bead("g1")).is_err(), "no git runs there");
+    // The repository's own configuration changed while the agent worked.
+    let b = w.ws.create(&w.project, &bead("g2")).unwrap();
+    sh_git(
+        &b.dir,
+        &["config", "core.fsmonitor", hook.to_str().unwrap()],
+    );
+    write(&b.dir.join("work.txt"), "work\n");
+    let (why, _, keep) = held(w.ws.prepare_landing(&b, &bead("g2"), &excludes()).unwrap());
+    assert!(why.contains("git configuration changed"), "{why}");
+    assert!(!keep);
+    // braids' own git commands never run a configured fsmonitor or hook.
+    let _ = sh_git(&b.dir, &["status", "--porcelain"]);
+    assert!(!pwned.exists(), "the agent's script ran inside braids");
 }

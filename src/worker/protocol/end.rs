@@ -126,7 +126,8 @@ impl Worker<'_> {
     ) -> Result<Ending> {
         let root = run.msg.project.clone();
         let expected = ws.here(&l.deliverable_for(bead));
-        let history = std::fs::read_to_string(ws.dir.join(handoff::HISTORY)).unwrap_or_default();
+        let history = crate::beneath::read_string(&ws.dir, std::path::Path::new(handoff::HISTORY))
+            .unwrap_or_default();
         let text = deliverable_text(bead, &s, &history);
         if let Some(dir) = expected.parent() {
             std::fs::create_dir_all(dir)?;

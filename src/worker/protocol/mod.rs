@@ -251,7 +251,7 @@ impl Worker<'_> {
             let pending =
                 work_dir(&self.paths.braids_dir, &l.slug, &run.msg.bead).join("history.md");
             if let Ok(text) = std::fs::read_to_string(&pending) {
-                append(&ws.dir.join(handoff::HISTORY), &text)?;
+                append(&ws.dir, &ws.dir.join(handoff::HISTORY), &text)?;
                 let _ = std::fs::remove_file(&pending);
             }
         }
@@ -311,7 +311,7 @@ impl Worker<'_> {
             s = handoff::apply_post_check(&s, passed, &detail);
         }
         let entry = handoff::archive_entry(&s, found.as_ref(), now);
-        append(history, &entry)?;
+        append(&ws.dir, history, &entry)?;
         run.step(
             "step",
             format!(
@@ -347,9 +347,10 @@ pub(super) enum Ran {
     TimedOut,
 }
 
-/// Appends to a file (temp + rename of the whole: a crash leaves the old or the new text).
-pub(super) fn append(path: &Path, entry: &str) -> Result<()> {
-    let mut text = std::fs::read_to_string(path).unwrap_or_default();
+/// Appends to a file in the workspace `root` (temp + rename of the whole: a crash leaves the
+/// old or the new text). What cannot be read beneath `root` (a planted link) is replaced.
+pub(super) fn append(root: &Path, path: &Path, entry: &str) -> Result<()> {
+    let mut text = crate::beneath::read_string(root, path).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }

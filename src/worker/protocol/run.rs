@@ -53,13 +53,13 @@ impl Worker<'_> {
             let prompt_file = wd.join(format!("prompt-{tag}.md"));
             crate::atomic::write(&prompt_file, prompt.as_bytes())?;
             crate::atomic::write(&wd.join("prompt.md"), prompt.as_bytes())?;
-            let before = stamp(&ws.dir.join(handoff::HANDOFF));
+            let before = stamp(&ws.dir, &ws.dir.join(handoff::HANDOFF));
             let _ = std::fs::remove_file(ws.dir.join(handoff::EXECUTOR_RESULT));
             let res = self.exec(run, l, ws, &bead.id, &prompt_file, timeout);
             if res.timed_out {
                 return Ok(Ran::TimedOut);
             }
-            let fresh = stamp(&ws.dir.join(handoff::HANDOFF)) != before
+            let fresh = stamp(&ws.dir, &ws.dir.join(handoff::HANDOFF)) != before
                 || ws.dir.join(handoff::EXECUTOR_RESULT).exists();
             let found = fresh
                 .then(|| handoff::read(&ws.dir, handoff::HANDOFF))
@@ -278,8 +278,9 @@ pub(super) fn post_check(dir: &Path, argv: &[String]) -> (bool, String) {
 
 type Stamp = Option<(Vec<u8>, Option<std::time::SystemTime>)>;
 
-pub(super) fn stamp(p: &Path) -> Stamp {
-    let bytes = std::fs::read(p).ok()?;
+/// `p` as it is now, read beneath the workspace `root`.
+pub(super) fn stamp(root: &Path, p: &Path) -> Stamp {
+    let bytes = crate::beneath::read(root, p).ok()?;
     Some((bytes, std::fs::metadata(p).and_then(|m| m.modified()).ok()))
 }
 

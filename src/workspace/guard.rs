@@ -1,0 +1,168 @@
+//! What an agent may not make braids do through its workspace. The agent runs arbitrary code
+//! there and may be steered by a hostile bead, so before braids lands anything or runs git in
+//! a worktree it checks that the worktree still points at the project's repository, that the
+//! repository's git configuration is the one it was when the agent started, and that the work
+//! changes none of braids' control files and adds no link leading out of the repository. Any
+//! of these holds the bead for a person instead of landing it.
+
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// Files that steer braids (its configuration, a project's fields and iterations, the
+/// protocol's rules and state, the claw loop's plan, the tracker's database, the agents'
+/// instructions): an agent's change to one never lands without a person.
+pub const CONTROL: &[&str] = &[
+    ".braids",
+    ".ai/step-rules.yaml",
+    ".ai/states",
+    ".claw/config.yaml",
+    ".claw/WORKPLAN.md",
+    ".beads",
+    "AGENTS.md",
+];
+
+/// `p` as a plain relative path: `./` and empty components dropped; `None` when it is absolute
+/// or climbs out with `..`.
+pub fn normalize(p: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
+}
+
+/// Whether the project-relative `p` is one of braids' control files ([`CONTROL`]), however it
+/// is spelled; a path that cannot be normalised counts as one.
+pub fn is_control(p: &Path) -> bool {
+    match normalize(p) {
+        Some(p) => CONTROL.iter().any(|c| p.starts_with(c)),
+        None => true,
+    }
+}
+
+/// The target of `root/rel` when it is a symbolic link leading out of `root` (absolute, or
+/// climbing above it).
+pub fn escaping_link(root: &Path, rel: &str) -> Option<String> {
+    let target = std::fs::read_link(root.join(rel)).ok()?;
+    let from = Path::new(rel).parent().unwrap_or(Path::new(""));
+    let mut depth: i64 = from.components().count() as i64;
+    for c in target.components() {
+        match c {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir => depth -= 1,
+            Component::RootDir | Component::Prefix(_) => depth = -1,
+        }
+        if depth < 0 {
+            return Some(target.display().to_string());
+        }
+    }
+    None
+}
+
+/// The repository's shared git directory (`<project>/.git` for a plain checkout).
+fn common_dir(project: &Path) -> Result<PathBuf> {
+    Ok(crate::git::open(project)?.commondir().to_path_buf())
+}
+
+/// The repository's own configuration as it is now: what every worktree of it reads.
+pub fn git_config(project: &Path) -> Result<Vec<u8>> {
+    let path = common_dir(project)?.join("config");
+    std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Why the worktree at `dir` no longer belongs to the project's repository, if it does not:
+/// its `.git` must be the file git wrote, naming an admin folder under the repository's
+/// `worktrees/` that names `dir` back.
+pub fn foreign_gitfile(project: &Path, dir: &Path) -> Result<Option<String>> {
+    let file = dir.join(".git");
+    let meta = match std::fs::symlink_metadata(&file) {
+        Ok(m) => m,
+        Err(e) => return Ok(Some(format!("{} cannot be read: {e}", file.display()))),
+    };
+    if !meta.file_type().is_file() {
+        return Ok(Some(format!(
+            "{} is not the file git wrote",
+            file.display()
+        )));
+    }
+    let text = crate::beneath::read_string(dir, Path::new(".git"))?;
+    let Some(admin) = text
+        .trim()
+        .strip_prefix("gitdir:")
+        .map(|s| PathBuf::from(s.trim()))
+    else {
+        return Ok(Some(format!("{} names no repository", file.display())));
+    };
+    let worktrees = common_dir(project)?.join("worktrees");
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let inside = admin.parent().is_some_and(|p| same(p, &worktrees));
+    let back = std::fs::read_to_string(admin.join("gitdir"))
+        .is_ok_and(|b| same(Path::new(b.trim()), &file));
+    Ok((!inside || !back).then(|| {
+        format!(
+            "{} was changed to point at {}, not at the project's repository",
+            file.display(),
+            admin.display()
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_files_are_found_however_they_are_spelled() {
+        for p in [
+            ".braids/PROJECT.md",
+            "./.braids/iterations/001/ITERATION.md",
+            ".//.ai/step-rules.yaml",
+            ".ai/states/x.json",
+            ".claw/WORKPLAN.md",
+            ".beads/leak.txt",
+            "AGENTS.md",
+            "../elsewhere",
+            "/etc/passwd",
+        ] {
+            assert!(is_control(Path::new(p)), "{p}");
+        }
+        for p in [
+            "src/main.rs",
+            ".ai/history.md",
+            "docs/AGENTS.md.txt",
+            ".braidsx",
+        ] {
+            assert!(!is_control(Path::new(p)), "{p}");
+        }
+        assert_eq!(
+            normalize(Path::new("./a//b/./c")),
+            Some(PathBuf::from("a/b/c"))
+        );
+    }
+
+    #[test]
+    fn links_leading_out_of_the_repository_are_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        let link = |name: &str, to: &str| std::os::unix::fs::symlink(to, root.join(name)).unwrap();
+        link("a/b/up", "../../README");
+        link("a/b/out", "../../../secret");
+        link("abs", "/home/someone/.ssh/id_ed25519");
+        link("a/side", "b/up");
+        assert_eq!(escaping_link(root, "a/b/up"), None);
+        assert_eq!(escaping_link(root, "a/side"), None);
+        assert!(escaping_link(root, "a/b/out").is_some());
+        assert!(escaping_link(root, "abs").is_some());
+        assert_eq!(escaping_link(root, "a"), None, "not a link");
+    }
+}
