@@ -27,6 +27,7 @@ mod checkin;
 mod claw_loop;
 mod claw_tools;
 mod cli;
+mod containment;
 mod contracts;
 mod corpus;
 mod daemon;
