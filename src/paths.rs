@@ -21,6 +21,35 @@ pub struct Paths {
 }
 
 impl Paths {
+    /// Makes braids' folder the person's alone: the folder 0700 and the files directly in it
+    /// (config with its webhook secrets, state, ledgers, STATUS.md) 0600, tightening an
+    /// existing installation. Returns what it tightened, for the caller to say once.
+    pub fn make_private(&self) -> std::io::Result<Vec<PathBuf>> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&self.braids_dir)?;
+        let mut tightened = Vec::new();
+        let mut tighten = |p: &Path, want: u32| -> std::io::Result<()> {
+            let meta = std::fs::symlink_metadata(p)?;
+            if meta.file_type().is_symlink() || meta.permissions().mode() & 0o077 == 0 {
+                return Ok(());
+            }
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(want))?;
+            tightened.push(p.to_path_buf());
+            Ok(())
+        };
+        tighten(&self.braids_dir, 0o700)?;
+        for entry in std::fs::read_dir(&self.braids_dir)?.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let want = if kind.is_dir() { 0o700 } else { 0o600 };
+            if kind.is_dir() || kind.is_file() {
+                let _ = tighten(&entry.path(), want);
+            }
+        }
+        Ok(tightened)
+    }
+
     /// Resolves from `HOME` (or the password database) and `BRAIDS_HOME`, once per process.
     pub fn from_env() -> Result<Paths> {
         let home = match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
@@ -228,5 +257,32 @@ mod tests {
         assert!(p.in_workspace(Path::new("/home/u/.openclaw/braids/../workspace/app")));
         assert!(!p.in_workspace(Path::new("/home/u/Projects/app")));
         assert!(!p.in_workspace(Path::new("/home/u/.openclaw/workspace2")));
+    }
+}
+
+#[cfg(test)]
+mod private_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn braids_folder_is_made_private_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = Paths::new(tmp.path().to_path_buf(), None);
+        std::fs::create_dir_all(p.braids_dir.join("logs")).unwrap();
+        std::fs::write(p.config(), "[notify]\nwebhook = \"https://secret\"\n").unwrap();
+        for (f, m) in [(&p.braids_dir, 0o755), (&p.config(), 0o644)] {
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(m)).unwrap();
+        }
+        let once = p.make_private().unwrap();
+        assert_eq!(once.len(), 3, "{once:?}");
+        assert_eq!(mode(&p.braids_dir), 0o700);
+        assert_eq!(mode(&p.braids_dir.join("logs")), 0o700);
+        assert_eq!(mode(&p.config()), 0o600);
+        assert!(p.make_private().unwrap().is_empty(), "said once");
     }
 }

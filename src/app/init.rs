@@ -42,6 +42,9 @@ pub fn ensure(paths: &Paths) -> Result<InitReport> {
             r.kept.push(path);
         }
     }
+    paths
+        .make_private()
+        .with_context(|| format!("cannot make {} private", paths.braids_dir.display()))?;
     crate::state::wake(paths, crate::state::WAKE_WAIT);
     Ok(r)
 }

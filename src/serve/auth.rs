@@ -64,6 +64,56 @@ pub fn loopback_host(host: &str) -> bool {
         || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The user owning the connection from `peer` on this machine, from the kernel's socket
+/// tables (`/proc/net/tcp` and `tcp6`: the client's socket is the one whose local address is
+/// `peer`); `None` when it cannot be found.
+pub fn peer_uid(peer: SocketAddr) -> Option<u32> {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .find_map(|table| {
+            let text = std::fs::read_to_string(table).ok()?;
+            text.lines().skip(1).find_map(|line| {
+                let cols: Vec<&str> = line.split_whitespace().collect();
+                (socket_addr(cols.get(1)?)? == peer)
+                    .then(|| cols.get(7)?.parse().ok())
+                    .flatten()
+            })
+        })
+}
+
+/// An address as `/proc/net/tcp*` prints it: the address's bytes as native-endian 32-bit hex
+/// words, then `:` and the port in hex.
+fn socket_addr(text: &str) -> Option<SocketAddr> {
+    let (ip, port) = text.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let mut bytes = Vec::with_capacity(16);
+    for word in ip.as_bytes().chunks(8) {
+        let w = u32::from_str_radix(std::str::from_utf8(word).ok()?, 16).ok()?;
+        bytes.extend(w.to_ne_bytes());
+    }
+    let ip = match bytes.len() {
+        4 => IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?),
+        16 => {
+            let v6 = std::net::Ipv6Addr::from(<[u8; 16]>::try_from(bytes).ok()?);
+            v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4)
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+/// Whether the connection from `peer` is this server's own user's: on loopback, anyone else
+/// on the machine could otherwise read the dashboard and take the token from a page.
+pub fn owner_connects(peer: SocketAddr) -> bool {
+    let peer = match peer.ip() {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(peer, |v4| SocketAddr::new(IpAddr::V4(v4), peer.port())),
+        IpAddr::V4(_) => peer,
+    };
+    peer_uid(peer) == Some(nix::unistd::getuid().as_raw())
+}
+
 /// Whether a page for this client may carry the token.
 pub fn may_embed(peer: SocketAddr, host: Option<&str>) -> bool {
     peer.ip().is_loopback() && host.is_some_and(loopback_host)
@@ -72,6 +122,20 @@ pub fn may_embed(peer: SocketAddr, host: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_owner_of_a_loopback_connection_is_found_in_the_socket_table() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (_conn, peer) = listener.accept().unwrap();
+        assert_eq!(peer, client.local_addr().unwrap());
+        assert_eq!(peer_uid(peer), Some(nix::unistd::getuid().as_raw()));
+        assert!(owner_connects(peer));
+        assert_eq!(
+            socket_addr("0100007F:1F90"),
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+    }
 
     #[test]
     fn c9_5_tokens_are_made_private_and_compared_whole() {

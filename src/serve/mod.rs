@@ -217,10 +217,25 @@ async fn guard(State(s): State<Arc<Server>>, req: Request, next: Next) -> Respon
         .get(auth::HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| auth::matches(&s.token, t));
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
     let mut resp = if s.loopback && !auth::loopback_host(host) {
         (
             StatusCode::MISDIRECTED_REQUEST,
             "braids serve answers only to localhost on this address\n",
+        )
+            .into_response()
+    } else if s.loopback && !public && !token_ok && !peer.is_some_and(auth::owner_connects) {
+        // Another user of this machine: nothing without the token, and no page to take it from.
+        (
+            StatusCode::FORBIDDEN,
+            format!(
+                "braids serve answers only to the user who runs it; others need the server's \
+                 token in the {} header\n",
+                auth::HEADER
+            ),
         )
             .into_response()
     } else if !s.loopback && !public && !token_ok {

@@ -72,7 +72,13 @@ pub(crate) fn open_log(log: &Path) -> io::Result<File> {
     if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    OpenOptions::new().create(true).append(true).open(log)
+    use std::os::unix::fs::OpenOptionsExt;
+    // What an agent printed may hold secrets: the person's alone.
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(log)
 }
 
 pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {

@@ -192,6 +192,22 @@ const PUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 fn lock(inst: &Installation, opts: TickOptions) -> Result<Option<Option<TickLock>>> {
     std::fs::create_dir_all(&inst.paths.braids_dir)
         .with_context(|| format!("cannot create {}", inst.paths.braids_dir.display()))?;
+    if !opts.dry_run {
+        match inst.paths.make_private() {
+            Ok(t) if !t.is_empty() => tracing::warn!(
+                "made braids' files private to you (0700 folders, 0600 files): {}",
+                t.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                "cannot make {} private: {e}",
+                inst.paths.braids_dir.display()
+            ),
+        }
+    }
     if opts.dry_run {
         return Ok(Some(None));
     }

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use crate::day_two::{install, workers_end};
-use crate::support::{wait_for, ReportExt};
+use crate::support::{wait_for, Install, ReportExt};
 
 const HOSTILE: &str = "<script>alert('pwned')</script> & <img src=x onerror=alert(1)>";
 
@@ -261,4 +261,61 @@ fn c9_5_a_reachable_address_asks_the_token_for_every_read_and_a_stop_ends_open_s
         s.stop(Duration::from_secs(30)),
         "serve did not stop with a stream open"
     );
+}
+
+/// `curl` as the unprivileged user `nobody` (uid 65534): status and body.
+fn curl_as_nobody(args: &[&str]) -> (u16, String) {
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--",
+        ])
+        .args(["curl", "-s", "-w", "\n%{http_code}", "--max-time", "20"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+#[test]
+fn c11_4_another_user_of_the_machine_gets_no_token_and_no_action() {
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("skipping: needs root to act as another user");
+        return;
+    }
+    let sb = Install::new().build();
+    sb.new_project("app").beads(1).create();
+    let s = sb.serve();
+    // The person gets the page, with the token for its forms.
+    let own = s.get("/");
+    assert_eq!(own.status, 200);
+    assert!(
+        own.body.contains(&s.token),
+        "the person's page carries the token"
+    );
+    // Another user gets neither the page, nor the API, nor an action.
+    let (status, body) = curl_as_nobody(&[&format!("{}/", s.base)]);
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.contains(&s.token));
+    let (status, _) = curl_as_nobody(&[&format!("{}/api/v1/state", s.base)]);
+    assert_eq!(status, 403);
+    let (status, _) = curl_as_nobody(&[
+        "-X",
+        "POST",
+        &format!("{}/api/v1/projects/app/pause", s.base),
+    ]);
+    assert_eq!(status, 403);
+    assert!(!sb
+        .read("Projects/app/.braids/PROJECT.md")
+        .contains("paused"));
+    // With the token, another user may act (the token is the person's to hand out).
+    let header = format!("x-braids-token: {}", s.token);
+    let (status, _) = curl_as_nobody(&["-H", &header, &format!("{}/api/v1/state", s.base)]);
+    assert_eq!(status, 200);
 }
