@@ -104,7 +104,16 @@ impl Worker<'_> {
                 include,
                 tracker_files: TRACKER_FILES.iter().map(PathBuf::from).collect(),
             };
-            self.workspaces().land(ws, &landing)?
+            match self.workspaces().land(ws, &landing) {
+                Ok(c) => c,
+                // Closed but not landed: the bead is not done (3.6), so it is held with its
+                // work kept, rather than shown closed with nothing in the history.
+                Err(e) => {
+                    drop(lock);
+                    let why = format!("its landing failed after the close: {e:#}");
+                    return self.cannot_land(run, l, ws, &why, &[]);
+                }
+            }
         };
         run.step(
             "commit",
@@ -173,9 +182,13 @@ impl Worker<'_> {
         let kept = wss.keep(ws, bead_id)?;
         let _ = wss.remove(ws);
         run.ws = None;
+        let paths = if paths.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", clip(&paths.join(", "), 300))
+        };
         let reason = format!(
-            "{why} ({}); the work is kept on branch {}",
-            clip(&paths.join(", "), 300),
+            "{why}{paths}; the work is kept on branch {}",
             kept.as_deref().unwrap_or("(none: nothing changed)")
         );
         self.tracker.block(bead_id, &reason)?;
