@@ -109,6 +109,10 @@ pub struct WorkerConfig {
     /// The longest wait between two attempts of a bead.
     #[serde(deserialize_with = "span")]
     pub retry_backoff_max: std::time::Duration,
+    /// Where the agent may write (`off`, `landlock`, `bwrap`): see [`crate::sandbox`].
+    pub sandbox: crate::sandbox::Kind,
+    /// More paths a sandboxed agent may write (`~/…` or absolute).
+    pub sandbox_write: Vec<String>,
 }
 
 impl Default for WorkerConfig {
@@ -119,6 +123,8 @@ impl Default for WorkerConfig {
             retries: 2,
             retry_backoff: std::time::Duration::from_secs(60),
             retry_backoff_max: std::time::Duration::from_secs(3600),
+            sandbox: crate::sandbox::Kind::Off,
+            sandbox_write: Vec::new(),
         }
     }
 }
@@ -411,6 +417,7 @@ impl Config {
                         timeout_secs: 0,
                         title: "",
                         provider: None,
+                        contained: false,
                     },
                 )
                 .program;

@@ -30,6 +30,7 @@ pub mod paths;
 pub mod proc;
 pub mod protocol;
 pub mod retry;
+pub mod sandbox;
 pub mod schedule;
 pub mod serve;
 pub mod session;

@@ -21,6 +21,9 @@ pub struct Launch<'a> {
     /// The provider the CLI's own configuration names, where bounding its retries needs the
     /// name (Codex's `model_provider`).
     pub provider: Option<&'a str>,
+    /// braids' own sandbox holds the run ([`crate::sandbox`]): a CLI whose sandbox cannot
+    /// nest inside another (Codex's) leaves the containment to it.
+    pub contained: bool,
 }
 
 /// Where the prompt goes.
@@ -114,6 +117,9 @@ impl Preset {
             Preset::Codex => {
                 let mut a: Vec<String> = vec!["exec".into(), "--json".into()];
                 match settings.permission {
+                    Permission::Workspace if launch.contained => {
+                        a.extend(["-s".into(), "danger-full-access".into()])
+                    }
                     Permission::Workspace => a.extend(["-s".into(), "workspace-write".into()]),
                     Permission::Ask => a.extend(["-s".into(), "read-only".into()]),
                     Permission::Bypass => {
@@ -234,6 +240,7 @@ mod tests {
             timeout_secs: 600,
             title: "app-1",
             provider: None,
+            contained: false,
         }
     }
 

@@ -73,6 +73,30 @@ impl Preset {
         }
     }
 
+    /// The folders under the home the CLI keeps its state in, which a sandbox leaves writable.
+    pub fn state_dirs(self) -> &'static [&'static str] {
+        match self {
+            Preset::ClaudeCode => &[".claude"],
+            Preset::Codex => &[".codex"],
+            Preset::Opencode => &[
+                ".local/share/opencode",
+                ".local/state/opencode",
+                ".config/opencode",
+            ],
+            Preset::Aider => &[".aider"],
+            Preset::OpenClaw => &[".openclaw/agents", ".openclaw/workspace"],
+        }
+    }
+
+    /// Variables naming a folder the CLI keeps its state in instead of [`Self::state_dirs`].
+    pub fn state_env(self) -> &'static [&'static str] {
+        match self {
+            Preset::ClaudeCode => &["CLAUDE_CONFIG_DIR"],
+            Preset::Codex => &["CODEX_HOME"],
+            Preset::Opencode | Preset::Aider | Preset::OpenClaw => &[],
+        }
+    }
+
     /// The version braids' tests ran; `braids check` warns about a newer one.
     pub fn tested_version(self) -> &'static str {
         match self {

@@ -35,6 +35,7 @@ pub fn recipes(config: &Config) -> Vec<Recipe> {
                 timeout_secs: 3600,
                 title: "BEAD",
                 provider: None,
+                contained: false,
             };
             Recipe {
                 preset,

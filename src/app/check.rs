@@ -125,6 +125,17 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
     });
     let (_, warnings) = crate::tick::checkin::CheckinTime::from_config(&loaded.config.checkin);
     let mut out: Vec<Diagnostic> = unknown.collect();
+    // A sandbox that cannot run is an error before any agent runs without it.
+    let sandbox = loaded.config.worker.sandbox;
+    if let Some(why) = crate::sandbox::unavailable(sandbox) {
+        out.push(Diagnostic::error(
+            file,
+            key_line(&text, "worker", "sandbox"),
+            "11.6",
+            why,
+            "choose a sandbox this machine has, or \"off\"",
+        ));
+    }
     out.extend(warnings.into_iter().map(|w| {
         let key = if w.contains("weekday") {
             "weekday"

@@ -57,6 +57,7 @@ pub struct ArgvExecutor {
     pub template: Vec<String>,
     /// Between SIGTERM and SIGKILL on timeout.
     pub grace: Duration,
+    pub sandbox: crate::sandbox::Settings,
 }
 
 impl ArgvExecutor {
@@ -95,23 +96,38 @@ impl Executor for ArgvExecutor {
         let mut cmd = Command::new(program);
         cmd.args(args);
         // The prompt also arrives on stdin, which is how `claude -p` and `codex exec -` read it.
-        let (res, _) = run_agent(&mut cmd, req, true, self.grace, None)?;
+        let (res, _) = run_agent(&mut cmd, req, true, (self.grace, &self.sandbox), None)?;
         Ok(res)
     }
 }
 
 /// Runs an agent process in the workspace, in a process group of its own, under the request's
-/// timeout, with braids' variables in its environment; `prompt_on_stdin` gives it the prompt
-/// file as standard input (else none). `lines` reads its stdout as it comes. Returns the result
-/// and the end of its stderr.
+/// timeout, with braids' variables in its environment, inside the sandbox when one is set;
+/// `prompt_on_stdin` gives it the prompt file as standard input (else none). `lines` reads its
+/// stdout as it comes. Returns the result and the end of its stderr.
 pub(super) fn run_agent(
     cmd: &mut Command,
     req: &ExecRequest,
     prompt_on_stdin: bool,
-    grace: Duration,
+    (grace, sandbox): (Duration, &crate::sandbox::Settings),
     lines: Option<super::tee::LineSink>,
 ) -> anyhow::Result<(ExecResult, String)> {
     let program = cmd.get_program().to_string_lossy().into_owned();
+    let mut wrapped = None;
+    if sandbox.kind != crate::sandbox::Kind::Off {
+        if let Some(why) = crate::sandbox::unavailable(sandbox.kind) {
+            anyhow::bail!(why);
+        }
+        // Its own temp folder, beside its prompt and outside every project.
+        let tmp = req
+            .prompt_file
+            .parent()
+            .unwrap_or(&req.workspace)
+            .join("tmp");
+        let writable = sandbox.writable(&req.workspace, &req.project, &tmp);
+        wrapped = Some(sandbox.wrap(cmd, &writable, &tmp)?);
+    }
+    let cmd = wrapped.as_mut().unwrap_or(cmd);
     let stdin = if prompt_on_stdin {
         std::fs::File::open(&req.prompt_file)
             .map(Stdio::from)

@@ -68,18 +68,48 @@ pub fn executor_for(
         }
     }
     let grace = Duration::from_secs(config.sessions.kill_grace_secs);
+    let sandbox = |state: &[&str]| crate::sandbox::Settings {
+        kind: config.worker.sandbox,
+        home: crate::paths::Paths::from_env()
+            .map(|p| p.home)
+            .unwrap_or_default(),
+        state: state.iter().map(|s| s.to_string()).collect(),
+        extra: config.worker.sandbox_write.clone(),
+    };
     // A malformed `Executor:` is the tick's preflight error; it never reaches a worker.
     match config
         .agent_for(project, Path::new(".braids/PROJECT.md"))
         .unwrap_or_default()
     {
-        crate::agent::Choice::Preset(preset) => Box::new(super::PresetExecutor {
-            preset,
-            settings: config.preset_settings(preset),
-            model: placement.model,
+        crate::agent::Choice::Preset(preset) => {
+            let settings = config.preset_settings(preset);
+            // A state folder moved by the CLI's own variable, as the agent will see it.
+            let moved: Vec<String> = preset
+                .state_env()
+                .iter()
+                .filter_map(|v| {
+                    settings
+                        .env
+                        .get(*v)
+                        .cloned()
+                        .or_else(|| std::env::var(v).ok())
+                })
+                .collect();
+            let mut state: Vec<&str> = preset.state_dirs().to_vec();
+            state.extend(moved.iter().map(String::as_str));
+            Box::new(super::PresetExecutor {
+                preset,
+                settings,
+                model: placement.model,
+                grace,
+                sandbox: sandbox(&state),
+            })
+        }
+        crate::agent::Choice::Argv(template) => Box::new(ArgvExecutor {
+            template,
             grace,
+            sandbox: sandbox(&[]),
         }),
-        crate::agent::Choice::Argv(template) => Box::new(ArgvExecutor { template, grace }),
     }
 }
 

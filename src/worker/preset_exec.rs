@@ -18,6 +18,7 @@ pub struct PresetExecutor {
     pub model: Option<String>,
     /// Between SIGTERM and SIGKILL on timeout.
     pub grace: Duration,
+    pub sandbox: crate::sandbox::Settings,
 }
 
 impl PresetExecutor {
@@ -37,6 +38,7 @@ impl PresetExecutor {
             timeout_secs: req.timeout.as_secs(),
             title: req.bead.as_str(),
             provider: provider.as_deref(),
+            contained: self.sandbox.kind != crate::sandbox::Kind::Off,
         };
         let command = self.preset.command(&self.settings, &launch);
         tracing::info!(bead = %req.bead, "agent: {}", command.display());
@@ -50,7 +52,7 @@ impl PresetExecutor {
             &mut cmd,
             req,
             command.prompt == Prompt::Stdin,
-            self.grace,
+            (self.grace, &self.sandbox),
             Some(reader.clone()),
         )?;
         // A process that escaped the agent's group may still hold its stdout, and the thread

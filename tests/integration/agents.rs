@@ -712,3 +712,46 @@ fn executors_prints_the_recipes_the_readme_shows() {
         );
     }
 }
+
+/// The CLI closes its bead inside the sandbox `kind`, its own state folders writable.
+fn closes_a_bead_sandboxed(cli: Cli, kind: &str) {
+    let Some(cli) = cli.installed() else {
+        return;
+    };
+    let (sb, _model) = world(cli, &format!("[worker]\nsandbox = \"{kind}\"\n"));
+    let (beads, bare) = project(&sb, "app", 1, &[]);
+    let report = sb.tick().force().run();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    closed(&sb, "app", &beads[0], Duration::from_secs(240));
+    landed_on_upstream(&sb, &bare, &beads[0]);
+}
+
+#[test]
+fn c11_6_claude_code_closes_a_bead_in_the_landlock_sandbox() {
+    closes_a_bead_sandboxed(Cli::Claude, "landlock");
+}
+
+#[test]
+fn c11_6_codex_closes_a_bead_in_the_landlock_sandbox() {
+    closes_a_bead_sandboxed(Cli::Codex, "landlock");
+}
+
+#[test]
+fn c11_6_opencode_closes_a_bead_in_the_landlock_sandbox() {
+    closes_a_bead_sandboxed(Cli::Opencode, "landlock");
+}
+
+#[test]
+fn c11_6_aider_closes_a_bead_in_the_landlock_sandbox() {
+    closes_a_bead_sandboxed(Cli::Aider, "landlock");
+}
+
+#[test]
+fn c11_6_claude_code_closes_a_bead_in_the_bwrap_sandbox() {
+    closes_a_bead_sandboxed(Cli::Claude, "bwrap");
+}
+
+#[test]
+fn c11_6_codex_closes_a_bead_in_the_bwrap_sandbox() {
+    closes_a_bead_sandboxed(Cli::Codex, "bwrap");
+}

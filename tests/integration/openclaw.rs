@@ -76,6 +76,7 @@ fn the_openclaw_recipes_use_only_flags_the_installed_cli_has() {
             timeout_secs: 600,
             title: "app-1",
             provider: None,
+            contained: false,
         },
     );
     assert_eq!(preset.program, "openclaw");

@@ -1606,6 +1606,7 @@ fn c3_5_close_after_deliverable_and_commit_after_close() {
         inner: ArgvExecutor {
             template: config.worker.executor.argv().to_vec(),
             grace: Duration::from_secs(5),
+            sandbox: Default::default(),
         },
         journal: &journal,
     };
@@ -1681,6 +1682,7 @@ fn c3_7_the_iteration_completes_only_after_the_last_closed_bead_is_committed() {
     let argv = || ArgvExecutor {
         template: config.worker.executor.argv().to_vec(),
         grace: Duration::from_secs(5),
+        sandbox: Default::default(),
     };
     let msg = |id: &str| SpawnMessage::parse(&p.spawn_message(id)).unwrap();
     let (journal_a, journal_b) = (

@@ -1,0 +1,208 @@
+//! An optional sandbox for the agent (`[worker] sandbox`): the agent may write only its
+//! workspace, the bead's share of the project's repository and tracker, temp folders, the
+//! folders its CLI keeps its own state in, and what `sandbox_write` adds. It cannot write
+//! braids' folder, other projects, or the rest of the person's home. Reading is not limited.
+//!
+//! Two ways, both wrapping the agent's argv: Landlock, through the `landlock` crate, applied by
+//! braids itself in a small re-exec (`braids sandbox-exec --write … -- <agent>`) so nothing runs
+//! between fork and exec but the exec; and bubblewrap (`bwrap`), a read-only view of the whole
+//! file system with the writable folders bound over it. A kernel without Landlock is an error
+//! that names the setting, never a silent run without the sandbox.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// `[worker] sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    #[default]
+    Off,
+    Landlock,
+    Bwrap,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Off => "off",
+            Kind::Landlock => "landlock",
+            Kind::Bwrap => "bwrap",
+        }
+    }
+}
+
+/// The sandbox settings a worker's executor carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub kind: Kind,
+    /// The person's home, where a CLI's state folders and `~/…` entries are.
+    pub home: PathBuf,
+    /// Folders under the home the agent's CLI keeps its state and caches in.
+    pub state: Vec<String>,
+    /// `sandbox_write`: more writable paths (`~/…` or absolute).
+    pub extra: Vec<String>,
+}
+
+/// Folders every agent may write under the home: package caches its commands use.
+const CACHES: &[&str] = &[".cache", ".npm", ".cargo/registry", ".cargo/git"];
+
+impl Settings {
+    /// The paths the agent working in `workspace` on `project` may write: the workspace; the
+    /// project's tracker database and the parts of its repository a worktree's commits write
+    /// (objects, refs, logs, the worktree's own admin folder; never its config or hooks); its
+    /// own temp folder `tmp` (not all of `/tmp`, where other people's files are); `/dev`; the
+    /// CLI's state; the extras.
+    pub fn writable(&self, workspace: &Path, project: &Path, tmp: &Path) -> Vec<PathBuf> {
+        let mut out = vec![workspace.to_path_buf(), project.join(".beads")];
+        let git = project.join(".git");
+        if git.is_dir() && workspace != project {
+            out.extend(["objects", "refs", "logs"].map(|d| git.join(d)));
+            if let Ok(text) = std::fs::read_to_string(workspace.join(".git")) {
+                if let Some(admin) = text.trim().strip_prefix("gitdir:") {
+                    out.push(PathBuf::from(admin.trim()));
+                }
+            }
+        } else if workspace == project {
+            out.push(git);
+        }
+        let _ = std::fs::create_dir_all(tmp);
+        out.extend([tmp.to_path_buf(), "/dev".into()]);
+        for dir in self
+            .state
+            .iter()
+            .map(String::as_str)
+            .chain(CACHES.iter().copied())
+        {
+            let p = self.home.join(dir);
+            // A CLI's first run makes its folder: made here, so the sandbox can name it.
+            let _ = std::fs::create_dir_all(&p);
+            out.push(p);
+        }
+        for e in &self.extra {
+            out.push(match e.strip_prefix("~/") {
+                Some(rest) => self.home.join(rest),
+                None => PathBuf::from(e),
+            });
+        }
+        out.retain(|p| p.exists());
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// `cmd` run inside the sandbox: a new command with its program, arguments and
+    /// environment changes, and `TMPDIR` set to `tmp` (the caller sets the working directory
+    /// and the rest).
+    pub fn wrap(&self, cmd: &Command, writable: &[PathBuf], tmp: &Path) -> Result<Command> {
+        let mut inner: Vec<OsString> = vec![cmd.get_program().to_os_string()];
+        inner.extend(cmd.get_args().map(|a| a.to_os_string()));
+        let mut out = match self.kind {
+            Kind::Off => bail!("no sandbox to wrap in"),
+            Kind::Landlock => {
+                let me = std::env::current_exe()
+                    .context("cannot find braids' own program for the sandbox")?;
+                let mut c = Command::new(me);
+                c.arg("sandbox-exec");
+                for p in writable {
+                    c.arg("--write").arg(p);
+                }
+                c.arg("--").args(&inner);
+                c
+            }
+            Kind::Bwrap => {
+                let mut c = Command::new("bwrap");
+                c.args([
+                    "--die-with-parent",
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--dev-bind",
+                    "/dev",
+                    "/dev",
+                ])
+                .args(["--proc", "/proc"]);
+                for p in writable.iter().filter(|p| p.as_path() != Path::new("/dev")) {
+                    c.arg("--bind").arg(p).arg(p);
+                }
+                c.arg("--").args(&inner);
+                c
+            }
+        };
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => out.env(k, v),
+                None => out.env_remove(k),
+            };
+        }
+        out.env("TMPDIR", tmp);
+        Ok(out)
+    }
+}
+
+/// Why `kind` cannot work on this machine, if it cannot: for `braids check` and the worker.
+pub fn unavailable(kind: Kind) -> Option<String> {
+    match kind {
+        Kind::Off => None,
+        Kind::Landlock => {
+            let abi = landlock_abi();
+            (abi < 1).then(|| {
+                "[worker] sandbox = \"landlock\": this kernel has no Landlock (it must be built \
+                 with CONFIG_SECURITY_LANDLOCK and have landlock in its lsm= list); use \
+                 sandbox = \"bwrap\" or \"off\" in config.toml"
+                    .to_string()
+            })
+        }
+        Kind::Bwrap => {
+            let ok = Command::new("bwrap")
+                .args(["--ro-bind", "/", "/", "--dev", "/dev", "--", "true"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            (!ok).then(|| {
+                "[worker] sandbox = \"bwrap\": bubblewrap cannot run here (install the Debian \
+                 package bubblewrap, or allow unprivileged user namespaces); use sandbox = \
+                 \"landlock\" or \"off\" in config.toml"
+                    .to_string()
+            })
+        }
+    }
+}
+
+/// The kernel's Landlock ABI version; 0 or less when there is none.
+fn landlock_abi() -> i64 {
+    // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    // SAFETY: the version query reads and writes no memory.
+    unsafe { nix::libc::syscall(nix::libc::SYS_landlock_create_ruleset, 0usize, 0usize, 1u32) }
+}
+
+/// Limits this process (and what it executes) to writing beneath `writable`, fully or not at
+/// all: a kernel that would enforce it only in part is an error.
+pub fn enter_landlock(writable: &[PathBuf]) -> Result<()> {
+    use landlock::{
+        path_beneath_rules, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, RulesetStatus, ABI,
+    };
+    if let Some(why) = unavailable(Kind::Landlock) {
+        bail!(why);
+    }
+    let abi = ABI::V5;
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_write(abi))?
+        .create()?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_write(abi)))?
+        .restrict_self()
+        .context("cannot enter the Landlock sandbox")?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        bail!(
+            "the kernel did not enforce the Landlock sandbox; use [worker] sandbox = \"bwrap\" or \"off\" in config.toml"
+        );
+    }
+    Ok(())
+}
