@@ -133,6 +133,12 @@ impl Paths {
         self.work_dir(slug, bead).join("finishing")
     }
 
+    /// The landing a worker is about to make, written just before it closes the bead and
+    /// removed once the work landed: a worker killed in between leaves it for the tick.
+    pub fn landing_plan(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
+        self.work_dir(slug, bead).join("landing.json")
+    }
+
     /// Marks that an ask-first plan was posted for a bead: on a later run its presence means a
     /// person unblocked the bead, which is the approval (3.11). `braids reject` removes it.
     pub fn approval_marker(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {

@@ -70,25 +70,20 @@ impl Worker<'_> {
                 return self.cannot_land(run, l, ws, &why, &paths);
             }
         }
+        crate::crash_point!("worker::after_deliverable");
         // Before the close, which cannot be undone: a failure here leaves the bead as it was.
         if crate::git::has_upstream(root) {
             crate::git::expect_push(root)?;
         }
-        self.tracker
-            .close(bead_id, report.summary.as_deref().unwrap_or("done"))?;
-        run.step("close", "bead closed");
-        crate::crash_point!("worker::after_close");
         let summary = deliverable::summary(
             &crate::beneath::read_string(&ws.dir, deliverable).unwrap_or_default(),
         )
         .or(report.summary.clone())
         .unwrap_or_else(|| bead.title.clone());
         let message = format!("{} ({bead_id})", first_line(&summary));
-        let commit = if ws.is_shared() {
-            self.commit(root, l, report, deliverable, &message)?
-        } else {
-            // Everything the agent changed lands, unless it is research-only (the deliverable
-            // alone) or its report lists the files it changed (those, as 3.6 says).
+        // Everything the agent changed lands, unless it is research-only (the deliverable
+        // alone) or its report lists the files it changed (those, as 3.6 says).
+        let landing = (!ws.is_shared()).then(|| {
             let mut include = vec![relative(ws, deliverable)];
             let exclude = if l.project.autonomy == Autonomy::ResearchOnly {
                 vec![PathBuf::from(".")]
@@ -98,23 +93,38 @@ impl Worker<'_> {
             } else {
                 landing_excludes(l)
             };
-            let landing = Landing {
+            Landing {
                 message: message.clone(),
                 exclude,
                 include,
                 tracker_files: TRACKER_FILES.iter().map(PathBuf::from).collect(),
-            };
-            match self.workspaces().land(ws, &landing) {
+            }
+        });
+        // Recorded before the close: a worker killed between the close and the landing leaves
+        // it, and the tick lands the work as this worker would have.
+        let plan = self.paths.landing_plan(&l.slug, bead_id);
+        if let Some(landing) = &landing {
+            crate::atomic::write(&plan, &serde_json::to_vec(landing)?)?;
+        }
+        self.tracker
+            .close(bead_id, report.summary.as_deref().unwrap_or("done"))?;
+        run.step("close", "bead closed");
+        crate::crash_point!("worker::after_close");
+        let commit = match &landing {
+            None => self.commit(root, l, report, deliverable, &message)?,
+            Some(landing) => match self.workspaces().land(ws, landing) {
                 Ok(c) => c,
                 // Closed but not landed: the bead is not done (3.6), so it is held with its
                 // work kept, rather than shown closed with nothing in the history.
                 Err(e) => {
+                    let _ = std::fs::remove_file(&plan);
                     drop(lock);
                     let why = format!("its landing failed after the close: {e:#}");
                     return self.cannot_land(run, l, ws, &why, &[]);
                 }
-            }
+            },
         };
+        let _ = std::fs::remove_file(&plan);
         run.step(
             "commit",
             format!(

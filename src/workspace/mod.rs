@@ -122,7 +122,7 @@ impl Workspace {
 /// What one landing commit holds: everything the agent changed except `exclude`, plus
 /// `include` (forced in even when excluded) and the project's current `tracker_files`. Paths
 /// are project-relative; `exclude` may name `.` to take nothing but `include` (research-only).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Landing {
     pub message: String,
     pub exclude: Vec<PathBuf>,
@@ -168,6 +168,12 @@ pub trait Workspaces: Send + Sync {
         bead: &BeadId,
         exclude: &[PathBuf],
     ) -> Result<Prepared>;
+    /// The bead's workspace as a worker left it, to finish its landing; `None` when there is
+    /// none.
+    fn resume(&self, _project: &Path, _bead: &BeadId) -> Result<Option<Workspace>> {
+        Ok(None)
+    }
+
     /// Step 3: one commit as `landing` says, fast-forwarded onto the project branch. Returns
     /// the commit id, or `None` when there was nothing to commit.
     fn land(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>>;

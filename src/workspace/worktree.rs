@@ -280,6 +280,10 @@ fn bookkeeping(project: &Path) -> Result<crate::lock::TickLock> {
 }
 
 impl Workspaces for GitWorktrees {
+    fn resume(&self, project: &Path, bead: &BeadId) -> Result<Option<Workspace>> {
+        self.reuse(project, bead)
+    }
+
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace> {
         // Not under the repository lock (a worker starts while another lands), but under the
         // worktree bookkeeping lock: see [`bookkeeping`].

@@ -248,6 +248,12 @@ fn crash_once(point: &str) -> Crash {
             }
             other => panic!("{point}: {id} ended {other}"),
         }
+        // A worker killed after the close left its landing plan: the tick lands the work
+        // instead of keeping it aside.
+        assert!(
+            point != "worker::after_close" || kept == 0,
+            "{point}: {id}'s work was kept aside, not landed"
+        );
     }
 
     // The iteration is complete once its last story is closed (3.7), however its worker ended,
