@@ -283,6 +283,18 @@ pub fn remote_without_upstream(root: &Path) -> Option<String> {
     Some(name)
 }
 
+/// `git <args>` talking to a remote: the person's own git (their credentials, SSH agent and
+/// config), never prompting, with messages in English for braids to read, within `timeout`.
+pub(crate) fn over_network(root: &Path, args: &[&str], timeout: Duration) -> Result<Output> {
+    Invocation::new(std::iter::once("git").chain(args.iter().copied()))
+        .cwd(root)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C")
+        .timeout(timeout)
+        .run()
+        .map_err(|e| anyhow!("{e}"))
+}
+
 /// What a push did besides pushing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[must_use]
@@ -304,13 +316,7 @@ const PUSH_ROUNDS: usize = 3;
 pub fn push(root: &Path, timeout: Duration) -> Result<Pushed> {
     let mut done = Pushed::default();
     for _ in 0..PUSH_ROUNDS {
-        let out = Invocation::new(["git", "push", "--quiet", "--porcelain"])
-            .cwd(root)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("LC_ALL", "C")
-            .timeout(timeout)
-            .run()
-            .map_err(|e| anyhow!("{e}"))?;
+        let out = over_network(root, &["push", "--quiet", "--porcelain"], timeout)?;
         if out.success() {
             return Ok(done);
         }

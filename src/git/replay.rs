@@ -85,13 +85,11 @@ pub(super) fn catch_up(root: &Path, timeout: Duration) -> Result<CaughtUp> {
         .trim()
         .to_string();
     let before = rev(root, "@{upstream}")?;
-    let fetch = Invocation::new(["git", "fetch", "--quiet", "--no-tags", "--", &remote])
-        .cwd(root)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C")
-        .timeout(timeout)
-        .run()
-        .map_err(|e| anyhow!("{e}"))?;
+    let fetch = super::over_network(
+        root,
+        &["fetch", "--quiet", "--no-tags", "--", &remote],
+        timeout,
+    )?;
     if !fetch.success() {
         bail!(
             "the upstream moved, and fetching it failed: {}",

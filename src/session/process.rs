@@ -546,6 +546,22 @@ mod tests {
         }
     }
 
+    /// The pid the session's script wrote to `child`, once its leader is gone.
+    fn child_once_leader_gone(dir: &Path, leader: u32) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            reap_children();
+            let child = std::fs::read_to_string(dir.join("child"))
+                .ok()
+                .and_then(|t| t.trim().parse().ok());
+            if let (Some(c), Ok(None)) = (child, read_stat(leader)) {
+                return c;
+            }
+            assert!(Instant::now() < deadline, "the leader did not exit");
+            std::thread::sleep(POLL);
+        }
+    }
+
     #[test]
     fn a_session_runs_while_its_marked_group_outlives_the_leader() {
         let dir = tempfile::tempdir().unwrap();
@@ -557,18 +573,7 @@ mod tests {
         );
         let s = backend.spawn(&spec).unwrap();
         let leader = s.pid.unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let child: u32 = loop {
-            reap_children();
-            let child = std::fs::read_to_string(dir.path().join("child"))
-                .ok()
-                .and_then(|t| t.trim().parse().ok());
-            if let (Some(c), Ok(None)) = (child, read_stat(leader)) {
-                break c;
-            }
-            assert!(Instant::now() < deadline, "the leader did not exit");
-            std::thread::sleep(POLL);
-        };
+        let child = child_once_leader_gone(dir.path(), leader);
         assert!(read_stat(child)
             .unwrap()
             .is_some_and(|s| s.pgrp == leader as i32));
@@ -616,18 +621,7 @@ mod tests {
         );
         let s = backend.spawn(&spec).unwrap();
         let leader = s.pid.unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let child: u32 = loop {
-            reap_children();
-            let child = std::fs::read_to_string(dir.path().join("child"))
-                .ok()
-                .and_then(|t| t.trim().parse().ok());
-            if let (Some(c), Ok(None)) = (child, read_stat(leader)) {
-                break c;
-            }
-            assert!(Instant::now() < deadline, "the worker did not die");
-            std::thread::sleep(POLL);
-        };
+        let child = child_once_leader_gone(dir.path(), leader);
         let group = read_stat(child).unwrap().unwrap().pgrp;
         assert_ne!(group, leader as i32, "the agent is in a group of its own");
 

@@ -93,17 +93,20 @@ pub(crate) fn is_alive(pid: u32, starttime: u64) -> io::Result<bool> {
     Ok(read_stat(pid)?.is_some_and(|s| s.starttime == starttime && runs(pid, &s)))
 }
 
+/// Every process of the machine that has not exited, with its stat, as far as `/proc` can be
+/// read; `None` when `/proc` cannot.
+fn running() -> Option<impl Iterator<Item = (u32, ProcStat)>> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    Some(dir.flatten().filter_map(|entry| {
+        let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+        let stat = read_stat(pid).ok().flatten()?;
+        runs(pid, &stat).then_some((pid, stat))
+    }))
+}
+
 /// The live processes of group `pgid`, as far as `/proc` can be read.
 fn live_members(pgid: i32) -> Option<impl Iterator<Item = u32>> {
-    let dir = std::fs::read_dir("/proc").ok()?;
-    Some(dir.flatten().filter_map(move |entry| {
-        let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
-        read_stat(pid)
-            .ok()
-            .flatten()
-            .is_some_and(|s| s.pgrp == pgid && runs(pid, &s))
-            .then_some(pid)
-    }))
+    Some(running()?.filter_map(move |(pid, s)| (s.pgrp == pgid).then_some(pid)))
 }
 
 /// Whether any process of group `pgid` still runs. `kill(-pgid, 0)` also succeeds while only
@@ -133,18 +136,8 @@ fn is_marked(pid: u32, var: &str) -> bool {
 pub(crate) fn find_marked(var: &str) -> Option<(u32, Option<u64>)> {
     let mut leader: Option<(u32, u64)> = None;
     let mut group = None;
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Some(stat) = read_stat(pid).ok().flatten() else {
-            continue;
-        };
-        if !runs(pid, &stat) || !is_marked(pid, var) {
+    for (pid, stat) in running()? {
+        if !is_marked(pid, var) {
             continue;
         }
         if stat.pgrp == pid as i32 {
@@ -168,23 +161,13 @@ pub(crate) fn find_marked(var: &str) -> Option<(u32, Option<u64>)> {
 /// not ours).
 pub(crate) fn marked_groups(name: &str) -> HashMap<String, BTreeSet<i32>> {
     let mut out: HashMap<String, BTreeSet<i32>> = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let Some(processes) = running() else {
         return out;
     };
     let prefix = format!("{name}=");
     let own = nix::unistd::getpgrp().as_raw();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Some(stat) = read_stat(pid).ok().flatten() else {
-            continue;
-        };
-        if !runs(pid, &stat) || stat.pgrp <= 1 || stat.pgrp == own {
+    for (pid, stat) in processes {
+        if stat.pgrp <= 1 || stat.pgrp == own {
             continue;
         }
         let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {

@@ -141,15 +141,7 @@ impl Worker<'_> {
         self.drop_workspace(run);
         if let Some(k) = pushed.kept(commit.as_deref()) {
             // Not on the upstream, so not done (4.4): a person merges it.
-            let why = format!("its work could not land: {k}");
-            self.tracker.block(bead_id, &why)?;
-            run.step("block", format!("bead blocked: {why}"));
-            run.notify(
-                l,
-                NotificationEvent::Blocker,
-                &format!("[{}] {bead_id} is blocked: {why}.", l.slug),
-            );
-            return Ok(Ending::Blocked { reason: why });
+            return self.block_and_tell(run, l, format!("its work could not land: {k}"));
         }
 
         let unpushed = match &pushed {
@@ -201,6 +193,12 @@ impl Worker<'_> {
             "{why}{paths}; the work is kept on branch {}",
             kept.as_deref().unwrap_or("(none: nothing changed)")
         );
+        self.block_and_tell(run, l, reason)
+    }
+
+    /// Blocks the bead with `reason` and tells a person (a blocker notification).
+    fn block_and_tell(&self, run: &mut Run<'_, '_>, l: &Loaded, reason: String) -> Result<Ending> {
+        let bead_id = &run.msg.bead;
         self.tracker.block(bead_id, &reason)?;
         run.step("block", format!("bead blocked: {reason}"));
         run.notify(
@@ -221,17 +219,9 @@ impl Worker<'_> {
         why: &str,
         paths: &[String],
     ) -> Result<Ending> {
-        let bead_id = &run.msg.bead;
         run.ws = None;
         let reason = format!("{why} ({}); nothing of it landed", paths.join(", "));
-        self.tracker.block(bead_id, &reason)?;
-        run.step("block", format!("bead blocked: {reason}"));
-        run.notify(
-            l,
-            NotificationEvent::Blocker,
-            &format!("[{}] {bead_id} is blocked: {reason}.", l.slug),
-        );
-        Ok(Ending::Blocked { reason })
+        self.block_and_tell(run, l, reason)
     }
 
     /// Commits the bead's work with the tracker's record of its closure: research-only commits
