@@ -25,6 +25,7 @@ mod iteration;
 mod new;
 mod output;
 mod pause;
+mod sandbox_exec;
 mod schedule;
 mod serve;
 mod sessions;
@@ -137,16 +138,7 @@ pub enum Command {
     /// Runs a program limited by Landlock to writing beneath the `--write` paths (the worker
     /// wraps a sandboxed agent in it).
     #[command(hide = true)]
-    SandboxExec(SandboxExecArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct SandboxExecArgs {
-    #[arg(long, value_name = "PATH")]
-    pub write: Vec<PathBuf>,
-    /// The program and its arguments.
-    #[arg(last = true, required = true)]
-    pub command: Vec<std::ffi::OsString>,
+    SandboxExec(sandbox_exec::SandboxExecArgs),
 }
 
 #[derive(Debug, Args)]
@@ -553,16 +545,6 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
-/// Enters the sandbox and becomes the program; returns only when either fails.
-fn sandbox_exec(a: SandboxExecArgs) -> anyhow::Result<i32> {
-    use std::os::unix::process::CommandExt;
-    crate::sandbox::enter_landlock(&a.write)?;
-    let err = std::process::Command::new(&a.command[0])
-        .args(&a.command[1..])
-        .exec();
-    anyhow::bail!("cannot run {}: {err}", a.command[0].to_string_lossy())
-}
-
 /// Parses the process arguments, runs the command, returns the exit code.
 pub fn run() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -605,7 +587,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Resume(a) => pause::resume(&paths, a),
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
-        Command::SandboxExec(a) => sandbox_exec(a),
+        Command::SandboxExec(a) => sandbox_exec::run(a),
     };
     crate::exit::from_result(result)
 }

@@ -308,7 +308,7 @@ fn block(fx: &Effects<'_>, slug: &str, bead: &BeadId, reason: &str, out: &mut Ou
 /// with no workspace folder costs one `stat`.
 fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
     for s in &plan.sweeps {
-        finish_landings(s, fx, out);
+        super::landings::finish(s, fx, out);
         match fx.workspaces.sweep(&s.path, &s.live) {
             Ok(removed) if !removed.is_empty() => {
                 tracing::info!(project = %s.slug, removed = removed.len(), "left-over workspaces removed");
@@ -330,79 +330,6 @@ fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
             Err(e) => out
                 .errors
                 .push(format!("{}: cannot clean up workspaces: {e:#}", s.slug)),
-        }
-    }
-}
-
-/// Lands the work of workers killed between closing their bead and landing it, as they would
-/// have (the plan they recorded before the close), and pushes it: the bead's work reaches the
-/// history once, not on a branch for a person. A plan whose bead is not closed is stale (the
-/// worker died before the close, so the bead is done again) and dropped; one whose work can no
-/// longer land is left to the sweep, which keeps the work on a branch.
-fn finish_landings(s: &crate::tick::decide::Sweep, fx: &Effects<'_>, out: &mut Outcome) {
-    let Ok(entries) = std::fs::read_dir(fx.paths.braids_dir.join("work").join(&s.slug)) else {
-        return;
-    };
-    let Some(tracker) = fx.trackers.get(&s.slug) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let Ok(bead) = BeadId::new(&e.file_name().to_string_lossy()) else {
-            continue;
-        };
-        let plan_file = fx.paths.landing_plan(&s.slug, &bead);
-        if s.live.contains(&bead) || !plan_file.is_file() {
-            continue;
-        }
-        let closed = match tracker.show(&bead) {
-            Ok(Some(b)) => b.status == crate::model::BeadStatus::Closed,
-            Ok(None) => false,
-            Err(_) => continue, // asked again next run
-        };
-        let landing: Option<crate::workspace::Landing> = std::fs::read(&plan_file)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let (true, Some(landing)) = (closed, landing) else {
-            let _ = std::fs::remove_file(&plan_file);
-            continue;
-        };
-        // A worker committing now lands its own: this waits for the next run.
-        let Ok(Some(_lock)) = crate::git::RepoLock::try_acquire(&s.path) else {
-            continue;
-        };
-        let landed = (|| -> anyhow::Result<Option<String>> {
-            let Some(ws) = fx.workspaces.resume(&s.path, &bead)? else {
-                return Ok(None);
-            };
-            match fx
-                .workspaces
-                .prepare_landing(&ws, &bead, &landing.exclude)?
-            {
-                crate::workspace::Prepared::Ready { .. } => fx.workspaces.land(&ws, &landing),
-                _ => Ok(None),
-            }
-        })();
-        let _ = std::fs::remove_file(&plan_file);
-        match landed {
-            Ok(Some(commit)) => {
-                tracing::warn!(project = %s.slug, %bead, "landed {commit}, the work of a worker that died after closing its bead");
-                if crate::git::has_upstream(&s.path) {
-                    let _ = crate::git::expect_push(&s.path);
-                    if let Err(e) =
-                        crate::git::push_recorded(&s.path, std::time::Duration::from_secs(120))
-                    {
-                        out.errors.push(format!(
-                            "{}: push still failing (retried next run): {e:#}",
-                            s.slug
-                        ));
-                    }
-                }
-            }
-            Ok(None) => {}
-            Err(e) => out.errors.push(format!(
-                "{}: cannot land the work {bead}'s worker left: {e:#}",
-                s.slug
-            )),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod cache;
 pub mod checkin;
 pub mod decide;
 pub mod events;
+mod landings;
 mod notices;
 pub mod observe;
 mod preflight;
