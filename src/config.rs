@@ -113,6 +113,8 @@ pub struct WorkerConfig {
     pub sandbox: crate::sandbox::Kind,
     /// More paths a sandboxed agent may write (`~/…` or absolute).
     pub sandbox_write: Vec<String>,
+    /// The bubblewrap program for `sandbox = "bwrap"`: found on PATH unless a path is given.
+    pub bwrap: String,
 }
 
 impl Default for WorkerConfig {
@@ -125,6 +127,7 @@ impl Default for WorkerConfig {
             retry_backoff_max: std::time::Duration::from_secs(3600),
             sandbox: crate::sandbox::Kind::Off,
             sandbox_write: Vec::new(),
+            bwrap: "bwrap".into(),
         }
     }
 }

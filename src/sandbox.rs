@@ -46,6 +46,8 @@ pub struct Settings {
     pub state: Vec<String>,
     /// `sandbox_write`: more writable paths (`~/…` or absolute).
     pub extra: Vec<String>,
+    /// The bubblewrap program.
+    pub bwrap: String,
 }
 
 /// Folders every agent may write under the home: package caches its commands use.
@@ -115,7 +117,7 @@ impl Settings {
                 c
             }
             Kind::Bwrap => {
-                let mut c = Command::new("bwrap");
+                let mut c = Command::new(&self.bwrap);
                 c.args([
                     "--die-with-parent",
                     "--ro-bind",
@@ -144,8 +146,9 @@ impl Settings {
     }
 }
 
-/// Why `kind` cannot work on this machine, if it cannot: for `braids check` and the worker.
-pub fn unavailable(kind: Kind) -> Option<String> {
+/// Why `kind` cannot work on this machine (with `bwrap` as the bubblewrap program), if it
+/// cannot: for `braids check` and the worker.
+pub fn unavailable(kind: Kind, bwrap: &str) -> Option<String> {
     match kind {
         Kind::Off => None,
         Kind::Landlock => {
@@ -158,17 +161,19 @@ pub fn unavailable(kind: Kind) -> Option<String> {
             })
         }
         Kind::Bwrap => {
-            let ok = Command::new("bwrap")
+            let ok = Command::new(bwrap)
                 .args(["--ro-bind", "/", "/", "--dev", "/dev", "--", "true"])
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success());
             (!ok).then(|| {
-                "[worker] sandbox = \"bwrap\": bubblewrap cannot run here (install the Debian \
-                 package bubblewrap, or allow unprivileged user namespaces); use sandbox = \
-                 \"landlock\" or \"off\" in config.toml"
-                    .to_string()
+                format!(
+                    "[worker] sandbox = \"bwrap\": bubblewrap (`{bwrap}`) cannot run here \
+                     (install the Debian package bubblewrap, set [worker] bwrap to its path, or \
+                     allow unprivileged user namespaces); use sandbox = \"landlock\" or \"off\" \
+                     in config.toml"
+                )
             })
         }
     }
@@ -188,7 +193,7 @@ pub fn enter_landlock(writable: &[PathBuf]) -> Result<()> {
         path_beneath_rules, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
         RulesetCreatedAttr, RulesetStatus, ABI,
     };
-    if let Some(why) = unavailable(Kind::Landlock) {
+    if let Some(why) = unavailable(Kind::Landlock, "") {
         bail!(why);
     }
     let abi = ABI::V5;

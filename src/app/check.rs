@@ -126,8 +126,8 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
     let (_, warnings) = crate::tick::checkin::CheckinTime::from_config(&loaded.config.checkin);
     let mut out: Vec<Diagnostic> = unknown.collect();
     // A sandbox that cannot run is an error before any agent runs without it.
-    let sandbox = loaded.config.worker.sandbox;
-    if let Some(why) = crate::sandbox::unavailable(sandbox) {
+    let worker = &loaded.config.worker;
+    if let Some(why) = crate::sandbox::unavailable(worker.sandbox, &worker.bwrap) {
         out.push(Diagnostic::error(
             file,
             key_line(&text, "worker", "sandbox"),

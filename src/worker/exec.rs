@@ -115,7 +115,7 @@ pub(super) fn run_agent(
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut wrapped = None;
     if sandbox.kind != crate::sandbox::Kind::Off {
-        if let Some(why) = crate::sandbox::unavailable(sandbox.kind) {
+        if let Some(why) = crate::sandbox::unavailable(sandbox.kind, &sandbox.bwrap) {
             anyhow::bail!(why);
         }
         // Its own temp folder, beside its prompt and outside every project.

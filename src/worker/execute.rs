@@ -75,6 +75,7 @@ pub fn executor_for(
             .unwrap_or_default(),
         state: state.iter().map(|s| s.to_string()).collect(),
         extra: config.worker.sandbox_write.clone(),
+        bwrap: config.worker.bwrap.clone(),
     };
     // A malformed `Executor:` is the tick's preflight error; it never reaches a worker.
     match config

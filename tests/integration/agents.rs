@@ -718,7 +718,18 @@ fn closes_a_bead_sandboxed(cli: Cli, kind: &str) {
     let Some(cli) = cli.installed() else {
         return;
     };
-    let (sb, _model) = world(cli, &format!("[worker]\nsandbox = \"{kind}\"\n"));
+    let bwrap = if kind == "bwrap" {
+        let Some(b) = crate::support::bwrap() else {
+            return;
+        };
+        b
+    } else {
+        "bwrap".into()
+    };
+    let (sb, _model) = world(
+        cli,
+        &format!("[worker]\nsandbox = \"{kind}\"\nbwrap = {bwrap:?}\n"),
+    );
     let (beads, bare) = project(&sb, "app", 1, &[]);
     let report = sb.tick().force().run();
     assert!(report.errors.is_empty(), "{:?}", report.errors);

@@ -81,3 +81,23 @@ pub fn test_name(module_path: &str, name: &str) -> String {
         None => name.to_string(),
     }
 }
+
+/// The bubblewrap program the sandbox tests use: `bwrap` on PATH, else the copy CI unpacks off
+/// PATH (`/opt/bwrap`, where Codex does not pick it up for its own sandbox); `None` when there
+/// is none (a failure when `BRAIDS_REQUIRE_AGENTS` is set).
+pub fn bwrap() -> Option<String> {
+    let found = ["bwrap", "/opt/bwrap/usr/bin/bwrap"]
+        .into_iter()
+        .find(|p| {
+            std::process::Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .map(String::from);
+    assert!(
+        found.is_some() || std::env::var_os("BRAIDS_REQUIRE_AGENTS").is_none(),
+        "bubblewrap is not installed (.ci/run unpacks the Debian package into /opt/bwrap)"
+    );
+    found
+}
