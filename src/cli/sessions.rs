@@ -41,6 +41,9 @@ impl Output for SessionList {
             if let Some(q) = l.last_output_seconds {
                 line.push_str(&format!("  last output {} ago", elapsed(q)));
             }
+            if l.session.worker_gone {
+                line.push_str("  worker gone: what it left runs for nobody; the next run stops it");
+            }
             if l.orphan {
                 line.push_str("  orphan: its project is not in the registry");
             }
