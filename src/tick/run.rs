@@ -193,8 +193,10 @@ fn lock(inst: &Installation, opts: TickOptions) -> Result<Option<Option<TickLock
     std::fs::create_dir_all(&inst.paths.braids_dir)
         .with_context(|| format!("cannot create {}", inst.paths.braids_dir.display()))?;
     if !opts.dry_run {
+        // Said once, for an installation made before braids kept its folder private; files
+        // created since (the state file on a first run) are tightened quietly.
         match inst.paths.make_private() {
-            Ok(t) if !t.is_empty() => tracing::warn!(
+            Ok(t) if t.contains(&inst.paths.braids_dir) => tracing::warn!(
                 "made braids' files private to you (0700 folders, 0600 files): {}",
                 t.iter()
                     .map(|p| p.display().to_string())

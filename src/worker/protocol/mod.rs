@@ -347,10 +347,16 @@ pub(super) enum Ran {
     TimedOut,
 }
 
-/// Appends to a file in the workspace `root` (temp + rename of the whole: a crash leaves the
-/// old or the new text). What cannot be read beneath `root` (a planted link) is replaced.
+/// Appends to a file (temp + rename of the whole: a crash leaves the old or the new text). A
+/// file in the workspace `root` is read beneath it, and one that cannot be (a planted link) is
+/// replaced; braids' own files elsewhere are read as they are.
 pub(super) fn append(root: &Path, path: &Path, entry: &str) -> Result<()> {
-    let mut text = crate::beneath::read_string(root, path).unwrap_or_default();
+    let old = if path.starts_with(root) {
+        crate::beneath::read_string(root, path)
+    } else {
+        std::fs::read_to_string(path)
+    };
+    let mut text = old.unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
