@@ -144,6 +144,16 @@ struct Chaos {
 }
 
 impl Chaos {
+    /// The processes of this installation's sessions (by their token): other tests run at the
+    /// same time, and their workers are none of this test's business.
+    fn processes(&self) -> Vec<Proc> {
+        let ours = self.labels();
+        processes()
+            .into_iter()
+            .filter(|p| p.token().is_some_and(|t| ours.contains_key(t)))
+            .collect()
+    }
+
     fn json(path: &Path) -> serde_json::Value {
         std::fs::read(path)
             .ok()
@@ -244,7 +254,7 @@ impl Chaos {
         let mut idle_since: Option<Instant> = None;
         while !self.stop.load(Ordering::SeqCst) {
             let at = Instant::now();
-            let procs = processes();
+            let procs = self.processes();
             let labels = self.labels();
             let workers: BTreeSet<&str> = procs
                 .iter()
@@ -330,7 +340,8 @@ impl Chaos {
     fn killer(&self, rng: &mut Rng) {
         while !self.stop.load(Ordering::SeqCst) && !self.calm.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_secs(3 + rng.below(6)));
-            let workers: Vec<u32> = processes()
+            let workers: Vec<u32> = self
+                .processes()
                 .into_iter()
                 .filter(|p| p.is_worker())
                 .map(|p| p.pid)
@@ -546,7 +557,7 @@ fn c2_5_c2_7_chaos_never_two_agents_on_a_bead_never_stuck_nothing_lost() {
                     .iter()
                     .any(|(_, st)| st != "closed" && st != "blocked")
             });
-            if !open && processes().iter().all(|p| !p.is_worker()) {
+            if !open && c.processes().iter().all(|p| !p.is_worker()) {
                 break true;
             }
             if Instant::now() > settle_by {
@@ -637,7 +648,8 @@ fn c2_5_c2_7_chaos_never_two_agents_on_a_bead_never_stuck_nothing_lost() {
             problems.push(format!("foreign commit lost: {subject}"));
         }
     }
-    let leftover: Vec<String> = processes()
+    let leftover: Vec<String> = c
+        .processes()
         .iter()
         .filter(|p| p.agent_of().is_some() || p.is_worker())
         .map(|p| format!("{} {:?}", p.pid, p.argv))
