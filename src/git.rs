@@ -16,7 +16,7 @@ use crate::model::IterationStatus;
 use crate::proc::{Invocation, Output};
 
 mod replay;
-pub use replay::Kept;
+pub use replay::{bead_of, Kept};
 
 /// A git command may take this long (a rebase of a large change on a slow disk).
 pub(crate) const GIT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -295,6 +295,16 @@ pub(crate) fn over_network(root: &Path, args: &[&str], timeout: Duration) -> Res
         .map_err(|e| anyhow!("{e}"))
 }
 
+/// A push error that also names the commits an earlier round kept aside: they are off the
+/// branch already, so this is where a person learns of them.
+fn with_kept(e: anyhow::Error, kept: &[Kept]) -> anyhow::Error {
+    if kept.is_empty() {
+        return e;
+    }
+    let kept: Vec<String> = kept.iter().map(|k| k.to_string()).collect();
+    e.context(format!("not pushed: {}", kept.join("; ")))
+}
+
 /// What a push did besides pushing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[must_use]
@@ -327,12 +337,15 @@ pub fn push(root: &Path, timeout: Duration) -> Result<Pushed> {
             let said = [out.stderr.trim(), out.stdout.trim()].join("\n");
             return Err(anyhow!("git push failed: {}", said.trim()));
         }
-        let caught = replay::catch_up(root, timeout)?;
+        let caught = replay::catch_up(root, timeout).map_err(|e| with_kept(e, &done.kept))?;
         done.replayed += caught.replayed;
         done.kept.extend(caught.kept);
     }
-    Err(anyhow!(
-        "git push was rejected {PUSH_ROUNDS} times: the upstream kept moving while braids caught up; retried next run"
+    Err(with_kept(
+        anyhow!(
+            "git push was rejected {PUSH_ROUNDS} times: the upstream kept moving while braids caught up; retried next run"
+        ),
+        &done.kept,
     ))
 }
 

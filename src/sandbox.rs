@@ -63,11 +63,15 @@ impl Settings {
         let mut out = vec![workspace.to_path_buf(), project.join(".beads")];
         let git = project.join(".git");
         if git.is_dir() && workspace != project {
-            out.extend(["objects", "refs", "logs"].map(|d| git.join(d)));
-            if let Ok(text) = std::fs::read_to_string(workspace.join(".git")) {
-                if let Some(admin) = text.trim().strip_prefix("gitdir:") {
-                    out.push(PathBuf::from(admin.trim()));
-                }
+            // A worktree's commits write objects, its branch `braids/<bead>` and that branch's
+            // log, and its own admin folder; never another branch, the config or the hooks.
+            out.push(git.join("objects"));
+            for d in ["refs/heads/braids", "logs/refs/heads/braids"] {
+                let _ = std::fs::create_dir_all(git.join(d));
+                out.push(git.join(d));
+            }
+            if let Some(admin) = worktree_admin(&git, workspace) {
+                out.push(admin);
             }
         } else if workspace == project {
             out.push(git);
@@ -146,6 +150,18 @@ impl Settings {
     }
 }
 
+/// The admin folder git keeps for the worktree at `workspace`, when its `.git` file names one
+/// under the repository's own `worktrees/`: the agent can rewrite that file, so a path
+/// elsewhere is never made writable.
+fn worktree_admin(git: &Path, workspace: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(workspace.join(".git")).ok()?;
+    let admin = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim())
+        .canonicalize()
+        .ok()?;
+    let worktrees = git.join("worktrees").canonicalize().ok()?;
+    (admin.parent() == Some(worktrees.as_path())).then_some(admin)
+}
+
 /// Why `kind` cannot work on this machine (with `bwrap` as the bubblewrap program), if it
 /// cannot: for `braids check` and the worker.
 pub fn unavailable(kind: Kind, bwrap: &str) -> Option<String> {
@@ -196,15 +212,24 @@ pub fn enter_landlock(writable: &[PathBuf]) -> Result<()> {
     if let Some(why) = unavailable(Kind::Landlock, "") {
         bail!(why);
     }
-    let abi = ABI::V5;
+    // Before ABI 3 a file's truncation is not covered: too little to call a sandbox.
+    let abi = match landlock_abi() {
+        ..=2 => bail!(
+            "this kernel's Landlock (ABI {}) cannot stop a file being truncated; use [worker] sandbox = \"bwrap\" or \"off\" in config.toml",
+            landlock_abi()
+        ),
+        3 => ABI::V3,
+        4 => ABI::V4,
+        _ => ABI::V5,
+    };
     let status = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
+        .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_write(abi))?
         .create()?
         .add_rules(path_beneath_rules(writable, AccessFs::from_write(abi)))?
         .restrict_self()
         .context("cannot enter the Landlock sandbox")?;
-    if status.ruleset == RulesetStatus::NotEnforced {
+    if status.ruleset != RulesetStatus::FullyEnforced {
         bail!(
             "the kernel did not enforce the Landlock sandbox; use [worker] sandbox = \"bwrap\" or \"off\" in config.toml"
         );

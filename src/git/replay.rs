@@ -5,9 +5,10 @@
 //!
 //! A commit that conflicts with the upstream is kept on a branch of its own for a person and
 //! left out; the commits after it are replayed without it (one that needed it conflicts too
-//! and is kept as well). The local branch then moves to the replayed history: with
-//! `reset --keep` when it is checked out, which refuses rather than touch a file a person is
-//! editing, and by moving the ref alone when it is not.
+//! and is kept as well). The checked-out branch then moves to the replayed history with
+//! `reset --keep`, which refuses rather than touch a file a person is editing.
+//!
+//! `merge-tree --merge-base` needs git 2.40 or later; an older git gets a sentence saying so.
 //!
 //! An upstream whose history was rewritten (its old tip is no longer in it) is never caught up
 //! with: the local commits would bring back what was removed on purpose. A person decides.
@@ -43,6 +44,13 @@ impl std::fmt::Display for Kept {
             self.branch
         )
     }
+}
+
+/// The bead a landing commit's subject names (`<summary> (<bead>)`), if it names one.
+pub fn bead_of(subject: &str) -> Option<&str> {
+    let inner = subject.strip_suffix(')')?;
+    let (_, id) = inner.rsplit_once(" (")?;
+    crate::model::BeadId::new(id).ok().map(|_| id)
 }
 
 /// What [`catch_up`] did.
@@ -103,7 +111,7 @@ pub(super) fn catch_up(root: &Path, timeout: Duration) -> Result<CaughtUp> {
              commits onto it; a person decides (its commits stay on {branch})"
         );
     }
-    let local = rev(root, &branch)?;
+    let local = rev(root, &format!("refs/heads/{branch}"))?;
     let range = format!("{upstream}..{local}");
     let merges = git_ok(root, &["rev-list", "--merges", &range])?;
     if !merges.trim().is_empty() {
@@ -124,9 +132,12 @@ pub(super) fn catch_up(root: &Path, timeout: Duration) -> Result<CaughtUp> {
             Picked::AlreadyThere => {}
             Picked::Conflict(paths) => {
                 let short = &commit[..commit.len().min(12)];
-                let kept = format!("braids/kept/{branch}-{short}");
-                git_ok(root, &["update-ref", &format!("refs/heads/{kept}"), commit])?;
                 let subject = git_ok(root, &["show", "-s", "--format=%s", commit])?;
+                // A bead's landing (`… (<bead>)`) is kept under the bead's name, where a
+                // person and the iteration's completion look for kept work.
+                let owner = bead_of(subject.trim()).unwrap_or(&branch);
+                let kept = format!("braids/kept/{owner}-{short}");
+                git_ok(root, &["update-ref", &format!("refs/heads/{kept}"), commit])?;
                 done.kept.push(Kept {
                     commit: commit.to_string(),
                     subject: subject.trim().to_string(),
@@ -167,6 +178,10 @@ fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
     match out.code {
         Some(0) => {}
         Some(1) => return Ok(Picked::Conflict(lines.map(String::from).collect())),
+        _ if out.stderr.contains("merge-base") => bail!(
+            "the upstream moved, and replaying braids' commits onto it needs git 2.40 or later \
+             (`git --version` is older): pull and push by hand, or upgrade git"
+        ),
         _ => bail!("git merge-tree failed: {}", out.stderr.trim()),
     }
     if tree == rev(root, &format!("{onto}^{{tree}}"))? {
@@ -204,11 +219,15 @@ fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
     Ok(Picked::Onto(new.stdout.trim().to_string()))
 }
 
-/// Moves `branch` from `from` to `to`: through the work tree when it is checked out (refused,
-/// with nothing changed, when a person's edit is in the way), else the ref alone.
+/// Moves the checked-out `branch` from `from` to `to` through the work tree (`reset --keep`:
+/// refused, with nothing changed, when a person's edit is in the way).
 fn move_branch(root: &Path, branch: &str, from: &str, to: &str) -> Result<()> {
     if from == to {
         return Ok(());
+    }
+    // A commit made meanwhile would be dropped by the reset: then nothing moves this time.
+    if rev(root, "HEAD")? != from {
+        bail!("{branch} moved while braids caught up with its upstream; the next push tries again");
     }
     let out = git(root, &["reset", "--quiet", "--keep", to])?;
     if !out.success() {

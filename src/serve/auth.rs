@@ -74,7 +74,9 @@ pub fn peer_uid(peer: SocketAddr) -> Option<u32> {
             let text = std::fs::read_to_string(table).ok()?;
             text.lines().skip(1).find_map(|line| {
                 let cols: Vec<&str> = line.split_whitespace().collect();
-                (socket_addr(cols.get(1)?)? == peer)
+                // Established only: a closed connection lingering in TIME_WAIT may have had
+                // the same address, and belongs to nobody.
+                (socket_addr(cols.get(1)?)? == peer && cols.get(3) == Some(&"01"))
                     .then(|| cols.get(7)?.parse().ok())
                     .flatten()
             })

@@ -183,14 +183,21 @@ pub(crate) fn marked_groups(name: &str) -> HashMap<String, BTreeSet<i32>> {
     out
 }
 
-/// Stops every process group with a live member carrying `var` (`NAME=value`), found anew each
-/// round since a dying process may leave children behind; the strongest stop it needed.
+/// Stops every process group with a live member carrying `NAME=value`, found anew each round
+/// since a dying process may leave children behind; the strongest stop it needed, or an error
+/// when some still run after three rounds.
 pub(crate) fn stop_marked(name: &str, value: &str, grace: Duration) -> io::Result<KillOutcome> {
     let mut outcome = KillOutcome::AlreadyGone;
-    for _ in 0..3 {
+    for round in 0..4 {
         let groups = marked_groups(name).remove(value).unwrap_or_default();
         if groups.is_empty() {
             break;
+        }
+        // Processes that keep leaving their group are not gone: the claim stays held.
+        if round == 3 {
+            return Err(io::Error::other(format!(
+                "processes carrying {name}={value} keep escaping into new process groups"
+            )));
         }
         for pgid in groups {
             let Some(group) = ProcessGroup::adopt(pgid as u32) else {

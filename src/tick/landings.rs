@@ -42,18 +42,55 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) {
         let Ok(Some(_lock)) = crate::git::RepoLock::try_acquire(&s.path) else {
             continue;
         };
-        let landed = (|| -> anyhow::Result<Option<String>> {
+        // What cannot land any more is not left closed with nothing in the history (3.6): the
+        // bead is blocked with why, its work kept on a branch when git may run there.
+        let landed = (|| -> anyhow::Result<Result<Option<String>, String>> {
             let Some(ws) = fx.workspaces.resume(&s.path, &bead)? else {
-                return Ok(None);
+                return Ok(Err("its workspace is gone".into()));
             };
-            match fx
-                .workspaces
-                .prepare_landing(&ws, &bead, &landing.exclude)?
-            {
-                crate::workspace::Prepared::Ready { .. } => fx.workspaces.land(&ws, &landing),
-                _ => Ok(None),
-            }
+            let (why, keep) = match fx.workspaces.prepare_landing(&ws, &bead, &landing.exclude)? {
+                crate::workspace::Prepared::Ready { .. } => {
+                    return Ok(Ok(fx.workspaces.land(&ws, &landing)?))
+                }
+                crate::workspace::Prepared::Conflict { paths } => (
+                    format!("its work conflicts with work that landed meanwhile ({})", paths.join(", ")),
+                    true,
+                ),
+                crate::workspace::Prepared::InTheWay { paths } => (
+                    format!(
+                        "landing it would overwrite uncommitted changes in the project's work tree ({})",
+                        paths.join(", ")
+                    ),
+                    true,
+                ),
+                crate::workspace::Prepared::Held { why, paths, keep } => {
+                    (format!("{why} ({})", paths.join(", ")), keep)
+                }
+            };
+            let kept = if keep {
+                fx.workspaces.keep(&ws, &bead)?
+            } else {
+                None
+            };
+            Ok(Err(match kept {
+                Some(branch) => format!("{why}; the work is kept on branch {branch}"),
+                None => why,
+            }))
         })();
+        let landed = match landed {
+            Ok(Err(why)) => {
+                let reason = format!("its worker died after closing it, and {why}");
+                match tracker.block(&bead, &reason) {
+                    Ok(()) => out.blocked.push((s.slug.clone(), bead.clone(), reason)),
+                    Err(e) => out
+                        .errors
+                        .push(format!("{}: cannot block {bead}: {e}", s.slug)),
+                }
+                Ok(None)
+            }
+            Ok(Ok(c)) => Ok(c),
+            Err(e) => Err(e),
+        };
         let _ = std::fs::remove_file(&plan_file);
         match landed {
             Ok(Some(commit)) => {

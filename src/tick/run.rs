@@ -193,8 +193,8 @@ fn lock(inst: &Installation, opts: TickOptions) -> Result<Option<Option<TickLock
     std::fs::create_dir_all(&inst.paths.braids_dir)
         .with_context(|| format!("cannot create {}", inst.paths.braids_dir.display()))?;
     if !opts.dry_run {
-        // Said once, for an installation made before braids kept its folder private; files
-        // created since (the state file on a first run) are tightened quietly.
+        // Said when the folder itself was open to others (so the person learns of it once);
+        // files a run creates with the usual umask are tightened quietly.
         match inst.paths.make_private() {
             Ok(t) if t.contains(&inst.paths.braids_dir) => tracing::warn!(
                 "made braids' files private to you (0700 folders, 0600 files): {}",

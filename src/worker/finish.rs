@@ -139,7 +139,7 @@ impl Worker<'_> {
         crate::crash_point!("worker::after_push");
         drop(lock);
         self.drop_workspace(run);
-        if let Some(k) = pushed.kept(commit.as_deref()) {
+        if let Some(k) = pushed.kept(bead_id) {
             // Not on the upstream, so not done (4.4): a person merges it.
             return self.block_and_tell(run, l, format!("its work could not land: {k}"));
         }
@@ -351,10 +351,13 @@ impl Push {
         }
     }
 
-    /// How `commit` fared, when it conflicted with the upstream and was kept for a person.
-    fn kept(&self, commit: Option<&str>) -> Option<&crate::git::Kept> {
-        match (self, commit) {
-            (Push::Pushed(kept), Some(c)) => kept.iter().find(|k| k.commit == c),
+    /// The bead's landing, when it conflicted with the upstream and was kept for a person
+    /// (found by the bead its subject names: a commit replayed once has another id).
+    fn kept(&self, bead: &crate::model::BeadId) -> Option<&crate::git::Kept> {
+        match self {
+            Push::Pushed(kept) => kept
+                .iter()
+                .find(|k| crate::git::bead_of(&k.subject) == Some(bead.as_str())),
             _ => None,
         }
     }

@@ -107,7 +107,14 @@ pub fn foreign_gitfile(project: &Path, dir: &Path) -> Result<Option<String>> {
     let inside = admin.parent().is_some_and(|p| same(p, &worktrees));
     let back = std::fs::read_to_string(admin.join("gitdir"))
         .is_ok_and(|b| same(Path::new(b.trim()), &file));
-    Ok((!inside || !back).then(|| {
+    // The admin folder is writable by the agent: its `commondir` must still lead home.
+    let common = std::fs::read_to_string(admin.join("commondir")).is_ok_and(|c| {
+        same(
+            &admin.join(c.trim()),
+            &common_dir(project).unwrap_or_default(),
+        )
+    });
+    Ok((!inside || !back || !common).then(|| {
         format!(
             "{} was changed to point at {}, not at the project's repository",
             file.display(),
