@@ -236,3 +236,38 @@ pub fn enter_landlock(writable: &[PathBuf]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_planted_gitdir_never_widens_what_the_agent_may_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("app");
+        let admin = project.join(".git/worktrees/app-1");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::create_dir_all(project.join(".git/objects")).unwrap();
+        let ws = tmp.path().join("ws/app-1");
+        std::fs::create_dir_all(&ws).unwrap();
+        let settings = Settings {
+            kind: Kind::Landlock,
+            home: tmp.path().join("home"),
+            ..Settings::default()
+        };
+        let tmpdir = tmp.path().join("tmp");
+        std::fs::write(ws.join(".git"), format!("gitdir: {}\n", admin.display())).unwrap();
+        let w = settings.writable(&ws, &project, &tmpdir);
+        assert!(w.contains(&admin.canonicalize().unwrap()), "{w:?}");
+        assert!(w.contains(&project.join(".git/refs/heads/braids")), "{w:?}");
+        assert!(!w.contains(&project.join(".git")), "{w:?}");
+        for planted in ["/", "/root", tmp.path().to_str().unwrap()] {
+            std::fs::write(ws.join(".git"), format!("gitdir: {planted}\n")).unwrap();
+            let w = settings.writable(&ws, &project, &tmpdir);
+            assert!(
+                !w.iter().any(|p| p == Path::new(planted)),
+                "{planted}: {w:?}"
+            );
+        }
+    }
+}
