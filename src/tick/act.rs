@@ -308,8 +308,9 @@ fn block(fx: &Effects<'_>, slug: &str, bead: &BeadId, reason: &str, out: &mut Ou
 /// with no workspace folder costs one `stat`.
 fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
     for s in &plan.sweeps {
-        super::landings::finish(s, fx, out);
-        match fx.workspaces.sweep(&s.path, &s.live) {
+        let mut live = s.live.clone();
+        live.extend(super::landings::finish(s, fx, out));
+        match fx.workspaces.sweep(&s.path, &live) {
             Ok(removed) if !removed.is_empty() => {
                 tracing::info!(project = %s.slug, removed = removed.len(), "left-over workspaces removed");
                 // The bead is closed and its work never landed: a person decides, told by a

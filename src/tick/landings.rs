@@ -10,13 +10,15 @@ use crate::model::BeadId;
 /// have (the plan they recorded before the close), and pushes it: the bead's work reaches the
 /// history once, not on a branch for a person. A plan whose bead is not closed is stale (the
 /// worker died before the close, so the bead is done again) and dropped; one whose work can no
-/// longer land is left to the sweep, which keeps the work on a branch.
-pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) {
+/// longer land blocks its bead, its work kept on a branch. Returns the beads whose plan waits
+/// for a later run: the sweep leaves their worktrees alone.
+pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) -> Vec<BeadId> {
+    let mut pending = Vec::new();
     let Ok(entries) = std::fs::read_dir(fx.paths.braids_dir.join("work").join(&s.slug)) else {
-        return;
+        return pending;
     };
     let Some(tracker) = fx.trackers.get(&s.slug) else {
-        return;
+        return pending;
     };
     for e in entries.flatten() {
         let Ok(bead) = BeadId::new(&e.file_name().to_string_lossy()) else {
@@ -29,7 +31,10 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) {
         let closed = match tracker.show(&bead) {
             Ok(Some(b)) => b.status == crate::model::BeadStatus::Closed,
             Ok(None) => false,
-            Err(_) => continue, // asked again next run
+            Err(_) => {
+                pending.push(bead); // asked again next run
+                continue;
+            }
         };
         let landing: Option<crate::workspace::Landing> = std::fs::read(&plan_file)
             .ok()
@@ -38,8 +43,10 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) {
             let _ = std::fs::remove_file(&plan_file);
             continue;
         };
-        // A worker committing now lands its own: this waits for the next run.
+        // A worker committing now lands its own: this waits for the next run, and so does the
+        // sweep of this worktree.
         let Ok(Some(_lock)) = crate::git::RepoLock::try_acquire(&s.path) else {
+            pending.push(bead);
             continue;
         };
         // What cannot land any more is not left closed with nothing in the history (3.6): the
@@ -114,4 +121,5 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) {
             )),
         }
     }
+    pending
 }
