@@ -186,6 +186,22 @@ impl Breaker {
     }
 }
 
+/// The breaker with a lost probe given up: the probe was spawned (`probing_since`), no outcome
+/// came since, and no worker started since is running (`probe_running` says whether one is),
+/// so none ever will. Another probe may go at once, rather than the breaker staying shut until
+/// [`PROBE_LOST`]. `None` when nothing changes. Pure.
+#[must_use]
+pub fn probe_gone(b: &Breaker, recent: &[Outcome], probe_running: bool) -> Option<Breaker> {
+    let p = b.probing_since?;
+    if probe_running || recent.iter().any(|o| o.at >= p) {
+        return None;
+    }
+    let mut next = b.clone();
+    next.probing_since = None;
+    next.next_probe = Some(p);
+    Some(next)
+}
+
 /// The breaker after looking at the recent outcomes (oldest first). Pure.
 pub fn assess(
     b: &Breaker,

@@ -260,3 +260,28 @@ fn c2_14_what_the_tick_saw_ends_a_probe_but_never_opens_and_a_lost_probe_is_let_
     assert_eq!((b4.probing_since, b4.next_probe), (None, Some(later)));
     assert_eq!(b4.gate(later), Gate::Probe);
 }
+
+#[test]
+fn c2_14_a_probe_whose_worker_is_gone_without_an_answer_is_let_go_at_once() {
+    let probing = Breaker {
+        open_since: Some(t(0)),
+        signature: Some("provider: HTTP 429".into()),
+        next_probe: Some(t(5)),
+        probing_since: Some(t(5)),
+        probes: 1,
+    };
+    // Its worker still runs: wait for its answer.
+    assert_eq!(probe_gone(&probing, &[], true), None);
+    // It answered (whatever the answer): the usual assessment decides.
+    assert_eq!(probe_gone(&probing, &[out(6, "a", Some("x"))], false), None);
+    // Gone without an answer: another probe may go now, not after PROBE_LOST.
+    let next = probe_gone(&probing, &[out(4, "a", Some("x"))], false).unwrap();
+    assert_eq!(next.probing_since, None);
+    assert_eq!(next.gate(t(6)), Gate::Probe);
+    assert_eq!(
+        next.open_since, probing.open_since,
+        "still open until a probe succeeds"
+    );
+    // Not probing: nothing to let go.
+    assert_eq!(probe_gone(&Breaker::default(), &[], false), None);
+}

@@ -47,7 +47,27 @@ impl RetryEdge {
         now: DateTime<Utc>,
     ) -> (Option<Transition>, Option<String>) {
         let policy = self.config.breaker.policy();
+        // The workers running now, by when they started: a probe spawned before all of them
+        // (or none) has no worker left to report on the provider.
+        let started: Vec<DateTime<Utc>> = observed
+            .snapshot
+            .sessions
+            .iter()
+            .filter(|s| s.running && !s.worker_gone)
+            .map(|s| s.started_at)
+            .collect();
         let look = |a: &mut Attempts| {
+            let running = |p: DateTime<Utc>| started.iter().any(|t| *t >= p);
+            if let Some(b) = a
+                .breaker
+                .probing_since
+                .and_then(|p| crate::retry::breaker::probe_gone(&a.breaker, &a.recent, running(p)))
+            {
+                tracing::warn!(
+                    "the provider probe's worker is gone without an answer; another probe may go"
+                );
+                a.breaker = b;
+            }
             let t = a.assess(&policy, now);
             a.prune(now, KEEP);
             (a.clone(), t)

@@ -184,11 +184,16 @@ impl Chaos {
         let now: DateTime<Utc> = Utc::now();
         let dir = self.sb.braids_dir();
         let attempts = Self::json(&dir.join("attempts.json"));
-        let paused = attempts["breaker"]["openSince"].is_string()
-            && attempts["breaker"]["nextProbe"]
+        // Spawning paused by the provider breaker: until its next probe, or while a probe may
+        // still be at work (braids lets a probe go again once no worker is left to answer).
+        let breaker = &attempts["breaker"];
+        let any_worker = procs.iter().any(Proc::is_worker);
+        let paused = breaker["openSince"].is_string()
+            && (breaker["nextProbe"]
                 .as_str()
                 .and_then(|t| t.parse::<DateTime<Utc>>().ok())
-                .is_none_or(|t| t > now);
+                .is_none_or(|t| t > now)
+                || breaker["probingSince"].is_string() && any_worker);
         if paused {
             return vec![];
         }
