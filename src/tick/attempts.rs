@@ -58,13 +58,13 @@ impl RetryEdge {
             .collect();
         let look = |a: &mut Attempts| {
             let running = |p: DateTime<Utc>| started.iter().any(|t| *t >= p);
-            if let Some(b) = a
+            let lost = a
                 .breaker
                 .probing_since
-                .and_then(|p| crate::retry::breaker::probe_gone(&a.breaker, &a.recent, running(p)))
-            {
+                .and_then(|p| crate::retry::breaker::probe_gone(&a.breaker, &a.recent, running(p)));
+            if let Some(b) = lost {
                 tracing::warn!(
-                    "the provider probe's worker is gone without an answer; another probe may go"
+                    "the provider probe's worker is gone unanswered; a new probe may go"
                 );
                 a.breaker = b;
             }
