@@ -55,25 +55,13 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) -> Vec<Bead
             let Some(ws) = fx.workspaces.resume(&s.path, &bead)? else {
                 return Ok(Err("its workspace is gone".into()));
             };
-            let (why, keep) = match fx.workspaces.prepare_landing(&ws, &bead, &landing.exclude)? {
-                crate::workspace::Prepared::Ready { .. } => {
-                    return Ok(Ok(fx.workspaces.land(&ws, &landing)?))
-                }
-                crate::workspace::Prepared::Conflict { paths } => (
-                    format!("its work conflicts with work that landed meanwhile ({})", paths.join(", ")),
-                    true,
-                ),
-                crate::workspace::Prepared::InTheWay { paths } => (
-                    format!(
-                        "landing it would overwrite uncommitted changes in the project's work tree ({})",
-                        paths.join(", ")
-                    ),
-                    true,
-                ),
-                crate::workspace::Prepared::Held { why, paths, keep } => {
-                    (format!("{why} ({})", paths.join(", ")), keep)
-                }
+            let prepared = fx
+                .workspaces
+                .prepare_landing(&ws, &bead, &landing.exclude)?;
+            let Some(r) = prepared.refusal() else {
+                return Ok(Ok(fx.workspaces.land(&ws, &landing)?));
             };
+            let (why, keep) = (format!("{} ({})", r.why, r.paths.join(", ")), r.keep);
             let kept = if keep {
                 fx.workspaces.keep(&ws, &bead)?
             } else {

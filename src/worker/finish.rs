@@ -13,7 +13,7 @@ use crate::app::iteration::{self as app_iteration, Completion, RepoLock};
 use crate::format::{self, deliverable};
 use crate::lifecycle::{tracker_files, TRACKER_FILES};
 use crate::model::{Autonomy, Bead, IterationStatus, NotificationEvent};
-use crate::workspace::{Landing, Prepared, Workspace, Workspaces};
+use crate::workspace::{Landing, Workspace, Workspaces};
 
 use super::context::Loaded;
 use super::report::{self, StatusReport};
@@ -38,36 +38,13 @@ impl Worker<'_> {
         let lock = RepoLock::acquire(root)?;
         if !ws.is_shared() {
             let exclude = landing_excludes(l);
-            let (why, paths) = match self.workspaces().prepare_landing(ws, bead_id, &exclude)? {
-                Prepared::Ready { .. } => (None, vec![]),
-                Prepared::Conflict { paths } => (
-                    Some("its work conflicts with work that landed meanwhile".to_string()),
-                    paths,
-                ),
-                Prepared::InTheWay { paths } => (
-                    Some(
-                        "landing it would overwrite uncommitted changes in the project's work tree"
-                            .to_string(),
-                    ),
-                    paths,
-                ),
-                Prepared::Held {
-                    why,
-                    paths,
-                    keep: true,
-                } => (Some(why), paths),
-                Prepared::Held {
-                    why,
-                    paths,
-                    keep: false,
-                } => {
-                    drop(lock);
-                    return self.held_untouched(run, l, &why, &paths);
-                }
-            };
-            if let Some(why) = why {
+            let prepared = self.workspaces().prepare_landing(ws, bead_id, &exclude)?;
+            if let Some(r) = prepared.refusal() {
                 drop(lock);
-                return self.cannot_land(run, l, ws, &why, &paths);
+                return match r.keep {
+                    true => self.cannot_land(run, l, ws, &r.why, &r.paths),
+                    false => self.held_untouched(run, l, &r.why, &r.paths),
+                };
             }
         }
         crate::crash_point!("worker::after_deliverable");

@@ -153,6 +153,37 @@ pub enum Prepared {
     },
 }
 
+/// Why work cannot land, the paths it is about, and whether git may run in the workspace to
+/// keep it on a branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub why: String,
+    pub paths: Vec<String>,
+    pub keep: bool,
+}
+
+impl Prepared {
+    /// `None` when the work can land; otherwise why not, for the bead's blocked reason.
+    pub fn refusal(self) -> Option<Refusal> {
+        let (why, paths, keep) = match self {
+            Prepared::Ready { .. } => return None,
+            Prepared::Conflict { paths } => (
+                "its work conflicts with work that landed meanwhile".to_string(),
+                paths,
+                true,
+            ),
+            Prepared::InTheWay { paths } => (
+                "landing it would overwrite uncommitted changes in the project's work tree"
+                    .to_string(),
+                paths,
+                true,
+            ),
+            Prepared::Held { why, paths, keep } => (why, paths, keep),
+        };
+        Some(Refusal { why, paths, keep })
+    }
+}
+
 /// The work-tree edge the worker and the tick drive.
 pub trait Workspaces: Send + Sync {
     /// A fresh workspace for `bead`, replacing any left by a crashed worker.
