@@ -23,6 +23,8 @@ pub struct Config {
     pub checkin: CheckinConfig,
     pub breaker: BreakerConfig,
     pub retention: RetentionConfig,
+    /// `[serve]`: the dashboard server's limits.
+    pub serve: ServeConfig,
     /// `[slurm]`: how workers of `Backend: slurm` projects are submitted.
     pub slurm: crate::session::slurm::SlurmSettings,
     /// `[openclaw]`: the gateway and defaults for workers of `Backend: openclaw` projects.
@@ -202,6 +204,35 @@ impl Default for RetentionConfig {
             max_age: std::time::Duration::from_secs(30 * 24 * 3600),
             max_total_mb: 500,
             processed_events: std::time::Duration::from_secs(14 * 24 * 3600),
+        }
+    }
+}
+
+/// `[serve]`: what one client may hold of `braids serve`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ServeConfig {
+    /// A request's headers must arrive within this, counted from when the server starts
+    /// reading them: also the longest wait for the next request on a kept-alive connection.
+    #[serde(deserialize_with = "span")]
+    pub header_timeout: std::time::Duration,
+    /// A connection with no byte either way for this long is closed, such as a request whose
+    /// body stalls (event streams send a keep-alive comment every 15 s, so they stay).
+    #[serde(deserialize_with = "span")]
+    pub idle_timeout: std::time::Duration,
+    /// Connections open at once; one more gets a 503 and is closed.
+    pub max_connections: usize,
+    /// Event-stream clients at once; one more gets a 503.
+    pub max_event_streams: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            header_timeout: std::time::Duration::from_secs(10),
+            idle_timeout: std::time::Duration::from_secs(120),
+            max_connections: 256,
+            max_event_streams: 64,
         }
     }
 }

@@ -13,7 +13,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::{Form, Json};
 use serde::Deserialize;
 use tokio_stream::wrappers::BroadcastStream;
-use tokio_stream::{Stream, StreamExt};
+use tokio_stream::StreamExt;
 
 use super::page::{self, Ctx};
 use super::{auth, Server};
@@ -100,15 +100,29 @@ pub async fn bead(State(s): State<Arc<Server>>, Path(id): Path<String>) -> Respo
     }
 }
 
-pub async fn events(
-    State(s): State<Arc<Server>>,
-) -> Sse<impl Stream<Item = Result<SseEvent, std::convert::Infallible>>> {
-    let stream = BroadcastStream::new(s.events.subscribe()).map(|item| {
+pub async fn events(State(s): State<Arc<Server>>) -> Response {
+    let Ok(permit) = Arc::clone(&s.streams).try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            format!(
+                "braids serve has {} event streams open, its limit (max_event_streams in \
+                 config.toml's [serve])\n",
+                s.inst.config.serve.max_event_streams
+            ),
+        )
+            .into_response();
+    };
+    let stream = BroadcastStream::new(s.events.subscribe()).map(move |item| {
+        // Held as long as the stream is: the client's slot frees when it goes.
+        let _slot = &permit;
         // A client that fell behind is told to read the state again.
         let data = item.unwrap_or_else(|_| Arc::from(r#"{"type":"resync"}"#));
-        Ok(SseEvent::default().data(&*data))
+        Ok::<_, std::convert::Infallible>(SseEvent::default().data(&*data))
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 /// The token for a page, when this client may have it.

@@ -15,9 +15,9 @@
 mod api;
 mod auth;
 mod chart;
+mod listen;
 mod page;
 
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,6 +63,8 @@ pub struct Server {
     pub inst: Installation,
     pub token: String,
     pub events: broadcast::Sender<Arc<str>>,
+    /// One permit per open event stream, up to `[serve] max_event_streams`.
+    pub streams: Arc<tokio::sync::Semaphore>,
     loopback: bool,
     /// Bumped by every event and action: the snapshot is then stale.
     generation: AtomicU64,
@@ -112,10 +114,12 @@ pub fn run(paths: &Paths, opts: Options) -> Result<()> {
     let token = auth::load(&token_file, opts.token_file.is_none())?;
     let inst = crate::installation::open(paths)?;
     let (events, _) = broadcast::channel(1024);
+    let max_streams = inst.config.serve.max_event_streams;
     let server = Arc::new(Server {
         inst,
         token,
         events,
+        streams: Arc::new(tokio::sync::Semaphore::new(max_streams)),
         loopback,
         generation: AtomicU64::new(0),
         snapshot: Mutex::new(None),
@@ -137,23 +141,9 @@ pub fn run(paths: &Paths, opts: Options) -> Result<()> {
         let app = router(Arc::clone(&server));
         // Open event streams never end by themselves: a graceful stop waits for the other
         // requests, then at most two seconds more.
-        let (stopping, mut stopped) = tokio::sync::watch::channel(false);
-        let serving = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
-            shutdown().await;
-            let _ = stopping.send(true);
-        })
-        .into_future();
-        tokio::select! {
-            r = serving => r.context("the server stopped"),
-            _ = async {
-                let _ = stopped.wait_for(|s| *s).await;
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            } => Ok(()),
-        }
+        let limits = server.inst.config.serve.clone();
+        listen::serve(listener, app, &limits, shutdown(), Duration::from_secs(2)).await;
+        Ok(())
     })
 }
 

@@ -319,3 +319,130 @@ fn c11_4_another_user_of_the_machine_gets_no_token_and_no_action() {
     let (status, _) = curl_as_nobody(&["-H", &header, &format!("{}/api/v1/state", s.base)]);
     assert_eq!(status, 200);
 }
+
+/// Reads from `conn` until it is closed; the seconds that took, or `None` if it stayed open
+/// for `within`.
+fn closed_within(conn: &mut std::net::TcpStream, within: Duration) -> Option<f64> {
+    let start = std::time::Instant::now();
+    conn.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    while start.elapsed() < within {
+        match std::io::Read::read(conn, &mut buf) {
+            Ok(0) => return Some(start.elapsed().as_secs_f64()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return Some(start.elapsed().as_secs_f64()),
+        }
+    }
+    None
+}
+
+#[test]
+fn c11_4_a_slow_client_is_cut_off_and_connections_and_streams_are_capped() {
+    let sb = Install::new().build();
+    sb.new_project("app").beads(1).create();
+    sb.config("[serve]\nheader_timeout = \"3s\"\n");
+    let mut s = sb.serve();
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let connect = || std::net::TcpStream::connect(&addr).unwrap();
+    let send =
+        |c: &mut std::net::TcpStream, text: &str| std::io::Write::write_all(c, text.as_bytes());
+
+    // Slowloris: a header line every half second never finishes the request; the server
+    // closes the connection at the header timeout instead of waiting for ever.
+    let mut slow = connect();
+    send(&mut slow, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    let start = std::time::Instant::now();
+    let mut cut = false;
+    while start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(500));
+        if send(&mut slow, "X-Slow: yes\r\n").is_err() {
+            cut = true;
+            break;
+        }
+        slow.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 64];
+        let read = std::io::Read::read(&mut slow, &mut b);
+        slow.set_nonblocking(false).unwrap();
+        if matches!(read, Ok(0)) || matches!(read, Ok(n) if n > 0) {
+            cut = true;
+            break;
+        }
+    }
+    let took = start.elapsed();
+    assert!(cut, "a slow client was still connected after {took:?}");
+    assert!(
+        took >= Duration::from_secs(2),
+        "cut off before its header timeout: {took:?}"
+    );
+    // A client that connects and sends nothing is closed too.
+    let mut silent = connect();
+    let took = closed_within(&mut silent, Duration::from_secs(60));
+    assert!(
+        took.is_some(),
+        "a silent connection stayed open for a minute"
+    );
+    assert!(s.stop(Duration::from_secs(30)));
+
+    // The caps, with a header timeout no test machine reaches.
+    sb.config("[serve]\nheader_timeout = \"10m\"\nmax_connections = 4\nmax_event_streams = 1\n");
+    let s = sb.serve();
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let connect = || std::net::TcpStream::connect(&addr).unwrap();
+    // The connection cap: with four held open, a fifth is answered 503 and closed.
+    let held: Vec<_> = (0..4)
+        .map(|_| {
+            let mut c = connect();
+            send(&mut c, "GET /api/v1/events HTTP/1.1\r\n").unwrap();
+            c
+        })
+        .collect();
+    let mut fifth = connect();
+    let mut text = String::new();
+    fifth
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    std::io::Read::read_to_string(&mut fifth, &mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.contains("max_connections"), "{text}");
+    drop(held);
+    // Once they go, the server answers again.
+    wait_for("connections taken again", Duration::from_secs(30), || {
+        (s.get("/api/v1/state").status == 200).then_some(())
+    });
+
+    // The event-stream cap: the second client is refused while the first listens.
+    let mut first = connect();
+    send(
+        &mut first,
+        "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    std::io::Read::read_exact(&mut first, &mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    let r = s.get("/api/v1/events");
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.body.contains("max_event_streams"), "{}", r.body);
+    drop(first);
+    // Its slot frees when it goes (the server notices at its next keep-alive write).
+    let again = wait_for(
+        "the event-stream slot back",
+        Duration::from_secs(60),
+        || {
+            let mut c = connect();
+            send(
+                &mut c,
+                "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            )
+            .unwrap();
+            let mut head = [0u8; 12];
+            let ok =
+                std::io::Read::read_exact(&mut c, &mut head).is_ok() && &head == b"HTTP/1.1 200";
+            ok.then_some(c)
+        },
+    );
+    drop(again);
+}
