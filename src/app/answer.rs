@@ -12,7 +12,7 @@ use crate::events::{Draft, Kind};
 use crate::installation::Installation;
 use crate::model::BeadStatus;
 
-use super::beads;
+use super::{beads, held};
 use crate::events::waiting::{self, WaitKind};
 
 /// What an answer did.
@@ -39,38 +39,75 @@ pub fn answer(
     respond(inst, target, text, None, now)
 }
 
-/// Approves a plan that waits for review (ask-first): the answer "approved", with the
-/// reviewer's note for the agent when given.
+/// What an approval did: a plan approved, or held work landed.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Approved {
+    Plan(Answered),
+    Held(held::Landed),
+}
+
+/// Approves what `target` waits for: a plan waiting for review (ask-first), answered
+/// "approved" with the reviewer's note for the agent when given; or, for a bead whose work is
+/// held for a person, that work, landed ([`held::approve`]).
 pub fn approve(
     inst: &Installation,
     target: &str,
     note: Option<&str>,
     now: DateTime<Utc>,
-) -> Result<Answered> {
+) -> Result<Approved> {
+    {
+        let ticks = beads::hold_ticks(&inst.paths)?;
+        let found = beads::locate(inst, target, true)?;
+        if !waits_for_review(&found) {
+            if !held::is_held(&found) {
+                let (p, bead) = (&found.project, &found.bead);
+                bail!(
+                    "{} waits for no review and holds no work (no braids/kept/{}-… branch); `braids beads {}` shows what each bead waits for",
+                    bead.id,
+                    bead.id,
+                    p.entry.slug
+                );
+            }
+            let landed = held::approve(inst, &found)?;
+            drop(ticks);
+            crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
+            return Ok(Approved::Held(landed));
+        }
+    }
     let text = match note.map(str::trim).filter(|n| !n.is_empty()) {
         Some(n) => format!("Approved. {n}"),
         None => "Approved.".to_string(),
     };
-    respond(inst, target, &text, Some(WaitKind::Approval), now)
+    respond(inst, target, &text, Some(WaitKind::Approval), now).map(Approved::Plan)
 }
 
-/// Rejects a plan that waits for review: the bead stays blocked, now with the reason, for a
-/// person to rework (`braids retry` when it may go on).
+/// Whether the bead is blocked waiting for a review of its plan.
+fn waits_for_review(found: &beads::Located) -> bool {
+    let (p, bead) = (&found.project, &found.bead);
+    let w = waiting::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
+    bead.status == BeadStatus::Blocked
+        && w.get(bead.id.as_str())
+            .is_some_and(|w| w.kind == WaitKind::Approval)
+}
+
+/// Rejects a plan that waits for review, or work held for a person (its branch deleted): the
+/// bead stays blocked, now with the reason, for a person to rework (`braids retry` when it
+/// may go on).
 pub fn reject(inst: &Installation, target: &str, reason: &str) -> Result<String> {
     let reason = reason.trim();
     if reason.is_empty() {
         bail!("a rejection needs a reason, for the person who reworks the bead");
     }
-    let _held = beads::hold_ticks(&inst.paths)?;
-    let found = beads::locate(inst, target, false)?;
+    let _ticks = beads::hold_ticks(&inst.paths)?;
+    let found = beads::locate(inst, target, true)?;
     let (p, bead) = (&found.project, &found.bead);
-    let w = waiting::waiting(&p.journal(), &[bead.id.as_str()].into_iter().collect());
-    if !(bead.status == BeadStatus::Blocked
-        && w.get(bead.id.as_str())
-            .is_some_and(|w| w.kind == WaitKind::Approval))
-    {
+    if !waits_for_review(&found) {
+        if held::is_held(&found) {
+            return held::reject(&found, reason);
+        }
         bail!(
-            "{} waits for no review; `braids beads {}` shows what each bead waits for",
+            "{} waits for no review and holds no work; `braids beads {}` shows what each bead waits for",
             bead.id,
             p.entry.slug
         );

@@ -11,6 +11,7 @@ pub mod claw;
 pub mod cost;
 pub mod dashboard;
 pub mod events;
+pub mod held;
 pub mod history;
 pub mod init;
 pub mod iteration;

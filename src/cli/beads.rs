@@ -112,7 +112,7 @@ pub fn reject(paths: &Paths, a: RejectArgs) -> Result<i32> {
     let inst = installation::open(paths)?;
     let why = crate::app::answer::reject(&inst, &a.bead, &a.reason)?;
     println!(
-        "{}: stays blocked ({why}); `braids retry {}` asks for a new plan",
+        "{}: stays blocked ({why}); `braids retry {}` lets an agent try again",
         a.bead, a.bead
     );
     Ok(EXIT_OK)

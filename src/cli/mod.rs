@@ -20,6 +20,7 @@ mod daemon;
 mod demo;
 mod events;
 mod executors;
+mod held;
 mod init;
 mod iteration;
 mod new;
@@ -83,10 +84,15 @@ pub enum Command {
     Answer(AnswerArgs),
     /// Make a failed or blocked bead eligible now: its failure count and backoff forgotten.
     Retry(BeadArgs),
-    /// Approve a plan waiting for review (ask-first), with an optional note for the agent.
+    /// Approve a plan waiting for review (ask-first), with an optional note for the agent; or
+    /// a bead's work held for you (`braids diff` shows it): it lands, closed and pushed.
     Approve(ApproveArgs),
-    /// Reject a plan waiting for review: the bead stays blocked with the reason.
+    /// Reject a plan waiting for review, or a bead's held work (its branch deleted): the bead
+    /// stays blocked with the reason.
     Reject(RejectArgs),
+    /// What a bead's work held for you would change (its `braids/kept/…` branch against the
+    /// project's branch): the files, braids' control files among them, and the patch.
+    Diff(BeadArgs),
     /// The output of a bead's worker and agent; `-f` follows it live.
     Logs(LogsArgs),
     /// What happened, newest first: spawned, completed, blocked, killed, answered.
@@ -467,7 +473,7 @@ pub struct BeadArgs {
 
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
-    /// The bead whose plan waits (`app-a1b`, `a1b`, `app:a1b`).
+    /// The bead whose plan or held work waits (`app-a1b`, `a1b`, `app:a1b`).
     pub bead: String,
     /// A note the agent reads in its next prompt.
     #[arg(long)]
@@ -478,7 +484,7 @@ pub struct ApproveArgs {
 
 #[derive(Debug, Args)]
 pub struct RejectArgs {
-    /// The bead whose plan waits (`app-a1b`, `a1b`, `app:a1b`).
+    /// The bead whose plan or held work waits (`app-a1b`, `a1b`, `app:a1b`).
     pub bead: String,
     /// Why, for the person who reworks the bead.
     #[arg(long)]
@@ -569,6 +575,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Retry(a) => beads::retry(&paths, a),
         Command::Approve(a) => beads::approve(&paths, a),
         Command::Reject(a) => beads::reject(&paths, a),
+        Command::Diff(a) => held::diff(&paths, a),
         Command::Logs(a) => beads::logs(&paths, a),
         Command::History(a) => beads::history(&paths, a),
         Command::Cost(a) => cost::run(&paths, a),

@@ -26,6 +26,8 @@ pub enum WaitKind {
     Question,
     Approval,
     Blocked,
+    /// Blocked with its work kept on a branch for a person to approve or reject.
+    Held,
 }
 
 impl WaitKind {
@@ -34,6 +36,7 @@ impl WaitKind {
             WaitKind::Question => "question",
             WaitKind::Approval => "approval",
             WaitKind::Blocked => "blocked",
+            WaitKind::Held => "held",
         }
     }
 
@@ -79,6 +82,7 @@ pub fn waiting_from(e: &Event) -> Option<Option<Waiting>> {
     match e.kind.as_str() {
         "question" => w(WaitKind::Question, text("message")),
         "needs_human" => w(WaitKind::Approval, text("reason")),
+        "bead_blocked" if e.fields.contains_key("kept") => w(WaitKind::Held, text("reason")),
         "bead_blocked" => w(WaitKind::Blocked, text("reason")),
         "error" if e.bead.is_some() => w(WaitKind::Blocked, text("message")),
         "killed" if text("then") == "blocked" => w(WaitKind::Blocked, text("reason")),
@@ -172,5 +176,18 @@ mod tests {
             waiting_from(&event("push_failed", serde_json::json!({}))),
             None
         );
+    }
+
+    #[test]
+    fn a_block_with_kept_work_is_held_for_a_person() {
+        let held = event(
+            "bead_blocked",
+            serde_json::json!({"reason": "r", "kept": "braids/kept/app-1-x"}),
+        );
+        let plain = event("bead_blocked", serde_json::json!({"reason": "r"}));
+        let kind = |e: &Event| waiting_from(e).flatten().map(|w| w.kind);
+        assert_eq!(kind(&held), Some(WaitKind::Held));
+        assert_eq!(kind(&plain), Some(WaitKind::Blocked));
+        assert!(!WaitKind::Held.answerable());
     }
 }

@@ -190,15 +190,22 @@ pub async fn bead_page(
         let (slug, row) = crate::app::beads::one(&s.inst, &id, chrono::Utc::now())?;
         let root = crate::app::iteration::locate(&s.inst.paths, &slug)?.path;
         let deliverable = crate::app::beads::deliverable(&root, &row.id);
-        Ok((slug, row, deliverable))
+        let held = match row.status {
+            crate::model::BeadStatus::Blocked => {
+                crate::app::held::diff_in(&root, &row.id).ok().flatten()
+            }
+            _ => None,
+        };
+        Ok((slug, row, deliverable, held))
     })
     .await;
     match r {
-        Ok((slug, row, deliverable)) => {
+        Ok((slug, row, deliverable, held)) => {
             let ctx = Ctx {
                 token: token_for(&s, peer, &headers),
             };
-            Html(page::bead(&slug, &row, deliverable, ctx).into_string()).into_response()
+            Html(page::bead(&slug, &row, deliverable, held.as_ref(), ctx).into_string())
+                .into_response()
         }
         Err(r) => r,
     }

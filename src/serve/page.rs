@@ -172,6 +172,18 @@ fn waiting(r: &ProjectReport, d: &ProjectDetail, ctx: Ctx<'_>) -> Markup {
                 }
             }
         }
+        @let held = of(WaitKind::Held);
+        @if !held.is_empty() {
+            h3 { "Work held for you" }
+            @for b in held {
+                div class="held" data-bead=(b.id) {
+                    p { (bead_link(r, b)) ": " (b.waiting.as_ref().map(|w| w.text.as_str()).unwrap_or("")) }
+                    p { a href=(format!("/beads/{}:{}", r.slug, b.id)) { "See the change" } }
+                    (action(ctx, &url(b, "approve"), "Approve and land", html! {}))
+                    (action(ctx, &url(b, "reject"), "Reject", html! { label { "Reason " input type="text" name="reason" required; } }))
+                }
+            }
+        }
         @let blocked: Vec<&BeadRow> = of(WaitKind::Blocked).into_iter().chain(unexplained).collect();
         @if !blocked.is_empty() {
             h3 { "Blocked" }
@@ -238,8 +250,10 @@ pub fn bead(
     slug: &str,
     row: &BeadRow,
     deliverable: Option<(String, String)>,
+    held: Option<&crate::workspace::HeldDiff>,
     ctx: Ctx<'_>,
 ) -> Markup {
+    let act = |what: &str| format!("/api/v1/beads/{slug}:{}/{what}", row.id);
     layout(
         &format!("{} — braids", row.id),
         html! {
@@ -251,8 +265,18 @@ pub fn bead(
                     @if row.attempts > 0 { " · " (row.attempts) " failed attempt(s)" } }
                 @if let Some(w) = &row.waiting { p { (w.kind.as_str()) ": " (w.text) } }
                 @if let Some(w) = &row.worker { p { "Worker " (w.session) " for " (elapsed(w.elapsed_seconds)) } }
-                @if row.status == crate::model::BeadStatus::Blocked {
-                    (action(ctx, &format!("/api/v1/beads/{slug}:{}/retry", row.id), "Retry", html! {}))
+                @if let Some(h) = held {
+                    h3 { "Held work on " code { (h.branch) } " (against " code { (h.base) } ")" }
+                    @if !h.control.is_empty() {
+                        p class="warning" { "It changes braids' control files: " (h.control.join(", ")) }
+                    }
+                    pre class="diffstat" { (h.stat) }
+                    pre class="diff" { (h.patch) }
+                    @if h.truncated { p { "The patch is cut here; " code { "git diff " (h.base) "..." (h.branch) } " shows it whole." } }
+                    (action(ctx, &act("approve"), "Approve and land", html! {}))
+                    (action(ctx, &act("reject"), "Reject", html! { label { "Reason " input type="text" name="reason" required; } }))
+                } @else if row.status == crate::model::BeadStatus::Blocked {
+                    (action(ctx, &act("retry"), "Retry", html! {}))
                 }
                 @if let Some((path, text)) = deliverable {
                     h3 { "Deliverable " code { (path) } }

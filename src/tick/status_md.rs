@@ -208,6 +208,11 @@ fn waiting_of(o: &mut String, r: &ProjectReport) {
             "Waiting for review",
             "braids approve {} (or reject it)",
         ),
+        (
+            WaitKind::Held,
+            "Work held for you to approve",
+            "braids diff {}, then braids approve or reject it",
+        ),
         (WaitKind::Blocked, "Blocked", "braids retry {}"),
     ];
     for (kind, heading, command) in groups {

@@ -71,6 +71,9 @@ pub fn ending(
             .with("failures", failures)
             .with("retry_at", not_before)],
         Ending::Blocked { reason } => vec![d(Kind::BeadBlocked).with("reason", reason)],
+        Ending::Held { reason, kept } => vec![d(Kind::BeadBlocked)
+            .with("reason", reason)
+            .with("kept", kept)],
         Ending::Failed { error } => vec![d(Kind::Error).with("message", error)],
     }
 }
@@ -150,6 +153,13 @@ mod tests {
                     failures: 2,
                 },
                 vec![Kind::ValidationFailed],
+            ),
+            (
+                Ending::Held {
+                    reason: "x".into(),
+                    kept: "braids/kept/p-1-x".into(),
+                },
+                vec![Kind::BeadBlocked],
             ),
             (
                 Ending::Blocked { reason: "x".into() },

@@ -166,11 +166,22 @@ impl Worker<'_> {
         } else {
             format!(" ({})", clip(&paths.join(", "), 300))
         };
+        let Some(kept) = kept else {
+            return self.block_and_tell(
+                run,
+                l,
+                format!("{why}{paths}; nothing was kept: the agent changed nothing"),
+            );
+        };
+        let bead = &run.msg.bead;
         let reason = format!(
-            "{why}{paths}; the work is kept on branch {}",
-            kept.as_deref().unwrap_or("(none: nothing changed)")
+            "{why}{paths}; the work is kept on branch {kept}: `braids diff {bead}` shows it, \
+             `braids approve {bead}` lands it, `braids reject {bead} --reason …` drops it"
         );
-        self.block_and_tell(run, l, reason)
+        match self.block_and_tell(run, l, reason)? {
+            Ending::Blocked { reason } => Ok(Ending::Held { reason, kept }),
+            other => Ok(other),
+        }
     }
 
     /// Blocks the bead with `reason` and tells a person (a blocker notification).

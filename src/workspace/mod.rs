@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::BeadId;
 
-pub use worktree::{kept_branches, GitWorktrees};
+pub use worktree::{held_diff, kept_branches, GitWorktrees, HeldDiff};
 
 /// How a project's agents work, from PROJECT.md `Workspace:`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -84,6 +84,9 @@ pub struct Workspace {
     /// The repository's git configuration when the agent was given the worktree: a change
     /// to it while the agent works holds the bead before braids runs git there.
     pub git_config: Option<Vec<u8>>,
+    /// Work a person approved (`braids approve`): it lands with the control files and links
+    /// that otherwise hold it.
+    pub approved: bool,
 }
 
 impl Workspace {
@@ -95,6 +98,7 @@ impl Workspace {
             branch: None,
             base: None,
             git_config: None,
+            approved: false,
         }
     }
 

@@ -28,12 +28,23 @@ fn lines(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// The `braids/kept/…` branches of `project` holding work of `bead` that never landed.
+#[path = "held.rs"]
+mod held;
+pub use held::{held_diff, HeldDiff};
+
+/// The `braids/kept/…` branches of `project` holding work of `bead` that never landed, the
+/// newest last.
 pub fn kept_branches(project: &Path, bead: &BeadId) -> Result<Vec<String>> {
     let pattern = format!("braids/kept/{bead}-*");
     let out = git_ok(
         project,
-        &["branch", "--list", "--format=%(refname:short)", &pattern],
+        &[
+            "branch",
+            "--list",
+            "--sort=committerdate",
+            "--format=%(refname:short)",
+            &pattern,
+        ],
     )?;
     Ok(out.lines().map(str::to_string).collect())
 }
@@ -137,6 +148,7 @@ impl GitWorktrees {
             branch: Some(branch),
             base: Some(Self::current_branch(project)?),
             git_config: Some(guard::git_config(project)?),
+            approved: false,
         }))
     }
 
@@ -307,6 +319,7 @@ impl Workspaces for GitWorktrees {
             branch: Some(branch),
             base: Some(base),
             git_config: Some(guard::git_config(project)?),
+            approved: false,
         })
     }
 
@@ -367,7 +380,7 @@ impl Workspaces for GitWorktrees {
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
         let control: Vec<String> = paths
             .iter()
-            .filter(|p| landing(p) && guard::is_control(Path::new(p)))
+            .filter(|p| !ws.approved && landing(p) && guard::is_control(Path::new(p)))
             .cloned()
             .collect();
         if !control.is_empty() {
@@ -380,6 +393,7 @@ impl Workspaces for GitWorktrees {
         }
         let links: Vec<String> = paths
             .iter()
+            .filter(|_| !ws.approved)
             .filter_map(|p| Some(format!("{p} -> {}", guard::escaping_link(&ws.dir, p)?)))
             .collect();
         if !links.is_empty() {

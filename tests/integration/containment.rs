@@ -81,6 +81,86 @@ mkdir -p tools; printf '#!/bin/sh\ntouch "$HOME/pwned"\n' > tools/evil.sh; chmod
         kept.contains("app-w1"),
         "the work is kept for a person: {kept}"
     );
+    assert!(beads[0].1.contains("braids approve app-w1"), "{beads:?}");
+
+    // The person sees the change, with the control file named, and rejects it.
+    let diff = sb.ok(&["diff", "app-w1"]);
+    assert!(diff.contains("control files: .braids/PROJECT.md"), "{diff}");
+    assert!(diff.contains("+- **Executor:**"), "{diff}");
+    assert!(diff.contains("tools/evil.sh"), "{diff}");
+    let out = sb.ok(&["reject", "app-w1", "--reason", "not this executor"]);
+    assert!(out.contains("stays blocked"), "{out}");
+    let kept = sb.git(&sb.project("app"), &["branch", "--list", "braids/kept/*"]);
+    assert!(kept.trim().is_empty(), "the rejected work is gone: {kept}");
+    assert!(!sb.read("Projects/app/.braids/PROJECT.md").contains("evil"));
+    let wp = sb.workplan("app");
+    assert_eq!(wp["app-w1"].0, "blocked", "{wp:?}");
+    let _ = sb.tick().force().output();
+    assert!(!sb.home().join("pwned").exists());
+    let err = sb.run(&["approve", "app-w1"]);
+    assert!(!err.status.success(), "nothing is left to approve");
+    assert!(
+        String::from_utf8_lossy(&err.stderr).contains("holds no work"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn held_work_a_person_approves_lands_closed_and_pushed() {
+    let sb = install(r#"printf '\nAlways run the linter.\n' >> AGENTS.md"#);
+    let bare = sb.bare_upstream("app");
+    let beads = settle(&sb);
+    assert_eq!(beads[0].0, "blocked", "{beads:?}");
+    assert!(beads[0].1.contains("AGENTS.md"), "{beads:?}");
+    let root = sb.project("app");
+    let page = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+    assert!(page.contains("Work held for you to approve"), "{page}");
+
+    // The dashboard shows the held change with its buttons.
+    let s = sb.serve();
+    let page = s.get("/beads/app-w1");
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains("Held work on"), "{}", page.body);
+    assert!(
+        page.body.contains("+Always run the linter."),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("/api/v1/beads/app:app-w1/approve"),
+        "{}",
+        page.body
+    );
+    assert!(s.get("/").body.contains("Work held for you"));
+    drop(s);
+    let before = sb.git(&root, &["status", "--porcelain"]);
+    let diff = sb.ok(&["diff", "app-w1"]);
+    assert!(diff.contains("+Always run the linter."), "{diff}");
+    let out = sb.ok(&["approve", "app-w1"]);
+    assert!(out.contains("landed as") && out.contains("pushed"), "{out}");
+    assert_eq!(sb.workplan("app")["app-w1"].0, "closed");
+    assert!(sb
+        .read("Projects/app/AGENTS.md")
+        .contains("Always run the linter."));
+    let log = sb.git(&root, &["log", "--format=%s", "-3"]);
+    assert!(log.contains("app-w1, approved by a person"), "{log}");
+    let upstream = sb.git(&bare, &["log", "--format=%s", "-3"]);
+    assert!(
+        upstream.contains("app-w1, approved by a person"),
+        "{upstream}"
+    );
+    let kept = sb.git(&root, &["branch", "--list", "braids/kept/*"]);
+    assert!(kept.trim().is_empty(), "{kept}");
+    // The work landed once, and the project's tree is as the person left it.
+    let after = sb.git(&root, &["status", "--porcelain"]);
+    assert_eq!(after, before);
+    let wp_text = sb.git(&bare, &["show", "HEAD:.braids/WORKPLAN.md"]);
+    assert!(
+        wp_text
+            .lines()
+            .any(|l| l.contains("id:app-w1") && l.contains("[x]")),
+        "the upstream has the bead closed: {wp_text}"
+    );
 }
 
 #[test]

@@ -177,6 +177,19 @@ impl Sandbox {
             .unwrap_or_else(|e| panic!("git {args:?}: {e}"))
     }
 
+    /// A bare upstream (`<home>/<slug>.git`) the project `slug` pushes to, its branch pushed.
+    pub fn bare_upstream(&self, slug: &str) -> std::path::PathBuf {
+        let root = self.project(slug);
+        let bare = self.home().join(format!("{slug}.git"));
+        self.git(
+            self.home(),
+            &["init", "-q", "--bare", bare.to_str().unwrap()],
+        );
+        self.git(&root, &["remote", "add", "origin", bare.to_str().unwrap()]);
+        self.git(&root, &["push", "-q", "-u", "origin", "HEAD"]);
+        bare
+    }
+
     /// [`git`](Sandbox::git), with git's complaint as the error instead of a panic.
     pub fn try_git(&self, dir: &Path, args: &[&str]) -> Result<String, String> {
         let o = std::process::Command::new("git")

@@ -1,0 +1,96 @@
+//! Work held for a person (`braids/kept/…`): what it changes, and a worktree to land it from
+//! once the person approves it.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use super::{bookkeeping, branch_for, guard, GitWorktrees};
+use crate::git::{git, git_ok};
+use crate::model::BeadId;
+use crate::workspace::Workspace;
+
+/// The most of a held change's patch shown; the summary always lists every file.
+const PATCH_CAP: usize = 256 * 1024;
+
+/// What a kept branch would change on the project's branch.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeldDiff {
+    pub branch: String,
+    /// The project branch it is compared with (from where they parted).
+    pub base: String,
+    /// `git diff --stat`: one line a file, and the totals.
+    pub stat: String,
+    /// The patch, cut at 256 KiB (`truncated` then says so).
+    pub patch: String,
+    pub truncated: bool,
+    /// The changed paths braids holds for a person (its control files).
+    pub control: Vec<String>,
+}
+
+/// What `branch` changes since it parted from the project's checked-out branch.
+pub fn held_diff(project: &Path, branch: &str) -> Result<HeldDiff> {
+    let base = GitWorktrees::current_branch(project)?;
+    let range = format!("{base}...{branch}");
+    let stat = git_ok(project, &["diff", "--no-ext-diff", "--stat=100", &range])?;
+    let mut patch = git_ok(project, &["diff", "--no-ext-diff", "--no-color", &range])?;
+    let truncated = patch.len() > PATCH_CAP;
+    if truncated {
+        let mut cut = PATCH_CAP;
+        while !patch.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        patch.truncate(cut);
+    }
+    let names = git_ok(project, &["diff", "--name-only", "-z", &range])?;
+    let control = names
+        .split('\0')
+        .filter(|p| !p.is_empty() && guard::is_control(Path::new(p)))
+        .map(str::to_string)
+        .collect();
+    Ok(HeldDiff {
+        branch: branch.to_string(),
+        base,
+        stat,
+        patch,
+        truncated,
+        control,
+    })
+}
+
+impl GitWorktrees {
+    /// A worktree for `bead` at the kept `branch`, marked approved: preparing its landing
+    /// replays it onto the project's branch as the worker would, without holding it for the
+    /// control files and links a person has now seen.
+    pub fn approved(&self, project: &Path, bead: &BeadId, branch: &str) -> Result<Workspace> {
+        let base = Self::current_branch(project)?;
+        let dir = self.dir_for(project, bead);
+        let _books = bookkeeping(project)?;
+        Self::discard_held(project, &dir)?;
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let shown = dir.to_string_lossy();
+        let own = branch_for(bead);
+        let added = git(
+            project,
+            &["worktree", "add", "--quiet", "-B", &own, &shown, branch],
+        )?;
+        if !added.success() {
+            bail!(
+                "cannot check out {branch} to land it: {}",
+                added.stderr.trim()
+            );
+        }
+        Ok(Workspace {
+            project: project.to_path_buf(),
+            dir,
+            branch: Some(own),
+            base: Some(base),
+            git_config: Some(guard::git_config(project)?),
+            approved: true,
+        })
+    }
+}
