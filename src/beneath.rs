@@ -3,13 +3,16 @@
 //! a secret of the person's, a FIFO that blocks for ever, or `/dev/zero`. Files are opened
 //! beneath the workspace with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so no link is
 //! followed anywhere on the way, only regular files are read, and never more than [`CAP`].
+//! braids' own writes there ([`write`]) go through a folder opened the same way, so a folder
+//! the agent replaced with a link never carries them out of the workspace.
 
-use std::io::{self, Read};
-use std::os::fd::AsFd;
-use std::path::Path;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag};
-use nix::sys::stat::Mode;
+use nix::fcntl::{openat, openat2, renameat, OFlag, OpenHow, ResolveFlag};
+use nix::sys::stat::{mkdirat, Mode};
 
 /// The most braids reads of one file an agent wrote.
 pub const CAP: u64 = 8 << 20;
@@ -18,33 +21,10 @@ pub const CAP: u64 = 8 << 20;
 /// link below `root`: a link, a FIFO, a device or a directory is an error, and so is a file
 /// over [`CAP`].
 pub fn read(root: &Path, path: &Path) -> io::Result<Vec<u8>> {
-    let rel = match path.strip_prefix(root) {
-        Ok(rel) => rel,
-        Err(_) if path.is_relative() => path,
-        Err(_) => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} is not inside {}", path.display(), root.display()),
-            ))
-        }
-    };
+    let rel = relative(root, path)?;
     let dir = std::fs::File::open(root)?;
-    let how = OpenHow::new()
-        .flags(OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)
-        .mode(Mode::empty())
-        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
-    let fd = openat2(dir.as_fd(), rel, how).map_err(|e| {
-        let why = match e {
-            nix::errno::Errno::ELOOP | nix::errno::Errno::EXDEV => {
-                "a symbolic link on the way, which braids does not follow".to_string()
-            }
-            other => other.desc().to_lowercase(),
-        };
-        io::Error::new(
-            io::Error::from(e).kind(),
-            format!("cannot read {}: {why}", path.display()),
-        )
-    })?;
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let fd = open_beneath(dir.as_fd(), rel, flags).map_err(|e| refused(e, "read", path))?;
     let file = std::fs::File::from(fd);
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -62,6 +42,120 @@ pub fn read(root: &Path, path: &Path) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(meta.len() as usize);
     file.take(CAP).read_to_end(&mut out)?;
     Ok(out)
+}
+
+/// Writes `bytes` to `path` (inside `root`) through a temporary file and a rename, creating
+/// the folders on the way; no symbolic link below `root` is followed, so a folder replaced by
+/// a link is an error and a link at `path` itself is replaced, never written through.
+pub fn write(root: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let rel = relative(root, path)?;
+    let (Some(name), parent) = (rel.file_name(), rel.parent().unwrap_or(Path::new(""))) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no file", path.display()),
+        ));
+    };
+    let mut dir: OwnedFd = std::fs::File::open(root)?.into();
+    let dflags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    for part in parent.components() {
+        let Component::Normal(part) = part else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} leaves {}", path.display(), root.display()),
+            ));
+        };
+        match mkdirat(dir.as_fd(), part, Mode::from_bits_truncate(0o755)) {
+            Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+            Err(e) => return Err(refused(e, "write", path)),
+        }
+        dir = open_beneath(dir.as_fd(), Path::new(part), dflags)
+            .map_err(|e| refused(e, "write", path))?;
+    }
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let tmp = format!(
+        ".{}.braids-{}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let fd = openat(
+        dir.as_fd(),
+        tmp.as_str(),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o644),
+    )
+    .map_err(|e| refused(e, "write", path))?;
+    let mut file = std::fs::File::from(fd);
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let renamed = written.and_then(|()| {
+        renameat(dir.as_fd(), tmp.as_str(), dir.as_fd(), name).map_err(io::Error::from)
+    });
+    if renamed.is_err() {
+        let _ = nix::unistd::unlinkat(
+            dir.as_fd(),
+            tmp.as_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
+    }
+    renamed.map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+}
+
+/// [`write`] for a path inside the workspace `root`; braids' own files elsewhere are written
+/// as usual (temp + rename).
+pub fn write_within(root: &Path, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if path.starts_with(root) {
+        Ok(write(root, path, bytes)?)
+    } else {
+        crate::atomic::write(path, bytes)
+    }
+}
+
+/// [`read_string`] for a path inside the workspace `root`; braids' own files elsewhere are
+/// read as usual.
+pub fn read_within(root: &Path, path: &Path) -> io::Result<String> {
+    if path.starts_with(root) {
+        read_string(root, path)
+    } else {
+        std::fs::read_to_string(path)
+    }
+}
+
+/// `path` relative to `root` (it may already be relative).
+fn relative<'p>(root: &Path, path: &'p Path) -> io::Result<&'p Path> {
+    match path.strip_prefix(root) {
+        Ok(rel) => Ok(rel),
+        Err(_) if path.is_relative() => Ok(path),
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not inside {}", path.display(), root.display()),
+        )),
+    }
+}
+
+fn open_beneath(
+    dir: std::os::fd::BorrowedFd<'_>,
+    rel: &Path,
+    flags: OFlag,
+) -> nix::Result<OwnedFd> {
+    let how = OpenHow::new()
+        .flags(flags)
+        .mode(Mode::empty())
+        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+    openat2(dir, rel, how)
+}
+
+/// The error for an open that was refused, naming a link on the way as such.
+fn refused(e: nix::errno::Errno, what: &str, path: &Path) -> io::Error {
+    let why = match e {
+        nix::errno::Errno::ELOOP | nix::errno::Errno::EXDEV => {
+            "a symbolic link on the way, which braids does not follow".to_string()
+        }
+        other => other.desc().to_lowercase(),
+    };
+    io::Error::new(
+        io::Error::from(e).kind(),
+        format!("cannot {what} {}: {why}", path.display()),
+    )
 }
 
 /// [`read`] as text (invalid UTF-8 replaced).
@@ -101,5 +195,41 @@ mod tests {
             assert!(!err.to_string().is_empty(), "{bad}");
         }
         assert!(read(&ws, Path::new("/etc/hostname")).is_err());
+    }
+
+    #[test]
+    fn writes_never_go_through_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        // Folders on the way are made, and the file lands.
+        write(&ws, &ws.join("a/b/c.md"), b"one").unwrap();
+        assert_eq!(std::fs::read(ws.join("a/b/c.md")).unwrap(), b"one");
+        write(&ws, &ws.join("a/b/c.md"), b"two").unwrap();
+        assert_eq!(std::fs::read(ws.join("a/b/c.md")).unwrap(), b"two");
+        // A folder replaced by a link to elsewhere: refused, nothing written there.
+        symlink(&outside, ws.join(".beads")).unwrap();
+        let e = write(&ws, &ws.join(".beads/issues.jsonl"), b"x").unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert!(!outside.join("issues.jsonl").exists());
+        // A link at the path itself is replaced, its target untouched.
+        std::fs::write(outside.join("secret"), b"keep").unwrap();
+        symlink(outside.join("secret"), ws.join("history.md")).unwrap();
+        write(&ws, &ws.join("history.md"), b"new").unwrap();
+        assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"keep");
+        assert!(std::fs::symlink_metadata(ws.join("history.md"))
+            .unwrap()
+            .is_file());
+        // Nothing outside the root, and no temporary file left behind.
+        assert!(write(&ws, Path::new("../outside/x"), b"x").is_err());
+        assert!(!outside.join("x").exists());
+        let left: Vec<_> = std::fs::read_dir(&ws)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty());
     }
 }

@@ -322,7 +322,7 @@ pub fn update<R>(
     };
     let (next, out) = f(current.as_ref());
     if let Some(next) = next.filter(|n| Some(n) != current.as_ref()) {
-        crate::atomic::write(&path, render(&next).as_bytes())?;
+        crate::beneath::write_within(project, &path, render(&next).as_bytes())?;
     }
     Ok(out)
 }
@@ -338,7 +338,7 @@ pub fn save(project: &Path, state: &StoryState, bead: &BeadId) -> Result<()> {
 pub fn set_team(project: &Path, bead: &BeadId, team: bool) -> Result<()> {
     let p = project.join(STATES_DIR).join(format!("{bead}.team"));
     match team {
-        true => crate::atomic::write(&p, b"team\n"),
+        true => crate::beneath::write_within(project, &p, b"team\n"),
         false => match std::fs::remove_file(&p) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),

@@ -396,12 +396,12 @@ fn clip_line(l: &str) -> String {
 /// Appends an entry to `.claw/ISSUES.md` (created with a heading when missing).
 fn issue(root: &Path, task: &str, what: &str) -> Result<()> {
     let path = root.join(".claw/ISSUES.md");
-    let mut text = std::fs::read_to_string(&path).unwrap_or_else(|_| "# Issues\n\nProblems the claw loop stopped on, newest last. `braids resume <project> [--note \"…\"]` goes on.\n".into());
+    let mut text = crate::beneath::read_within(root, &path).unwrap_or_else(|_| "# Issues\n\nProblems the claw loop stopped on, newest last. `braids resume <project> [--note \"…\"]` goes on.\n".into());
     text.push_str(&format!(
         "\n## {} — {}\n\n```\n{}\n```\n",
         Utc::now().format("%Y-%m-%d %H:%M UTC"),
         task,
         what.trim_end()
     ));
-    crate::atomic::write(&path, text.as_bytes())
+    crate::beneath::write_within(root, &path, text.as_bytes())
 }

@@ -113,12 +113,13 @@ impl Worker<'_> {
         failure: &Failure,
     ) -> Result<Ending> {
         let why = failure.why.as_str();
-        let mut path = write_partial(l, bead, expected, failure)?;
+        let mut path = write_partial(l, &ws.dir, bead, expected, failure)?;
         // From a worktree, the partial deliverable lands in the project on its own; the agent's
         // other changes are kept on a branch for a person when the run ends.
         if !ws.is_shared() && path.starts_with(&ws.dir) {
             let in_project = ws.in_project(&path);
-            crate::atomic::write(&in_project, &crate::beneath::read(&ws.dir, &path)?)?;
+            let bytes = crate::beneath::read(&ws.dir, &path)?;
+            crate::beneath::write_within(&ws.project, &in_project, &bytes)?;
             path = in_project;
         }
         run.step(
@@ -225,7 +226,13 @@ impl Worker<'_> {
 /// Writes the partial deliverable and returns its path. A deliverable the agent wrote in this
 /// run is kept and told why it is not complete; otherwise a partial one is written (in place of
 /// one left by an earlier run: one deliverable per bead, 1.4).
-fn write_partial(l: &Loaded, bead: &Bead, expected: &Path, failure: &Failure) -> Result<PathBuf> {
+fn write_partial(
+    l: &Loaded,
+    root: &Path,
+    bead: &Bead,
+    expected: &Path,
+    failure: &Failure,
+) -> Result<PathBuf> {
     let why = failure.why.as_str();
     let tried_text = if failure.tried.is_empty() {
         "- nothing was run".to_string()
@@ -240,11 +247,11 @@ fn write_partial(l: &Loaded, bead: &Bead, expected: &Path, failure: &Failure) ->
     let details =
         format!("What was tried:\n\n{tried_text}\n\nThe session log has the agent's full output.");
     if let Some(p) = &failure.fresh {
-        let mut text = std::fs::read_to_string(p).unwrap_or_default();
+        let mut text = crate::beneath::read_within(root, p).unwrap_or_default();
         text.push_str(&format!(
             "\n\n## Not completed\n\n{why}; the bead is blocked until a person looks at it.\n\n{details}\n"
         ));
-        crate::atomic::write(p, text.as_bytes())?;
+        crate::beneath::write_within(root, p, text.as_bytes())?;
         return Ok(p.clone());
     }
     let p = deliverable::find(&l.iteration.dir, &bead.id)
@@ -261,6 +268,6 @@ fn write_partial(l: &Loaded, bead: &Bead, expected: &Path, failure: &Failure) ->
             ("details", &details),
         ],
     );
-    crate::atomic::write(&p, text.as_bytes())?;
+    crate::beneath::write_within(root, &p, text.as_bytes())?;
     Ok(p)
 }

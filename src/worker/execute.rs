@@ -194,7 +194,7 @@ impl Worker<'_> {
         let mut report = inbox.take();
         let mut fresh = find_deliverable(&ws.dir, &iteration_dir, bead_id, &before);
         if let Some(a) = agent.as_ref().filter(|_| report.is_none()) {
-            (report, fresh) = from_agent(run, a, &res, bead, &expected, fresh);
+            (report, fresh) = from_agent(run, a, &res, bead, (&ws.dir, &expected), fresh);
         }
         if report.is_none() {
             report = tolerated(run, &ws.dir, &res, fresh.as_deref());
@@ -380,7 +380,7 @@ fn from_agent(
     agent: &crate::agent::AgentOutcome,
     res: &Result<ExecResult>,
     bead: &Bead,
-    expected: &Path,
+    (ws, expected): (&Path, &Path),
     fresh: Option<PathBuf>,
 ) -> (Option<StatusReport>, Option<PathBuf>) {
     let code = res
@@ -419,7 +419,7 @@ fn from_agent(
             ),
         ],
     );
-    match crate::atomic::write(expected, text.as_bytes()) {
+    match beneath::write_within(ws, expected, text.as_bytes()) {
         Ok(()) => {
             run.step("deliverable", format!("written from {name}'s last message"));
             (Some(report), Some(expected.to_path_buf()))
@@ -452,7 +452,7 @@ fn tolerated(
          deliverable as success.\n",
         text.trim_end()
     );
-    if let Err(e) = crate::atomic::write(path, noted.as_bytes()) {
+    if let Err(e) = beneath::write_within(ws, path, noted.as_bytes()) {
         tracing::warn!(bead = %run.msg.bead, "cannot note the missing status report in the deliverable: {e:#}");
     }
     tracing::warn!(bead = %run.msg.bead, "the agent sent no status report; exit 0 and a fresh deliverable count as a pass");

@@ -428,7 +428,7 @@ impl Workspaces for GitWorktrees {
                 let from = ws.project.join(&file);
                 let bytes = crate::beneath::read(&ws.project, &from)
                     .with_context(|| format!("cannot read {}", from.display()))?;
-                crate::atomic::write(&ws.dir.join(&file), &bytes)?;
+                crate::beneath::write(&ws.dir, &file, &bytes)?;
                 tracked.push((file, bytes));
             }
         }

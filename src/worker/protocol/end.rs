@@ -129,10 +129,7 @@ impl Worker<'_> {
         let history = crate::beneath::read_string(&ws.dir, std::path::Path::new(handoff::HISTORY))
             .unwrap_or_default();
         let text = deliverable_text(bead, &s, &history);
-        if let Some(dir) = expected.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        crate::atomic::write(&expected, text.as_bytes())?;
+        crate::beneath::write_within(&ws.dir, &expected, text.as_bytes())?;
         let summary = format!("{} walked the protocol to done", bead.title);
         let mut report = StatusReport::assumed(Some(summary));
         report.source = "the protocol pipeline";

@@ -351,18 +351,10 @@ pub(super) enum Ran {
 /// file in the workspace `root` is read beneath it, and one that cannot be (a planted link) is
 /// replaced; braids' own files elsewhere are read as they are.
 pub(super) fn append(root: &Path, path: &Path, entry: &str) -> Result<()> {
-    let old = if path.starts_with(root) {
-        crate::beneath::read_string(root, path)
-    } else {
-        std::fs::read_to_string(path)
-    };
-    let mut text = old.unwrap_or_default();
+    let mut text = crate::beneath::read_within(root, path).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
     text.push_str(entry);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    crate::atomic::write(path, text.as_bytes())
+    crate::beneath::write_within(root, path, text.as_bytes())
 }

@@ -132,7 +132,7 @@ impl Worker<'_> {
             })
             .collect();
         let merged = team::merge(state, &found);
-        crate::atomic::write(&ws.dir.join(handoff::HANDOFF), merged.text.as_bytes())?;
+        crate::beneath::write(&ws.dir, Path::new(handoff::HANDOFF), merged.text.as_bytes())?;
         for (file, roles) in &merged.conflicts {
             run.step(
                 "team",
