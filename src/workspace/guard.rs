@@ -37,12 +37,15 @@ pub fn normalize(p: &Path) -> Option<PathBuf> {
 }
 
 /// Whether the project-relative `p` is one of braids' control files ([`CONTROL`]), however it
-/// is spelled; a path that cannot be normalised counts as one.
+/// is spelled: `./` and `//` dropped, and in any case, since on a case-insensitive file system
+/// `.BRAIDS/project.md` is `.braids/PROJECT.md` (holding such a path on a case-sensitive one
+/// costs a person a look, never a wrong landing). A path that cannot be normalised counts.
 pub fn is_control(p: &Path) -> bool {
-    match normalize(p) {
-        Some(p) => CONTROL.iter().any(|c| p.starts_with(c)),
-        None => true,
-    }
+    let Some(p) = normalize(p) else {
+        return true;
+    };
+    let folded = PathBuf::from(p.to_string_lossy().to_lowercase());
+    CONTROL.iter().any(|c| folded.starts_with(c.to_lowercase()))
 }
 
 /// The target of `root/rel` when it is a symbolic link leading out of `root` (absolute, or
@@ -137,6 +140,9 @@ mod tests {
             ".claw/WORKPLAN.md",
             ".beads/leak.txt",
             "AGENTS.md",
+            ".BRAIDS/project.md",
+            "Agents.md",
+            "./.Beads/x",
             "../elsewhere",
             "/etc/passwd",
         ] {

@@ -468,6 +468,20 @@ fn a_repointed_gitfile_or_a_changed_git_config_runs_no_git_and_keeps_nothing() {
     let (why, _, keep) = held(w.ws.prepare_landing(&b, &bead("g2"), &excludes()).unwrap());
     assert!(why.contains("git configuration changed"), "{why}");
     assert!(!keep);
+    // A later run compares with the configuration the agent was given, not with the changed one:
+    // a dead worker's landing and the sweep run no git there either.
+    let again = w.ws.resume(&w.project, &bead("g2")).unwrap().unwrap();
+    let (why, _, _) = held(
+        w.ws.prepare_landing(&again, &bead("g2"), &excludes())
+            .unwrap(),
+    );
+    assert!(why.contains("git configuration changed"), "{why}");
+    let swept = w.ws.sweep(&w.project, &[]).unwrap();
+    assert!(
+        swept.iter().all(|s| s.bead != bead("g2")),
+        "the sweep ran git in a worktree whose repository was reconfigured: {swept:?}"
+    );
+    assert!(b.dir.exists(), "left for a person to look at");
     // braids' own git commands never run a configured fsmonitor or hook.
     let _ = sh_git(&b.dir, &["status", "--porcelain"]);
     assert!(!pwned.exists(), "the agent's script ran inside braids");
