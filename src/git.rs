@@ -104,18 +104,80 @@ fn signature(repo: &Repository) -> Result<Signature<'static>> {
 /// staged stays staged, and out of the commit. The index on disk then gets `paths` too, so it
 /// agrees with the new HEAD for them.
 pub fn commit_paths(root: &Path, paths: &[PathBuf], message: &str) -> Result<Option<git2::Oid>> {
+    commit_with(root, &[], paths, message)
+}
+
+/// [`commit_paths`], with `blobs` (a path and the bytes to commit for it, whatever the work
+/// tree holds there) in the commit too: braids commits its own change to a file a person is
+/// editing without taking the person's edit along.
+pub fn commit_with(
+    root: &Path,
+    blobs: &[(PathBuf, Vec<u8>)],
+    paths: &[PathBuf],
+    message: &str,
+) -> Result<Option<git2::Oid>> {
     let repo = open(root)?;
     let mut scratch = repo.index()?;
     if let Ok(head) = repo.head() {
         scratch.read_tree(&head.peel_to_tree()?)?;
     }
     stage(root, &mut scratch, paths)?;
+    put(root, &mut scratch, blobs)?;
     let oid = commit_index(&repo, &mut scratch, message)?;
     let mut real = repo.index()?;
     real.read(true)?;
     stage(root, &mut real, paths)?;
+    put(root, &mut real, blobs)?;
     real.write()?;
     Ok(oid)
+}
+
+/// Puts each of `blobs` into `index` as a regular file, keeping an executable bit it had.
+fn put(root: &Path, index: &mut git2::Index, blobs: &[(PathBuf, Vec<u8>)]) -> Result<()> {
+    for (p, bytes) in blobs {
+        let rel = p.strip_prefix(root).unwrap_or(p);
+        let path = rel.to_string_lossy().into_owned().into_bytes();
+        let mode = index.get_path(rel, 0).map_or(0o100644, |e| {
+            if e.mode == 0o100755 {
+                e.mode
+            } else {
+                0o100644
+            }
+        });
+        let entry = git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode,
+            uid: 0,
+            gid: 0,
+            file_size: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
+            id: git2::Oid::zero(),
+            flags: 0,
+            flags_extended: 0,
+            path,
+        };
+        index.add_frombuffer(&entry, bytes)?;
+    }
+    Ok(())
+}
+
+/// The bytes of `path` (in the work tree `root`) as HEAD has them; `None` when HEAD has no
+/// such file (or there is no commit yet).
+pub fn head_blob(root: &Path, path: &Path) -> Result<Option<Vec<u8>>> {
+    let repo = open(root)?;
+    let Ok(head) = repo.head() else {
+        return Ok(None);
+    };
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let tree = head.peel_to_tree()?;
+    let Ok(entry) = tree.get_path(rel) else {
+        return Ok(None);
+    };
+    let object = entry.to_object(&repo)?;
+    let bytes = object.as_blob().map(|b| b.content().to_vec());
+    Ok(bytes)
 }
 
 /// Adds `paths` to the index: a directory with everything in it that is not ignored, a file,

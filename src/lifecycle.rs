@@ -144,6 +144,10 @@ pub fn transition(
             bail!("iteration {other} of {slug} is active; at most one iteration may be active (1.3): complete it first with `braids iteration complete {slug} {other}`");
         }
     }
+    // What the commit holds of ITERATION.md is HEAD's text with the new status: a person's
+    // uncommitted edit stays in the file, theirs to commit. An iteration never committed goes
+    // in whole, with its folder.
+    let committed = crate::git::head_blob(root, &file)?;
     iteration::write_status(&file, to)
         .with_context(|| format!("cannot update {}", file.display()))?;
     let verb = if to == IterationStatus::Active {
@@ -151,9 +155,18 @@ pub fn transition(
     } else {
         "Complete"
     };
-    let mut paths = vec![it.dir.clone()];
-    paths.extend_from_slice(also);
-    crate::git::commit_paths(root, &paths, &format!("{verb} iteration {name}"))?;
+    let message = format!("{verb} iteration {name}");
+    match committed {
+        Some(old) => {
+            let ours = iteration::with_status(&old, to, &file)?;
+            crate::git::commit_with(root, &[(file.clone(), ours)], also, &message)?;
+        }
+        None => {
+            let mut paths = vec![it.dir.clone()];
+            paths.extend_from_slice(also);
+            crate::git::commit_paths(root, &paths, &message)?;
+        }
+    }
     change.changed = true;
     Ok(change)
 }

@@ -155,14 +155,14 @@ fn notify(paths: &Paths, entry: &RegistryEntry, name: IterationName, to: Iterati
 mod tests {
     use super::*;
     use crate::model::{Priority, ProjectStatus};
+    use std::path::{Path, PathBuf};
 
     /// The fixed bug: `braids iteration complete` changed ITERATION.md and committed while a
     /// worker held the repository lock.
-    #[test]
-    fn set_status_waits_for_the_repository_lock() {
-        let home = tempfile::tempdir().unwrap();
-        let paths = Paths::new(home.path().to_path_buf(), None);
-        let root = home.path().join("Projects/app");
+    /// A registered project `app` with a git repository, in `home`.
+    fn project(home: &Path) -> (Paths, PathBuf) {
+        let paths = Paths::new(home.to_path_buf(), None);
+        let root = home.join("Projects/app");
         std::fs::create_dir_all(&root).unwrap();
         crate::git::init(&root).unwrap();
         let row = format::registry::upsert_row(
@@ -174,6 +174,46 @@ mod tests {
         )
         .unwrap();
         crate::atomic::write(&paths.registry(), row.as_bytes()).unwrap();
+        (paths, root)
+    }
+
+    #[test]
+    fn completing_an_iteration_never_commits_a_persons_unsaved_edit() {
+        let home = tempfile::tempdir().unwrap();
+        let (paths, root) = project(home.path());
+        create(&paths, "app", None).unwrap();
+        set_status(&paths, "app", None, IterationStatus::Active).unwrap();
+        let file = iteration::read_iterations(&root).value[0].file();
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str("- app-late: typed by a person, not saved to git\n");
+        std::fs::write(&file, &text).unwrap();
+
+        set_status(&paths, "app", None, IterationStatus::Complete).unwrap();
+        let committed = crate::git::head_blob(&root, &file).unwrap().unwrap();
+        let committed = String::from_utf8(committed).unwrap();
+        assert!(committed.contains("complete"), "{committed}");
+        assert!(!committed.contains("app-late"), "{committed}");
+        let working = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            working.contains("app-late"),
+            "the person's line stays: {working}"
+        );
+        assert_eq!(
+            iteration::read_iterations(&root).value[0].status,
+            Some(IterationStatus::Complete)
+        );
+        let dirty = crate::git::dirty(&root).unwrap();
+        let rel = file.strip_prefix(&root).unwrap();
+        assert!(
+            dirty.contains_key(rel),
+            "still the person's to commit: {dirty:?}"
+        );
+    }
+
+    #[test]
+    fn set_status_waits_for_the_repository_lock() {
+        let home = tempfile::tempdir().unwrap();
+        let (paths, root) = project(home.path());
         let made = create(&paths, "app", None).unwrap();
         set_status(&paths, "app", None, IterationStatus::Active).unwrap();
         let status = || iteration::read_iterations(&root).value[0].status;

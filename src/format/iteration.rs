@@ -23,7 +23,7 @@ use crate::model::{BeadId, IterationName, IterationStatus};
 use super::fields;
 use super::md::Doc;
 
-pub use status::{set_status, write_status};
+pub use status::{set_status, with_status, write_status};
 
 pub(super) const SECTION: &str = "1.3";
 

@@ -167,6 +167,16 @@ fn front_matter_end(doc: &Doc) -> Option<usize> {
 /// Refuses files that are not UTF-8 rather than rewrite bytes it cannot read.
 pub fn write_status(file: &Path, status: IterationStatus) -> anyhow::Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let out = with_status(&bytes, status, file)?;
+    if out != bytes {
+        crate::atomic::write(file, &out)?;
+    }
+    Ok(())
+}
+
+/// The text of an ITERATION.md (`bytes`, read from `file`) with its status set to `status`:
+/// one value changed, every other byte (a BOM, CRLF) kept.
+pub fn with_status(bytes: &[u8], status: IterationStatus, file: &Path) -> anyhow::Result<Vec<u8>> {
     let (bom, body) = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
         Some(rest) => (&bytes[..3], rest),
         None => (&bytes[..0], &bytes[..]),
@@ -178,13 +188,10 @@ pub fn write_status(file: &Path, status: IterationStatus) -> anyhow::Result<()> 
         )
     })?;
     let new = set_status(text, status).map_err(|e| anyhow!("{}: {e}", file.display()))?;
-    if new == text {
-        return Ok(());
-    }
     let mut out = Vec::with_capacity(bom.len() + new.len());
     out.extend_from_slice(bom);
     out.extend_from_slice(new.as_bytes());
-    crate::atomic::write(file, &out)
+    Ok(out)
 }
 
 #[cfg(test)]
