@@ -212,6 +212,16 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "until it is fixed, ticks claim nothing for this project",
         ));
     }
+    let mode = crate::workspace::WorkspaceMode::of(&project.value);
+    if let Some(why) = crate::workspace::cannot_host(root, mode) {
+        out.push(Diagnostic::error(
+            root,
+            None,
+            "preflight",
+            why,
+            "until it is fixed, ticks claim nothing for this project",
+        ));
+    }
     if let Some(branch) = crate::git::remote_without_upstream(root) {
         out.push(Diagnostic::warning(
             root,

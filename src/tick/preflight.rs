@@ -1,5 +1,6 @@
 //! Preflight: before anything is claimed for a project, the program its workers will run must
-//! exist. A missing or misspelled executor would otherwise fail every spawn, and each bead
+//! exist, and its repository must be able to host a worker (a commit to cut a worktree from, a
+//! branch, a whole history: `workspace::cannot_host`). A missing or misspelled executor would otherwise fail every spawn, and each bead
 //! would be retried and blocked in turn until the project ran dry. A project that fails the
 //! preflight gets one error instead: its STATUS.md note, one WARN line and one blocker
 //! notification while the problem stays the same, and nothing claimed or blocked.
@@ -34,7 +35,11 @@ pub fn check(config: &Config, observed: &mut Observed) {
             continue;
         };
         let project_md = report.path.join(".braids/PROJECT.md");
-        if let Some(why) = config.preflight(project, &project_md) {
+        let mode = crate::workspace::WorkspaceMode::of(project);
+        let why = config
+            .preflight(project, &project_md)
+            .or_else(|| crate::workspace::cannot_host(&report.path, mode));
+        if let Some(why) = why {
             report.note = Some(format!("no worker can start: {why}"));
             view.preflight_error = Some(why);
         }

@@ -22,6 +22,7 @@
 //! tick sweeps worktrees whose worker is gone ([`Workspaces::sweep`]).
 
 pub mod guard;
+mod host;
 mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::BeadId;
 
+pub use host::cannot_host;
 pub use worktree::{held_diff, kept_branches, GitWorktrees, HeldDiff};
 
 /// How a project's agents work, from PROJECT.md `Workspace:`.

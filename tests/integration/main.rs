@@ -45,6 +45,7 @@ mod pause;
 mod protocol;
 mod push_retry;
 mod read_only;
+mod repository;
 mod sandbox;
 mod schedule;
 mod schedule_cron;

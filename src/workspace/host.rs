@@ -1,0 +1,88 @@
+//! Whether a project's repository can host a worker at all, asked before anything is claimed:
+//! a bead claimed in a repository with no commit, on a detached HEAD or in a shallow clone
+//! would only be blocked by the first `git worktree add` or replay, one bead after another.
+
+use std::path::Path;
+
+use super::WorkspaceMode;
+
+/// Why no worker can work in the repository at `root` (with a fix), or `None` when one can.
+/// A folder that is not a git repository has its agents in it directly and needs nothing.
+pub fn cannot_host(root: &Path, mode: WorkspaceMode) -> Option<String> {
+    let repo = git2::Repository::open(root).ok()?;
+    let shown = root.display();
+    if repo.is_shallow() {
+        return Some(format!(
+            "{shown} is a shallow clone, onto which braids cannot replay its work when the \
+             upstream moves; run `git -C {shown} fetch --unshallow`"
+        ));
+    }
+    if mode == WorkspaceMode::Shared {
+        return None;
+    }
+    let head = repo.head().map(|_| ());
+    match head {
+        Ok(()) if repo.head_detached().unwrap_or(false) => Some(format!(
+            "{shown} is on a detached HEAD, so braids does not know which branch beads land on; \
+             check out a branch (`git -C {shown} switch <branch>`)"
+        )),
+        Ok(()) => None,
+        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => Some(format!(
+            "{shown} has no commit yet, so no worktree can be cut from it; make a first commit \
+             (`git -C {shown} commit --allow-empty -m 'Start'`)"
+        )),
+        Err(e) => Some(format!(
+            "cannot read the HEAD of {shown}: {}",
+            e.message().to_lowercase()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn a_repository_with_no_commit_a_detached_head_or_a_shallow_history_hosts_no_worker() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir_all(&plain).unwrap();
+        assert_eq!(cannot_host(&plain, WorkspaceMode::Worktree), None);
+
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "trunk"]);
+        let why = cannot_host(&repo, WorkspaceMode::Worktree).unwrap();
+        assert!(why.contains("no commit yet"), "{why}");
+        assert!(why.contains("commit --allow-empty"), "{why}");
+        assert_eq!(cannot_host(&repo, WorkspaceMode::Shared), None);
+
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        assert_eq!(cannot_host(&repo, WorkspaceMode::Worktree), None);
+        git(&repo, &["checkout", "-q", "--detach"]);
+        let why = cannot_host(&repo, WorkspaceMode::Worktree).unwrap();
+        assert!(why.contains("detached HEAD"), "{why}");
+        git(&repo, &["checkout", "-q", "trunk"]);
+
+        let url = format!("file://{}", repo.display());
+        git(
+            tmp.path(),
+            &["clone", "-q", "--depth", "1", &url, "shallow"],
+        );
+        let why = cannot_host(&tmp.path().join("shallow"), WorkspaceMode::Worktree).unwrap();
+        assert!(why.contains("fetch --unshallow"), "{why}");
+    }
+}
