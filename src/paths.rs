@@ -133,6 +133,12 @@ impl Paths {
         self.work_dir(slug, bead).join("finishing")
     }
 
+    /// The landing the worker would have made of work it kept for a person: what `braids
+    /// approve` lands.
+    pub fn held_landing(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
+        self.work_dir(slug, bead).join("held.json")
+    }
+
     /// The landing a worker is about to make, written just before it closes the bead and
     /// removed once the work landed: a worker killed in between leaves it for the tick.
     pub fn landing_plan(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {

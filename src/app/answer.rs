@@ -60,15 +60,7 @@ pub fn approve(
         let ticks = beads::hold_ticks(&inst.paths)?;
         let found = beads::locate(inst, target, true)?;
         if !waits_for_review(&found) {
-            if !held::is_held(&found) {
-                let (p, bead) = (&found.project, &found.bead);
-                bail!(
-                    "{} waits for no review and holds no work (no braids/kept/{}-… branch); `braids beads {}` shows what each bead waits for",
-                    bead.id,
-                    bead.id,
-                    p.entry.slug
-                );
-            }
+            // Not a plan: held work, or held::approve says why there is none to approve.
             let landed = held::approve(inst, &found)?;
             drop(ticks);
             crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
@@ -103,14 +95,7 @@ pub fn reject(inst: &Installation, target: &str, reason: &str) -> Result<String>
     let found = beads::locate(inst, target, true)?;
     let (p, bead) = (&found.project, &found.bead);
     if !waits_for_review(&found) {
-        if held::is_held(&found) {
-            return held::reject(&found, reason);
-        }
-        bail!(
-            "{} waits for no review and holds no work; `braids beads {}` shows what each bead waits for",
-            bead.id,
-            p.entry.slug
-        );
+        return held::reject(inst, &found, reason);
     }
     let why = format!("plan rejected: {reason}");
     // Unblocking is the approval: without the mark, the next run asks for a new one.

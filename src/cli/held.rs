@@ -11,7 +11,10 @@ use super::{BeadArgs, Output, EXIT_OK};
 
 impl Output for HeldDiff {
     fn text(&self) -> String {
-        let mut o = format!("held work on {} (against {}):\n", self.branch, self.base);
+        let mut o = format!(
+            "held work: commit {} on {} (against {}); `braids approve` lands this commit only\n",
+            self.commit, self.branch, self.base
+        );
         if !self.control.is_empty() {
             o.push_str(&format!(
                 "it changes braids' control files: {}\n",
@@ -24,7 +27,7 @@ impl Output for HeldDiff {
         if self.truncated {
             o.push_str(&format!(
                 "\n… the patch is cut here; `git diff {}...{}` shows it whole\n",
-                self.base, self.branch
+                self.base, self.commit
             ));
         }
         o

@@ -18,6 +18,17 @@ pub struct Waiting {
     pub kind: WaitKind,
     pub text: String,
     pub since: DateTime<Utc>,
+    /// `held`: the branch braids kept the work on and the commit it pointed at then; only
+    /// that commit is ever approved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<Kept>,
+}
+
+/// Where braids kept a bead's work for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Kept {
+    pub branch: String,
+    pub commit: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -65,18 +76,24 @@ const SETTLING: &[&str] = &[
 /// What the newest event about a bead says it waits for, if it waits for a person at all.
 /// Events that end the wait (an answer, a retry, a new attempt, completion) end it.
 pub fn waiting_from(e: &Event) -> Option<Option<Waiting>> {
-    let text = |k: &str| {
+    let text_of = |k: &str| {
         e.fields
             .get(k)
             .and_then(|v| v.as_str())
             .unwrap_or_default()
             .to_string()
     };
+    let text = text_of;
     let w = |kind, text: String| {
+        let kept = (kind == WaitKind::Held).then(|| Kept {
+            branch: text_of("kept"),
+            commit: text_of("kept_commit"),
+        });
         Some(Some(Waiting {
             kind,
             text,
             since: e.timestamp,
+            kept,
         }))
     };
     match e.kind.as_str() {

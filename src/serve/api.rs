@@ -190,12 +190,11 @@ pub async fn bead_page(
         let (slug, row) = crate::app::beads::one(&s.inst, &id, chrono::Utc::now())?;
         let root = crate::app::iteration::locate(&s.inst.paths, &slug)?.path;
         let deliverable = crate::app::beads::deliverable(&root, &row.id);
-        let held = match row.status {
-            crate::model::BeadStatus::Blocked => {
-                crate::app::held::diff_in(&root, &row.id).ok().flatten()
-            }
-            _ => None,
-        };
+        let held = row
+            .waiting
+            .as_ref()
+            .and_then(|w| w.kept.as_ref())
+            .and_then(|k| crate::workspace::held_diff(&root, &k.branch, &k.commit).ok());
         Ok((slug, row, deliverable, held))
     })
     .await;
@@ -232,8 +231,18 @@ pub struct ActionBody {
 /// that is JSON is read as JSON whatever its content type (`curl -d` says it is a form).
 async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Response> {
     let headers = req.headers().clone();
-    let bytes = Bytes::from_request(req, &())
+    // A body that stalls is the client's silence, though a request is open: it ends at the
+    // idle timeout (the connection's own idle clock waits while a request is answered).
+    let limit = s.inst.config.serve.idle_timeout;
+    let bytes = tokio::time::timeout(limit, Bytes::from_request(req, &()))
         .await
+        .map_err(|_| {
+            (
+                StatusCode::REQUEST_TIMEOUT,
+                "the request's body did not arrive within idle_timeout (config.toml's [serve])\n",
+            )
+                .into_response()
+        })?
         .map_err(IntoResponse::into_response)?;
     let text = std::str::from_utf8(&bytes).unwrap_or("").trim_start();
     let body = if text.is_empty() {

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -56,10 +57,22 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let Ok(svc) = make.call(peer).await;
-        let svc = TowerToHyperService::new(
-            svc.map_request(|r: Request<Incoming>| r.map(axum::body::Body::new)),
-        );
-        let io = TokioIo::new(Idle::new(stream, limits.idle_timeout));
+        // Requests being answered: hyper watches the socket meanwhile, and a slow answer is
+        // not the client's silence.
+        let busy = Arc::new(AtomicUsize::new(0));
+        let counting = Arc::clone(&busy);
+        let svc = svc
+            .map_request(|r: Request<Incoming>| r.map(axum::body::Body::new))
+            .map_future(move |answer| {
+                let answering = Answering::start(&counting);
+                async move {
+                    let response = answer.await;
+                    drop(answering);
+                    response
+                }
+            });
+        let svc = TowerToHyperService::new(svc);
+        let io = TokioIo::new(Idle::new(stream, limits.idle_timeout, busy));
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_timeout)
@@ -94,20 +107,40 @@ async fn refuse(mut stream: TcpStream, cap: usize) {
     let _ = tokio::time::timeout(Duration::from_secs(5), write).await;
 }
 
-/// A socket that fails with `TimedOut` once no byte went either way for `limit`; an event
-/// stream's keep-alive comments count, so only a silent connection ends.
+/// One request being answered on a connection, counted until its answer is ready (or given
+/// up).
+struct Answering(Arc<AtomicUsize>);
+
+impl Answering {
+    fn start(busy: &Arc<AtomicUsize>) -> Answering {
+        busy.fetch_add(1, Ordering::SeqCst);
+        Answering(Arc::clone(busy))
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A socket that fails with `TimedOut` once no byte went either way for `limit` while no
+/// request was being answered; an event stream's keep-alive comments count, so only a silent
+/// connection ends.
 struct Idle {
     io: TcpStream,
     limit: Duration,
     deadline: Pin<Box<Sleep>>,
+    busy: Arc<AtomicUsize>,
 }
 
 impl Idle {
-    fn new(io: TcpStream, limit: Duration) -> Self {
+    fn new(io: TcpStream, limit: Duration, busy: Arc<AtomicUsize>) -> Self {
         Idle {
             io,
             limit,
             deadline: Box::pin(tokio::time::sleep(limit)),
+            busy,
         }
     }
 
@@ -118,6 +151,9 @@ impl Idle {
 
     /// `Pending` stays `Pending` until the deadline, then becomes the timeout error.
     fn idle<T>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<T>> {
+        if self.busy.load(Ordering::SeqCst) > 0 {
+            self.active();
+        }
         match self.deadline.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,

@@ -266,7 +266,7 @@ pub fn bead(
                 @if let Some(w) = &row.waiting { p { (w.kind.as_str()) ": " (w.text) } }
                 @if let Some(w) = &row.worker { p { "Worker " (w.session) " for " (elapsed(w.elapsed_seconds)) } }
                 @if let Some(h) = held {
-                    h3 { "Held work on " code { (h.branch) } " (against " code { (h.base) } ")" }
+                    h3 { "Held work: commit " code { (h.commit.get(..12).unwrap_or(&h.commit)) } " on " code { (h.branch) } " (against " code { (h.base) } ")" }
                     @if !h.control.is_empty() {
                         p class="warning" { "It changes braids' control files: " (h.control.join(", ")) }
                     }

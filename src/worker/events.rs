@@ -71,9 +71,14 @@ pub fn ending(
             .with("failures", failures)
             .with("retry_at", not_before)],
         Ending::Blocked { reason } => vec![d(Kind::BeadBlocked).with("reason", reason)],
-        Ending::Held { reason, kept } => vec![d(Kind::BeadBlocked)
+        Ending::Held {
+            reason,
+            kept,
+            commit,
+        } => vec![d(Kind::BeadBlocked)
             .with("reason", reason)
-            .with("kept", kept)],
+            .with("kept", kept)
+            .with("kept_commit", commit)],
         Ending::Failed { error } => vec![d(Kind::Error).with("message", error)],
     }
 }
@@ -158,6 +163,7 @@ mod tests {
                 Ending::Held {
                     reason: "x".into(),
                     kept: "braids/kept/p-1-x".into(),
+                    commit: "0123abc".into(),
                 },
                 vec![Kind::BeadBlocked],
             ),

@@ -174,12 +174,34 @@ impl Worker<'_> {
             );
         };
         let bead = &run.msg.bead;
+        // What landing it would be, for `braids approve`: the worker's own excludes, or
+        // nothing but the deliverable for research-only work.
+        let held = Landing {
+            message: String::new(),
+            exclude: match l.project.autonomy {
+                Autonomy::ResearchOnly => vec![PathBuf::from(".")],
+                _ => landing_excludes(l),
+            },
+            include: Vec::new(),
+            tracker_files: Vec::new(),
+        };
+        crate::atomic::write(
+            &self.paths.held_landing(&l.slug, bead),
+            &serde_json::to_vec(&held)?,
+        )?;
+        let commit = crate::git::git_ok(&ws.project, &["rev-parse", "--verify", &kept])?
+            .trim()
+            .to_string();
         let reason = format!(
             "{why}{paths}; the work is kept on branch {kept}: `braids diff {bead}` shows it, \
              `braids approve {bead}` lands it, `braids reject {bead} --reason …` drops it"
         );
         match self.block_and_tell(run, l, reason)? {
-            Ending::Blocked { reason } => Ok(Ending::Held { reason, kept }),
+            Ending::Blocked { reason } => Ok(Ending::Held {
+                reason,
+                kept,
+                commit,
+            }),
             other => Ok(other),
         }
     }
@@ -293,17 +315,7 @@ impl Worker<'_> {
 /// the status reports, which are for braids, not for the history, and what agent CLIs keep of
 /// their own in the workspace.
 fn landing_excludes(_l: &Loaded) -> Vec<PathBuf> {
-    vec![
-        PathBuf::from(".braids/iterations"),
-        PathBuf::from(report::SHARED),
-        PathBuf::from(report::OWN_DIR),
-        PathBuf::from(report::HANDOFF),
-        PathBuf::from(".ai/handoffs"),
-    ]
-    .into_iter()
-    .chain(crate::events::GENERATED.iter().map(PathBuf::from))
-    .chain(crate::agent::TOOL_STATE.iter().map(PathBuf::from))
-    .collect()
+    crate::workspace::agent_excludes()
 }
 
 /// The files a report says the agent changed, as project-relative paths that stay inside the

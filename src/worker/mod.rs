@@ -77,7 +77,11 @@ pub enum Ending {
     Blocked { reason: String },
     /// The work cannot land without a person: the bead is blocked and the work kept on the
     /// branch `kept` (`braids approve` lands it, `braids reject` drops it).
-    Held { reason: String, kept: String },
+    Held {
+        reason: String,
+        kept: String,
+        commit: String,
+    },
     /// The iteration is complete and may not be modified (4.5).
     IterationFrozen,
     /// A protocol story's next step waits for the tick (a team step's slots, or time): the

@@ -459,4 +459,12 @@ mod tests {
             "a bad cost never fails the attempt"
         );
     }
+
+    #[test]
+    fn the_reports_never_land_from_a_worktree() {
+        let never = crate::workspace::agent_excludes();
+        for p in [SHARED, OWN_DIR, HANDOFF] {
+            assert!(never.iter().any(|x| x == std::path::Path::new(p)), "{p}");
+        }
+    }
 }

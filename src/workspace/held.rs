@@ -18,6 +18,8 @@ const PATCH_CAP: usize = 256 * 1024;
 #[derive(Debug, Clone, Serialize)]
 pub struct HeldDiff {
     pub branch: String,
+    /// The commit braids kept there, the one an approval lands.
+    pub commit: String,
     /// The project branch it is compared with (from where they parted).
     pub base: String,
     /// `git diff --stat`: one line a file, and the totals.
@@ -25,16 +27,31 @@ pub struct HeldDiff {
     /// The patch, cut at 256 KiB (`truncated` then says so).
     pub patch: String,
     pub truncated: bool,
-    /// The changed paths braids holds for a person (its control files).
+    /// The changed paths braids holds for a person (its control files; a bead's deliverable
+    /// is not one).
     pub control: Vec<String>,
 }
 
-/// What `branch` changes since it parted from the project's checked-out branch.
-pub fn held_diff(project: &Path, branch: &str) -> Result<HeldDiff> {
+/// What `commit` (kept on `branch`) changes since it parted from the project's checked-out
+/// branch. Renames are shown as a deletion and an addition, so a control file moved away is
+/// named.
+pub fn held_diff(project: &Path, branch: &str, commit: &str) -> Result<HeldDiff> {
     let base = GitWorktrees::current_branch(project)?;
-    let range = format!("{base}...{branch}");
-    let stat = git_ok(project, &["diff", "--no-ext-diff", "--stat=100", &range])?;
-    let mut patch = git_ok(project, &["diff", "--no-ext-diff", "--no-color", &range])?;
+    let range = format!("{base}...{commit}");
+    let plain = [
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        "--no-color",
+    ];
+    let with = |more: &[&str]| {
+        let mut args = plain.to_vec();
+        args.extend_from_slice(more);
+        git_ok(project, &args)
+    };
+    let stat = with(&["--stat=100", &range])?;
+    let mut patch = with(&[&range])?;
     let truncated = patch.len() > PATCH_CAP;
     if truncated {
         let mut cut = PATCH_CAP;
@@ -43,14 +60,17 @@ pub fn held_diff(project: &Path, branch: &str) -> Result<HeldDiff> {
         }
         patch.truncate(cut);
     }
-    let names = git_ok(project, &["diff", "--name-only", "-z", &range])?;
+    let names = with(&["--name-only", "-z", &range])?;
+    let landing = super::super::agent_excludes();
     let control = names
         .split('\0')
-        .filter(|p| !p.is_empty() && guard::is_control(Path::new(p)))
+        .filter(|p| !p.is_empty() && !landing.iter().any(|x| Path::new(p).starts_with(x)))
+        .filter(|p| guard::is_control(Path::new(p)))
         .map(str::to_string)
         .collect();
     Ok(HeldDiff {
         branch: branch.to_string(),
+        commit: commit.to_string(),
         base,
         stat,
         patch,
@@ -60,10 +80,10 @@ pub fn held_diff(project: &Path, branch: &str) -> Result<HeldDiff> {
 }
 
 impl GitWorktrees {
-    /// A worktree for `bead` at the kept `branch`, marked approved: preparing its landing
+    /// A worktree for `bead` at the kept `commit`, marked approved: preparing its landing
     /// replays it onto the project's branch as the worker would, without holding it for the
-    /// control files and links a person has now seen.
-    pub fn approved(&self, project: &Path, bead: &BeadId, branch: &str) -> Result<Workspace> {
+    /// control files a person has now seen.
+    pub fn approved(&self, project: &Path, bead: &BeadId, commit: &str) -> Result<Workspace> {
         let base = Self::current_branch(project)?;
         let dir = self.dir_for(project, bead);
         let _books = bookkeeping(project)?;
@@ -76,11 +96,11 @@ impl GitWorktrees {
         let own = branch_for(bead);
         let added = git(
             project,
-            &["worktree", "add", "--quiet", "-B", &own, &shown, branch],
+            &["worktree", "add", "--quiet", "-B", &own, &shown, commit],
         )?;
         if !added.success() {
             bail!(
-                "cannot check out {branch} to land it: {}",
+                "cannot check out {commit} to land it: {}",
                 added.stderr.trim()
             );
         }

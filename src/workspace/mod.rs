@@ -136,6 +136,24 @@ pub struct Landing {
     pub tracker_files: Vec<PathBuf>,
 }
 
+/// What never lands from an agent's worktree unless named: the iterations (a bead's own
+/// deliverable is included by name), status reports and handoffs (the worker's `report`
+/// paths, a test keeps them equal), generated files and the agent CLIs' own state.
+pub fn agent_excludes() -> Vec<PathBuf> {
+    [
+        ".braids/iterations",
+        ".ai/executor-result",
+        ".ai/executor-results",
+        ".ai/HANDOFF.md",
+        ".ai/handoffs",
+    ]
+    .into_iter()
+    .chain(crate::events::GENERATED.iter().copied())
+    .chain(crate::agent::TOOL_STATE.iter().copied())
+    .map(PathBuf::from)
+    .collect()
+}
+
 /// Whether a bead's work can land, decided before the bead is closed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]

@@ -399,9 +399,15 @@ impl Workspaces for GitWorktrees {
                 },
             });
         }
+        // A rename is its two paths: a control file moved away is a control change.
         let paths = lines(&git_ok(
             &ws.dir,
-            &["diff", "--name-only", &format!("{base}..HEAD")],
+            &[
+                "diff",
+                "--name-only",
+                "--no-renames",
+                &format!("{base}..HEAD"),
+            ],
         )?);
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
         let control: Vec<String> = paths
@@ -419,7 +425,6 @@ impl Workspaces for GitWorktrees {
         }
         let links: Vec<String> = paths
             .iter()
-            .filter(|_| !ws.approved)
             .filter_map(|p| Some(format!("{p} -> {}", guard::escaping_link(&ws.dir, p)?)))
             .collect();
         if !links.is_empty() {

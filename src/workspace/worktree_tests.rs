@@ -411,6 +411,20 @@ fn an_agents_change_to_braids_control_files_is_held_however_spelled() {
 }
 
 #[test]
+fn moving_a_control_file_away_is_a_change_to_it() {
+    let w = world();
+    write(&w.project.join("AGENTS.md"), "Run the linter.\n");
+    sh_git(&w.project, &["add", "AGENTS.md"]);
+    sh_git(&w.project, &["commit", "-q", "-m", "agents"]);
+    let b = bead("r1");
+    let a = w.ws.create(&w.project, &b).unwrap();
+    sh_git(&a.dir, &["mv", "AGENTS.md", "notes.md"]);
+    let (why, paths, _) = held(w.ws.prepare_landing(&a, &b, &excludes()).unwrap());
+    assert!(why.contains("control files"), "{why}");
+    assert_eq!(paths, ["AGENTS.md"]);
+}
+
+#[test]
 fn a_link_leading_out_of_the_repository_is_held_and_never_read_through() {
     let w = world();
     let secret = w._tmp.path().join("secret.txt");

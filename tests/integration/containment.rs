@@ -120,7 +120,7 @@ fn held_work_a_person_approves_lands_closed_and_pushed() {
     let s = sb.serve();
     let page = s.get("/beads/app-w1");
     assert_eq!(page.status, 200, "{page:?}");
-    assert!(page.body.contains("Held work on"), "{}", page.body);
+    assert!(page.body.contains("Held work: commit"), "{}", page.body);
     assert!(
         page.body.contains("+Always run the linter."),
         "{}",
@@ -133,6 +133,26 @@ fn held_work_a_person_approves_lands_closed_and_pushed() {
     );
     assert!(s.get("/").body.contains("Work held for you"));
     drop(s);
+    // A kept branch moved after braids kept it (an agent may write branches) is refused.
+    let kept = sb.git(
+        &root,
+        &[
+            "branch",
+            "--list",
+            "--format=%(refname:short)",
+            "braids/kept/*",
+        ],
+    );
+    let kept = kept.trim().to_string();
+    let tip = sb.git(&root, &["rev-parse", &kept]).trim().to_string();
+    sb.git(&root, &["branch", "-f", &kept, "HEAD"]);
+    let moved = sb.run(&["approve", "app-w1"]);
+    assert!(!moved.status.success());
+    assert!(
+        String::from_utf8_lossy(&moved.stderr).contains("moved since"),
+        "{moved:?}"
+    );
+    sb.git(&root, &["branch", "-f", &kept, &tip]);
     let before = sb.git(&root, &["status", "--porcelain"]);
     let diff = sb.ok(&["diff", "app-w1"]);
     assert!(diff.contains("+Always run the linter."), "{diff}");
@@ -142,13 +162,11 @@ fn held_work_a_person_approves_lands_closed_and_pushed() {
     assert!(sb
         .read("Projects/app/AGENTS.md")
         .contains("Always run the linter."));
-    let log = sb.git(&root, &["log", "--format=%s", "-3"]);
-    assert!(log.contains("app-w1, approved by a person"), "{log}");
-    let upstream = sb.git(&bare, &["log", "--format=%s", "-3"]);
-    assert!(
-        upstream.contains("app-w1, approved by a person"),
-        "{upstream}"
-    );
+    let log = sb.git(&root, &["log", "--format=%s%n%b", "-1"]);
+    assert!(log.starts_with("app item 1 (app-w1)"), "{log}");
+    assert!(log.contains("approved"), "{log}");
+    let upstream = sb.git(&bare, &["log", "--format=%s", "-1"]);
+    assert!(upstream.contains("(app-w1)"), "{upstream}");
     let kept = sb.git(&root, &["branch", "--list", "braids/kept/*"]);
     assert!(kept.trim().is_empty(), "{kept}");
     // The work landed once, and the project's tree is as the person left it.

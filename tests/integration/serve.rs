@@ -386,6 +386,27 @@ fn c11_4_a_slow_client_is_cut_off_and_connections_and_streams_are_capped() {
     );
     assert!(s.stop(Duration::from_secs(30)));
 
+    // A request whose body stalls ends at the idle timeout, with a 408.
+    sb.config("[serve]\nheader_timeout = \"10m\"\nidle_timeout = \"3s\"\n");
+    let mut s = sb.serve();
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let mut stalled = std::net::TcpStream::connect(&addr).unwrap();
+    send(
+        &mut stalled,
+        "POST /api/v1/projects/app/pause HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{",
+    )
+    .unwrap();
+    let mut text = String::new();
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let _ = std::io::Read::read_to_string(&mut stalled, &mut text);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(!sb
+        .read("Projects/app/.braids/PROJECT.md")
+        .contains("paused"));
+    assert!(s.stop(Duration::from_secs(30)));
+
     // The caps, with a header timeout no test machine reaches.
     sb.config("[serve]\nheader_timeout = \"10m\"\nmax_connections = 4\nmax_event_streams = 1\n");
     let s = sb.serve();
