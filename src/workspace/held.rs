@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
-use super::{bookkeeping, branch_for, guard, GitWorktrees};
-use crate::git::{git, git_ok};
+use super::{guard, GitWorktrees};
+use crate::git::git_ok;
 use crate::model::BeadId;
 use crate::workspace::Workspace;
 
@@ -84,33 +84,6 @@ impl GitWorktrees {
     /// replays it onto the project's branch as the worker would, without holding it for the
     /// control files a person has now seen.
     pub fn approved(&self, project: &Path, bead: &BeadId, commit: &str) -> Result<Workspace> {
-        let base = Self::current_branch(project)?;
-        let dir = self.dir_for(project, bead);
-        let _books = bookkeeping(project)?;
-        Self::discard_held(project, &dir)?;
-        if let Some(parent) = dir.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let shown = dir.to_string_lossy();
-        let own = branch_for(bead);
-        let added = git(
-            project,
-            &["worktree", "add", "--quiet", "-B", &own, &shown, commit],
-        )?;
-        if !added.success() {
-            bail!(
-                "cannot check out {commit} to land it: {}",
-                added.stderr.trim()
-            );
-        }
-        Ok(Workspace {
-            project: project.to_path_buf(),
-            dir,
-            branch: Some(own),
-            base: Some(base),
-            git_config: Some(guard::git_config(project)?),
-            approved: true,
-        })
+        self.cut(project, bead, Some(commit), true)
     }
 }

@@ -201,6 +201,44 @@ impl GitWorktrees {
         Ok(out.stdout.trim().to_string())
     }
 
+    /// A fresh worktree for `bead` at `at` (the project branch's tip when `None`), replacing
+    /// any a crashed worker left; `approved` as in [`Workspace`]. Not under the repository lock
+    /// (a worker starts while another lands), but under the worktree bookkeeping lock: see
+    /// [`bookkeeping`].
+    fn cut(
+        &self,
+        project: &Path,
+        bead: &BeadId,
+        at: Option<&str>,
+        approved: bool,
+    ) -> Result<Workspace> {
+        let base = Self::current_branch(project)?;
+        let dir = self.dir_for(project, bead);
+        let _books = bookkeeping(project)?;
+        Self::discard_held(project, &dir)?;
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let branch = branch_for(bead);
+        let shown = dir.to_string_lossy();
+        let config = guard::git_config(project)?;
+        crate::atomic::write(&baseline_of(&dir), &config)?;
+        let at = at.unwrap_or(&base);
+        git_ok(
+            project,
+            &["worktree", "add", "--quiet", "-B", &branch, &shown, at],
+        )?;
+        Ok(Workspace {
+            project: project.to_path_buf(),
+            dir,
+            branch: Some(branch),
+            base: Some(base),
+            git_config: Some(config),
+            approved,
+        })
+    }
+
     /// Forgets a worktree at `dir` (a crashed worker's), whether or not git still knows it.
     fn discard(project: &Path, dir: &Path) -> Result<()> {
         let _books = bookkeeping(project)?;
@@ -321,32 +359,7 @@ impl Workspaces for GitWorktrees {
     }
 
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace> {
-        // Not under the repository lock (a worker starts while another lands), but under the
-        // worktree bookkeeping lock: see [`bookkeeping`].
-        let base = Self::current_branch(project)?;
-        let dir = self.dir_for(project, bead);
-        let _books = bookkeeping(project)?;
-        Self::discard_held(project, &dir)?;
-        if let Some(parent) = dir.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let branch = branch_for(bead);
-        let shown = dir.to_string_lossy();
-        let config = guard::git_config(project)?;
-        crate::atomic::write(&baseline_of(&dir), &config)?;
-        git_ok(
-            project,
-            &["worktree", "add", "--quiet", "-B", &branch, &shown, &base],
-        )?;
-        Ok(Workspace {
-            project: project.to_path_buf(),
-            dir,
-            branch: Some(branch),
-            base: Some(base),
-            git_config: Some(config),
-            approved: false,
-        })
+        self.cut(project, bead, None, false)
     }
 
     fn prepare_landing(
