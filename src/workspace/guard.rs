@@ -73,11 +73,42 @@ fn common_dir(project: &Path) -> Result<PathBuf> {
     Ok(crate::git::open(project)?.commondir().to_path_buf())
 }
 
-/// The repository's own configuration as it is now: what every worktree of it reads.
+/// The repository's own configuration as it is now (what every worktree of it reads), as
+/// sorted `name=value` lines, without the [`HARMLESS`] settings.
 pub fn git_config(project: &Path) -> Result<Vec<u8>> {
     let path = common_dir(project)?.join("config");
-    std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
+    let config =
+        git2::Config::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut lines = Vec::new();
+    let mut entries = config.entries(None)?;
+    while let Some(e) = entries.next() {
+        let e = e?;
+        let name = e.name().unwrap_or_default().to_ascii_lowercase();
+        if HARMLESS.iter().any(|h| name.starts_with(h)) {
+            continue;
+        }
+        lines.push(format!("{name}={}", e.value().unwrap_or_default()));
+    }
+    lines.sort();
+    Ok(lines.join("\n").into_bytes())
 }
+
+/// Settings a person changes in the normal course of work (a remote, a branch's upstream, who
+/// they are, housekeeping) that run nothing: changing them holds no bead. Everything else (the
+/// core settings, includes, filters, diff and merge drivers, aliases, credential helpers) does.
+const HARMLESS: &[&str] = &[
+    "remote.",
+    "branch.",
+    "user.",
+    "gc.",
+    "pull.",
+    "fetch.",
+    "maintenance.",
+    "color.",
+    "advice.",
+    "log.",
+    "rerere.",
+];
 
 /// Why the worktree at `dir` no longer belongs to the project's repository, if it does not:
 /// its `.git` must be the file git wrote, naming an admin folder under the repository's

@@ -496,6 +496,18 @@ fn a_repointed_gitfile_or_a_changed_git_config_runs_no_git_and_keeps_nothing() {
         "the sweep ran git in a worktree whose repository was reconfigured: {swept:?}"
     );
     assert!(b.dir.exists(), "left for a person to look at");
+    // A person adding a remote meanwhile changes nothing that runs: the work lands.
+    let c = w.ws.create(&w.project, &bead("g3")).unwrap();
+    sh_git(
+        &w.project,
+        &["remote", "add", "elsewhere", "/nonexistent.git"],
+    );
+    sh_git(&w.project, &["config", "user.email", "person@example.com"]);
+    write(&c.dir.join("more.txt"), "more\n");
+    assert!(matches!(
+        w.ws.prepare_landing(&c, &bead("g3"), &excludes()).unwrap(),
+        Prepared::Ready { .. }
+    ));
     // braids' own git commands never run a configured fsmonitor or hook.
     let _ = sh_git(&b.dir, &["status", "--porcelain"]);
     assert!(!pwned.exists(), "the agent's script ran inside braids");
