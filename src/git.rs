@@ -32,7 +32,7 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
         "-c",
         "core.fsmonitor=false",
     ];
-    let out = Invocation::new(
+    let mut git = Invocation::new(
         std::iter::once("git")
             .chain(safe)
             .chain(args.iter().copied()),
@@ -41,9 +41,14 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
     .env("GIT_TERMINAL_PROMPT", "0")
     .env("GIT_EDITOR", "true")
     .env("LC_ALL", "C")
-    .timeout(GIT_TIMEOUT)
-    .run()
-    .map_err(|e| anyhow!("{e}"))?;
+    .timeout(GIT_TIMEOUT);
+    // On a machine where nobody told git who they are, its commits would fail ("Author
+    // identity unknown") and an agent's work with them. `EMAIL` is git's last resort, below
+    // `user.email`, so a configured identity always wins; the same fallback as `signature`.
+    if std::env::var_os("EMAIL").is_none() {
+        git = git.env("EMAIL", FALLBACK_EMAIL);
+    }
+    let out = git.run().map_err(|e| anyhow!("{e}"))?;
     if out.timed_out {
         anyhow::bail!(
             "git {} timed out after {}s",
@@ -83,6 +88,9 @@ pub fn init(root: &Path) -> Result<bool> {
     Ok(true)
 }
 
+/// The email braids commits with when neither the environment nor git's configuration names one.
+const FALLBACK_EMAIL: &str = "braids@localhost";
+
 fn signature(repo: &Repository) -> Result<Signature<'static>> {
     // As git does: the environment before the config.
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
@@ -93,7 +101,7 @@ fn signature(repo: &Repository) -> Result<Signature<'static>> {
     }
     repo.signature()
         .map(|s| s.to_owned())
-        .or_else(|_| Signature::now("braids", "braids@localhost"))
+        .or_else(|_| Signature::now("braids", FALLBACK_EMAIL))
         .map_err(|e| anyhow!("cannot make a commit signature: {e}"))
 }
 

@@ -211,7 +211,7 @@ fn waiting_of(o: &mut String, r: &ProjectReport) {
         (
             WaitKind::Held,
             "Work held for you to approve",
-            "braids diff {}, then braids approve or reject it",
+            "braids diff {}",
         ),
         (WaitKind::Blocked, "Blocked", "braids retry {}"),
     ];

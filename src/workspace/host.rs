@@ -28,8 +28,8 @@ pub fn cannot_host(root: &Path, mode: WorkspaceMode) -> Option<String> {
         )),
         Ok(()) => None,
         Err(e) if e.code() == git2::ErrorCode::UnbornBranch => Some(format!(
-            "{shown} has no commit yet, so no worktree can be cut from it; make a first commit \
-             (`git -C {shown} commit --allow-empty -m 'Start'`)"
+            "{shown} has no commit yet, so no worktree can be cut from it; commit what is there \
+             (`git -C {shown} add -A && git -C {shown} commit -m 'Start'`)"
         )),
         Err(e) => Some(format!(
             "cannot read the HEAD of {shown}: {}",
@@ -66,7 +66,7 @@ mod tests {
         git(&repo, &["init", "-q", "-b", "trunk"]);
         let why = cannot_host(&repo, WorkspaceMode::Worktree).unwrap();
         assert!(why.contains("no commit yet"), "{why}");
-        assert!(why.contains("commit --allow-empty"), "{why}");
+        assert!(why.contains("add -A"), "{why}");
         assert_eq!(cannot_host(&repo, WorkspaceMode::Shared), None);
 
         git(&repo, &["commit", "-q", "--allow-empty", "-m", "one"]);

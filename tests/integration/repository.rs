@@ -28,7 +28,7 @@ fn a_repository_with_no_commit_claims_nothing_until_it_has_one() {
     assert!(status.contains("no commit yet"), "{status}");
     let check = sb.run(&["check"]);
     let said = String::from_utf8_lossy(&check.stdout);
-    assert!(said.contains("commit --allow-empty"), "{said}");
+    assert!(said.contains("add -A"), "{said}");
 
     // A first commit, and the bead runs on `trunk`.
     sb.git(&app.root, &["add", "-A"]);
@@ -40,5 +40,27 @@ fn a_repository_with_no_commit_claims_nothing_until_it_has_one() {
         (sb.br_status("app", bead) == "closed").then_some(())
     });
     let log = sb.git(&app.root, &["log", "--format=%s", "trunk"]);
+    assert!(log.contains(bead.as_str()), "{log}");
+}
+
+#[test]
+fn a_machine_where_git_knows_nobody_still_lands_the_work() {
+    let sb = install(0);
+    sb.write("fixed", "");
+    let app = sb.new_project("app").br().beads(1).create();
+    let bead = &app.beads[0];
+    // Nobody told git who they are, and this host's name gives it no email to guess.
+    std::fs::write(
+        sb.home().join(".gitconfig"),
+        "[init]\n\tdefaultBranch = main\n",
+    )
+    .unwrap();
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()], "{r:#?}");
+    workers_end(&sb);
+    wait_for("the bead closed", Duration::from_secs(120), || {
+        (sb.br_status("app", bead) == "closed").then_some(())
+    });
+    let log = sb.git(&app.root, &["log", "--format=%s <%ae>", "-3"]);
     assert!(log.contains(bead.as_str()), "{log}");
 }
