@@ -43,7 +43,7 @@ fn held(found: &Located) -> Result<Kept> {
         .and_then(|w| w.kept.clone())
         .ok_or_else(|| {
             anyhow!(
-                "{} holds no work for a person: it is {} and its last event kept nothing; `braids beads {}` shows what each bead waits for",
+                "{} waits for no review and holds no work for a person (it is {}, and its last event kept nothing); `braids beads {}` shows what each bead waits for",
                 bead.id,
                 bead.status,
                 p.entry.slug
