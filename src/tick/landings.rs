@@ -45,10 +45,13 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) -> Vec<Bead
         };
         // A worker committing now lands its own: this waits for the next run, and so does the
         // sweep of this worktree.
-        let Ok(Some(_lock)) = crate::git::RepoLock::try_acquire(&s.path) else {
+        let Ok(Some(lock)) = crate::git::RepoLock::try_acquire(&s.path) else {
             pending.push(bead);
             continue;
         };
+        // Held through the landing and its push; let go before keeping the work aside, which
+        // takes the lock itself (a second lock of it in this process would wait on this one).
+        let mut lock = Some(lock);
         // What cannot land any more is not left closed with nothing in the history (3.6): the
         // bead is blocked with why, its work kept on a branch when git may run there.
         let landed = (|| -> anyhow::Result<Result<Option<String>, String>> {
@@ -63,6 +66,7 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) -> Vec<Bead
             };
             let (why, keep) = (format!("{} ({})", r.why, r.paths.join(", ")), r.keep);
             let kept = if keep {
+                drop(lock.take());
                 fx.workspaces.keep(&ws, &bead)?
             } else {
                 None
