@@ -31,10 +31,9 @@ pub fn cannot_host(root: &Path, mode: WorkspaceMode) -> Option<String> {
             "{shown} has no commit yet, so no worktree can be cut from it; commit what is there \
              (`git -C {shown} add -A && git -C {shown} commit -m 'Start'`)"
         )),
-        Err(e) => Some(format!(
-            "cannot read the HEAD of {shown}: {}",
-            e.message().to_lowercase()
-        )),
+        // Anything else may be a moment's state of a repository being written (a worker
+        // landing); the worker itself reports a lasting problem.
+        Err(_) => None,
     }
 }
 
