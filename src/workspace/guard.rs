@@ -93,6 +93,23 @@ pub fn git_config(project: &Path) -> Result<Vec<u8>> {
     Ok(lines.join("\n").into_bytes())
 }
 
+/// Where the repository's git configuration is kept as it was when the agent was given the
+/// worktree at `dir`: beside the worktree, out of the agent's reach when it is sandboxed, so a
+/// later run (a dead worker's landing, the sweep) compares with that and not with what the
+/// agent may have made of it.
+pub(super) fn baseline_of(dir: &Path) -> PathBuf {
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    dir.with_file_name(format!(".{name}.git-config"))
+}
+
+/// The configuration recorded for the worktree at `dir`, or the current one when none was.
+pub(super) fn baseline(project: &Path, dir: &Path) -> Result<Vec<u8>> {
+    match std::fs::read(baseline_of(dir)) {
+        Ok(b) => Ok(b),
+        Err(_) => git_config(project),
+    }
+}
+
 /// Settings a person changes in the normal course of work (a remote, a branch's upstream, who
 /// they are, housekeeping) that run nothing: changing them holds no bead. Everything else (the
 /// core settings, includes, filters, diff and merge drivers, aliases, credential helpers) does.

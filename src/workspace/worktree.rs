@@ -49,23 +49,6 @@ pub fn kept_branches(project: &Path, bead: &BeadId) -> Result<Vec<String>> {
     Ok(out.lines().map(str::to_string).collect())
 }
 
-/// Where the repository's git configuration is kept as it was when the agent was given the
-/// worktree at `dir`: beside the worktree, out of the agent's reach when it is sandboxed, so a
-/// later run (a dead worker's landing, the sweep) compares with that and not with what the
-/// agent may have made of it.
-fn baseline_of(dir: &Path) -> PathBuf {
-    let name = dir.file_name().unwrap_or_default().to_string_lossy();
-    dir.with_file_name(format!(".{name}.git-config"))
-}
-
-/// The configuration recorded for the worktree at `dir`, or the current one when none was.
-fn baseline(project: &Path, dir: &Path) -> Result<Vec<u8>> {
-    match std::fs::read(baseline_of(dir)) {
-        Ok(b) => Ok(b),
-        Err(_) => guard::git_config(project),
-    }
-}
-
 pub fn branch_for(bead: &BeadId) -> String {
     format!("braids/{bead}")
 }
@@ -161,7 +144,7 @@ impl GitWorktrees {
         }
         Ok(Some(Workspace {
             project: project.to_path_buf(),
-            git_config: Some(baseline(project, &dir)?),
+            git_config: Some(guard::baseline(project, &dir)?),
             dir,
             branch: Some(branch),
             base: Some(Self::current_branch(project)?),
@@ -223,7 +206,7 @@ impl GitWorktrees {
         let branch = branch_for(bead);
         let shown = dir.to_string_lossy();
         let config = guard::git_config(project)?;
-        crate::atomic::write(&baseline_of(&dir), &config)?;
+        crate::atomic::write(&guard::baseline_of(&dir), &config)?;
         let at = at.unwrap_or(&base);
         git_ok(
             project,
@@ -258,7 +241,7 @@ impl GitWorktrees {
                     .with_context(|| format!("cannot remove the workspace {}", dir.display()))?;
             }
         }
-        let _ = std::fs::remove_file(baseline_of(dir));
+        let _ = std::fs::remove_file(guard::baseline_of(dir));
         git_ok(project, &["worktree", "prune"])?;
         Ok(())
     }
@@ -274,7 +257,7 @@ impl GitWorktrees {
         if let Some(why) = guard::foreign_gitfile(project, dir)? {
             bail!("{why}; braids runs no git there");
         }
-        if guard::git_config(project)? != baseline(project, dir)? {
+        if guard::git_config(project)? != guard::baseline(project, dir)? {
             bail!(
                 "the repository's git configuration changed since the agent was given {}; braids runs no git there",
                 dir.display()
