@@ -325,32 +325,43 @@ fn commit_index(
     Ok(Some(oid))
 }
 
-/// Whether the current branch has an upstream to push to.
-pub fn has_upstream(root: &Path) -> bool {
+/// The branch the work tree at `root` has checked out; `None` on a detached HEAD (or no
+/// repository). Commits braids makes in a project's own work tree go there.
+pub fn checked_out(root: &Path) -> Option<String> {
+    let repo = Repository::open(root).ok()?;
+    let head = repo.find_reference("HEAD").ok()?;
+    let target = head.symbolic_target()?;
+    Some(
+        target
+            .strip_prefix("refs/heads/")
+            .unwrap_or(target)
+            .to_string(),
+    )
+}
+
+/// Where `branch` is pushed: its remote and the remote's branch (`branch.<name>.remote` and
+/// `.merge`), `None` when it has no upstream.
+pub fn upstream_of(root: &Path, branch: &str) -> Option<(String, String)> {
+    let repo = Repository::open(root).ok()?;
+    let config = repo.config().ok()?;
+    let remote = config.get_string(&format!("branch.{branch}.remote")).ok()?;
+    let merge = config.get_string(&format!("branch.{branch}.merge")).ok()?;
+    // `.` is the repository itself, not a remote to push to.
+    (remote != ".").then_some((remote, merge))
+}
+
+/// Whether `branch` has an upstream to push to.
+pub fn has_upstream(root: &Path, branch: &str) -> bool {
+    upstream_of(root, branch).is_some()
+}
+
+/// Whether the repository has a remote but `branch` has no upstream: then every push is
+/// skipped, which a person who added the remote does not expect.
+pub fn remote_without_upstream(root: &Path, branch: &str) -> bool {
     let Ok(repo) = Repository::open(root) else {
         return false;
     };
-    let Ok(head) = repo.head() else { return false };
-    let Some(name) = head.shorthand().map(String::from) else {
-        return false;
-    };
-    let found = repo
-        .find_branch(&name, git2::BranchType::Local)
-        .and_then(|b| b.upstream())
-        .is_ok();
-    found
-}
-
-/// Whether the repository has a remote but its current branch has no upstream: then every push
-/// is skipped, which a person who added the remote does not expect. The branch's name with it.
-pub fn remote_without_upstream(root: &Path) -> Option<String> {
-    let repo = Repository::open(root).ok()?;
-    if repo.remotes().ok()?.is_empty() || has_upstream(root) {
-        return None;
-    }
-    let head = repo.head().ok()?;
-    let name = head.shorthand()?.to_string();
-    Some(name)
+    !repo.remotes().map(|r| r.is_empty()).unwrap_or(true) && !has_upstream(root, branch)
 }
 
 /// `git <args>` talking to a remote: the person's own git (their credentials, SSH agent and
@@ -393,10 +404,20 @@ const PUSH_ROUNDS: usize = 3;
 /// `git push` to the upstream (4.4). When the upstream moved (somebody else pushed), braids'
 /// unpushed commits are replayed onto it and pushed again (see `replay`): never a merge
 /// commit, never a force push. The error carries git's own message.
-pub fn push(root: &Path, timeout: Duration) -> Result<Pushed> {
+pub fn push(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
+    let Some((remote, merge)) = upstream_of(root, branch) else {
+        return Err(anyhow!("{branch} has no upstream to push to"));
+    };
+    // Named in full: the person may have another branch checked out, and `push.default`
+    // is theirs to set for their own pushes.
+    let refspec = format!("refs/heads/{branch}:{merge}");
     let mut done = Pushed::default();
     for _ in 0..PUSH_ROUNDS {
-        let out = over_network(root, &["push", "--quiet", "--porcelain"], timeout)?;
+        let out = over_network(
+            root,
+            &["push", "--quiet", "--porcelain", "--", &remote, &refspec],
+            timeout,
+        )?;
         if out.success() {
             return Ok(done);
         }
@@ -407,7 +428,8 @@ pub fn push(root: &Path, timeout: Duration) -> Result<Pushed> {
             let said = [out.stderr.trim(), out.stdout.trim()].join("\n");
             return Err(anyhow!("git push failed: {}", said.trim()));
         }
-        let caught = replay::catch_up(root, timeout).map_err(|e| with_kept(e, &done.kept))?;
+        let caught =
+            replay::catch_up(root, branch, timeout).map_err(|e| with_kept(e, &done.kept))?;
         done.replayed += caught.replayed;
         done.kept.extend(caught.kept);
     }
@@ -426,8 +448,8 @@ fn push_marker(root: &Path) -> PathBuf {
 
 /// Pushes and remembers the outcome: a failure leaves a marker the next tick finds with one
 /// `stat` and retries (4.4); a success clears it.
-pub fn push_recorded(root: &Path, timeout: Duration) -> Result<Pushed> {
-    let result = push(root, timeout);
+pub fn push_recorded(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
+    let result = push(root, branch, timeout);
     match &result {
         Ok(_) => {
             let _ = std::fs::remove_file(push_marker(root));
@@ -458,14 +480,11 @@ pub fn push_pending(root: &Path) -> bool {
     push_marker(root).exists()
 }
 
-/// How many local commits the upstream lacks; `None` without an upstream.
-pub fn unpushed(root: &Path) -> Option<usize> {
+/// How many commits of `branch` its upstream lacks; `None` without an upstream.
+pub fn unpushed(root: &Path, branch: &str) -> Option<usize> {
     let repo = Repository::open(root).ok()?;
-    let head = repo.head().ok()?;
-    let local = head.target()?;
-    let branch = repo
-        .find_branch(head.shorthand()?, git2::BranchType::Local)
-        .ok()?;
+    let branch = repo.find_branch(branch, git2::BranchType::Local).ok()?;
+    let local = branch.get().target()?;
     let remote = branch.upstream().ok()?.get().target()?;
     repo.graph_ahead_behind(local, remote)
         .ok()

@@ -212,8 +212,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "until it is fixed, ticks claim nothing for this project",
         ));
     }
-    let mode = crate::workspace::WorkspaceMode::of(&project.value);
-    if let Some(why) = crate::workspace::cannot_host(root, mode) {
+    if let Some(why) = crate::workspace::cannot_host(root, &project.value) {
         out.push(Diagnostic::error(
             root,
             None,
@@ -222,7 +221,8 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "until it is fixed, ticks claim nothing for this project",
         ));
     }
-    if let Some(branch) = crate::git::remote_without_upstream(root) {
+    let base = crate::workspace::base_branch_of(root, &project.value).ok();
+    if let Some(branch) = base.filter(|b| crate::git::remote_without_upstream(root, b)) {
         out.push(Diagnostic::warning(
             root,
             None,

@@ -172,7 +172,8 @@ fn land(
             landing.include.push(d);
         }
     }
-    let upstream = crate::git::has_upstream(root);
+    let base = crate::workspace::base_branch(root)?;
+    let upstream = crate::git::has_upstream(root, &base);
     if upstream {
         crate::git::expect_push(root)?;
     }
@@ -203,7 +204,7 @@ fn land(
     if !upstream {
         return Ok((commit, None));
     }
-    let pushed = crate::git::push_recorded(root, std::time::Duration::from_secs(120));
+    let pushed = crate::git::push_recorded(root, &base, std::time::Duration::from_secs(120));
     if let Ok(k) = &pushed {
         if let Some(k) = k
             .kept

@@ -83,16 +83,15 @@ fn is_ancestor(root: &Path, a: &str, b: &str) -> Result<bool> {
     }
 }
 
-/// Fetches the upstream of the checked-out branch and replays the branch's unpushed commits
-/// onto it (see the module docs).
-pub(super) fn catch_up(root: &Path, timeout: Duration) -> Result<CaughtUp> {
-    let branch = git_ok(root, &["symbolic-ref", "--quiet", "--short", "HEAD"])?
-        .trim()
-        .to_string();
-    let remote = git_ok(root, &["config", &format!("branch.{branch}.remote")])?
-        .trim()
-        .to_string();
-    let before = rev(root, "@{upstream}")?;
+/// Fetches the upstream of `branch` and replays the branch's unpushed commits onto it (see the
+/// module docs).
+pub(super) fn catch_up(root: &Path, branch: &str, timeout: Duration) -> Result<CaughtUp> {
+    let branch = branch.to_string();
+    let Some((remote, _)) = super::upstream_of(root, &branch) else {
+        bail!("{branch} has no upstream to catch up with");
+    };
+    let upstream_ref = format!("{branch}@{{upstream}}");
+    let before = rev(root, &upstream_ref)?;
     let fetch = super::over_network(
         root,
         &["fetch", "--quiet", "--no-tags", "--", &remote],
@@ -104,7 +103,7 @@ pub(super) fn catch_up(root: &Path, timeout: Duration) -> Result<CaughtUp> {
             fetch.stderr.trim()
         );
     }
-    let upstream = rev(root, "@{upstream}")?;
+    let upstream = rev(root, &upstream_ref)?;
     if !is_ancestor(root, &before, &upstream)? {
         bail!(
             "the upstream of {branch} was rewritten (force-pushed): braids does not replay its \
@@ -219,10 +218,22 @@ fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
     Ok(Picked::Onto(new.stdout.trim().to_string()))
 }
 
-/// Moves the checked-out `branch` from `from` to `to` through the work tree (`reset --keep`:
-/// refused, with nothing changed, when a person's edit is in the way).
+/// Moves `branch` from `from` to `to`: through the work tree when it is checked out there
+/// (`reset --keep`: refused, with nothing changed, when a person's edit is in the way), else
+/// the branch alone, only if nobody moved it meanwhile.
 fn move_branch(root: &Path, branch: &str, from: &str, to: &str) -> Result<()> {
     if from == to {
+        return Ok(());
+    }
+    let head = git(root, &["symbolic-ref", "--quiet", "HEAD"])?;
+    if head.stdout.trim() != format!("refs/heads/{branch}") {
+        let moved = git(
+            root,
+            &["update-ref", &format!("refs/heads/{branch}"), to, from],
+        )?;
+        if !moved.success() {
+            bail!("{branch} moved while braids caught up with its upstream; the next push tries again");
+        }
         return Ok(());
     }
     // A commit made meanwhile would be dropped by the reset: then nothing moves this time.
@@ -305,7 +316,7 @@ mod tests {
         commit(&ours, "a.txt", "a\n", "bead a (app-1)");
         commit(&ours, "b.txt", "b\n", "bead b (app-2)");
         let author = sh(&ours, &["log", "-1", "--format=%an <%ae> %ad"]);
-        let pushed = push(&ours, T).unwrap();
+        let pushed = push(&ours, "main", T).unwrap();
         assert_eq!((pushed.replayed, pushed.kept.len()), (2, 0));
         let upstream = log(&bare);
         let order = ["bead b (app-2)", "bead a (app-1)", "foreign", "first"];
@@ -337,7 +348,7 @@ mod tests {
         commit(&ours, "README", "ours\n", "bead a (app-1)");
         let conflicting = sh(&ours, &["rev-parse", "HEAD"]).trim().to_string();
         commit(&ours, "b.txt", "b\n", "bead b (app-2)");
-        let pushed = push(&ours, T).unwrap();
+        let pushed = push(&ours, "main", T).unwrap();
         assert_eq!(pushed.replayed, 1);
         assert_eq!(pushed.kept.len(), 1);
         let k = &pushed.kept[0];
@@ -367,7 +378,7 @@ mod tests {
         sh(&theirs, &["push", "-q", "--force"]);
         commit(&ours, "a.txt", "a\n", "bead a (app-1)");
         let before = sh(&ours, &["rev-parse", "HEAD"]);
-        let err = push(&ours, T).unwrap_err().to_string();
+        let err = push(&ours, "main", T).unwrap_err().to_string();
         assert!(err.contains("rewritten"), "{err}");
         assert!(log(&bare)[0].starts_with("rewritten"));
         assert_eq!(sh(&ours, &["rev-parse", "HEAD"]), before, "nothing moved");
@@ -381,7 +392,7 @@ mod tests {
         commit(&ours, "a.txt", "a\n", "bead a (app-1)");
         std::fs::write(ours.join("README"), "a person's edit\n").unwrap();
         let before = sh(&ours, &["rev-parse", "HEAD"]);
-        let err = format!("{:#}", push(&ours, T).unwrap_err());
+        let err = format!("{:#}", push(&ours, "main", T).unwrap_err());
         assert!(err.contains("uncommitted edits"), "{err}");
         assert_eq!(sh(&ours, &["rev-parse", "HEAD"]), before);
         assert_eq!(

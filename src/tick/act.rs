@@ -451,7 +451,16 @@ pub fn retry_pushes(
         let Ok(Some(_lock)) = crate::git::RepoLock::try_acquire(&r.path) else {
             continue;
         };
-        match crate::git::push_recorded(&r.path, timeout) {
+        let base = match r.config.as_deref() {
+            Some(c) => crate::workspace::base_branch_of(&r.path, c),
+            None => crate::workspace::base_branch(&r.path),
+        };
+        let Some(base) = base.ok().filter(|b| crate::git::has_upstream(&r.path, b)) else {
+            // Nothing to push to any more (the remote or the upstream was removed).
+            crate::git::clear_push_mark(&r.path);
+            continue;
+        };
+        match crate::git::push_recorded(&r.path, &base, timeout) {
             Ok(p) => {
                 tracing::info!(project = %r.slug, "pending push retried: pushed");
                 errors.extend(
@@ -548,7 +557,9 @@ fn finish_one(
             return Ok(false);
         }
     }
-    let upstream = crate::git::has_upstream(root);
+    // The completing commit goes onto the checked-out branch (`lifecycle::transition`).
+    let branch = crate::git::checked_out(root).filter(|b| crate::git::has_upstream(root, b));
+    let upstream = branch.is_some();
     let marked_before = crate::git::push_pending(root);
     if upstream {
         crate::git::expect_push(root)?;
@@ -557,9 +568,9 @@ fn finish_one(
     let files = crate::lifecycle::tracker_files(root);
     let completed = crate::lifecycle::complete_if_done(root, slug, &lock, it, &all, &files)?
         == crate::lifecycle::Completion::Completed;
-    if upstream && completed {
+    if let (Some(branch), true) = (&branch, completed) {
         // A failure leaves the mark: the next run retries the push (4.4).
-        match crate::git::push_recorded(root, push_timeout) {
+        match crate::git::push_recorded(root, branch, push_timeout) {
             Ok(p) => p
                 .kept
                 .iter()

@@ -94,11 +94,11 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) -> Vec<Bead
         match landed {
             Ok(Some(commit)) => {
                 tracing::warn!(project = %s.slug, %bead, "landed {commit}, the work of a worker that died after closing its bead");
-                if crate::git::has_upstream(&s.path) {
+                let base = crate::workspace::base_branch(&s.path).ok();
+                if let Some(base) = base.filter(|b| crate::git::has_upstream(&s.path, b)) {
                     let _ = crate::git::expect_push(&s.path);
-                    if let Err(e) =
-                        crate::git::push_recorded(&s.path, std::time::Duration::from_secs(120))
-                    {
+                    let timeout = std::time::Duration::from_secs(120);
+                    if let Err(e) = crate::git::push_recorded(&s.path, &base, timeout) {
                         out.errors.push(format!(
                             "{}: push still failing (retried next run): {e:#}",
                             s.slug

@@ -35,10 +35,9 @@ pub fn check(config: &Config, observed: &mut Observed) {
             continue;
         };
         let project_md = report.path.join(".braids/PROJECT.md");
-        let mode = crate::workspace::WorkspaceMode::of(project);
         let why = config
             .preflight(project, &project_md)
-            .or_else(|| crate::workspace::cannot_host(&report.path, mode));
+            .or_else(|| crate::workspace::cannot_host(&report.path, project));
         if let Some(why) = why {
             report.note = Some(format!("no worker can start: {why}"));
             view.preflight_error = Some(why);

@@ -229,8 +229,10 @@ impl Turn<'_> {
             }
             None => None,
         };
-        if crate::git::has_upstream(root) {
-            let failed = match crate::git::push_recorded(root, Duration::from_secs(120)) {
+        // The commit went onto the checked-out branch: that is the one pushed.
+        let branch = crate::git::checked_out(root).filter(|b| crate::git::has_upstream(root, b));
+        if let Some(branch) = branch {
+            let failed = match crate::git::push_recorded(root, &branch, Duration::from_secs(120)) {
                 Ok(p) => p.kept.iter().map(|k| format!("not pushed: {k}")).collect(),
                 Err(e) => vec![format!("{e:#}")],
             };

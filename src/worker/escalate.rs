@@ -143,7 +143,7 @@ impl Worker<'_> {
                     commit.map_or("(nothing to commit)".into(), |c| c.to_string())
                 ),
             );
-            push(run, root);
+            push(run, root, crate::git::checked_out(root).as_deref());
         }
         run.notify(
             l,

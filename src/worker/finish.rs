@@ -49,7 +49,11 @@ impl Worker<'_> {
         }
         crate::crash_point!("worker::after_deliverable");
         // Before the close, which cannot be undone: a failure here leaves the bead as it was.
-        if crate::git::has_upstream(root) {
+        let base = crate::workspace::base_branch(root).ok();
+        if base
+            .as_deref()
+            .is_some_and(|b| crate::git::has_upstream(root, b))
+        {
             crate::git::expect_push(root)?;
         }
         let summary = deliverable::summary(
@@ -112,7 +116,7 @@ impl Worker<'_> {
         crate::crash_point!("worker::after_commit");
         let iteration_completed = self.complete_iteration_if_done(run, l, &lock)?;
         crate::crash_point!("worker::after_iteration");
-        let pushed = push(run, root);
+        let pushed = push(run, root, base.as_deref());
         crate::crash_point!("worker::after_push");
         drop(lock);
         self.drop_workspace(run);
@@ -365,15 +369,15 @@ impl Push {
 
 /// 4.4: push when there is an upstream, retrying once (3.10). A failure is reported, not
 /// fatal: it is remembered (`git::push_recorded`) and the next tick retries it. The caller
-/// holds the repository lock.
-pub(super) fn push(run: &mut Run<'_, '_>, root: &Path) -> Push {
-    if !crate::git::has_upstream(root) {
+/// holds the repository lock. `branch` is the one the commit went onto.
+pub(super) fn push(run: &mut Run<'_, '_>, root: &Path, branch: Option<&str>) -> Push {
+    let Some(branch) = branch.filter(|b| crate::git::has_upstream(root, b)) else {
         run.step("push", "no upstream; nothing to push");
         return Push::NoUpstream;
-    }
+    };
     let mut error = String::new();
     for attempt in 1..=2 {
-        match crate::git::push_recorded(root, PUSH_TIMEOUT) {
+        match crate::git::push_recorded(root, branch, PUSH_TIMEOUT) {
             Ok(pushed) => {
                 let mut said = if attempt == 1 {
                     "pushed".to_string()

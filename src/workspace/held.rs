@@ -32,11 +32,11 @@ pub struct HeldDiff {
     pub control: Vec<String>,
 }
 
-/// What `commit` (kept on `branch`) changes since it parted from the project's checked-out
+/// What `commit` (kept on `branch`) changes since it parted from the project's base
 /// branch. Renames are shown as a deletion and an addition, so a control file moved away is
 /// named.
 pub fn held_diff(project: &Path, branch: &str, commit: &str) -> Result<HeldDiff> {
-    let base = GitWorktrees::current_branch(project)?;
+    let base = crate::workspace::base_branch(project)?;
     let range = format!("{base}...{commit}");
     let plain = [
         "diff",

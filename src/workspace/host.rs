@@ -1,14 +1,18 @@
 //! Whether a project's repository can host a worker at all, asked before anything is claimed:
-//! a bead claimed in a repository with no commit, on a detached HEAD or in a shallow clone
-//! would only be blocked by the first `git worktree add` or replay, one bead after another.
+//! a bead claimed in a repository with no commit, with no base branch (a detached HEAD and
+//! nothing naming one, or a `Branch:` that names none) or in a shallow clone would only be
+//! blocked by the first `git worktree add` or replay, one bead after another.
 
 use std::path::Path;
+
+use crate::format::project::ProjectConfig;
 
 use super::WorkspaceMode;
 
 /// Why no worker can work in the repository at `root` (with a fix), or `None` when one can.
 /// A folder that is not a git repository has its agents in it directly and needs nothing.
-pub fn cannot_host(root: &Path, mode: WorkspaceMode) -> Option<String> {
+pub fn cannot_host(root: &Path, project: &ProjectConfig) -> Option<String> {
+    let mode = WorkspaceMode::of(project);
     let repo = git2::Repository::open(root).ok()?;
     let shown = root.display();
     if repo.is_shallow() {
@@ -22,11 +26,11 @@ pub fn cannot_host(root: &Path, mode: WorkspaceMode) -> Option<String> {
     }
     let head = repo.head().map(|_| ());
     match head {
-        Ok(()) if repo.head_detached().unwrap_or(false) => Some(format!(
-            "{shown} is on a detached HEAD, so braids does not know which branch beads land on; \
-             check out a branch (`git -C {shown} switch <branch>`)"
-        )),
-        Ok(()) => None,
+        // A detached HEAD is fine when the base branch is known otherwise (PROJECT.md, the
+        // upstream's default); a `Branch:` that names no branch is not.
+        Ok(()) => super::base::base_branch_of(root, project)
+            .err()
+            .map(|e| format!("{e:#}")),
         Err(e) if e.code() == git2::ErrorCode::UnbornBranch => Some(format!(
             "{shown} has no commit yet, so no worktree can be cut from it; commit what is there \
              (`git -C {shown} add -A && git -C {shown} commit -m 'Start'`)"
@@ -55,24 +59,30 @@ mod tests {
 
     #[test]
     fn a_repository_with_no_commit_a_detached_head_or_a_shallow_history_hosts_no_worker() {
+        let worktree = ProjectConfig::default();
+        let shared = crate::format::project::parse_project(
+            "# App\n\nWorkspace: shared\n",
+            Path::new("PROJECT.md"),
+        )
+        .value;
         let tmp = tempfile::tempdir().unwrap();
         let plain = tmp.path().join("plain");
         std::fs::create_dir_all(&plain).unwrap();
-        assert_eq!(cannot_host(&plain, WorkspaceMode::Worktree), None);
+        assert_eq!(cannot_host(&plain, &worktree), None);
 
         let repo = tmp.path().join("repo");
         std::fs::create_dir_all(&repo).unwrap();
         git(&repo, &["init", "-q", "-b", "trunk"]);
-        let why = cannot_host(&repo, WorkspaceMode::Worktree).unwrap();
+        let why = cannot_host(&repo, &worktree).unwrap();
         assert!(why.contains("no commit yet"), "{why}");
         assert!(why.contains("add -A"), "{why}");
-        assert_eq!(cannot_host(&repo, WorkspaceMode::Shared), None);
+        assert_eq!(cannot_host(&repo, &shared), None);
 
         git(&repo, &["commit", "-q", "--allow-empty", "-m", "one"]);
         git(&repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
-        assert_eq!(cannot_host(&repo, WorkspaceMode::Worktree), None);
+        assert_eq!(cannot_host(&repo, &worktree), None);
         git(&repo, &["checkout", "-q", "--detach"]);
-        let why = cannot_host(&repo, WorkspaceMode::Worktree).unwrap();
+        let why = cannot_host(&repo, &worktree).unwrap();
         assert!(why.contains("detached HEAD"), "{why}");
         git(&repo, &["checkout", "-q", "trunk"]);
 
@@ -81,7 +91,7 @@ mod tests {
             tmp.path(),
             &["clone", "-q", "--depth", "1", &url, "shallow"],
         );
-        let why = cannot_host(&tmp.path().join("shallow"), WorkspaceMode::Worktree).unwrap();
+        let why = cannot_host(&tmp.path().join("shallow"), &worktree).unwrap();
         assert!(why.contains("fetch --unshallow"), "{why}");
     }
 }

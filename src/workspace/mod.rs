@@ -21,6 +21,7 @@
 //! Cleanup is braids' job: a landed or blocked bead's worktree is removed at once, and each
 //! tick sweeps worktrees whose worker is gone ([`Workspaces::sweep`]).
 
+mod base;
 pub mod guard;
 mod host;
 mod worktree;
@@ -32,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::BeadId;
 
+pub use base::{base_branch, base_branch_of};
 pub use host::cannot_host;
 pub use worktree::{held_diff, kept_branches, GitWorktrees, HeldDiff};
 

@@ -147,7 +147,7 @@ impl GitWorktrees {
             git_config: Some(guard::baseline(project, &dir)?),
             dir,
             branch: Some(branch),
-            base: Some(Self::current_branch(project)?),
+            base: Some(super::base_branch(project)?),
             approved: false,
         }))
     }
@@ -172,16 +172,10 @@ impl GitWorktrees {
         self.project_dir(project).join(bead.as_str())
     }
 
-    /// The branch the project has checked out: where a worktree is cut from and lands.
-    fn current_branch(project: &Path) -> Result<String> {
-        let out = git(project, &["symbolic-ref", "--quiet", "--short", "HEAD"])?;
-        if !out.success() {
-            bail!(
-                "{} is on a detached HEAD; check out a branch so braids knows where beads land",
-                project.display()
-            );
-        }
-        Ok(out.stdout.trim().to_string())
+    /// The branch the person has checked out in the project, if any (not a detached HEAD).
+    fn checked_out(project: &Path) -> Option<String> {
+        let out = git(project, &["symbolic-ref", "--quiet", "--short", "HEAD"]).ok()?;
+        out.success().then(|| out.stdout.trim().to_string())
     }
 
     /// A fresh worktree for `bead` at `at` (the project branch's tip when `None`), replacing
@@ -195,7 +189,7 @@ impl GitWorktrees {
         at: Option<&str>,
         approved: bool,
     ) -> Result<Workspace> {
-        let base = Self::current_branch(project)?;
+        let base = super::base_branch(project)?;
         let dir = self.dir_for(project, bead);
         let _books = bookkeeping(project)?;
         Self::discard_held(project, &dir)?;
@@ -430,6 +424,10 @@ impl Workspaces for GitWorktrees {
                 keep: true,
             });
         }
+        // A person on another branch has their files out of the landing's way.
+        if Self::checked_out(&ws.project).as_deref() != Some(base) {
+            return Ok(Prepared::Ready { paths });
+        }
         let dirty = Self::dirty_paths(&ws.project)?;
         let in_the_way: Vec<String> = paths
             .iter()
@@ -468,7 +466,9 @@ impl Workspaces for GitWorktrees {
             return Ok(None);
         }
         let commit = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
-        for (rel, bytes) in &tracked {
+        let on_base = Self::checked_out(&ws.project).as_deref() == Some(base);
+        // The person's index is the base branch's only when they have it checked out.
+        for (rel, bytes) in tracked.iter().filter(|_| on_base) {
             let blob = Invocation::new(["git", "hash-object", "-w", "--stdin"])
                 .cwd(&ws.project)
                 .stdin(bytes.clone())
@@ -487,7 +487,7 @@ impl Workspaces for GitWorktrees {
                 ],
             )?;
         }
-        if Self::current_branch(&ws.project).ok().as_deref() == Some(base) {
+        if on_base {
             let ff = git(&ws.project, &["merge", "--quiet", "--ff-only", branch])?;
             if !ff.success() {
                 bail!(
@@ -496,7 +496,8 @@ impl Workspaces for GitWorktrees {
                 );
             }
         } else {
-            // The person switched branches: move the base branch without touching their tree.
+            // The person works on another branch (or none): the base branch moves without touching
+            // their tree.
             let old = git_ok(&ws.project, &["rev-parse", base])?;
             git_ok(
                 &ws.project,

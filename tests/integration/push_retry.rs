@@ -17,7 +17,8 @@ fn c4_4_failed_push_is_retried_by_the_next_tick() {
     s.git(&root, &["commit", "-qm", "Work (app-1)"]);
     // the upstream goes away: the push fails and is remembered
     std::fs::rename(&bare, s.home().join("elsewhere.git")).unwrap();
-    let err = braids::git::push_recorded(&root, std::time::Duration::from_secs(30)).unwrap_err();
+    let err =
+        braids::git::push_recorded(&root, "main", std::time::Duration::from_secs(30)).unwrap_err();
     assert!(format!("{err:#}").contains("git push failed"), "{err:#}");
     assert!(braids::git::push_pending(&root));
 

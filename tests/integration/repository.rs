@@ -70,3 +70,89 @@ fn a_machine_where_git_knows_nobody_still_lands_the_work() {
     let log = sb.git(&app.root, &["log", "--format=%s <%ae>", "-3"]);
     assert!(log.contains(bead.as_str()), "{log}");
 }
+
+/// `slug` with `beads` beads on a branch called `branch`, pushed to a bare upstream.
+fn on_branch(
+    sb: &Sandbox,
+    slug: &str,
+    branch: &str,
+) -> (crate::support::project::Project, std::path::PathBuf) {
+    let p = sb.new_project(slug).br().beads(1).create();
+    sb.git(&p.root, &["branch", "-m", branch]);
+    let bare = sb.bare_upstream(slug);
+    (p, bare)
+}
+
+#[test]
+fn beads_land_and_are_pushed_on_master_and_on_trunk() {
+    let sb = install(0);
+    sb.write("fixed", "");
+    let (app, app_up) = on_branch(&sb, "app", "master");
+    let (web, web_up) = on_branch(&sb, "web", "trunk");
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads().len(), 2, "{r:#?}");
+    workers_end(&sb);
+    for (slug, p, bare, branch) in [
+        ("app", &app, &app_up, "master"),
+        ("web", &web, &web_up, "trunk"),
+    ] {
+        let bead = &p.beads[0];
+        assert_eq!(sb.br_status(slug, bead), "closed");
+        let pushed = sb.git(bare, &["log", "--format=%s", branch]);
+        assert!(pushed.contains(bead.as_str()), "{slug}: {pushed}");
+        let branches = sb.git(bare, &["branch", "--format=%(refname:short)"]);
+        assert_eq!(branches.trim(), branch, "{slug}: no `main` made up");
+    }
+}
+
+#[test]
+fn a_person_on_a_feature_branch_keeps_it_and_their_edits_while_beads_land_on_main() {
+    let sb = install(0);
+    sb.write("fixed", "");
+    // `app` knows its base from the upstream's default branch (as `git clone` records it),
+    // `web` from PROJECT.md.
+    let (app, app_up) = on_branch(&sb, "app", "main");
+    sb.git(&app.root, &["remote", "set-head", "origin", "main"]);
+    let web = sb
+        .new_project("web")
+        .br()
+        .beads(1)
+        .field("Branch", "main")
+        .create();
+    let web_up = sb.bare_upstream("web");
+    for p in [&app, &web] {
+        sb.git(&p.root, &["switch", "-q", "-c", "feature"]);
+        std::fs::write(p.root.join("notes.txt"), "mine\n").unwrap();
+        sb.git(&p.root, &["add", "notes.txt"]);
+        sb.git(&p.root, &["commit", "-q", "-m", "feature work"]);
+        std::fs::write(p.root.join("notes.txt"), "mine, not saved yet\n").unwrap();
+    }
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads().len(), 2, "{r:#?}");
+    workers_end(&sb);
+    for (slug, p, bare) in [("app", &app, &app_up), ("web", &web, &web_up)] {
+        let bead = &p.beads[0];
+        wait_for("the bead closed", Duration::from_secs(60), || {
+            (sb.br_status(slug, bead) == "closed").then_some(())
+        });
+        let head = sb.git(&p.root, &["symbolic-ref", "--short", "HEAD"]);
+        assert_eq!(
+            head.trim(),
+            "feature",
+            "{slug}: the person's branch stays checked out"
+        );
+        let notes = std::fs::read_to_string(p.root.join("notes.txt")).unwrap();
+        assert_eq!(
+            notes, "mine, not saved yet\n",
+            "{slug}: the edit is untouched"
+        );
+        let feature = sb.git(&p.root, &["log", "--format=%s", "feature"]);
+        assert!(!feature.contains(bead.as_str()), "{slug}: {feature}");
+        let main = sb.git(&p.root, &["rev-parse", "main"]);
+        let pushed = sb.git(bare, &["rev-parse", "main"]);
+        assert_eq!(main, pushed, "{slug}: main is pushed");
+        let log = sb.git(bare, &["log", "--format=%s", "main"]);
+        assert!(log.contains(bead.as_str()), "{slug}: {log}");
+        assert!(!log.contains("feature work"), "{slug}: {log}");
+    }
+}
