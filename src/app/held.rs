@@ -90,8 +90,10 @@ fn planned(inst: &Installation, p: &Opened, bead: &crate::model::Bead) -> Landin
         exclude: crate::workspace::agent_excludes(),
         include: Vec::new(),
         tracker_files: Vec::new(),
+        hooks: true,
     });
     landing.message = format!("{} ({})", bead.title, bead.id);
+    landing.hooks = crate::workspace::hooks::enabled(&p.config);
     landing.tracker_files = crate::lifecycle::TRACKER_FILES
         .iter()
         .map(PathBuf::from)
@@ -152,7 +154,8 @@ fn land(
 ) -> Result<(Option<String>, Option<bool>)> {
     let (root, slug) = (&p.entry.path, p.entry.slug.as_str());
     let (id, branch) = (&bead.id, kept.branch.as_str());
-    let prepared = match wss.prepare_landing(ws, id, &landing.exclude) {
+    let hooks = landing.hooks.then_some(landing.message.as_str());
+    let prepared = match wss.prepare_landing(ws, id, &landing.exclude, hooks) {
         Ok(p) => p
             .refusal()
             .map(|r| format!("{} ({})", r.why, r.paths.join(", "))),

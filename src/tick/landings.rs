@@ -60,7 +60,7 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) -> Vec<Bead
             };
             let prepared = fx
                 .workspaces
-                .prepare_landing(&ws, &bead, &landing.exclude)?;
+                .prepare_landing(&ws, &bead, &landing.exclude, None)?;
             let Some(r) = prepared.refusal() else {
                 return Ok(Ok(fx.workspaces.land(&ws, &landing)?));
             };

@@ -35,10 +35,26 @@ impl Worker<'_> {
         let bead_id = &run.msg.bead;
         run.step("deliverable", format!("verified {}", deliverable.display()));
         let root = &run.msg.project;
+        let summary = deliverable::summary(
+            &crate::beneath::read_string(&ws.dir, deliverable).unwrap_or_default(),
+        )
+        .or(report.summary.clone())
+        .unwrap_or_else(|| bead.title.clone());
+        let message = format!("{} ({bead_id})", first_line(&summary));
+        let hooks = crate::workspace::hooks::enabled(&l.project);
         let lock = RepoLock::acquire(root)?;
         if !ws.is_shared() {
             let exclude = landing_excludes(l);
-            let prepared = self.workspaces().prepare_landing(ws, bead_id, &exclude)?;
+            let prepared = self.workspaces().prepare_landing(
+                ws,
+                bead_id,
+                &exclude,
+                hooks.then_some(message.as_str()),
+            )?;
+            if let crate::workspace::Prepared::Refused { hook_output } = prepared {
+                drop(lock);
+                return self.hook_refused(run, l, ws, bead, deliverable, hook_output);
+            }
             if let Some(r) = prepared.refusal() {
                 drop(lock);
                 return match r.keep {
@@ -56,12 +72,6 @@ impl Worker<'_> {
         {
             crate::git::expect_push(root)?;
         }
-        let summary = deliverable::summary(
-            &crate::beneath::read_string(&ws.dir, deliverable).unwrap_or_default(),
-        )
-        .or(report.summary.clone())
-        .unwrap_or_else(|| bead.title.clone());
-        let message = format!("{} ({bead_id})", first_line(&summary));
         // Everything the agent changed lands, unless it is research-only (the deliverable
         // alone) or its report lists the files it changed (those, as 3.6 says).
         let landing = (!ws.is_shared()).then(|| {
@@ -79,6 +89,7 @@ impl Worker<'_> {
                 exclude,
                 include,
                 tracker_files: TRACKER_FILES.iter().map(PathBuf::from).collect(),
+                hooks,
             }
         });
         // Recorded before the close: a worker killed between the close and the landing leaves
@@ -188,6 +199,7 @@ impl Worker<'_> {
             },
             include: Vec::new(),
             tracker_files: Vec::new(),
+            hooks: crate::workspace::hooks::enabled(&l.project),
         };
         crate::atomic::write(
             &self.paths.held_landing(&l.slug, bead),
@@ -211,6 +223,36 @@ impl Worker<'_> {
     }
 
     /// Blocks the bead with `reason` and tells a person (a blocker notification).
+    /// A commit hook of the repository refused the work before the close: a failed attempt
+    /// like a failing test, retried (or blocked) by the same rules, with what the hook printed
+    /// in the next attempt's prompt.
+    fn hook_refused(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        ws: &Workspace,
+        bead: &Bead,
+        deliverable: &Path,
+        output: String,
+    ) -> Result<Ending> {
+        let why = format!(
+            "a commit hook of the repository refused the work: {}",
+            clip(&output, 1500)
+        );
+        run.step("commit", why.clone());
+        let failure = super::execute::Failure {
+            fresh: Some(deliverable.to_path_buf()),
+            why: why.clone(),
+            tried: vec![why],
+            result: super::exec::ExecResult {
+                code: Some(1),
+                tail: output,
+                ..Default::default()
+            },
+        };
+        self.failed(run, l, ws, bead, deliverable, failure)
+    }
+
     fn block_and_tell(&self, run: &mut Run<'_, '_>, l: &Loaded, reason: String) -> Result<Ending> {
         let bead_id = &run.msg.bead;
         self.tracker.block(bead_id, &reason)?;

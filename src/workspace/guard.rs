@@ -74,7 +74,8 @@ fn common_dir(project: &Path) -> Result<PathBuf> {
 }
 
 /// The repository's own configuration as it is now (what every worktree of it reads), as
-/// sorted `name=value` lines, without the [`HARMLESS`] settings.
+/// sorted `name=value` lines, without the [`HARMLESS`] settings, and its commit hooks (see
+/// [`super::hooks`]): what would run inside braids when it commits.
 pub fn git_config(project: &Path) -> Result<Vec<u8>> {
     let path = common_dir(project)?.join("config");
     let config =
@@ -89,6 +90,7 @@ pub fn git_config(project: &Path) -> Result<Vec<u8>> {
         }
         lines.push(format!("{name}={}", e.value().unwrap_or_default()));
     }
+    lines.extend(super::hooks::fingerprint(project));
     lines.sort();
     Ok(lines.join("\n").into_bytes())
 }

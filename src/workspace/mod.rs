@@ -23,6 +23,7 @@
 
 mod base;
 pub mod guard;
+pub mod hooks;
 mod host;
 mod worktree;
 
@@ -136,6 +137,9 @@ pub struct Landing {
     pub exclude: Vec<PathBuf>,
     pub include: Vec<PathBuf>,
     pub tracker_files: Vec<PathBuf>,
+    /// The commit runs the repository's commit hooks (see [`hooks`]).
+    #[serde(default)]
+    pub hooks: bool,
 }
 
 /// What never lands from an agent's worktree unless named: the iterations (a bead's own
@@ -177,6 +181,9 @@ pub enum Prepared {
         paths: Vec<String>,
         keep: bool,
     },
+    /// A commit hook of the repository refused the work, with what it printed: a failed
+    /// attempt, whose output the next attempt's prompt shows.
+    Refused { hook_output: String },
 }
 
 /// Why work cannot land, the paths it is about, and whether git may run in the workspace to
@@ -205,6 +212,11 @@ impl Prepared {
                 true,
             ),
             Prepared::Held { why, paths, keep } => (why, paths, keep),
+            Prepared::Refused { hook_output } => (
+                format!("a commit hook refused it: {hook_output}"),
+                Vec::new(),
+                true,
+            ),
         };
         Some(Refusal { why, paths, keep })
     }
@@ -215,8 +227,10 @@ pub trait Workspaces: Send + Sync {
     /// A fresh workspace for `bead`, replacing any left by a crashed worker.
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace>;
     /// Step 1 of landing (see the module docs). Nothing in the project changes; `exclude`
-    /// as in [`Landing`]. The caller holds the repository lock for this step and [`land`];
-    /// the other methods take it themselves.
+    /// as in [`Landing`]. With `hooks` (the landing's message), the repository's commit hooks
+    /// run on a trial commit of the work, so a refusal comes before the close. The caller
+    /// holds the repository lock for this step and [`land`]; the other methods take it
+    /// themselves.
     ///
     /// [`land`]: Workspaces::land
     fn prepare_landing(
@@ -224,6 +238,7 @@ pub trait Workspaces: Send + Sync {
         ws: &Workspace,
         bead: &BeadId,
         exclude: &[PathBuf],
+        hooks: Option<&str>,
     ) -> Result<Prepared>;
     /// The bead's workspace as a worker left it, to finish its landing; `None` when there is
     /// none.

@@ -94,6 +94,26 @@ fn commit_staged(dir: &Path, message: &str) -> Result<bool> {
     Ok(true)
 }
 
+/// Commits what is staged in the worktree `dir` with the commit hooks in `hooks` (the
+/// project's, see [`super::hooks`]) run as git runs them. `Ok(Err(output))` when a hook
+/// refused, with what it printed; nothing staged commits nothing.
+fn commit_with_hooks(
+    dir: &Path,
+    hooks: &Path,
+    message: &str,
+) -> Result<std::result::Result<bool, String>> {
+    if git(dir, &["diff", "--cached", "--quiet"])?.success() {
+        return Ok(Ok(false));
+    }
+    let path = format!("core.hooksPath={}", hooks.display());
+    let out = git(dir, &["-c", &path, "commit", "--quiet", "-m", message])?;
+    if out.success() {
+        return Ok(Ok(true));
+    }
+    let said = [out.stdout.trim(), out.stderr.trim()].join("\n");
+    Ok(Err(said.trim().to_string()))
+}
+
 /// Files under the project-relative `rel` that git would see: a directory (`.beads`) is
 /// expanded to its tracked and not-ignored files.
 fn tracker_paths(project: &Path, rel: &Path) -> Result<Vec<PathBuf>> {
@@ -284,6 +304,31 @@ impl GitWorktrees {
         Ok(Some(kept))
     }
 
+    /// The work as it would land (all but `exclude`), committed with the project's commit
+    /// hooks: what a refusing hook printed, or `None` when they passed or there are none.
+    /// Either way the worktree's branch ends holding everything the agent left on top of
+    /// `base`, a formatter's changes included, as `land` expects it.
+    fn trial(
+        ws: &Workspace,
+        bead: &BeadId,
+        base: &str,
+        exclude: &[PathBuf],
+        message: &str,
+    ) -> Result<Option<String>> {
+        let Some(hooks) =
+            super::hooks::dir(&ws.project).filter(|d| !super::hooks::present(d).is_empty())
+        else {
+            return Ok(None);
+        };
+        git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
+        git_ok(&ws.dir, &["reset", "--quiet"])?;
+        stage(&ws.dir, exclude, &[])?;
+        let verdict = commit_with_hooks(&ws.dir, &hooks, message)?;
+        stage(&ws.dir, &[], &[])?;
+        commit_staged(&ws.dir, &format!("wip {bead}"))?;
+        Ok(verdict.err())
+    }
+
     /// Paths where the project's work tree has uncommitted changes or untracked files.
     fn dirty_paths(project: &Path) -> Result<Vec<String>> {
         let out = git_ok(
@@ -344,6 +389,7 @@ impl Workspaces for GitWorktrees {
         ws: &Workspace,
         bead: &BeadId,
         exclude: &[PathBuf],
+        hooks: Option<&str>,
     ) -> Result<Prepared> {
         let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
             return Ok(Prepared::Ready { paths: vec![] });
@@ -400,9 +446,14 @@ impl Workspaces for GitWorktrees {
             ],
         )?);
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
+        let hooks_here = super::hooks::in_tree(&ws.project);
         let control: Vec<String> = paths
             .iter()
-            .filter(|p| !ws.approved && landing(p) && guard::is_control(Path::new(p)))
+            .filter(|p| {
+                let p = Path::new(p.as_str());
+                guard::is_control(p) || hooks_here.as_ref().is_some_and(|h| p.starts_with(h))
+            })
+            .filter(|p| !ws.approved && landing(p))
             .cloned()
             .collect();
         if !control.is_empty() {
@@ -425,17 +476,21 @@ impl Workspaces for GitWorktrees {
             });
         }
         // A person on another branch has their files out of the landing's way.
-        if Self::checked_out(&ws.project).as_deref() != Some(base) {
-            return Ok(Prepared::Ready { paths });
+        if Self::checked_out(&ws.project).as_deref() == Some(base) {
+            let dirty = Self::dirty_paths(&ws.project)?;
+            let in_the_way: Vec<String> = paths
+                .iter()
+                .filter(|p| landing(p) && dirty.contains(p))
+                .cloned()
+                .collect();
+            if !in_the_way.is_empty() {
+                return Ok(Prepared::InTheWay { paths: in_the_way });
+            }
         }
-        let dirty = Self::dirty_paths(&ws.project)?;
-        let in_the_way: Vec<String> = paths
-            .iter()
-            .filter(|p| landing(p) && dirty.contains(p))
-            .cloned()
-            .collect();
-        if !in_the_way.is_empty() {
-            return Ok(Prepared::InTheWay { paths: in_the_way });
+        if let Some(message) = hooks {
+            if let Some(hook_output) = Self::trial(ws, bead, base, exclude, message)? {
+                return Ok(Prepared::Refused { hook_output });
+            }
         }
         Ok(Prepared::Ready { paths })
     }
@@ -462,7 +517,21 @@ impl Workspaces for GitWorktrees {
         let mut include = landing.include.clone();
         include.extend(tracked.iter().map(|(f, _)| f.clone()));
         stage(&ws.dir, &landing.exclude, &include)?;
-        if !commit_staged(&ws.dir, &landing.message)? {
+        let hooks = super::hooks::dir(&ws.project)
+            .filter(|d| landing.hooks && !super::hooks::present(d).is_empty());
+        let committed = match hooks {
+            // They passed on this work in `prepare_landing`; a refusal now (a hook that looks at
+            // the tracker's files, say) must not leave a closed bead unlanded.
+            Some(hooks) => match commit_with_hooks(&ws.dir, &hooks, &landing.message)? {
+                Ok(c) => c,
+                Err(said) => {
+                    tracing::warn!(dir = %ws.dir.display(), "a commit hook refused the landing it had passed, so it lands without hooks: {said}");
+                    commit_staged(&ws.dir, &landing.message)?
+                }
+            },
+            None => commit_staged(&ws.dir, &landing.message)?,
+        };
+        if !committed {
             return Ok(None);
         }
         let commit = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();

@@ -85,7 +85,7 @@ fn c6_2_two_beads_land_one_commit_each_with_only_their_own_files() {
         "one\ntwo\nthree\nuser edit\n",
     );
     for (ws, id) in [(&a, "a1"), (&b, "b1")] {
-        let p = w.ws.prepare_landing(ws, &bead(id), &[]).unwrap();
+        let p = w.ws.prepare_landing(ws, &bead(id), &[], None).unwrap();
         assert!(matches!(p, Prepared::Ready { .. }), "{p:?}");
         // the tracker closes the bead in the project
         write(
@@ -140,7 +140,7 @@ fn c6_4_a_conflict_keeps_the_work_and_leaves_nothing_half_merged() {
     write(&a.dir.join("shared.txt"), "one\nA\nthree\n");
     write(&b.dir.join("shared.txt"), "one\nB\nthree\n");
     assert!(matches!(
-        w.ws.prepare_landing(&a, &bead("a1"), &[]).unwrap(),
+        w.ws.prepare_landing(&a, &bead("a1"), &[], None).unwrap(),
         Prepared::Ready { .. }
     ));
     w.ws.land(&a, &landing("A (a1)", &[".beads"]))
@@ -148,7 +148,7 @@ fn c6_4_a_conflict_keeps_the_work_and_leaves_nothing_half_merged() {
         .unwrap();
     w.ws.remove(&a).unwrap();
     let head = sh_git(&w.project, &["rev-parse", "HEAD"]);
-    match w.ws.prepare_landing(&b, &bead("b1"), &[]).unwrap() {
+    match w.ws.prepare_landing(&b, &bead("b1"), &[], None).unwrap() {
         Prepared::Conflict { paths } => assert_eq!(paths, ["shared.txt"]),
         other => panic!("expected a conflict, got {other:?}"),
     }
@@ -173,7 +173,7 @@ fn c6_3_a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
     let a = w.ws.create(&w.project, &bead("a1")).unwrap();
     write(&a.dir.join("shared.txt"), "one\nagent\nthree\n");
     write(&w.project.join("shared.txt"), "one\ntwo\nthree\nperson\n");
-    match w.ws.prepare_landing(&a, &bead("a1"), &[]).unwrap() {
+    match w.ws.prepare_landing(&a, &bead("a1"), &[], None).unwrap() {
         Prepared::InTheWay { paths } => assert_eq!(paths, ["shared.txt"]),
         other => panic!("expected in-the-way, got {other:?}"),
     }
@@ -182,7 +182,7 @@ fn c6_3_a_persons_uncommitted_change_in_the_way_is_never_overwritten() {
     write(&b.dir.join("new.txt"), "agent\n");
     write(&w.project.join("new.txt"), "person\n");
     assert_eq!(
-        w.ws.prepare_landing(&b, &bead("b1"), &[]).unwrap(),
+        w.ws.prepare_landing(&b, &bead("b1"), &[], None).unwrap(),
         Prepared::InTheWay {
             paths: vec!["new.txt".into()]
         }
@@ -214,7 +214,7 @@ fn c6_2_agent_commits_are_folded_into_one() {
     );
     write(&a.dir.join("y.txt"), "2\n");
     assert!(matches!(
-        w.ws.prepare_landing(&a, &bead("a1"), &[]).unwrap(),
+        w.ws.prepare_landing(&a, &bead("a1"), &[], None).unwrap(),
         Prepared::Ready { .. }
     ));
     let c = w.ws.land(&a, &landing("Both (a1)", &[])).unwrap().unwrap();
@@ -272,7 +272,8 @@ fn c6_2_a_landing_takes_only_what_it_should() {
     write(&a.dir.join("src.txt"), "code\n");
     let exclude = vec![PathBuf::from(".braids/iterations"), PathBuf::from(".ai")];
     assert!(matches!(
-        w.ws.prepare_landing(&a, &bead("a1"), &exclude).unwrap(),
+        w.ws.prepare_landing(&a, &bead("a1"), &exclude, None)
+            .unwrap(),
         Prepared::Ready { .. }
     ));
     let l = Landing {
@@ -280,6 +281,7 @@ fn c6_2_a_landing_takes_only_what_it_should() {
         exclude: exclude.clone(),
         include: vec![PathBuf::from(".braids/iterations/001/a1-done.md")],
         tracker_files: vec![PathBuf::from(".beads")],
+        hooks: false,
     };
     let c = w.ws.land(&a, &l).unwrap().unwrap();
     let mut files = files_of(&w.project, &c);
@@ -297,10 +299,16 @@ fn c6_2_a_landing_takes_only_what_it_should() {
         exclude: vec![PathBuf::from(".")],
         include: vec![PathBuf::from(".braids/iterations/001/b1-r.md")],
         tracker_files: vec![],
+        hooks: false,
     };
     assert!(matches!(
-        w.ws.prepare_landing(&b, &bead("b1"), &[PathBuf::from(".braids/iterations")])
-            .unwrap(),
+        w.ws.prepare_landing(
+            &b,
+            &bead("b1"),
+            &[PathBuf::from(".braids/iterations")],
+            None
+        )
+        .unwrap(),
         Prepared::Ready { .. }
     ));
     let c = w.ws.land(&b, &l).unwrap().unwrap();
@@ -395,7 +403,7 @@ fn an_agents_change_to_braids_control_files_is_held_however_spelled() {
         let a = w.ws.create(&w.project, &b).unwrap();
         write(&a.dir.join(file), "- **Executor:** tools/evil.sh\n");
         write(&a.dir.join("tools/evil.sh"), "touch pwned\n");
-        let (why, paths, keep) = held(w.ws.prepare_landing(&a, &b, &excludes()).unwrap());
+        let (why, paths, keep) = held(w.ws.prepare_landing(&a, &b, &excludes(), None).unwrap());
         assert!(why.contains("control files"), "{why}");
         assert_eq!(paths, [file.to_string()]);
         assert!(keep, "the work is kept for the person to judge");
@@ -419,7 +427,7 @@ fn moving_a_control_file_away_is_a_change_to_it() {
     let b = bead("r1");
     let a = w.ws.create(&w.project, &b).unwrap();
     sh_git(&a.dir, &["mv", "AGENTS.md", "notes.md"]);
-    let (why, paths, _) = held(w.ws.prepare_landing(&a, &b, &excludes()).unwrap());
+    let (why, paths, _) = held(w.ws.prepare_landing(&a, &b, &excludes(), None).unwrap());
     assert!(why.contains("control files"), "{why}");
     assert_eq!(paths, ["AGENTS.md"]);
 }
@@ -431,7 +439,10 @@ fn a_link_leading_out_of_the_repository_is_held_and_never_read_through() {
     write(&secret, "the person's secret\n");
     let a = w.ws.create(&w.project, &bead("l1")).unwrap();
     std::os::unix::fs::symlink(&secret, a.dir.join("leak.txt")).unwrap();
-    let (why, paths, _) = held(w.ws.prepare_landing(&a, &bead("l1"), &excludes()).unwrap());
+    let (why, paths, _) = held(
+        w.ws.prepare_landing(&a, &bead("l1"), &excludes(), None)
+            .unwrap(),
+    );
     assert!(why.contains("symbolic link"), "{why}");
     assert!(paths[0].starts_with("leak.txt -> "), "{paths:?}");
     w.ws.remove(&a).unwrap();
@@ -441,7 +452,8 @@ fn a_link_leading_out_of_the_repository_is_held_and_never_read_through() {
     let b = w.ws.create(&w.project, &bead("l2")).unwrap();
     write(&b.dir.join("work.txt"), "work\n");
     assert!(matches!(
-        w.ws.prepare_landing(&b, &bead("l2"), &excludes()).unwrap(),
+        w.ws.prepare_landing(&b, &bead("l2"), &excludes(), None)
+            .unwrap(),
         Prepared::Ready { .. }
     ));
     let c =
@@ -468,7 +480,10 @@ fn a_repointed_gitfile_or_a_changed_git_config_runs_no_git_and_keeps_nothing() {
         &a.dir.join(".git"),
         &format!("gitdir: {}/.git\n", fake.display()),
     );
-    let (why, _, keep) = held(w.ws.prepare_landing(&a, &bead("g1"), &excludes()).unwrap());
+    let (why, _, keep) = held(
+        w.ws.prepare_landing(&a, &bead("g1"), &excludes(), None)
+            .unwrap(),
+    );
     assert!(why.contains("not at the project's repository"), "{why}");
     assert!(!keep);
     assert!(w.ws.keep(&a, &bead("g1")).is_err(), "no git runs there");
@@ -479,14 +494,17 @@ fn a_repointed_gitfile_or_a_changed_git_config_runs_no_git_and_keeps_nothing() {
         &["config", "core.fsmonitor", hook.to_str().unwrap()],
     );
     write(&b.dir.join("work.txt"), "work\n");
-    let (why, _, keep) = held(w.ws.prepare_landing(&b, &bead("g2"), &excludes()).unwrap());
+    let (why, _, keep) = held(
+        w.ws.prepare_landing(&b, &bead("g2"), &excludes(), None)
+            .unwrap(),
+    );
     assert!(why.contains("git configuration changed"), "{why}");
     assert!(!keep);
     // A later run compares with the configuration the agent was given, not with the changed one:
     // a dead worker's landing and the sweep run no git there either.
     let again = w.ws.resume(&w.project, &bead("g2")).unwrap().unwrap();
     let (why, _, _) = held(
-        w.ws.prepare_landing(&again, &bead("g2"), &excludes())
+        w.ws.prepare_landing(&again, &bead("g2"), &excludes(), None)
             .unwrap(),
     );
     assert!(why.contains("git configuration changed"), "{why}");
@@ -505,10 +523,49 @@ fn a_repointed_gitfile_or_a_changed_git_config_runs_no_git_and_keeps_nothing() {
     sh_git(&w.project, &["config", "user.email", "person@example.com"]);
     write(&c.dir.join("more.txt"), "more\n");
     assert!(matches!(
-        w.ws.prepare_landing(&c, &bead("g3"), &excludes()).unwrap(),
+        w.ws.prepare_landing(&c, &bead("g3"), &excludes(), None)
+            .unwrap(),
         Prepared::Ready { .. }
     ));
     // braids' own git commands never run a configured fsmonitor or hook.
     let _ = sh_git(&b.dir, &["status", "--porcelain"]);
     assert!(!pwned.exists(), "the agent's script ran inside braids");
+}
+
+#[test]
+fn a_planted_hook_holds_the_work_and_a_hooks_folder_in_the_tree_is_a_control_file() {
+    let w = world();
+    let pwned = w._tmp.path().join("pwned");
+    let evil = format!("#!/bin/sh\ntouch {}\n", pwned.display());
+    // The agent writes a hook into the repository it shares with the project.
+    let a = w.ws.create(&w.project, &bead("h1")).unwrap();
+    let hook = w.project.join(".git/hooks/pre-commit");
+    write(&hook, &evil);
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write(&a.dir.join("work.txt"), "work\n");
+    let (why, _, keep) = held(
+        w.ws.prepare_landing(&a, &bead("h1"), &excludes(), Some("Work (h1)"))
+            .unwrap(),
+    );
+    assert!(why.contains("git configuration changed"), "{why}");
+    assert!(!keep);
+    std::fs::remove_file(&hook).unwrap();
+    // Hooks the project keeps in its tree (`core.hooksPath = .githooks`): the agent's change
+    // to them is held like PROJECT.md, and never run.
+    sh_git(&w.project, &["config", "core.hooksPath", ".githooks"]);
+    let b = w.ws.create(&w.project, &bead("h2")).unwrap();
+    write(&b.dir.join(".githooks/pre-commit"), &evil);
+    std::fs::set_permissions(
+        b.dir.join(".githooks/pre-commit"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (why, paths, keep) = held(
+        w.ws.prepare_landing(&b, &bead("h2"), &excludes(), Some("Work (h2)"))
+            .unwrap(),
+    );
+    assert!(why.contains("control files"), "{why}");
+    assert_eq!(paths, [".githooks/pre-commit"]);
+    assert!(keep);
+    assert!(!pwned.exists(), "the agent's hook never ran");
 }

@@ -35,6 +35,7 @@ mod day_two;
 mod events;
 mod faults;
 mod formats;
+mod hooks;
 mod hostile;
 mod iteration_names;
 mod logging;

@@ -237,6 +237,7 @@ impl Worker<'_> {
                 ws,
                 &run.msg.bead,
                 &[],
+                None,
             )?;
             let said = match prepared {
                 crate::workspace::Prepared::Conflict { paths } => {
