@@ -15,7 +15,12 @@ use crate::lock::TickLock;
 use crate::model::IterationStatus;
 use crate::proc::{Invocation, Output};
 
+mod debt;
 mod replay;
+pub use debt::{
+    clear_push_mark, expect_push, not_pushed, owe, push_debt, push_pending, push_recorded,
+    unpushed, NotPushed, Owed, PushDebt,
+};
 pub use replay::{bead_of, Kept};
 
 /// A git command may take this long (a rebase of a large change on a slow disk).
@@ -439,56 +444,6 @@ pub fn push(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
         ),
         &done.kept,
     ))
-}
-
-/// Where a failed push is remembered, inside `.git/` so it is never committed.
-fn push_marker(root: &Path) -> PathBuf {
-    root.join(".git/braids-push-pending")
-}
-
-/// Pushes and remembers the outcome: a failure leaves a marker the next tick finds with one
-/// `stat` and retries (4.4); a success clears it.
-pub fn push_recorded(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
-    let result = push(root, branch, timeout);
-    match &result {
-        Ok(_) => {
-            let _ = std::fs::remove_file(push_marker(root));
-        }
-        Err(e) => {
-            let _ = std::fs::write(push_marker(root), format!("{e:#}\n"));
-        }
-    }
-    result
-}
-
-/// Marks the repository as having a push to make, before the commit that needs it: a worker
-/// killed between its commit and its push leaves the mark, and the next tick pushes (4.4).
-pub fn expect_push(root: &Path) -> Result<()> {
-    crate::atomic::write(
-        &push_marker(root),
-        b"a commit was being made; its push had not happened yet\n",
-    )
-}
-
-/// Takes back an [`expect_push`] whose commit was not made.
-pub fn clear_push_mark(root: &Path) {
-    let _ = std::fs::remove_file(push_marker(root));
-}
-
-/// Whether an earlier push of this repository failed and has not been retried successfully.
-pub fn push_pending(root: &Path) -> bool {
-    push_marker(root).exists()
-}
-
-/// How many commits of `branch` its upstream lacks; `None` without an upstream.
-pub fn unpushed(root: &Path, branch: &str) -> Option<usize> {
-    let repo = Repository::open(root).ok()?;
-    let branch = repo.find_branch(branch, git2::BranchType::Local).ok()?;
-    let local = branch.get().target()?;
-    let remote = branch.upstream().ok()?.get().target()?;
-    repo.graph_ahead_behind(local, remote)
-        .ok()
-        .map(|(ahead, _)| ahead)
 }
 
 /// The result of checking one completed iteration against history (4.5).

@@ -224,6 +224,10 @@ pub struct BeadRow {
     pub waiting: Option<Waiting>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worker: Option<Worker>,
+    /// A closed bead whose landing is not on the upstream yet (4.4): `closed, not pushed
+    /// (since …, why)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_pushed: Option<String>,
 }
 
 /// A live worker of a bead.
@@ -329,6 +333,9 @@ pub fn rows(
         .map(|b| b.id.as_str())
         .collect();
     let waits = waiting(&project.journal(), &blocked);
+    let debt = crate::workspace::base_branch_of(root, &project.config)
+        .ok()
+        .and_then(|b| crate::git::not_pushed(root, &b));
     let rows = beads
         .iter()
         .map(|b| {
@@ -345,6 +352,12 @@ pub fn rows(
                 retry_at: record.and_then(|r| r.not_before).filter(|t| *t > now),
                 waiting: waits.get(b.id.as_str()).cloned(),
                 worker,
+                not_pushed: debt
+                    .as_ref()
+                    .filter(|n| {
+                        b.status == BeadStatus::Closed && n.beads.contains(&b.id.to_string())
+                    })
+                    .map(|n| n.describe()),
             }
         })
         .collect();

@@ -36,7 +36,11 @@ impl Output for ProjectBeads {
             let mut line = format!(
                 "{:<16} {:<11} P{} {}",
                 b.id,
-                b.status.as_str(),
+                if b.not_pushed.is_some() {
+                    "not pushed"
+                } else {
+                    b.status.as_str()
+                },
                 b.priority,
                 if b.in_scope { "in scope " } else { "         " }
             );
@@ -50,6 +54,9 @@ impl Output for ProjectBeads {
             }
             o.push_str(&line);
             o.push('\n');
+            if let Some(n) = &b.not_pushed {
+                o.push_str(&format!("    {}\n", clip(n, 300)));
+            }
             if let Some(w) = &b.waiting {
                 o.push_str(&format!(
                     "    {}: {}\n",

@@ -107,6 +107,12 @@ fn project(p: &Picture, r: &ProjectReport, d: Option<&ProjectDetail>, ctx: Ctx<'
                 if paused { "Resume" } else { "Pause" }, html! {}))
             @if let Some(n) = &r.note { p class="note" { (n) } }
             @if let Some(e) = &r.error { p class="error" { "Error: " (e) } }
+            @if let Some(n) = &r.not_pushed {
+                p class="error" { "Not pushed since " (n.debt.since.format("%Y-%m-%d %H:%M UTC"))
+                    " (" (n.debt.failures) " failed pushes, next try after " (n.next_try.format("%H:%M UTC")) "): "
+                    (n.debt.why.lines().next().unwrap_or_default())
+                    @if !n.beads.is_empty() { ". Closed, not pushed: " (n.beads.join(", ")) } }
+            }
             @for prob in &r.problems { p class="error" { (prob) } }
             @for u in r.unknown_stories.as_deref().unwrap_or_default() { p class="error" { (u.problem.to_string()) } }
             @if !workers.is_empty() {
@@ -260,7 +266,7 @@ pub fn bead(
             header { h1 { a href="/" { "braids" } } }
             section class="bead" {
                 h2 { (row.id) " " span class="title" { (row.title) } }
-                p { "Project " (slug) " · " (row.status.as_str())
+                p { "Project " (slug) " · " (row.not_pushed.as_deref().unwrap_or(row.status.as_str()))
                     @if row.in_scope { " · in this iteration" }
                     @if row.attempts > 0 { " · " (row.attempts) " failed attempt(s)" } }
                 @if let Some(w) = &row.waiting { p { (w.kind.as_str()) ": " (w.text) } }

@@ -435,16 +435,32 @@ fn claim_and_spawn(
 }
 
 /// Retries the pushes that failed earlier (4.4), in projects with no worker running (a running
-/// worker pushes its own commits). Returns the projects pushed and the errors.
+/// worker pushes its own commits).
+///
+/// A push that keeps failing is retried with a backoff (`PushDebt::next_try`), unless the run
+/// was forced; while it waits, the project's one problem says so.
 pub fn retry_pushes(
     reports: &[super::observe::ProjectReport],
     plan: &Plan,
     timeout: Duration,
-) -> (Vec<String>, Vec<String>) {
-    let mut pushed = Vec::new();
-    let mut errors = Vec::new();
+    now: chrono::DateTime<chrono::Utc>,
+    force: bool,
+) -> Retried {
+    let mut out = Retried::default();
+    let (pushed, errors) = (&mut out.pushed, &mut out.errors);
     for r in reports.iter().filter(|r| r.push_pending) {
         if plan.healthy.get(&r.slug).copied().unwrap_or(0) > 0 {
+            continue;
+        }
+        if let Some(n) = r.not_pushed.as_ref().filter(|n| n.waits(now, force)) {
+            errors.push(format!(
+                "{}: not pushed since {} ({} failed pushes; next try after {}): {}",
+                r.slug,
+                n.debt.since.format("%Y-%m-%d %H:%M UTC"),
+                n.debt.failures,
+                n.next_try.format("%H:%M:%S UTC"),
+                n.debt.why
+            ));
             continue;
         }
         // The workers' repository lock, without waiting: a worker committing now pushes itself.
@@ -460,9 +476,13 @@ pub fn retry_pushes(
             crate::git::clear_push_mark(&r.path);
             continue;
         };
+        let owed = crate::git::push_debt(&r.path).map_or_else(Vec::new, |d| d.owed);
         match crate::git::push_recorded(&r.path, &base, timeout) {
             Ok(p) => {
                 tracing::info!(project = %r.slug, "pending push retried: pushed");
+                if !owed.is_empty() {
+                    out.owed.push((r.slug.clone(), owed));
+                }
                 errors.extend(
                     p.kept
                         .iter()
@@ -476,7 +496,17 @@ pub fn retry_pushes(
             )),
         }
     }
-    (pushed, errors)
+    out
+}
+
+/// What [`retry_pushes`] did.
+#[derive(Debug, Default)]
+pub struct Retried {
+    /// The projects pushed.
+    pub pushed: Vec<String>,
+    pub errors: Vec<String>,
+    /// Notifications that waited for a push now made, by project.
+    pub owed: Vec<(String, Vec<crate::git::Owed>)>,
 }
 
 /// Completes the iterations a dead worker left behind (3.7, 7.2): every story closed, the
@@ -576,7 +606,11 @@ fn finish_one(
                 .iter()
                 .for_each(|k| tracing::warn!(project = %slug, "not pushed: {k}")),
             Err(e) => {
-                tracing::warn!(project = %slug, "iteration completed, push failed (retried next run): {e:#}")
+                tracing::warn!(project = %slug, "iteration completed, push failed (retried next run): {e:#}");
+                // Announced once it is on the upstream (4.4): the push that succeeds tells.
+                let (event, text) =
+                    crate::lifecycle::notice(slug, name, crate::model::IterationStatus::Complete);
+                let _ = crate::git::owe(root, event, &text);
             }
         }
     } else if upstream && !marked_before {

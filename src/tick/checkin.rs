@@ -472,6 +472,7 @@ mod tests {
             checkin: Checkin::Daily,
             channel: Some("#app".into()),
             push_pending: false,
+            not_pushed: None,
             loop_paused: None,
             claw_phase: None,
             config: None,

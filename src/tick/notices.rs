@@ -180,7 +180,37 @@ pub fn iterations_completed(
         if let Some(c) = config {
             let (event, text) =
                 crate::lifecycle::notice(slug, *name, crate::model::IterationStatus::Complete);
-            notify::send(notifier, c, slug, event, None, &text);
+            // Not on the upstream yet: the push that succeeds sends it (`owed`).
+            let root = observed
+                .reports
+                .iter()
+                .find(|r| r.slug == *slug)
+                .map(|r| &r.path);
+            let waits = root
+                .and_then(|p| crate::git::push_debt(p))
+                .is_some_and(|d| d.owed.iter().any(|o| o.text == text));
+            if !waits {
+                notify::send(notifier, c, slug, event, None, &text);
+            }
+        }
+    }
+}
+
+/// The notifications that waited for a push this run made (an iteration complete once its
+/// commits are on the upstream).
+pub fn owed(
+    observed: &Observed,
+    owed: &[(String, Vec<crate::git::Owed>)],
+    notifier: &dyn Notifier,
+) {
+    for (slug, notices) in owed {
+        let Some(c) = config_of(observed, slug) else {
+            continue;
+        };
+        for n in notices {
+            if let Ok(event) = crate::model::NotificationEvent::parse(&n.event) {
+                notify::send(notifier, c, slug, event, None, &n.text);
+            }
         }
     }
 }

@@ -88,10 +88,11 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
             PUSH_TIMEOUT,
         ),
     };
-    let (pushed, mut push_errors) = match opts.dry_run {
-        true => (Vec::new(), Vec::new()),
-        false => act::retry_pushes(&observed.reports, &plan, PUSH_TIMEOUT),
+    let retried = match opts.dry_run {
+        true => act::Retried::default(),
+        false => act::retry_pushes(&observed.reports, &plan, PUSH_TIMEOUT, now, opts.force),
     };
+    let (pushed, mut push_errors) = (retried.pushed, retried.errors);
     push_errors.extend(completion_errors);
     let mut shown = paused.iter().cloned().collect::<Vec<_>>();
     shown.extend(errors(&observed, &plan, &outcome, push_errors));
@@ -116,6 +117,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         super::preflight::tell(&observed, &state.preflight, &notifier);
     report.warnings.extend(preflight_warnings);
     notices::iterations_completed(&observed, &completed, &notifier);
+    notices::owed(&observed, &retried.owed, &notifier);
     notices::kept_work(&observed, &outcome, &notifier);
     notices::blocked(&observed, &outcome, &notifier);
     notices::backend_ended(&observed, &outcome, &notifier);

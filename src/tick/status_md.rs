@@ -99,6 +99,20 @@ pub fn render(d: &Dashboard<'_>) -> String {
         if let Some(e) = &r.error {
             let _ = writeln!(o, "- **Error:** {}", cell(e));
         }
+        if let Some(n) = &r.not_pushed {
+            let beads = match n.beads.is_empty() {
+                true => String::new(),
+                false => format!(" Closed, not pushed: {}.", n.beads.join(", ")),
+            };
+            let _ = writeln!(
+                o,
+                "- **Not pushed** since {} ({} failed pushes, next try after {}): {}.{beads}",
+                n.debt.since.format("%Y-%m-%d %H:%M UTC"),
+                n.debt.failures,
+                n.next_try.format("%Y-%m-%d %H:%M UTC"),
+                cell(n.debt.why.lines().next().unwrap_or_default())
+            );
+        }
         let problems = r.unknown_stories.as_deref().unwrap_or_default();
         if !problems.is_empty() {
             let _ = writeln!(o, "- Problems:");
@@ -160,7 +174,14 @@ pub fn render(d: &Dashboard<'_>) -> String {
                 } else {
                     " "
                 };
-                let st = status.map_or("unknown".to_string(), |s| s.to_string());
+                let unpushed = r
+                    .not_pushed
+                    .as_ref()
+                    .filter(|n| n.beads.iter().any(|b| b == id.as_str()));
+                let st = match (unpushed, status) {
+                    (Some(n), Some(crate::model::BeadStatus::Closed)) => cell(&n.describe()),
+                    _ => status.map_or("unknown".to_string(), |s| s.to_string()),
+                };
                 let _ = writeln!(o, "  - [{mark}] {id}: {} ({st})", cell(title));
             }
         }

@@ -137,7 +137,10 @@ impl Worker<'_> {
         }
 
         let unpushed = match &pushed {
-            Push::Failed(e) => format!(" Committed, but not pushed: {}", clip(e, 200)),
+            Push::Failed(e) => format!(
+                " Committed, not pushed yet (braids retries the push): {}",
+                clip(e, 200)
+            ),
             _ => String::new(),
         };
         run.notify(
@@ -152,7 +155,12 @@ impl Worker<'_> {
         if iteration_completed {
             let n = l.iteration.name;
             let (event, text) = app_iteration::notice(&l.slug, n, IterationStatus::Complete);
-            run.notify(l, event, &text);
+            // Complete means on the upstream (4.4): told when the push that owes it succeeds.
+            let waits =
+                matches!(pushed, Push::Failed(_)) && crate::git::owe(root, event, &text).is_ok();
+            if !waits {
+                run.notify(l, event, &text);
+            }
         }
         Ok(Ending::Completed {
             commit,

@@ -85,6 +85,10 @@ pub struct ProjectReport {
     pub protocol: Vec<crate::protocol::tick::StoryLine>,
     /// A push of this project failed earlier and waits for a retry (4.4).
     pub push_pending: bool,
+    /// What that push holds back: since when, why, the next try, and the beads that are
+    /// closed but not on the upstream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_pushed: Option<crate::git::NotPushed>,
     /// A claw-loop project whose loop is paused for a person: why (`crate::claw::loopstate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loop_paused: Option<String>,
@@ -430,6 +434,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         waiting: BTreeMap::new(),
         protocol: Vec::new(),
         push_pending: false,
+        not_pushed: None,
         loop_paused: None,
         claw_phase: None,
         checkin: Checkin::default(),

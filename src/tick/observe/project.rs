@@ -125,6 +125,11 @@ pub(super) fn observe_project(
     report.autonomy = config.autonomy;
     report.max_workers = config.max_workers;
     report.push_pending = crate::git::push_pending(root);
+    if report.push_pending {
+        report.not_pushed = crate::workspace::base_branch_of(root, &config)
+            .ok()
+            .and_then(|b| crate::git::not_pushed(root, &b));
+    }
     if claw {
         report.loop_paused = loop_paused;
         report.claw_phase = crate::claw::workplan::Plan::read(root).map(|p| p.now());
