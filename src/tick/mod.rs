@@ -16,6 +16,7 @@ mod landings;
 mod notices;
 pub mod observe;
 mod preflight;
+mod pushes;
 mod report;
 pub mod retention;
 pub mod reuse;

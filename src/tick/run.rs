@@ -89,8 +89,10 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         ),
     };
     let retried = match opts.dry_run {
-        true => act::Retried::default(),
-        false => act::retry_pushes(&observed.reports, &plan, PUSH_TIMEOUT, now, opts.force),
+        true => super::pushes::Retried::default(),
+        false => {
+            super::pushes::retry_pushes(&observed.reports, &plan, PUSH_TIMEOUT, now, opts.force)
+        }
     };
     let (pushed, mut push_errors) = (retried.pushed, retried.errors);
     push_errors.extend(completion_errors);

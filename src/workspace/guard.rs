@@ -9,6 +9,8 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::{Prepared, Workspace};
+
 /// Files that steer braids (its configuration, a project's fields and iterations, the
 /// protocol's rules and state, the claw loop's plan, the tracker's database, the agents'
 /// instructions): an agent's change to one never lands without a person.
@@ -71,6 +73,62 @@ pub fn escaping_link(root: &Path, rel: &str) -> Option<String> {
 /// The repository's shared git directory (`<project>/.git` for a plain checkout).
 fn common_dir(project: &Path) -> Result<PathBuf> {
     Ok(crate::git::open(project)?.commondir().to_path_buf())
+}
+
+/// Why no git may run in the worktree `ws` (see [`foreign_gitfile`] and [`git_config`]), as
+/// the refusal `prepare_landing` returns; nothing is kept then.
+pub(super) fn before_git(ws: &Workspace) -> Result<Option<Prepared>> {
+    if let Some(why) = foreign_gitfile(&ws.project, &ws.dir)? {
+        return Ok(Some(Prepared::Held {
+            why,
+            paths: vec![".git".into()],
+            keep: false,
+        }));
+    }
+    let changed = ws
+        .git_config
+        .as_ref()
+        .is_some_and(|seen| git_config(&ws.project).ok().as_ref() != Some(seen));
+    Ok(changed.then(|| Prepared::Held {
+        why: "the repository's git configuration changed while the agent worked, so braids \
+              ran no git in its workspace"
+            .into(),
+        paths: vec![".git/config".into()],
+        keep: false,
+    }))
+}
+
+/// Why the work changing `paths` (all but `exclude` land) waits for a person: it changes
+/// braids' control files (an in-tree hooks folder among them, see [`super::hooks::in_tree`])
+/// or adds a link leading out of the repository. The work is kept on a branch.
+pub(super) fn content(ws: &Workspace, paths: &[String], exclude: &[PathBuf]) -> Option<Prepared> {
+    let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
+    let hooks_here = super::hooks::in_tree(&ws.project);
+    let control: Vec<String> = paths
+        .iter()
+        .filter(|p| {
+            let p = Path::new(p.as_str());
+            is_control(p) || hooks_here.as_ref().is_some_and(|h| p.starts_with(h))
+        })
+        .filter(|p| !ws.approved && landing(p))
+        .cloned()
+        .collect();
+    if !control.is_empty() {
+        return Some(Prepared::Held {
+            why: "the agent changed braids' control files, which only a person may change".into(),
+            paths: control,
+            keep: true,
+        });
+    }
+    let links: Vec<String> = paths
+        .iter()
+        .filter_map(|p| Some(format!("{p} -> {}", escaping_link(&ws.dir, p)?)))
+        .collect();
+    (!links.is_empty()).then(|| Prepared::Held {
+        why: "the work adds a symbolic link leading out of the repository".into(),
+        paths: links,
+        keep: true,
+    })
 }
 
 /// The repository's own configuration as it is now (what every worktree of it reads), as

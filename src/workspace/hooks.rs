@@ -11,7 +11,13 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Result;
+
+use super::worktree::{commit_staged, stage};
+use super::Workspace;
 use crate::format::project::ProjectConfig;
+use crate::git::{git, git_ok};
+use crate::model::BeadId;
 
 /// The hooks a commit runs.
 const COMMIT_HOOKS: &[&str] = &["pre-commit", "prepare-commit-msg", "commit-msg"];
@@ -81,6 +87,49 @@ pub(super) fn fingerprint(project: &Path) -> Vec<String> {
             format!("hook.{name}={id} {}", path.display())
         })
         .collect()
+}
+
+/// Commits what is staged in the worktree `dir` with the commit hooks in `hooks` (the
+/// project's, see [`super::hooks`]) run as git runs them. `Ok(Err(output))` when a hook
+/// refused, with what it printed; nothing staged commits nothing.
+pub(super) fn commit(
+    dir: &Path,
+    hooks: &Path,
+    message: &str,
+) -> Result<std::result::Result<bool, String>> {
+    if git(dir, &["diff", "--cached", "--quiet"])?.success() {
+        return Ok(Ok(false));
+    }
+    let path = format!("core.hooksPath={}", hooks.display());
+    let out = git(dir, &["-c", &path, "commit", "--quiet", "-m", message])?;
+    if out.success() {
+        return Ok(Ok(true));
+    }
+    let said = [out.stdout.trim(), out.stderr.trim()].join("\n");
+    Ok(Err(said.trim().to_string()))
+}
+
+/// The work as it would land (all but `exclude`), committed with the project's commit
+/// hooks: what a refusing hook printed, or `None` when they passed or there are none.
+/// Either way the worktree's branch ends holding everything the agent left on top of
+/// `base`, a formatter's changes included, as `land` expects it.
+pub(super) fn trial(
+    ws: &Workspace,
+    bead: &BeadId,
+    base: &str,
+    exclude: &[PathBuf],
+    message: &str,
+) -> Result<Option<String>> {
+    let Some(hooks) = dir(&ws.project).filter(|d| !present(d).is_empty()) else {
+        return Ok(None);
+    };
+    git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
+    git_ok(&ws.dir, &["reset", "--quiet"])?;
+    stage(&ws.dir, exclude, &[])?;
+    let verdict = commit(&ws.dir, &hooks, message)?;
+    stage(&ws.dir, &[], &[])?;
+    commit_staged(&ws.dir, &format!("wip {bead}"))?;
+    Ok(verdict.err())
 }
 
 #[cfg(test)]

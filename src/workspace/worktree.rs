@@ -55,7 +55,7 @@ pub fn branch_for(bead: &BeadId) -> String {
 
 /// Stages everything in the worktree but `exclude` and what agent CLIs keep there for
 /// themselves ([`crate::agent::TOOL_STATE`], never work), then `include` even if excluded.
-fn stage(dir: &Path, exclude: &[PathBuf], include: &[PathBuf]) -> Result<()> {
+pub(super) fn stage(dir: &Path, exclude: &[PathBuf], include: &[PathBuf]) -> Result<()> {
     let mut args: Vec<String> = ["add", "--all", "--", "."].map(String::from).to_vec();
     args.extend(
         exclude
@@ -86,32 +86,12 @@ fn stage(dir: &Path, exclude: &[PathBuf], include: &[PathBuf]) -> Result<()> {
 }
 
 /// Commits what is staged, if anything; returns whether it did.
-fn commit_staged(dir: &Path, message: &str) -> Result<bool> {
+pub(super) fn commit_staged(dir: &Path, message: &str) -> Result<bool> {
     if git(dir, &["diff", "--cached", "--quiet"])?.success() {
         return Ok(false);
     }
     git_ok(dir, &["commit", "--quiet", "--no-verify", "-m", message])?;
     Ok(true)
-}
-
-/// Commits what is staged in the worktree `dir` with the commit hooks in `hooks` (the
-/// project's, see [`super::hooks`]) run as git runs them. `Ok(Err(output))` when a hook
-/// refused, with what it printed; nothing staged commits nothing.
-fn commit_with_hooks(
-    dir: &Path,
-    hooks: &Path,
-    message: &str,
-) -> Result<std::result::Result<bool, String>> {
-    if git(dir, &["diff", "--cached", "--quiet"])?.success() {
-        return Ok(Ok(false));
-    }
-    let path = format!("core.hooksPath={}", hooks.display());
-    let out = git(dir, &["-c", &path, "commit", "--quiet", "-m", message])?;
-    if out.success() {
-        return Ok(Ok(true));
-    }
-    let said = [out.stdout.trim(), out.stderr.trim()].join("\n");
-    Ok(Err(said.trim().to_string()))
 }
 
 /// Files under the project-relative `rel` that git would see: a directory (`.beads`) is
@@ -304,31 +284,6 @@ impl GitWorktrees {
         Ok(Some(kept))
     }
 
-    /// The work as it would land (all but `exclude`), committed with the project's commit
-    /// hooks: what a refusing hook printed, or `None` when they passed or there are none.
-    /// Either way the worktree's branch ends holding everything the agent left on top of
-    /// `base`, a formatter's changes included, as `land` expects it.
-    fn trial(
-        ws: &Workspace,
-        bead: &BeadId,
-        base: &str,
-        exclude: &[PathBuf],
-        message: &str,
-    ) -> Result<Option<String>> {
-        let Some(hooks) =
-            super::hooks::dir(&ws.project).filter(|d| !super::hooks::present(d).is_empty())
-        else {
-            return Ok(None);
-        };
-        git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
-        git_ok(&ws.dir, &["reset", "--quiet"])?;
-        stage(&ws.dir, exclude, &[])?;
-        let verdict = commit_with_hooks(&ws.dir, &hooks, message)?;
-        stage(&ws.dir, &[], &[])?;
-        commit_staged(&ws.dir, &format!("wip {bead}"))?;
-        Ok(verdict.err())
-    }
-
     /// Paths where the project's work tree has uncommitted changes or untracked files.
     fn dirty_paths(project: &Path) -> Result<Vec<String>> {
         let out = git_ok(
@@ -396,25 +351,8 @@ impl Workspaces for GitWorktrees {
         };
         // Before any git runs in the worktree: it must still be the project's, under the
         // configuration the person gave the repository.
-        if let Some(why) = guard::foreign_gitfile(&ws.project, &ws.dir)? {
-            return Ok(Prepared::Held {
-                why,
-                paths: vec![".git".into()],
-                keep: false,
-            });
-        }
-        if ws
-            .git_config
-            .as_ref()
-            .is_some_and(|seen| guard::git_config(&ws.project).ok().as_ref() != Some(seen))
-        {
-            return Ok(Prepared::Held {
-                why: "the repository's git configuration changed while the agent worked, so \
-                      braids ran no git in its workspace"
-                    .into(),
-                paths: vec![".git/config".into()],
-                keep: false,
-            });
+        if let Some(held) = guard::before_git(ws)? {
+            return Ok(held);
         }
         // Whatever the agent left, committed on its own branch first: all of it, so the rebase
         // finds a clean tree (what does not land is left out later, by `land`).
@@ -445,36 +383,10 @@ impl Workspaces for GitWorktrees {
                 &format!("{base}..HEAD"),
             ],
         )?);
+        if let Some(held) = guard::content(ws, &paths, exclude) {
+            return Ok(held);
+        }
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
-        let hooks_here = super::hooks::in_tree(&ws.project);
-        let control: Vec<String> = paths
-            .iter()
-            .filter(|p| {
-                let p = Path::new(p.as_str());
-                guard::is_control(p) || hooks_here.as_ref().is_some_and(|h| p.starts_with(h))
-            })
-            .filter(|p| !ws.approved && landing(p))
-            .cloned()
-            .collect();
-        if !control.is_empty() {
-            return Ok(Prepared::Held {
-                why: "the agent changed braids' control files, which only a person may change"
-                    .into(),
-                paths: control,
-                keep: true,
-            });
-        }
-        let links: Vec<String> = paths
-            .iter()
-            .filter_map(|p| Some(format!("{p} -> {}", guard::escaping_link(&ws.dir, p)?)))
-            .collect();
-        if !links.is_empty() {
-            return Ok(Prepared::Held {
-                why: "the work adds a symbolic link leading out of the repository".into(),
-                paths: links,
-                keep: true,
-            });
-        }
         // A person on another branch has their files out of the landing's way.
         if Self::checked_out(&ws.project).as_deref() == Some(base) {
             let dirty = Self::dirty_paths(&ws.project)?;
@@ -488,7 +400,7 @@ impl Workspaces for GitWorktrees {
             }
         }
         if let Some(message) = hooks {
-            if let Some(hook_output) = Self::trial(ws, bead, base, exclude, message)? {
+            if let Some(hook_output) = super::hooks::trial(ws, bead, base, exclude, message)? {
                 return Ok(Prepared::Refused { hook_output });
             }
         }
@@ -522,7 +434,7 @@ impl Workspaces for GitWorktrees {
         let committed = match hooks {
             // They passed on this work in `prepare_landing`; a refusal now (a hook that looks at
             // the tracker's files, say) must not leave a closed bead unlanded.
-            Some(hooks) => match commit_with_hooks(&ws.dir, &hooks, &landing.message)? {
+            Some(hooks) => match super::hooks::commit(&ws.dir, &hooks, &landing.message)? {
                 Ok(c) => c,
                 Err(said) => {
                     tracing::warn!(dir = %ws.dir.display(), "a commit hook refused the landing it had passed, so it lands without hooks: {said}");
