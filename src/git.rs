@@ -23,6 +23,10 @@ pub use debt::{
 };
 pub use replay::{bead_of, Kept};
 
+/// Where braids keeps its bookkeeping in a project's tree: the tracker's files (br's `.beads`,
+/// the native WORKPLAN.md). They follow braids' own writes, not a branch's history.
+pub const BOOKKEEPING: [&str; 2] = [".beads", ".braids/WORKPLAN.md"];
+
 /// A git command may take this long (a rebase of a large change on a slow disk).
 pub(crate) const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -379,6 +383,21 @@ pub(crate) fn over_network(root: &Path, args: &[&str], timeout: Duration) -> Res
         .timeout(timeout)
         .run()
         .map_err(|e| anyhow!("{e}"))
+}
+
+/// Brings `branch` up to date with its upstream before braids lands on it: one fetch, and
+/// braids' unpushed commits replayed onto what others pushed (see `replay`). A bead's work
+/// then meets their changes before its bead is closed, while a conflict can still block it
+/// (a closed bead is final, 4.6). Nothing to do without an upstream.
+pub fn catch_up(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
+    if !has_upstream(root, branch) {
+        return Ok(Pushed::default());
+    }
+    let caught = replay::catch_up(root, branch, timeout)?;
+    Ok(Pushed {
+        replayed: caught.replayed,
+        kept: caught.kept,
+    })
 }
 
 /// A push error that also names the commits an earlier round kept aside: they are off the

@@ -14,7 +14,7 @@ use crate::model::{Bead, BeadStatus, IterationName, IterationStatus, Notificatio
 
 /// Where trackers keep bead state inside a project: it travels with every commit braids makes
 /// for a bead or an iteration, so git carries a bead's closure with its work (4.4).
-pub const TRACKER_FILES: [&str; 2] = [".beads", ".braids/WORKPLAN.md"];
+pub const TRACKER_FILES: [&str; 2] = crate::git::BOOKKEEPING;
 
 /// The tracker's files in the project, if it keeps any there.
 pub fn tracker_files(root: &Path) -> Vec<PathBuf> {

@@ -336,6 +336,25 @@ pub fn rows(
     let debt = crate::workspace::base_branch_of(root, &project.config)
         .ok()
         .and_then(|b| crate::git::not_pushed(root, &b));
+    let kept = match beads.iter().any(|b| b.status == BeadStatus::Closed) {
+        true => crate::workspace::all_kept(root),
+        false => Vec::new(),
+    };
+    // A closed bead is not done until its work is on the upstream (4.4): owed to a push, or
+    // kept on a branch because it conflicted with what others pushed.
+    let not_pushed = |b: &Bead| -> Option<String> {
+        if b.status != BeadStatus::Closed {
+            return None;
+        }
+        let prefix = format!("braids/kept/{}-", b.id);
+        if let Some(k) = kept.iter().find(|k| k.starts_with(&prefix)) {
+            return Some(format!(
+                "closed, not landed: its work conflicts with the upstream and is kept on branch {k}"
+            ));
+        }
+        let n = debt.as_ref()?;
+        n.beads.contains(&b.id.to_string()).then(|| n.describe())
+    };
     let rows = beads
         .iter()
         .map(|b| {
@@ -352,12 +371,7 @@ pub fn rows(
                 retry_at: record.and_then(|r| r.not_before).filter(|t| *t > now),
                 waiting: waits.get(b.id.as_str()).cloned(),
                 worker,
-                not_pushed: debt
-                    .as_ref()
-                    .filter(|n| {
-                        b.status == BeadStatus::Closed && n.beads.contains(&b.id.to_string())
-                    })
-                    .map(|n| n.describe()),
+                not_pushed: not_pushed(b),
             }
         })
         .collect();

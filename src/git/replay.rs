@@ -104,13 +104,14 @@ pub(super) fn catch_up(root: &Path, branch: &str, timeout: Duration) -> Result<C
         );
     }
     let upstream = rev(root, &upstream_ref)?;
-    if !is_ancestor(root, &before, &upstream)? {
+    let local = rev(root, &format!("refs/heads/{branch}"))?;
+    let lost = !is_ancestor(root, &before, &upstream)? && is_ancestor(root, &before, &local)?;
+    if lost || rewritten_before(root, &upstream_ref, &upstream, &local)? {
         bail!(
             "the upstream of {branch} was rewritten (force-pushed): braids does not replay its \
              commits onto it; a person decides (its commits stay on {branch})"
         );
     }
-    let local = rev(root, &format!("refs/heads/{branch}"))?;
     let range = format!("{upstream}..{local}");
     let merges = git_ok(root, &["rev-list", "--merges", &range])?;
     if !merges.trim().is_empty() {
@@ -146,8 +147,32 @@ pub(super) fn catch_up(root: &Path, branch: &str, timeout: Duration) -> Result<C
             }
         }
     }
-    move_branch(root, &branch, &local, &tip)?;
+    move_branch(root, &branch, &local, &tip, !done.kept.is_empty())?;
     Ok(done)
+}
+
+/// Whether `local` still holds a commit the upstream had and no longer has (an earlier value
+/// of its tracking ref, from the reflog of braids' fetches and pushes): the history was
+/// rewritten, even when an earlier fetch already moved the tracking ref to the new tip. Once
+/// a person moves `local` onto the rewritten history, it holds none and replays go on.
+fn rewritten_before(root: &Path, upstream_ref: &str, upstream: &str, local: &str) -> Result<bool> {
+    let name = git_ok(root, &["rev-parse", "--symbolic-full-name", upstream_ref])?;
+    let seen = git(
+        root,
+        &["reflog", "show", "--format=%H", "-n", "64", name.trim()],
+    )?;
+    let mut checked = std::collections::BTreeSet::new();
+    for old in seen.stdout.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if !checked.insert(old) || old == upstream {
+            continue;
+        }
+        // An entry git has pruned away cannot be checked, and says nothing.
+        let gone = git(root, &["merge-base", "--is-ancestor", old, upstream])?.code == Some(1);
+        if gone && git(root, &["merge-base", "--is-ancestor", old, local])?.code == Some(0) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 enum Picked {
@@ -220,8 +245,10 @@ fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
 
 /// Moves `branch` from `from` to `to`: through the work tree when it is checked out there
 /// (`reset --keep`: refused, with nothing changed, when a person's edit is in the way), else
-/// the branch alone, only if nobody moved it meanwhile.
-fn move_branch(root: &Path, branch: &str, from: &str, to: &str) -> Result<()> {
+/// the branch alone, only if nobody moved it meanwhile. With `dropped` (commits were kept
+/// aside, off the branch), the tracker's files stay as the work tree has them: a bead closed by
+/// a dropped commit must not reopen in the tracker's database; its next landing commits them.
+fn move_branch(root: &Path, branch: &str, from: &str, to: &str, dropped: bool) -> Result<()> {
     if from == to {
         return Ok(());
     }
@@ -240,7 +267,22 @@ fn move_branch(root: &Path, branch: &str, from: &str, to: &str) -> Result<()> {
     if rev(root, "HEAD")? != from {
         bail!("{branch} moved while braids caught up with its upstream; the next push tries again");
     }
+    let mut saved = Vec::new();
+    if dropped {
+        let mut args = vec!["diff", "--name-only", "--no-renames", to, from, "--"];
+        args.extend(super::BOOKKEEPING);
+        for rel in git_ok(root, &args)?.lines().filter(|l| !l.is_empty()) {
+            let path = root.join(rel);
+            // The person's own tree, but never through a link; any size (a big tracker).
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                saved.push((rel.to_string(), std::fs::read(&path)?));
+            }
+        }
+    }
     let out = git(root, &["reset", "--quiet", "--keep", to])?;
+    for (rel, bytes) in &saved {
+        crate::beneath::write(root, Path::new(rel), bytes)?;
+    }
     if !out.success() {
         bail!(
             "the upstream moved, and catching up would change files with uncommitted edits in \

@@ -43,6 +43,22 @@ impl Worker<'_> {
         let message = format!("{} ({bead_id})", first_line(&summary));
         let hooks = crate::workspace::hooks::enabled(&l.project);
         let lock = RepoLock::acquire(root)?;
+        let base = crate::workspace::base_branch(root).ok();
+        if let (Some(b), false) = (&base, ws.is_shared()) {
+            // What others pushed, before the work is replayed onto the base branch: a
+            // conflict with it is found while the bead can still be blocked. A failure here
+            // (no network) is the push's to report.
+            match crate::git::catch_up(root, b, PUSH_TIMEOUT) {
+                Ok(c) => {
+                    for k in &c.kept {
+                        tracing::warn!(bead = %bead_id, "not pushed: {k}");
+                    }
+                }
+                Err(e) => {
+                    tracing::info!(bead = %bead_id, "cannot catch up with the upstream before landing: {e:#}")
+                }
+            }
+        }
         if !ws.is_shared() {
             let exclude = landing_excludes(l);
             let prepared = self.workspaces().prepare_landing(
@@ -65,7 +81,6 @@ impl Worker<'_> {
         }
         crate::crash_point!("worker::after_deliverable");
         // Before the close, which cannot be undone: a failure here leaves the bead as it was.
-        let base = crate::workspace::base_branch(root).ok();
         if base
             .as_deref()
             .is_some_and(|b| crate::git::has_upstream(root, b))
@@ -132,8 +147,12 @@ impl Worker<'_> {
         drop(lock);
         self.drop_workspace(run);
         if let Some(k) = pushed.kept(bead_id) {
-            // Not on the upstream, so not done (4.4): a person merges it.
-            return self.block_and_tell(run, l, format!("its work could not land: {k}"));
+            // Others pushed a conflicting change between the catch-up and the push. Closed
+            // beads are final (4.6): the bead stays closed, its work kept for a person, who is
+            // told now and sees it as not landed until the branch is merged.
+            let text = format!("[{}] {bead_id} is closed but did not land: {k}", l.slug);
+            run.step("push", text.clone());
+            run.notify(l, NotificationEvent::Blocker, &text);
         }
 
         let unpushed = match &pushed {

@@ -36,7 +36,7 @@ use crate::model::BeadId;
 
 pub use base::{base_branch, base_branch_of};
 pub use host::cannot_host;
-pub use worktree::{held_diff, kept_branches, GitWorktrees, HeldDiff};
+pub use worktree::{all_kept, held_diff, kept_branches, GitWorktrees, HeldDiff};
 
 /// How a project's agents work, from PROJECT.md `Workspace:`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

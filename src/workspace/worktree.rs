@@ -49,6 +49,20 @@ pub fn kept_branches(project: &Path, bead: &BeadId) -> Result<Vec<String>> {
     Ok(out.lines().map(str::to_string).collect())
 }
 
+/// Every `braids/kept/…` branch of `project`, for views that ask of many beads at once.
+pub fn all_kept(project: &Path) -> Vec<String> {
+    git(
+        project,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/braids/kept/",
+        ],
+    )
+    .map(|o| o.stdout.lines().map(str::to_string).collect())
+    .unwrap_or_default()
+}
+
 pub fn branch_for(bead: &BeadId) -> String {
     format!("braids/{bead}")
 }

@@ -58,4 +58,5 @@ mod tick_e2e;
 mod tick_notices;
 mod trackers;
 mod unattended;
+mod upstream;
 mod worker_e2e;
