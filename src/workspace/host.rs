@@ -21,6 +21,9 @@ pub fn cannot_host(root: &Path, project: &ProjectConfig) -> Option<String> {
              upstream moves; run `git -C {shown} fetch --unshallow`"
         ));
     }
+    if let Some(why) = lfs_problem(root, &repo) {
+        return Some(why);
+    }
     if mode == WorkspaceMode::Shared {
         return None;
     }
@@ -41,8 +44,50 @@ pub fn cannot_host(root: &Path, project: &ProjectConfig) -> Option<String> {
     }
 }
 
+/// A repository that keeps files in Git LFS (`filter=lfs` in its `.gitattributes`) needs
+/// git-lfs installed and set up (`git lfs install`): else its checkouts hold pointer files,
+/// and an agent's edit of one would be committed as content in place of the pointer.
+fn lfs_problem(root: &Path, repo: &git2::Repository) -> Option<String> {
+    let attributes = std::fs::read_to_string(root.join(".gitattributes")).ok()?;
+    let uses = attributes.contains("filter=lfs");
+    if !uses {
+        return None;
+    }
+    let installed = which::which("git-lfs").is_ok();
+    let configured = repo.config().is_ok_and(|c| {
+        c.get_string("filter.lfs.process").is_ok() || c.get_string("filter.lfs.smudge").is_ok()
+    });
+    lfs_verdict(&root.display().to_string(), uses, installed, configured)
+}
+
+fn lfs_verdict(shown: &str, uses: bool, installed: bool, configured: bool) -> Option<String> {
+    match (uses, installed, configured) {
+        (false, _, _) | (true, true, true) => None,
+        (true, false, _) => Some(format!(
+            "{shown} keeps files in Git LFS, but git-lfs is not installed, so its worktrees would \
+             hold pointer files; install it (`apt-get install git-lfs`) and run `git lfs install`"
+        )),
+        (true, true, false) => Some(format!(
+            "{shown} keeps files in Git LFS, but git-lfs is not set up, so its worktrees would \
+             hold pointer files; run `git lfs install`"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_repository_in_git_lfs_needs_git_lfs_installed_and_set_up() {
+        assert_eq!(lfs_verdict("/p", false, false, false), None);
+        assert_eq!(lfs_verdict("/p", true, true, true), None);
+        assert!(lfs_verdict("/p", true, false, false)
+            .unwrap()
+            .contains("apt-get install git-lfs"));
+        assert!(lfs_verdict("/p", true, true, false)
+            .unwrap()
+            .contains("run `git lfs install`"));
+    }
+
     use super::*;
 
     fn git(dir: &Path, args: &[&str]) {

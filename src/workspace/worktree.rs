@@ -220,6 +220,22 @@ impl GitWorktrees {
             project,
             &["worktree", "add", "--quiet", "-B", &branch, &shown, at],
         )?;
+        drop(_books);
+        // Submodules at the commits the branch records, as a fresh clone would have them
+        // (`git worktree add` leaves them empty): the agent builds and tests against them.
+        if dir.join(".gitmodules").exists() {
+            let out = git(
+                &dir,
+                &["submodule", "update", "--init", "--recursive", "--quiet"],
+            )?;
+            if !out.success() {
+                bail!(
+                    "the submodules of {} could not be checked out: {}",
+                    dir.display(),
+                    out.stderr.trim()
+                );
+            }
+        }
         Ok(Workspace {
             project: project.to_path_buf(),
             dir,

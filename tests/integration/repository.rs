@@ -156,3 +156,90 @@ fn a_person_on_a_feature_branch_keeps_it_and_their_edits_while_beads_land_on_mai
         assert!(!log.contains("feature work"), "{slug}: {log}");
     }
 }
+
+/// Looks at the submodule `lib` and the LFS file `big.bin` as checked out, moves `lib` to its
+/// upstream's newer commit and adds a line to `big.bin`.
+const SUBMODULE_AGENT: &str = r#"
+cat lib/lib.txt > "$HOME/seen-lib"
+cat big.bin > "$HOME/seen-big"
+git -C lib checkout -q origin/HEAD
+printf 'more\n' >> big.bin
+mkdir -p "$(dirname "$1")"
+printf '# %s\n\n## Summary\n\nMoved lib.\n' "$BRAIDS_BEAD" > "$1"
+printf 'status: pass\nsummary: moved lib\n' > "$BRAIDS_RESULT_FILE"
+"#;
+
+#[test]
+fn a_workspace_has_its_submodules_and_lfs_files_and_a_moved_submodule_lands() {
+    let sb = crate::support::Install::new().build();
+    let agent = sb.script("bin/agent", SUBMODULE_AGENT);
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\nretries = 0\n",
+        agent.display().to_string()
+    ));
+    // Submodules from a local path, and Git LFS set up, as the person has them.
+    sb.git(
+        sb.home(),
+        &["config", "--global", "protocol.file.allow", "always"],
+    );
+    sb.git(sb.home(), &["lfs", "install", "--skip-repo"]);
+    let lib = sb.home().join("libsrc");
+    std::fs::create_dir_all(&lib).unwrap();
+    sb.git(&lib, &["init", "-q", "-b", "main"]);
+    std::fs::write(lib.join("lib.txt"), "v1\n").unwrap();
+    sb.git(&lib, &["add", "lib.txt"]);
+    sb.git(&lib, &["commit", "-q", "-m", "v1"]);
+    let v1 = sb.git(&lib, &["rev-parse", "HEAD"]).trim().to_string();
+    std::fs::write(lib.join("lib.txt"), "v2\n").unwrap();
+    sb.git(&lib, &["commit", "-q", "-am", "v2"]);
+    let v2 = sb.git(&lib, &["rev-parse", "HEAD"]).trim().to_string();
+
+    let app = sb.new_project("app").br().beads(1).create();
+    let root = &app.root;
+    sb.git(
+        root,
+        &["submodule", "add", "-q", lib.to_str().unwrap(), "lib"],
+    );
+    sb.git(&root.join("lib"), &["checkout", "-q", &v1]);
+    sb.git(root, &["lfs", "track", "*.bin"]);
+    std::fs::write(root.join("big.bin"), "BIG CONTENT\n").unwrap();
+    sb.git(
+        root,
+        &[
+            "add",
+            "-A",
+            "lib",
+            ".gitmodules",
+            ".gitattributes",
+            "big.bin",
+        ],
+    );
+    sb.git(root, &["commit", "-q", "-m", "lib at v1, big.bin in LFS"]);
+
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads().len(), 1, "{r:#?}");
+    closed(&sb, &app.beads[0]);
+    let seen = |f: &str| std::fs::read_to_string(sb.home().join(f)).unwrap_or_default();
+    assert_eq!(
+        seen("seen-lib"),
+        "v1\n",
+        "the submodule at its recorded commit"
+    );
+    assert_eq!(
+        seen("seen-big"),
+        "BIG CONTENT\n",
+        "the LFS file's content, not its pointer"
+    );
+    let pointer = sb.git(root, &["ls-tree", "HEAD", "lib"]);
+    assert!(
+        pointer.contains(&v2),
+        "the moved submodule landed: {pointer}"
+    );
+    let stored = sb.git(root, &["show", "HEAD:big.bin"]);
+    assert!(
+        stored.starts_with("version https://git-lfs.github.com/spec/v1"),
+        "a pointer is committed, never the content in its place: {stored}"
+    );
+    let here = std::fs::read_to_string(root.join("big.bin")).unwrap();
+    assert_eq!(here, "BIG CONTENT\nmore\n");
+}
