@@ -31,9 +31,10 @@ pub fn cannot_host(root: &Path, project: &ProjectConfig) -> Option<String> {
     match head {
         // A detached HEAD is fine when the base branch is known otherwise (PROJECT.md, the
         // upstream's default); a `Branch:` that names no branch is not.
-        Ok(()) => super::base::base_branch_of(root, project)
-            .err()
-            .map(|e| format!("{e:#}")),
+        Ok(()) => match super::base::base_branch_of(root, project) {
+            Err(e) => Some(format!("{e:#}")),
+            Ok(base) => missing_remote(&repo, &base, &shown.to_string()),
+        },
         Err(e) if e.code() == git2::ErrorCode::UnbornBranch => Some(format!(
             "{shown} has no commit yet, so no worktree can be cut from it; commit what is there \
              (`git -C {shown} add -A && git -C {shown} commit -m 'Start'`)"
@@ -42,6 +43,21 @@ pub fn cannot_host(root: &Path, project: &ProjectConfig) -> Option<String> {
         // landing); the worker itself reports a lasting problem.
         Err(_) => None,
     }
+}
+
+/// The base branch asks to be pushed to a remote the repository does not have (removed or
+/// renamed): every landing would fail its push.
+fn missing_remote(repo: &git2::Repository, base: &str, shown: &str) -> Option<String> {
+    let config = repo.config().ok()?;
+    let remote = config.get_string(&format!("branch.{base}.remote")).ok()?;
+    if remote == "." || repo.find_remote(&remote).is_ok() {
+        return None;
+    }
+    Some(format!(
+        "branch {base} of {shown} is pushed to the remote {remote}, which the repository does \
+         not have; add it (`git -C {shown} remote add {remote} <url>`) or land locally only \
+         (`git -C {shown} branch --unset-upstream {base}`)"
+    ))
 }
 
 /// A repository that keeps files in Git LFS (`filter=lfs` in its `.gitattributes`) needs
@@ -130,6 +146,16 @@ mod tests {
         let why = cannot_host(&repo, &worktree).unwrap();
         assert!(why.contains("detached HEAD"), "{why}");
         git(&repo, &["checkout", "-q", "trunk"]);
+
+        git(&repo, &["config", "branch.trunk.remote", "origin"]);
+        git(&repo, &["config", "branch.trunk.merge", "refs/heads/trunk"]);
+        let why = cannot_host(&repo, &worktree).unwrap();
+        assert!(
+            why.contains("remote origin, which the repository does not have"),
+            "{why}"
+        );
+        git(&repo, &["branch", "--unset-upstream", "trunk"]);
+        assert_eq!(cannot_host(&repo, &worktree), None);
 
         let url = format!("file://{}", repo.display());
         git(
