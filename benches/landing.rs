@@ -13,7 +13,12 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.com"])
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
@@ -33,17 +38,33 @@ fn world(tmp: &Path, ahead: usize) -> PathBuf {
     }
     git(&seed, &["add", "-A"]);
     git(&seed, &["commit", "-q", "-m", "start"]);
-    git(tmp, &["clone", "-q", "--bare", seed.to_str().unwrap(), bare.to_str().unwrap()]);
+    git(
+        tmp,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            seed.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
     let ours = tmp.join("ours");
     let theirs = tmp.join("theirs");
     for c in [&ours, &theirs] {
-        git(tmp, &["clone", "-q", bare.to_str().unwrap(), c.to_str().unwrap()]);
+        git(
+            tmp,
+            &["clone", "-q", bare.to_str().unwrap(), c.to_str().unwrap()],
+        );
     }
     std::fs::write(ours.join("work.txt"), "the bead's work\n").unwrap();
     git(&ours, &["add", "work.txt"]);
     git(&ours, &["commit", "-q", "-m", "Work (app-1)"]);
     for i in 0..ahead {
-        std::fs::write(theirs.join(format!("f{}.txt", i % 50)), format!("theirs {i}\n")).unwrap();
+        std::fs::write(
+            theirs.join(format!("f{}.txt", i % 50)),
+            format!("theirs {i}\n"),
+        )
+        .unwrap();
         git(&theirs, &["commit", "-q", "-am", &format!("theirs {i}")]);
     }
     if ahead > 0 {
@@ -78,16 +99,24 @@ fn main() {
     measure("push, upstream not moved", 0, |ours| {
         let _ = braids::git::push(ours, "main", TIMEOUT).unwrap();
     });
-    measure(&format!("catch up + push, upstream {ahead} ahead"), ahead, |ours| {
-        let c = braids::git::catch_up(ours, "main", TIMEOUT).unwrap();
-        assert_eq!(c.replayed, 1);
-        let p = braids::git::push(ours, "main", TIMEOUT).unwrap();
-        assert_eq!(p.replayed, 0, "one push, not refused");
-    });
-    measure(&format!("push refused, caught up, pushed ({ahead} ahead)"), ahead, |ours| {
-        let p = braids::git::push(ours, "main", TIMEOUT).unwrap();
-        assert_eq!(p.replayed, 1);
-    });
+    measure(
+        &format!("catch up + push, upstream {ahead} ahead"),
+        ahead,
+        |ours| {
+            let c = braids::git::catch_up(ours, "main", TIMEOUT).unwrap();
+            assert_eq!(c.replayed, 1);
+            let p = braids::git::push(ours, "main", TIMEOUT).unwrap();
+            assert_eq!(p.replayed, 0, "one push, not refused");
+        },
+    );
+    measure(
+        &format!("push refused, caught up, pushed ({ahead} ahead)"),
+        ahead,
+        |ours| {
+            let p = braids::git::push(ours, "main", TIMEOUT).unwrap();
+            assert_eq!(p.replayed, 1);
+        },
+    );
 }
 
 fn load() -> String {

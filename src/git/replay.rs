@@ -8,7 +8,7 @@
 //! and is kept as well). The checked-out branch then moves to the replayed history with
 //! `reset --keep`, which refuses rather than touch a file a person is editing.
 //!
-//! `merge-tree --merge-base` needs git 2.40 or later; an older git gets a sentence saying so.
+//! `merge-tree --merge-base` needs git 2.40 or later; with an older git, libgit2 picks instead.
 //!
 //! An upstream whose history was rewritten (its old tip is no longer in it) is never caught up
 //! with: the local commits would bring back what was removed on purpose. A person decides.
@@ -202,10 +202,8 @@ fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
     match out.code {
         Some(0) => {}
         Some(1) => return Ok(Picked::Conflict(lines.map(String::from).collect())),
-        _ if out.stderr.contains("merge-base") => bail!(
-            "the upstream moved, and replaying braids' commits onto it needs git 2.40 or later \
-             (`git --version` is older): pull and push by hand, or upgrade git"
-        ),
+        // git before 2.40 has no `--merge-base`: libgit2's cherry-pick of trees instead.
+        _ if out.stderr.contains("merge-base") => return pick_in_process(root, onto, commit),
         _ => bail!("git merge-tree failed: {}", out.stderr.trim()),
     }
     if tree == rev(root, &format!("{onto}^{{tree}}"))? {
@@ -241,6 +239,39 @@ fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
         bail!("git commit-tree failed: {}", new.stderr.trim());
     }
     Ok(Picked::Onto(new.stdout.trim().to_string()))
+}
+
+/// [`pick`] with libgit2 (in memory, no work tree), for a git too old for `merge-tree
+/// --merge-base`. Its merge finds no renames, so it may call a conflict what git would merge.
+fn pick_in_process(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
+    let repo = git2::Repository::open(root)?;
+    let ours = repo.find_commit(git2::Oid::from_str(onto)?)?;
+    let theirs = repo.find_commit(git2::Oid::from_str(commit)?)?;
+    let mut index = repo.cherrypick_commit(&theirs, &ours, 0, None)?;
+    if index.has_conflicts() {
+        let mut paths: Vec<String> = index
+            .conflicts()?
+            .flatten()
+            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        paths.dedup();
+        return Ok(Picked::Conflict(paths));
+    }
+    let tree = index.write_tree_to(&repo)?;
+    if tree == ours.tree_id() {
+        return Ok(Picked::AlreadyThere);
+    }
+    let message = String::from_utf8_lossy(theirs.message_raw_bytes()).into_owned();
+    let new = repo.commit(
+        None,
+        &theirs.author(),
+        &theirs.committer(),
+        &message,
+        &repo.find_tree(tree)?,
+        &[&ours],
+    )?;
+    Ok(Picked::Onto(new.to_string()))
 }
 
 /// Moves `branch` from `from` to `to`: through the work tree when it is checked out there
@@ -304,6 +335,38 @@ mod tests {
 
     fn sh(dir: &Path, args: &[&str]) -> String {
         git_ok(dir, args).unwrap()
+    }
+
+    #[test]
+    fn libgit2_picks_as_git_does_for_an_older_git() {
+        let (_tmp, _bare, ours, _theirs) = repos();
+        let base = rev(&ours, "HEAD").unwrap();
+        std::fs::write(ours.join("a.txt"), "ours\n").unwrap();
+        commit_all(&ours, "Ours (app-1)").unwrap();
+        let mine = rev(&ours, "HEAD").unwrap();
+        sh(&ours, &["reset", "-q", "--hard", &base]);
+        std::fs::write(ours.join("b.txt"), "theirs\n").unwrap();
+        commit_all(&ours, "Theirs").unwrap();
+        let onto = rev(&ours, "HEAD").unwrap();
+        let Picked::Onto(new) = pick_in_process(&ours, &onto, &mine).unwrap() else {
+            panic!("not picked");
+        };
+        assert_eq!(
+            sh(&ours, &["show", "-s", "--format=%s %P", &new]).trim(),
+            format!("Ours (app-1) {onto}")
+        );
+        assert_eq!(sh(&ours, &["show", &format!("{new}:a.txt")]), "ours\n");
+        assert!(matches!(
+            pick_in_process(&ours, &new, &mine).unwrap(),
+            Picked::AlreadyThere
+        ));
+        std::fs::write(ours.join("a.txt"), "other\n").unwrap();
+        commit_all(&ours, "Other").unwrap();
+        let other = rev(&ours, "HEAD").unwrap();
+        match pick_in_process(&ours, &other, &mine).unwrap() {
+            Picked::Conflict(paths) => assert_eq!(paths, ["a.txt"]),
+            _ => panic!("no conflict"),
+        }
     }
 
     /// A bare upstream with one commit, braids' clone of it, and somebody else's clone.
