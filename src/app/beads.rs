@@ -346,8 +346,14 @@ pub fn rows(
         if b.status != BeadStatus::Closed {
             return None;
         }
+        // Only a landing the replay kept aside (`…-<commit>`); a failed attempt's work is kept
+        // under its time (`…-20261127T101500Z`) and says nothing of a later landing.
         let prefix = format!("braids/kept/{}-", b.id);
-        if let Some(k) = kept.iter().find(|k| k.starts_with(&prefix)) {
+        let replayed = |k: &&String| {
+            k.strip_prefix(&prefix)
+                .is_some_and(|rest| rest.len() == 12 && rest.bytes().all(|c| c.is_ascii_hexdigit()))
+        };
+        if let Some(k) = kept.iter().find(replayed) {
             return Some(format!(
                 "closed, not landed: its work conflicts with the upstream and is kept on branch {k}"
             ));

@@ -124,6 +124,11 @@ pub(super) fn catch_up(root: &Path, branch: &str, timeout: Duration) -> Result<C
     let mut done = CaughtUp::default();
     let mut tip = upstream.clone();
     for commit in commits.lines().map(str::trim).filter(|c| !c.is_empty()) {
+        // Already on the tip (nothing moved under it): kept as it is, same id.
+        if rev(root, &format!("{commit}^"))? == tip {
+            tip = commit.to_string();
+            continue;
+        }
         match pick(root, &tip, commit)? {
             Picked::Onto(new) => {
                 tip = new;
@@ -335,6 +340,17 @@ mod tests {
 
     fn sh(dir: &Path, args: &[&str]) -> String {
         git_ok(dir, args).unwrap()
+    }
+
+    #[test]
+    fn commits_on_an_upstream_nobody_moved_keep_their_ids() {
+        let (_tmp, _bare, ours, _theirs) = repos();
+        std::fs::write(ours.join("a.txt"), "ours\n").unwrap();
+        commit_all(&ours, "Activate iteration 001").unwrap();
+        let before = rev(&ours, "HEAD").unwrap();
+        let caught = catch_up(&ours, "main", T).unwrap();
+        assert_eq!((caught.replayed, caught.kept.len()), (0, 0));
+        assert_eq!(rev(&ours, "HEAD").unwrap(), before, "not recreated");
     }
 
     #[test]

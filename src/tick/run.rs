@@ -95,6 +95,15 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         }
     };
     let (pushed, mut push_errors) = (retried.pushed, retried.errors);
+    // STATUS.md shows what this run leaves: a push it made owes nothing any more.
+    for r in observed
+        .reports
+        .iter_mut()
+        .filter(|r| pushed.contains(&r.slug))
+    {
+        r.push_pending = false;
+        r.not_pushed = None;
+    }
     push_errors.extend(completion_errors);
     let mut shown = paused.iter().cloned().collect::<Vec<_>>();
     shown.extend(errors(&observed, &plan, &outcome, push_errors));

@@ -243,20 +243,32 @@ impl Worker<'_> {
         );
         let attempts = self.execute(run, l, &ws, &bead, &expected, started)?;
         crate::crash_point!("worker::after_agent");
-        if !matches!(attempts, Attempts::Failed(_)) {
-            // The agent answered (a pass, a question, a guardrail): the provider works and the
-            // bead's earlier failures are behind it.
+        // The agent answered (a pass, a question, a guardrail): the provider works and the
+        // bead's earlier failures are behind it; a pass once its work got past the repository's
+        // commit hooks (a refusal there is a failure that counts).
+        let succeeded = || {
             let store = crate::retry::store::Store::in_dir(&self.paths.braids_dir);
             let now = chrono::Utc::now();
             if let Err(e) = store.update(|a| a.succeed(&run.msg.project, bead_id, now)) {
                 tracing::warn!(bead = %bead_id, "cannot record the attempt: {e:#}");
             }
+        };
+        if matches!(attempts, Attempts::Question | Attempts::Guardrail(_)) {
+            succeeded();
         }
         match attempts {
             Attempts::Passed {
                 report,
                 deliverable,
-            } => self.finish(run, l, &ws, &bead, &report, &deliverable),
+            } => {
+                let ending = self.finish(run, l, &ws, &bead, &report, &deliverable);
+                if !matches!(ending, Ok(Ending::Retrying { .. }) | Err(_))
+                    && !run.steps.iter().any(|s| s.name == "retry")
+                {
+                    succeeded();
+                }
+                ending
+            }
             Attempts::Question => Ok(Ending::AwaitingHuman),
             Attempts::Guardrail(report) => self.guardrail(run, l, &bead, &report),
             Attempts::Failed(failure) => self.failed(run, l, &ws, &bead, &expected, failure),

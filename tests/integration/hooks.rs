@@ -20,12 +20,12 @@ printf '# %s\n\n## Summary\n\nWrote main.rs.\n' "$BRAIDS_BEAD" > "$1"
 printf 'status: pass\nsummary: wrote main.rs\n' > "$BRAIDS_RESULT_FILE"
 "#;
 
-/// Refuses the first commit it sees, then turns tabs into four spaces in what is staged.
+/// Refuses the first two commits it sees, then turns tabs into four spaces in what is staged.
 fn pre_commit(marker: &Path) -> String {
     format!(
         r#"#!/bin/sh
-if [ ! -e {m} ]; then
-  touch {m}
+if [ "$(cat {m} 2>/dev/null | wc -l)" -lt 2 ]; then
+  echo refused >> {m}
   echo "lint: main.rs line 2 is indented with a tab; indent with spaces" >&2
   exit 1
 fi
@@ -97,11 +97,19 @@ fn commit_hooks_refuse_reformat_and_sign_the_landing_and_hooks_off_skips_them() 
     let log = sb.git(&web_up, &["log", "--format=%s", "main"]);
     assert!(log.contains(w.as_str()), "{log}");
 
+    // Refused again: the failures add up (a pass the hook refuses is no success).
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [a.clone()], "{r:#?}");
+    workers_end(&sb);
+    let beads: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
+    assert_eq!(beads["beads"][0]["attempts"], 2, "{beads:#}");
+
     let r = sb.tick().force().run();
     assert_eq!(r.spawned_beads(), [a.clone()], "{r:#?}");
     workers_end(&sb);
     closed(&sb, "app", a);
-    let second = std::fs::read_to_string(sb.home().join(format!("prompt-{a}-1"))).unwrap();
+    let second = std::fs::read_to_string(sb.home().join(format!("prompt-{a}-2"))).unwrap();
     assert!(
         second.contains("line 2 is indented with a tab"),
         "the hook's output reaches the next prompt: {second}"
