@@ -449,8 +449,14 @@ pub fn push(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
             return Err(anyhow!("git push timed out after {}s", timeout.as_secs()));
         }
         if !replay::rejected_as_behind(&out.stdout) {
-            let said = [out.stderr.trim(), out.stdout.trim()].join("\n");
-            return Err(anyhow!("git push failed: {}", said.trim()));
+            // One line: it is shown in tables, logs and notifications.
+            let said: Vec<&str> = [out.stderr.as_str(), out.stdout.as_str()]
+                .iter()
+                .flat_map(|t| t.lines())
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            return Err(anyhow!("git push failed: {}", said.join(" ")));
         }
         let caught =
             replay::catch_up(root, branch, timeout).map_err(|e| with_kept(e, &done.kept))?;
