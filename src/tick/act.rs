@@ -500,6 +500,11 @@ fn finish_one(
     let Some(lock) = crate::git::RepoLock::try_acquire(root)? else {
         return Ok(false);
     };
+    let config = crate::format::project::read_project(root).value;
+    if let Some(why) = crate::workspace::checkout_elsewhere(root, &config) {
+        tracing::debug!(project = %slug, "iteration left active: {why}");
+        return Ok(false);
+    }
     let its = crate::format::iteration::read_iterations(root).value;
     let Some(it) = name.find(&its, |i| i.name) else {
         return Ok(false);

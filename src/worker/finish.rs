@@ -362,6 +362,10 @@ impl Worker<'_> {
         held: &RepoLock,
     ) -> Result<bool> {
         let root = &run.msg.project;
+        if let Some(why) = crate::workspace::checkout_elsewhere(root, &l.project) {
+            run.step("iteration", why);
+            return Ok(false);
+        }
         let done = app_iteration::complete_if_done(
             root,
             &l.slug,
@@ -440,10 +444,20 @@ impl Push {
 /// fatal: it is remembered (`git::push_recorded`) and the next tick retries it. The caller
 /// holds the repository lock. `branch` is the one the commit went onto.
 pub(super) fn push(run: &mut Run<'_, '_>, root: &Path, branch: Option<&str>) -> Push {
+    // Said once while it lasts (a mark in `.git/`, never committed), not by every bead.
+    let told = root.join(".git/braids-no-upstream");
     let Some(branch) = branch.filter(|b| crate::git::has_upstream(root, b)) else {
         run.step("push", "no upstream; nothing to push");
+        if !told.exists() && root.join(".git").is_dir() {
+            tracing::warn!(
+                project = %root.display(),
+                "no upstream: beads land locally only; add a remote and `git push -u <remote> <branch>` once to have them pushed"
+            );
+            let _ = std::fs::write(&told, b"");
+        }
         return Push::NoUpstream;
     };
+    let _ = std::fs::remove_file(&told);
     let mut error = String::new();
     for attempt in 1..=2 {
         match crate::git::push_recorded(root, branch, PUSH_TIMEOUT) {

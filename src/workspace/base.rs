@@ -37,6 +37,25 @@ pub fn base_branch_of(project: &Path, config: &ProjectConfig) -> Result<String> 
     resolve(&repo, project, asked, true)
 }
 
+/// Why braids' own commits in the project's work tree (an iteration's new status) wait: the
+/// person has another branch checked out (or a detached HEAD) than the base branch beads land
+/// on, and those commits would go onto it and change their files. `None` when they may go
+/// ahead, and always for `Workspace: shared` (its agents commit onto the checkout anyway).
+pub fn checkout_elsewhere(project: &Path, config: &ProjectConfig) -> Option<String> {
+    if super::WorkspaceMode::of(config) == super::WorkspaceMode::Shared {
+        return None;
+    }
+    let base = base_branch_of(project, config).ok()?;
+    let here = crate::git::checked_out(project);
+    (here.as_deref() != Some(base.as_str())).then(|| {
+        format!(
+            "the checkout is on {}, not {base}: the iteration is completed when it is back on \
+             {base}",
+            here.as_deref().unwrap_or("a detached HEAD")
+        )
+    })
+}
+
 /// In-process (git2), as the tick asks it of every project with work each run.
 fn resolve(
     repo: &Repository,

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::BeadId;
 
-pub use base::{base_branch, base_branch_of};
+pub use base::{base_branch, base_branch_of, checkout_elsewhere};
 pub use host::cannot_host;
 pub use worktree::{all_kept, held_diff, kept_branches, GitWorktrees, HeldDiff};
 

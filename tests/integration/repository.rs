@@ -154,6 +154,21 @@ fn a_person_on_a_feature_branch_keeps_it_and_their_edits_while_beads_land_on_mai
         let log = sb.git(bare, &["log", "--format=%s", "main"]);
         assert!(log.contains(bead.as_str()), "{slug}: {log}");
         assert!(!log.contains("feature work"), "{slug}: {log}");
+        // braids' own commit (the iteration's completion) waits for the checkout to be back on
+        // main rather than go onto the person's branch or change their ITERATION.md.
+        assert!(!feature.contains("Complete iteration"), "{slug}: {feature}");
+        let it =
+            std::fs::read_to_string(p.root.join(".braids/iterations/001/ITERATION.md")).unwrap();
+        assert!(it.to_lowercase().contains("active"), "{slug}: {it}");
+    }
+    for p in [&app, &web] {
+        sb.git(&p.root, &["stash", "-q"]);
+        sb.git(&p.root, &["switch", "-q", "main"]);
+    }
+    sb.tick().force().run();
+    for (slug, p) in [("app", &app), ("web", &web)] {
+        let main = sb.git(&p.root, &["log", "--format=%s", "main"]);
+        assert!(main.contains("Complete iteration"), "{slug}: {main}");
     }
 }
 
@@ -242,4 +257,30 @@ fn a_workspace_has_its_submodules_and_lfs_files_and_a_moved_submodule_lands() {
     );
     let here = std::fs::read_to_string(root.join("big.bin")).unwrap();
     assert_eq!(here, "BIG CONTENT\nmore\n");
+}
+
+#[test]
+fn a_project_with_no_remote_lands_locally_and_says_no_upstream_once() {
+    let sb = install(0);
+    sb.write("fixed", "");
+    let app = sb.new_project("app").br().beads(2).create();
+    for bead in &app.beads {
+        wait_for("the bead spawned", Duration::from_secs(60), || {
+            sb.tick().force().run();
+            (sb.br_status("app", bead) != "open").then_some(())
+        });
+        closed(&sb, bead);
+    }
+    let said: usize = app
+        .beads
+        .iter()
+        .map(|b| {
+            sb.ok(&["logs", &format!("app:{b}")])
+                .matches("no upstream: beads land locally only")
+                .count()
+        })
+        .sum();
+    assert_eq!(said, 1, "said once, not by every bead");
+    let log = sb.git(&app.root, &["log", "--format=%s"]);
+    assert!(app.beads.iter().all(|b| log.contains(b.as_str())), "{log}");
 }
