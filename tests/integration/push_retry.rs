@@ -96,7 +96,7 @@ fn c4_4_closed_not_pushed_is_shown_everywhere_and_the_iteration_is_told_once_pus
     let md = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
     assert!(md.contains("**Not pushed** since"), "{md}");
     assert!(
-        md.contains(&format!("{bead}")) && md.contains("closed, not pushed"),
+        md.contains(bead) && md.contains("closed, not pushed"),
         "{md}"
     );
     // Failed pushes in a row: an unforced run waits for the backoff instead of pushing.
