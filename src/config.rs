@@ -355,6 +355,20 @@ impl Config {
 }
 
 impl Config {
+    /// The agents' sandbox as `[worker]` sets it, with `state` (folders under the home an
+    /// agent CLI keeps its state in) writable too.
+    pub fn sandbox_settings(&self, state: &[&str]) -> crate::sandbox::Settings {
+        crate::sandbox::Settings {
+            kind: self.worker.sandbox,
+            home: crate::paths::Paths::from_env()
+                .map(|p| p.home)
+                .unwrap_or_default(),
+            state: state.iter().map(|s| s.to_string()).collect(),
+            extra: self.worker.sandbox_write.clone(),
+            bwrap: self.worker.bwrap.clone(),
+        }
+    }
+
     /// The agent for `project`: PROJECT.md's `Executor:` (a preset's name, or a command line
     /// split as a shell would, never run by one) over `[worker] executor`. Err names the file
     /// and line of an `Executor:` that is neither.

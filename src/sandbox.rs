@@ -66,6 +66,8 @@ impl Settings {
             // A worktree's commits write objects, its branch `braids/<bead>` and that branch's
             // log, and its own admin folder; never another branch, the config or the hooks.
             out.push(git.join("objects"));
+            // Git LFS keeps the content of the files it tracks beside the objects.
+            out.push(git.join("lfs"));
             for d in ["refs/heads/braids", "logs/refs/heads/braids"] {
                 let _ = std::fs::create_dir_all(git.join(d));
                 out.push(git.join(d));

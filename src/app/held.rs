@@ -108,6 +108,7 @@ pub fn approve(inst: &Installation, found: &Located) -> Result<Landed> {
     p.refuse_if_paused(&bead.id)?;
     let wss = GitWorktrees {
         root: inst.paths.workspaces_dir(),
+        sandbox: inst.config.sandbox_settings(&[]),
     };
     let lock = crate::git::RepoLock::acquire(root)?;
     // Under the lock: what was shown is what lands.

@@ -77,6 +77,10 @@ fn marker(root: &Path) -> PathBuf {
 /// only) counts as one failure, dated by the file.
 pub fn push_debt(root: &Path) -> Option<PushDebt> {
     let path = marker(root);
+    // Never through a link (a shared work tree's agent can write `.git`).
+    if !std::fs::symlink_metadata(&path).ok()?.is_file() {
+        return None;
+    }
     let bytes = std::fs::read(&path).ok()?;
     if let Ok(d) = serde_json::from_slice(&bytes) {
         return Some(d);
@@ -102,7 +106,20 @@ fn remember(root: &Path, debt: &PushDebt) -> Result<()> {
 pub fn push_recorded(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
     let result = super::push(root, branch, timeout);
     match &result {
-        Ok(_) => clear_push_mark(root),
+        Ok(_) => {
+            // Whoever paid the debt, the notifications it held are the tick's to send.
+            if let Some(owed) = push_debt(root).map(|d| d.owed).filter(|o| !o.is_empty()) {
+                let mut all = read_owed(root);
+                all.extend(owed);
+                if let Err(e) = serde_json::to_vec(&all)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|b| crate::atomic::write(&owed_file(root), &b))
+                {
+                    tracing::warn!(root = %root.display(), "cannot keep the notifications a push owed: {e:#}");
+                }
+            }
+            clear_push_mark(root);
+        }
         Err(e) => {
             let now = Utc::now();
             let before = push_debt(root);
@@ -139,6 +156,31 @@ pub fn expect_push(root: &Path) -> Result<()> {
             owed: Vec::new(),
         },
     )
+}
+
+/// Where notifications a paid debt held wait for the tick to send them.
+fn owed_file(root: &Path) -> PathBuf {
+    root.join(".git/braids-owed-notices")
+}
+
+fn read_owed(root: &Path) -> Vec<Owed> {
+    let path = owed_file(root);
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        return Vec::new();
+    }
+    std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// The notifications pushes that succeeded were holding, taken: the caller sends them.
+pub fn take_owed(root: &Path) -> Vec<Owed> {
+    let owed = read_owed(root);
+    if !owed.is_empty() {
+        let _ = std::fs::remove_file(owed_file(root));
+    }
+    owed
 }
 
 /// Takes back an [`expect_push`] whose commit was not made, or a debt paid.

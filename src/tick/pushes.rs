@@ -43,14 +43,18 @@ pub fn retry_pushes(
             None => crate::workspace::base_branch(&r.path),
         };
         let Some(base) = base.ok().filter(|b| crate::git::has_upstream(&r.path, b)) else {
-            // Nothing to push to any more (the remote or the upstream was removed).
-            crate::git::clear_push_mark(&r.path);
+            // Nowhere to push now (the remote or the upstream was removed, the base unknown):
+            // the debt stays, shown, until a push can pay it.
+            errors.push(format!(
+                "{}: not pushed, and its base branch has no upstream to push to now",
+                r.slug
+            ));
             continue;
         };
-        let owed = crate::git::push_debt(&r.path).map_or_else(Vec::new, |d| d.owed);
         match crate::git::push_recorded(&r.path, &base, timeout) {
             Ok(p) => {
                 tracing::info!(project = %r.slug, "pending push retried: pushed");
+                let owed = crate::git::take_owed(&r.path);
                 if !owed.is_empty() {
                     out.owed.push((r.slug.clone(), owed));
                 }

@@ -68,6 +68,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     let argv = inst.config.worker_command();
     let workspaces = crate::workspace::GitWorktrees {
         root: inst.paths.workspaces_dir(),
+        sandbox: inst.config.sandbox_settings(&[]),
     };
     let mut outcome = act::act_with(
         &plan,

@@ -68,15 +68,7 @@ pub fn executor_for(
         }
     }
     let grace = Duration::from_secs(config.sessions.kill_grace_secs);
-    let sandbox = |state: &[&str]| crate::sandbox::Settings {
-        kind: config.worker.sandbox,
-        home: crate::paths::Paths::from_env()
-            .map(|p| p.home)
-            .unwrap_or_default(),
-        state: state.iter().map(|s| s.to_string()).collect(),
-        extra: config.worker.sandbox_write.clone(),
-        bwrap: config.worker.bwrap.clone(),
-    };
+    let sandbox = |state: &[&str]| config.sandbox_settings(state);
     // A malformed `Executor:` is the tick's preflight error; it never reaches a worker.
     match config
         .agent_for(project, Path::new(".braids/PROJECT.md"))

@@ -43,7 +43,12 @@ impl Worker<'_> {
         let message = format!("{} ({bead_id})", first_line(&summary));
         let hooks = crate::workspace::hooks::enabled(&l.project);
         let lock = RepoLock::acquire(root)?;
-        let base = crate::workspace::base_branch(root).ok();
+        // The branch the worktree was cut from: the person switching branches meanwhile moves
+        // neither the landing nor its push.
+        let base = ws
+            .base
+            .clone()
+            .or_else(|| crate::workspace::base_branch(root).ok());
         if let (Some(b), false) = (&base, ws.is_shared()) {
             // What others pushed, before the work is replayed onto the base branch: a
             // conflict with it is found while the bead can still be blocked. A failure here
@@ -144,6 +149,14 @@ impl Worker<'_> {
         crate::crash_point!("worker::after_iteration");
         let pushed = push(run, root, base.as_deref());
         crate::crash_point!("worker::after_push");
+        if matches!(pushed, Push::Pushed(_)) {
+            // What earlier failed pushes held back (an iteration complete), told now.
+            for o in crate::git::take_owed(root) {
+                if let Ok(event) = NotificationEvent::parse(&o.event) {
+                    run.notify(l, event, &o.text);
+                }
+            }
+        }
         drop(lock);
         self.drop_workspace(run);
         if let Some(k) = pushed.kept(bead_id) {
@@ -453,7 +466,8 @@ pub(super) fn push(run: &mut Run<'_, '_>, root: &Path, branch: Option<&str>) -> 
                 project = %root.display(),
                 "no upstream: beads land locally only; add a remote and `git push -u <remote> <branch>` once to have them pushed"
             );
-            let _ = std::fs::write(&told, b"");
+            // Temp + rename: a link planted there is replaced, never written through.
+            let _ = crate::atomic::write(&told, b"");
         }
         return Push::NoUpstream;
     };

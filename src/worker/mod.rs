@@ -279,6 +279,7 @@ impl Worker<'_> {
     fn workspaces(&self) -> GitWorktrees {
         GitWorktrees {
             root: self.paths.workspaces_dir(),
+            sandbox: self.config.sandbox_settings(&[]),
         }
     }
 

@@ -89,19 +89,56 @@ pub(super) fn fingerprint(project: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Commits what is staged in the worktree `dir` with the commit hooks in `hooks` (the
-/// project's, see [`super::hooks`]) run as git runs them. `Ok(Err(output))` when a hook
+/// How long the hooks of one commit may run (a pre-commit running a test suite).
+const HOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Commits what is staged in `ws`'s worktree with the commit hooks in `hooks` (the project's,
+/// see the module docs) run as git runs them, inside `sandbox` when one is set: a hook runs
+/// whatever the worktree holds (a pre-commit config, a script it calls, `node_modules`), which
+/// is the agent's, so it gets no more than the agent had. `Ok(Err(output))` when a hook
 /// refused, with what it printed; nothing staged commits nothing.
 pub(super) fn commit(
-    dir: &Path,
+    ws: &Workspace,
     hooks: &Path,
     message: &str,
+    sandbox: &crate::sandbox::Settings,
 ) -> Result<std::result::Result<bool, String>> {
+    let dir = &ws.dir;
     if git(dir, &["diff", "--cached", "--quiet"])?.success() {
         return Ok(Ok(false));
     }
     let path = format!("core.hooksPath={}", hooks.display());
-    let out = git(dir, &["-c", &path, "commit", "--quiet", "-m", message])?;
+    let mut cmd = std::process::Command::new("git");
+    cmd.args(["-c", "core.fsmonitor=false", "-c", &path])
+        .args(["commit", "--quiet", "-m", message])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .env("LC_ALL", "C");
+    let tmp = std::env::temp_dir().join(format!("braids-hooks-{}", std::process::id()));
+    if sandbox.kind != crate::sandbox::Kind::Off {
+        let writable = sandbox.writable(dir, &ws.project, &tmp);
+        cmd = sandbox.wrap(&cmd, &writable, &tmp)?;
+    }
+    let mut run = crate::proc::Invocation::new(
+        std::iter::once(cmd.get_program().to_os_string())
+            .chain(cmd.get_args().map(|a| a.to_os_string())),
+    )
+    .cwd(dir)
+    .timeout(HOOK_TIMEOUT);
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            run = run.env(k, v);
+        }
+    }
+    let out = run.run().map_err(|e| anyhow::anyhow!("{e}"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let out = out?;
+    if out.timed_out {
+        return Ok(Err(format!(
+            "the commit hooks ran longer than {} minutes",
+            HOOK_TIMEOUT.as_secs() / 60
+        )));
+    }
     if out.success() {
         return Ok(Ok(true));
     }
@@ -112,24 +149,37 @@ pub(super) fn commit(
 /// The work as it would land (all but `exclude`), committed with the project's commit
 /// hooks: what a refusing hook printed, or `None` when they passed or there are none.
 /// Either way the worktree's branch ends holding everything the agent left on top of
-/// `base`, a formatter's changes included, as `land` expects it.
+/// `base`, a formatter's changes included, as `land` expects it; on an error it is put back
+/// as it was, so the work can still be kept.
 pub(super) fn trial(
     ws: &Workspace,
     bead: &BeadId,
     base: &str,
     exclude: &[PathBuf],
     message: &str,
+    sandbox: &crate::sandbox::Settings,
 ) -> Result<Option<String>> {
     let Some(hooks) = dir(&ws.project).filter(|d| !present(d).is_empty()) else {
         return Ok(None);
     };
-    git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
-    git_ok(&ws.dir, &["reset", "--quiet"])?;
-    stage(&ws.dir, exclude, &[])?;
-    let verdict = commit(&ws.dir, &hooks, message)?;
-    stage(&ws.dir, &[], &[])?;
-    commit_staged(&ws.dir, &format!("wip {bead}"))?;
-    Ok(verdict.err())
+    let before = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
+    let tried = (|| {
+        git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
+        git_ok(&ws.dir, &["reset", "--quiet"])?;
+        stage(&ws.dir, exclude, &[])?;
+        let verdict = commit(ws, &hooks, message, sandbox)?;
+        stage(&ws.dir, &[], &[])?;
+        commit_staged(&ws.dir, &format!("wip {bead}"))?;
+        Ok::<_, anyhow::Error>(verdict.err())
+    })();
+    if tried.is_err() {
+        // A git killed mid-commit leaves its index lock; nothing else runs git here now.
+        if let Ok(admin) = git_ok(&ws.dir, &["rev-parse", "--absolute-git-dir"]) {
+            let _ = std::fs::remove_file(Path::new(admin.trim()).join("index.lock"));
+        }
+        let _ = git(&ws.dir, &["reset", "--quiet", "--soft", &before]);
+    }
+    tried
 }
 
 #[cfg(test)]

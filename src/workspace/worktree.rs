@@ -18,6 +18,9 @@ use crate::proc::Invocation;
 #[derive(Debug, Clone)]
 pub struct GitWorktrees {
     pub root: PathBuf,
+    /// The agents' sandbox, which the repository's commit hooks run in too (see
+    /// [`super::hooks::commit`]).
+    pub sandbox: crate::sandbox::Settings,
 }
 
 fn lines(s: &str) -> Vec<String> {
@@ -430,9 +433,25 @@ impl Workspaces for GitWorktrees {
             }
         }
         if let Some(message) = hooks {
-            if let Some(hook_output) = super::hooks::trial(ws, bead, base, exclude, message)? {
+            if let Some(hook_output) =
+                super::hooks::trial(ws, bead, base, exclude, message, &self.sandbox)?
+            {
                 return Ok(Prepared::Refused { hook_output });
             }
+            // What the hooks changed is checked as the agent's work is.
+            let paths = lines(&git_ok(
+                &ws.dir,
+                &[
+                    "diff",
+                    "--name-only",
+                    "--no-renames",
+                    &format!("{base}..HEAD"),
+                ],
+            )?);
+            if let Some(held) = guard::content(ws, &paths, exclude) {
+                return Ok(held);
+            }
+            return Ok(Prepared::Ready { paths });
         }
         Ok(Prepared::Ready { paths })
     }
@@ -464,7 +483,8 @@ impl Workspaces for GitWorktrees {
         let committed = match hooks {
             // They passed on this work in `prepare_landing`; a refusal now (a hook that looks at
             // the tracker's files, say) must not leave a closed bead unlanded.
-            Some(hooks) => match super::hooks::commit(&ws.dir, &hooks, &landing.message)? {
+            Some(hooks) => match super::hooks::commit(ws, &hooks, &landing.message, &self.sandbox)?
+            {
                 Ok(c) => c,
                 Err(said) => {
                     tracing::warn!(dir = %ws.dir.display(), "a commit hook refused the landing it had passed, so it lands without hooks: {said}");

@@ -42,6 +42,7 @@ fn world() -> World {
     sh_git(&project, &["commit", "--quiet", "-m", "start"]);
     let ws = GitWorktrees {
         root: tmp.path().join("braids/workspaces"),
+        sandbox: Default::default(),
     };
     World {
         _tmp: tmp,

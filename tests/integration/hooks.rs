@@ -135,3 +135,35 @@ fn commit_hooks_refuse_reformat_and_sign_the_landing_and_hooks_off_skips_them() 
         "the person's tree has the landed file"
     );
 }
+
+#[test]
+fn c11_6_with_the_sandbox_on_the_commit_hooks_run_inside_it() {
+    // A hook runs what the worktree holds, which is the agent's: it gets no more than the
+    // agent. This one tries to write into the person's home and fails there, quietly.
+    let sb = Install::new().build();
+    let agent = sb.script("bin/agent", AGENT);
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\nsandbox = \"landlock\"\n",
+        agent.display().to_string()
+    ));
+    let app = sb.new_project("app").br().beads(1).create();
+    let escaped = sb.home().join("escaped");
+    let inside = sb.home().join("hook-ran");
+    hook(
+        &app.root,
+        "pre-commit",
+        &format!(
+            "#!/bin/sh\ntouch {} 2>/dev/null\necho ran > .hook-ran\ncp .hook-ran {} 2>/dev/null\nrm -f .hook-ran\nexit 0\n",
+            escaped.display(),
+            inside.display()
+        ),
+    );
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads().len(), 1, "{r:#?}");
+    workers_end(&sb);
+    closed(&sb, "app", &app.beads[0]);
+    assert!(!escaped.exists(), "the hook wrote outside the sandbox");
+    assert!(!inside.exists(), "the hook wrote outside the sandbox");
+    let landed = sb.git(&app.root, &["show", "HEAD~0:main.rs"]);
+    assert!(landed.contains("println"), "{landed}");
+}

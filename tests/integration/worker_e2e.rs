@@ -1489,6 +1489,7 @@ impl<'a> Recording<'a> {
             iteration_dir: p.iteration_dir(),
             workspaces: braids::workspace::GitWorktrees {
                 root: p.sb.braids_dir().join("workspaces"),
+                sandbox: Default::default(),
             },
             journal,
             after_close: None,

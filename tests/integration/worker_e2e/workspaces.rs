@@ -182,6 +182,7 @@ fn c6_5_a_worker_killed_mid_work_leaves_no_worktree_behind() {
     assert_eq!(report.spawns.len(), 1);
     let dir = braids::workspace::GitWorktrees {
         root: p.sb.braids_dir().join("workspaces"),
+        sandbox: Default::default(),
     }
     .project_dir(&p.root)
     .join(&ids[0]);
