@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{guard, GitWorktrees};
-use crate::git::git_ok;
+use crate::git::{git, git_ok};
 use crate::model::BeadId;
 use crate::workspace::Workspace;
 
@@ -30,6 +30,37 @@ pub struct HeldDiff {
     /// The changed paths braids holds for a person (its control files; a bead's deliverable
     /// is not one).
     pub control: Vec<String>,
+}
+
+/// The `braids/kept/…` branches of `project` holding work of `bead` that never landed, the
+/// newest last.
+pub fn kept_branches(project: &Path, bead: &BeadId) -> Result<Vec<String>> {
+    let pattern = format!("braids/kept/{bead}-*");
+    let out = git_ok(
+        project,
+        &[
+            "branch",
+            "--list",
+            "--sort=committerdate",
+            "--format=%(refname:short)",
+            &pattern,
+        ],
+    )?;
+    Ok(out.lines().map(str::to_string).collect())
+}
+
+/// Every `braids/kept/…` branch of `project`, for views that ask of many beads at once.
+pub fn all_kept(project: &Path) -> Vec<String> {
+    git(
+        project,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/braids/kept/",
+        ],
+    )
+    .map(|o| o.stdout.lines().map(str::to_string).collect())
+    .unwrap_or_default()
 }
 
 /// What `commit` (kept on `branch`) changes since it parted from the project's base

@@ -33,38 +33,7 @@ fn lines(s: &str) -> Vec<String> {
 
 #[path = "held.rs"]
 mod held;
-pub use held::{held_diff, HeldDiff};
-
-/// The `braids/kept/…` branches of `project` holding work of `bead` that never landed, the
-/// newest last.
-pub fn kept_branches(project: &Path, bead: &BeadId) -> Result<Vec<String>> {
-    let pattern = format!("braids/kept/{bead}-*");
-    let out = git_ok(
-        project,
-        &[
-            "branch",
-            "--list",
-            "--sort=committerdate",
-            "--format=%(refname:short)",
-            &pattern,
-        ],
-    )?;
-    Ok(out.lines().map(str::to_string).collect())
-}
-
-/// Every `braids/kept/…` branch of `project`, for views that ask of many beads at once.
-pub fn all_kept(project: &Path) -> Vec<String> {
-    git(
-        project,
-        &[
-            "for-each-ref",
-            "--format=%(refname:short)",
-            "refs/heads/braids/kept/",
-        ],
-    )
-    .map(|o| o.stdout.lines().map(str::to_string).collect())
-    .unwrap_or_default()
-}
+pub use held::{all_kept, held_diff, kept_branches, HeldDiff};
 
 pub fn branch_for(bead: &BeadId) -> String {
     format!("braids/{bead}")
