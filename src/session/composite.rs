@@ -84,6 +84,10 @@ impl SessionBackend for Composite {
         self.backends.iter().any(|b| b.may_have_sessions())
     }
 
+    fn ended_cheaply(&self) -> Vec<crate::model::SessionLabel> {
+        self.present().flat_map(|b| b.ended_cheaply()).collect()
+    }
+
     fn survey(&self) -> Result<Survey, SessionError> {
         let mut all = Survey::default();
         for b in self.present() {

@@ -236,6 +236,14 @@ pub trait SessionBackend: Send + Sync {
         Ok(survey.sessions)
     }
 
+    /// The labels of sessions that ended and are not forgotten yet, when the backend can tell
+    /// without starting a program (the process backend reads its records and `/proc`): a run
+    /// skipped for its idle backoff asks, so a worker that died hands its bead on at the next
+    /// run, not when the backoff ends. Empty when it cannot tell cheaply.
+    fn ended_cheaply(&self) -> Vec<SessionLabel> {
+        Vec::new()
+    }
+
     /// Like [`SessionBackend::list`], plus the records that could not be read. A caller that must
     /// not double-spawn should treat a problem carrying a label as "maybe running".
     fn survey(&self) -> Result<Survey, SessionError>;

@@ -291,6 +291,18 @@ impl SessionBackend for ProcessBackend {
         self.kind
     }
 
+    fn ended_cheaply(&self) -> Vec<SessionLabel> {
+        self.survey()
+            .map(|s| {
+                s.sessions
+                    .into_iter()
+                    .filter(|s| !s.running)
+                    .map(|s| s.label)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn survey(&self) -> Result<Survey, SessionError> {
         reap_detached();
         let mut out = Survey::default();

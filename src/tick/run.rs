@@ -26,9 +26,10 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         next_full_run,
     } = state.run_kind(now, opts.force)
     {
+        let ended = inst.backend.ended_cheaply();
         let woken = state
             .last_run_at
-            .and_then(|t| super::wake::changed(&inst.paths, t, now));
+            .and_then(|t| super::wake::changed(&inst.paths, t, now, &ended));
         let Some(slug) = woken else {
             let why = Some(reason);
             return Ok(TickReport::skipped(

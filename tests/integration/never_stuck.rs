@@ -275,3 +275,52 @@ fn c2_13_a_worker_that_waits_out_a_lock_hands_its_bead_back_uncounted() {
         (sb.workplan("app")[bead].0 == "closed").then_some(())
     });
 }
+
+/// The pid of a live `sleep 619`, the agent of the test below.
+fn backoff_agent_pid() -> Option<u32> {
+    crate::support::procs::pids().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00619\x00")
+            && crate::support::procs::alive(*pid)
+    })
+}
+
+#[test]
+fn c2_7_a_worker_that_dies_while_runs_back_off_hands_its_bead_on_at_the_next_plain_run() {
+    let sb = install("exec sleep 619\n", "");
+    let app = sb.new_project("app").beads(1).create();
+    let bead = &app.beads[0];
+    let r = sb.tick().force().run();
+    assert_eq!(r.spawned_beads(), [bead.clone()]);
+    let agent = wait_for(
+        "the agent running",
+        Duration::from_secs(60),
+        backoff_agent_pid,
+    );
+    // Every slot busy: the runs back off.
+    let mut skipped = false;
+    for _ in 0..3 {
+        if sb.tick().run().skip.is_some() {
+            skipped = true;
+            break;
+        }
+    }
+    assert!(skipped, "the plain runs never backed off");
+    // The worker and its agent die; no file of the project changes.
+    let worker = sb.pid_of(&label("app", bead));
+    for pid in [worker, agent] {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    wait_for("the worker gone", Duration::from_secs(30), || {
+        sb.live_labels().is_empty().then_some(())
+    });
+    // The next plain run is a full one and hands the bead on, not the end of the backoff.
+    let r = sb.tick().run();
+    assert_eq!(r.skip, None, "{r:#?}");
+    assert_eq!(r.released.len(), 1, "{r:#?}");
+    // And a plain run after it backs off again: the ended session was forgotten.
+    let r = sb.tick().run();
+    assert!(r.skip.is_none() || r.released.is_empty(), "{r:#?}");
+}
