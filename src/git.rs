@@ -19,7 +19,7 @@ mod debt;
 mod replay;
 pub use debt::{
     clear_push_mark, expect_push, not_pushed, owe, push_debt, push_pending, push_recorded,
-    take_owed, unpushed, NotPushed, Owed, PushDebt,
+    take_owed, NotPushed, Owed, PushDebt,
 };
 pub use replay::{bead_of, Kept};
 

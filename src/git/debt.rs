@@ -193,17 +193,6 @@ pub fn push_pending(root: &Path) -> bool {
     marker(root).exists()
 }
 
-/// How many commits of `branch` its upstream lacks; `None` without an upstream.
-pub fn unpushed(root: &Path, branch: &str) -> Option<usize> {
-    let repo = Repository::open(root).ok()?;
-    let branch = repo.find_branch(branch, git2::BranchType::Local).ok()?;
-    let local = branch.get().target()?;
-    let remote = branch.upstream().ok()?.get().target()?;
-    repo.graph_ahead_behind(local, remote)
-        .ok()
-        .map(|(ahead, _)| ahead)
-}
-
 /// What a project shows while it owes a push: the debt, and the beads whose landing commits
 /// are on `branch` but not on its upstream ("closed, not pushed").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -220,6 +209,22 @@ impl NotPushed {
     #[must_use]
     pub fn waits(&self, now: DateTime<Utc>, forced: bool) -> bool {
         !forced && self.next_try > now
+    }
+
+    /// The project's one line for it, the same in STATUS.md, on the dashboard and in the
+    /// tick's problems: since when, how often, the next try, why, and the beads it holds back.
+    pub fn line(&self) -> String {
+        let beads = match self.beads.is_empty() {
+            true => String::new(),
+            false => format!(" Closed, not pushed: {}.", self.beads.join(", ")),
+        };
+        format!(
+            "not pushed since {} ({} failed pushes, next try after {}): {}.{beads}",
+            self.debt.since.format("%Y-%m-%d %H:%M UTC"),
+            self.debt.failures,
+            self.next_try.format("%Y-%m-%d %H:%M:%S UTC"),
+            self.debt.why.lines().next().unwrap_or_default()
+        )
     }
 
     /// How a bead of it is shown: `closed, not pushed (since …, why)`.

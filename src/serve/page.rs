@@ -107,12 +107,7 @@ fn project(p: &Picture, r: &ProjectReport, d: Option<&ProjectDetail>, ctx: Ctx<'
                 if paused { "Resume" } else { "Pause" }, html! {}))
             @if let Some(n) = &r.note { p class="note" { (n) } }
             @if let Some(e) = &r.error { p class="error" { "Error: " (e) } }
-            @if let Some(n) = &r.not_pushed {
-                p class="error" { "Not pushed since " (n.debt.since.format("%Y-%m-%d %H:%M UTC"))
-                    " (" (n.debt.failures) " failed pushes, next try after " (n.next_try.format("%H:%M UTC")) "): "
-                    (n.debt.why.lines().next().unwrap_or_default())
-                    @if !n.beads.is_empty() { ". Closed, not pushed: " (n.beads.join(", ")) } }
-            }
+            @if let Some(n) = &r.not_pushed { p class="error" { (n.line()) } }
             @for prob in &r.problems { p class="error" { (prob) } }
             @for u in r.unknown_stories.as_deref().unwrap_or_default() { p class="error" { (u.problem.to_string()) } }
             @if !workers.is_empty() {

@@ -24,14 +24,7 @@ pub fn retry_pushes(
             continue;
         }
         if let Some(n) = r.not_pushed.as_ref().filter(|n| n.waits(now, force)) {
-            errors.push(format!(
-                "{}: not pushed since {} ({} failed pushes; next try after {}): {}",
-                r.slug,
-                n.debt.since.format("%Y-%m-%d %H:%M UTC"),
-                n.debt.failures,
-                n.next_try.format("%H:%M:%S UTC"),
-                n.debt.why
-            ));
+            errors.push(format!("{}: {}", r.slug, n.line()));
             continue;
         }
         // The workers' repository lock, without waiting: a worker committing now pushes itself.

@@ -100,18 +100,9 @@ pub fn render(d: &Dashboard<'_>) -> String {
             let _ = writeln!(o, "- **Error:** {}", cell(e));
         }
         if let Some(n) = &r.not_pushed {
-            let beads = match n.beads.is_empty() {
-                true => String::new(),
-                false => format!(" Closed, not pushed: {}.", n.beads.join(", ")),
-            };
-            let _ = writeln!(
-                o,
-                "- **Not pushed** since {} ({} failed pushes, next try after {}): {}.{beads}",
-                n.debt.since.format("%Y-%m-%d %H:%M UTC"),
-                n.debt.failures,
-                n.next_try.format("%Y-%m-%d %H:%M UTC"),
-                cell(n.debt.why.lines().next().unwrap_or_default())
-            );
+            let line = n.line();
+            let rest = line.strip_prefix("not pushed").unwrap_or(&line);
+            let _ = writeln!(o, "- **Not pushed**{}", cell(rest));
         }
         let problems = r.unknown_stories.as_deref().unwrap_or_default();
         if !problems.is_empty() {

@@ -98,12 +98,8 @@ fn resolve(
             }
         }
     }
-    let head = repo.find_reference("HEAD").ok();
-    match head.as_ref().and_then(|h| h.symbolic_target()) {
-        Some(target) => Ok(target
-            .strip_prefix("refs/heads/")
-            .unwrap_or(target)
-            .to_string()),
+    match crate::git::checked_out(project) {
+        Some(branch) => Ok(branch),
         None => bail!(
             "{shown} is on a detached HEAD, so braids does not know which branch beads land on; \
              check out a branch (`git -C {shown} switch <branch>`) or name one in PROJECT.md \

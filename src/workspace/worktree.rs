@@ -158,12 +158,6 @@ impl GitWorktrees {
         self.project_dir(project).join(bead.as_str())
     }
 
-    /// The branch the person has checked out in the project, if any (not a detached HEAD).
-    fn checked_out(project: &Path) -> Option<String> {
-        let out = git(project, &["symbolic-ref", "--quiet", "--short", "HEAD"]).ok()?;
-        out.success().then(|| out.stdout.trim().to_string())
-    }
-
     /// A fresh worktree for `bead` at `at` (the project branch's tip when `None`), replacing
     /// any a crashed worker left; `approved` as in [`Workspace`]. Not under the repository lock
     /// (a worker starts while another lands), but under the worktree bookkeeping lock: see
@@ -376,21 +370,20 @@ impl Workspaces for GitWorktrees {
             });
         }
         // A rename is its two paths: a control file moved away is a control change.
-        let paths = lines(&git_ok(
-            &ws.dir,
-            &[
-                "diff",
-                "--name-only",
-                "--no-renames",
-                &format!("{base}..HEAD"),
-            ],
-        )?);
+        let changed = || -> Result<Vec<String>> {
+            let range = format!("{base}..HEAD");
+            Ok(lines(&git_ok(
+                &ws.dir,
+                &["diff", "--name-only", "--no-renames", &range],
+            )?))
+        };
+        let paths = changed()?;
         if let Some(held) = guard::content(ws, &paths, exclude) {
             return Ok(held);
         }
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
         // A person on another branch has their files out of the landing's way.
-        if Self::checked_out(&ws.project).as_deref() == Some(base) {
+        if crate::git::checked_out(&ws.project).as_deref() == Some(base) {
             let dirty = Self::dirty_paths(&ws.project)?;
             let in_the_way: Vec<String> = paths
                 .iter()
@@ -401,28 +394,17 @@ impl Workspaces for GitWorktrees {
                 return Ok(Prepared::InTheWay { paths: in_the_way });
             }
         }
-        if let Some(message) = hooks {
-            if let Some(hook_output) =
-                super::hooks::trial(ws, bead, base, exclude, message, &self.sandbox)?
-            {
-                return Ok(Prepared::Refused { hook_output });
-            }
-            // What the hooks changed is checked as the agent's work is.
-            let paths = lines(&git_ok(
-                &ws.dir,
-                &[
-                    "diff",
-                    "--name-only",
-                    "--no-renames",
-                    &format!("{base}..HEAD"),
-                ],
-            )?);
-            if let Some(held) = guard::content(ws, &paths, exclude) {
-                return Ok(held);
-            }
+        let Some(message) = hooks else {
             return Ok(Prepared::Ready { paths });
+        };
+        if let Some(hook_output) =
+            super::hooks::trial(ws, bead, base, exclude, message, &self.sandbox)?
+        {
+            return Ok(Prepared::Refused { hook_output });
         }
-        Ok(Prepared::Ready { paths })
+        // What the hooks changed is checked as the agent's work is.
+        let paths = changed()?;
+        Ok(guard::content(ws, &paths, exclude).unwrap_or(Prepared::Ready { paths }))
     }
 
     fn land(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>> {
@@ -466,7 +448,7 @@ impl Workspaces for GitWorktrees {
             return Ok(None);
         }
         let commit = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
-        let on_base = Self::checked_out(&ws.project).as_deref() == Some(base);
+        let on_base = crate::git::checked_out(&ws.project).as_deref() == Some(base);
         // The person's index is the base branch's only when they have it checked out.
         for (rel, bytes) in tracked.iter().filter(|_| on_base) {
             let blob = Invocation::new(["git", "hash-object", "-w", "--stdin"])

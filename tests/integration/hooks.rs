@@ -139,7 +139,8 @@ fn commit_hooks_refuse_reformat_and_sign_the_landing_and_hooks_off_skips_them() 
 #[test]
 fn c11_6_with_the_sandbox_on_the_commit_hooks_run_inside_it() {
     // A hook runs what the worktree holds, which is the agent's: it gets no more than the
-    // agent. This one tries to write into the person's home and fails there, quietly.
+    // agent. This one writes in the worktree (staged, it lands: the hook ran) and tries the
+    // person's home, which it cannot.
     let sb = Install::new().build();
     let agent = sb.script("bin/agent", AGENT);
     sb.config(&format!(
@@ -148,22 +149,24 @@ fn c11_6_with_the_sandbox_on_the_commit_hooks_run_inside_it() {
     ));
     let app = sb.new_project("app").br().beads(1).create();
     let escaped = sb.home().join("escaped");
-    let inside = sb.home().join("hook-ran");
     hook(
         &app.root,
         "pre-commit",
         &format!(
-            "#!/bin/sh\ntouch {} 2>/dev/null\necho ran > .hook-ran\ncp .hook-ran {} 2>/dev/null\nrm -f .hook-ran\nexit 0\n",
-            escaped.display(),
-            inside.display()
+            "#!/bin/sh\ntouch {} 2>/dev/null\necho ran > hook-ran.txt\ngit add hook-ran.txt\nexit 0\n",
+            escaped.display()
         ),
     );
     let r = sb.tick().force().run();
     assert_eq!(r.spawned_beads().len(), 1, "{r:#?}");
     workers_end(&sb);
     closed(&sb, "app", &app.beads[0]);
+    let grep = format!("--grep=({})", app.beads[0]);
+    let landing = sb.git(&app.root, &["log", "--fixed-strings", &grep, "--format=%H"]);
+    let ran = sb.git(
+        &app.root,
+        &["show", &format!("{}:hook-ran.txt", landing.trim())],
+    );
+    assert_eq!(ran, "ran\n", "the hook ran, and its change landed");
     assert!(!escaped.exists(), "the hook wrote outside the sandbox");
-    assert!(!inside.exists(), "the hook wrote outside the sandbox");
-    let landed = sb.git(&app.root, &["show", "HEAD~0:main.rs"]);
-    assert!(landed.contains("println"), "{landed}");
 }
