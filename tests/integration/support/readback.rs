@@ -102,13 +102,26 @@ impl Sandbox {
     /// `br <args>` in a project, as a person would run it.
     #[track_caller]
     pub fn br(&self, slug: &str, args: &[&str]) -> String {
-        let o = std::process::Command::new(br_path())
-            .args(args)
-            .current_dir(self.project(slug))
-            .env("HOME", self.home())
-            .env("BEADS_DIR", self.project(slug).join(".beads"))
-            .output()
-            .unwrap();
+        let run = || {
+            std::process::Command::new(br_path())
+                .args(args)
+                .current_dir(self.project(slug))
+                .env("HOME", self.home())
+                .env("BEADS_DIR", self.project(slug).join(".beads"))
+                .output()
+                .unwrap()
+        };
+        // br answers "database is busy" while a worker writes; a reader asks again.
+        let mut o = run();
+        for _ in 0..50 {
+            if o.status.success()
+                || !String::from_utf8_lossy(&o.stdout).contains("database is busy")
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            o = run();
+        }
         assert!(
             o.status.success(),
             "br {args:?}: {}{}",
