@@ -136,6 +136,22 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
             "choose a sandbox this machine has, or \"off\"",
         ));
     }
+    // A pattern that reaches outside the workspace is never acted on; say which line.
+    for e in loaded.config.workspace.escaping(None) {
+        let quoted = [format!("\"{}\"", e.entry), format!("'{}'", e.entry)];
+        let line = text
+            .lines()
+            .position(|l| quoted.iter().any(|q| l.contains(q.as_str())))
+            .map(|i| i + 1)
+            .or_else(|| key_line(&text, "workspace", e.key));
+        out.push(Diagnostic::error(
+            file,
+            line,
+            "workspace",
+            e.sentence(),
+            "until it is fixed the entry is ignored",
+        ));
+    }
     out.extend(warnings.into_iter().map(|w| {
         let key = if w.contains("weekday") {
             "weekday"
@@ -165,6 +181,14 @@ fn line_named(text: &str, why: &str) -> Option<usize> {
         return key_line(text, &table, "program").or_else(|| key_line(text, &table, "permission"));
     }
     key_line(text, "worker", "executor")
+}
+
+/// `copy` → `Copy`, as PROJECT.md spells its fields.
+fn capitalised(key: &str) -> String {
+    let mut c = key.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// The line of `key = …` inside the TOML table `[table]`.
@@ -219,6 +243,27 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "preflight",
             why,
             "until it is fixed, ticks claim nothing for this project",
+        ));
+    }
+    for e in config.workspace.escaping(Some(&project.value)) {
+        if let Some(line) = e.line {
+            out.push(Diagnostic::error(
+                &project_md,
+                Some(line),
+                "workspace",
+                e.sentence().replacen(e.key, &capitalised(e.key), 1),
+                "until it is fixed the entry is ignored",
+            ));
+        }
+    }
+    let setup = config.workspace.pooling(&project.value).setup;
+    if let Some(program) = setup.first().filter(|p| which::which(p).is_err()) {
+        out.push(Diagnostic::warning(
+            &project_md,
+            project.value.field("setup").map(|f| f.line),
+            "workspace",
+            format!("the setup command's program `{program}` is not found here, so every new workspace's setup fails"),
+            "install it, or write the command's full path",
         ));
     }
     let base = crate::workspace::base_branch_of(root, &project.value).ok();

@@ -106,10 +106,7 @@ pub fn approve(inst: &Installation, found: &Located) -> Result<Landed> {
     let (p, bead) = (&found.project, &found.bead);
     let (root, slug) = (&p.entry.path, p.entry.slug.as_str());
     p.refuse_if_paused(&bead.id)?;
-    let wss = GitWorktrees {
-        root: inst.paths.workspaces_dir(),
-        sandbox: inst.config.sandbox_settings(&[]),
-    };
+    let wss = inst.config.workspaces(&inst.paths, None);
     let lock = crate::git::RepoLock::acquire(root)?;
     // Under the lock: what was shown is what lands.
     let kept = held(found)?;

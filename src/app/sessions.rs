@@ -33,6 +33,19 @@ pub struct Listed {
     /// Seconds since the agent last printed something or changed a file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_output_seconds: Option<u64>,
+    /// The bead's worktree and its stable id (`BRAIDS_WORKSPACE_ID`), while it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceSeen>,
+    /// Its project's pool of finished workspaces, when it holds any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<crate::workspace::pool::PoolSeen>,
+}
+
+/// A session's worktree.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkspaceSeen {
+    pub path: std::path::PathBuf,
+    pub id: String,
 }
 
 /// Every session the backend knows, each marked orphan or not against the registry as it
@@ -93,10 +106,21 @@ pub fn detail(inst: &Installation, sessions: Vec<Session>, now: DateTime<Utc>) -
             );
         }
     }
+    let wss = inst.config.workspaces(&inst.paths, None);
     sessions
         .into_iter()
         .map(|session| {
             let (slug, bead) = (session.label.slug(), session.label.bead());
+            let project = registry.get(slug).map(|e| e.path.clone());
+            let workspace = project
+                .as_ref()
+                .map(|p| wss.project_dir(p).join(bead.as_str()))
+                .filter(|d| d.join(".git").exists())
+                .map(|d| WorkspaceSeen {
+                    id: crate::workspace::workspace_id(&d),
+                    path: d,
+                });
+            let pool = project.and_then(|p| wss.pool_seen(&p, inst.config.workspace.pool));
             let last_output_seconds = std::fs::metadata(inst.paths.activity(slug, bead))
                 .and_then(|m| m.modified())
                 .ok()
@@ -110,6 +134,8 @@ pub fn detail(inst: &Installation, sessions: Vec<Session>, now: DateTime<Utc>) -
                 title: titles.get(slug).and_then(|t| t.get(bead)).cloned(),
                 step: steps.get(slug).and_then(|t| t.get(bead.as_str())).cloned(),
                 last_output_seconds: last_output_seconds.filter(|_| session.running),
+                workspace,
+                pool,
                 session,
             }
         })

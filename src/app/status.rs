@@ -24,7 +24,8 @@ pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
     let state = OrchestratorState::load(&inst.paths.state())
         .unwrap_or_default()
         .unwrap_or_default();
-    let observed = observe::observe_installation(inst, &state, true, true, now)?;
+    let mut observed = observe::observe_installation(inst, &state, true, true, now)?;
+    observe::see_pools(&mut observed.reports, &inst.config, &inst.paths);
     let sessions = observed.snapshot.sessions.clone();
     let errors: Vec<String> = state
         .spawning_paused

@@ -52,6 +52,13 @@ impl Output for SessionList {
             if let Some(t) = &l.title {
                 o.push_str(&format!("    {}\n", clip(t, 100)));
             }
+            if let Some(w) = &l.workspace {
+                o.push_str(&format!(
+                    "    workspace {} (id {})\n",
+                    w.path.display(),
+                    w.id
+                ));
+            }
             if let Some(log) = &s.log {
                 o.push_str(&format!("    log {}\n", log.display()));
             }

@@ -52,6 +52,10 @@ const SETTING_KEYS: &[&str] = &[
     "dailybudget",
     "tracker",
     "executor",
+    "copy",
+    "setup",
+    "sparse",
+    "keep",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

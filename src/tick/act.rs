@@ -308,6 +308,19 @@ fn block(fx: &Effects<'_>, slug: &str, bead: &BeadId, reason: &str, out: &mut Ou
 /// with no workspace folder costs one `stat`.
 fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
     for s in &plan.sweeps {
+        // Pooled workspaces idle too long go; all of them once the project works in its own
+        // tree.
+        match fx.workspaces.prune_pool(&s.path, s.shared) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(project = %s.slug, removed = n, "pooled workspaces removed"),
+            Err(e) => out.errors.push(format!(
+                "{}: cannot prune the workspace pool: {e:#}",
+                s.slug
+            )),
+        }
+        if s.shared {
+            continue;
+        }
         let mut live = s.live.clone();
         live.extend(super::landings::finish(s, fx, out));
         match fx.workspaces.sweep(&s.path, &live) {
@@ -332,6 +345,14 @@ fn sweep_workspaces(plan: &Plan, fx: &Effects<'_>, out: &mut Outcome) {
                 .errors
                 .push(format!("{}: cannot clean up workspaces: {e:#}", s.slug)),
         }
+    }
+    let known: Vec<std::path::PathBuf> = plan.sweeps.iter().map(|s| s.path.clone()).collect();
+    let n = fx.workspaces.sweep_orphans(&known);
+    if n > 0 {
+        tracing::info!(
+            removed = n,
+            "pooled workspaces of unregistered projects removed"
+        );
     }
 }
 

@@ -473,6 +473,7 @@ mod tests {
             channel: Some("#app".into()),
             push_pending: false,
             not_pushed: None,
+            pool: None,
             loop_paused: None,
             claw_phase: None,
             config: None,

@@ -67,10 +67,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     // act
     let mut ahead = WriteAhead::new(&state, inst.paths.state());
     let argv = inst.config.worker_command();
-    let workspaces = crate::workspace::GitWorktrees {
-        root: inst.paths.workspaces_dir(),
-        sandbox: inst.config.sandbox_settings(&[]),
-    };
+    let workspaces = inst.config.workspaces(&inst.paths, None);
     let mut outcome = act::act_with(
         &plan,
         &effects(inst, &observed, &argv, &workspaces, &retry),
@@ -346,7 +343,8 @@ fn persist(
     if let Err(e) = &saved {
         shown_errors.push(format!("the run's state was not recorded: {e:#}"));
     }
-    let reports = as_left(observed.reports, outcome);
+    let mut reports = as_left(observed.reports, outcome);
+    observe::see_pools(&mut reports, &inst.config, &inst.paths);
     let text = status_md::render(&status_md::Dashboard {
         now,
         reports: &reports,

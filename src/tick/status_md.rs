@@ -99,6 +99,9 @@ pub fn render(d: &Dashboard<'_>) -> String {
         if let Some(e) = &r.error {
             let _ = writeln!(o, "- **Error:** {}", cell(e));
         }
+        if let Some(pool) = &r.pool {
+            let _ = writeln!(o, "- Workspaces: {}", cell(&pool.line(d.now)));
+        }
         if let Some(n) = &r.not_pushed {
             let line = n.line();
             let rest = line.strip_prefix("not pushed").unwrap_or(&line);

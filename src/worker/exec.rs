@@ -145,7 +145,11 @@ pub(super) fn run_agent(
         .env("BRAIDS_PROMPT_FILE", &req.prompt_file)
         .env("BRAIDS_RESULT_FILE", &req.result_file)
         .env("BRAIDS_PROJECT", &req.project)
-        .env("BRAIDS_WORKSPACE", &req.workspace);
+        .env("BRAIDS_WORKSPACE", &req.workspace)
+        .env(
+            "BRAIDS_WORKSPACE_ID",
+            crate::workspace::workspace_id(&req.workspace),
+        );
     // From a worktree, `br`/`bd` must still reach the project's one database.
     let beads = req.project.join(".beads");
     if req.workspace != req.project && beads.is_dir() {

@@ -66,7 +66,7 @@ impl Worker<'_> {
         }
         if !ws.is_shared() {
             let exclude = landing_excludes(l);
-            let prepared = self.workspaces().prepare_landing(
+            let prepared = self.workspaces(l).prepare_landing(
                 ws,
                 bead_id,
                 &exclude,
@@ -124,7 +124,7 @@ impl Worker<'_> {
         crate::crash_point!("worker::after_close");
         let commit = match &landing {
             None => self.commit(root, l, report, deliverable, &message)?,
-            Some(landing) => match self.workspaces().land(ws, landing) {
+            Some(landing) => match self.workspaces(l).land(ws, landing) {
                 Ok(c) => c,
                 // Closed but not landed: the bead is not done (3.6), so it is held with its
                 // work kept, rather than shown closed with nothing in the history.
@@ -158,7 +158,7 @@ impl Worker<'_> {
             }
         }
         drop(lock);
-        self.drop_workspace(run);
+        self.drop_workspace(run, l);
         if let Some(k) = pushed.kept(bead_id) {
             // Others pushed a conflicting change between the catch-up and the push. Closed
             // beads are final (4.6): the bead stays closed, its work kept for a person, who is
@@ -212,7 +212,7 @@ impl Worker<'_> {
         paths: &[String],
     ) -> Result<Ending> {
         let bead_id = &run.msg.bead;
-        let wss = self.workspaces();
+        let wss = self.workspaces(l);
         let kept = wss.keep(ws, bead_id)?;
         let _ = wss.remove(ws);
         run.ws = None;
@@ -280,6 +280,39 @@ impl Worker<'_> {
             clip(&output, 1500)
         );
         run.step("commit", why.clone());
+        self.failed_before(run, l, ws, bead, deliverable, why, output)
+    }
+
+    /// The project's setup command failed in a new workspace: a failed attempt, whose output
+    /// the next attempt's prompt shows; the agent does not run.
+    pub(super) fn setup_failed(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        ws: &Workspace,
+        bead: &Bead,
+        deliverable: &Path,
+        output: String,
+    ) -> Result<Ending> {
+        let why = format!(
+            "the project's setup command failed in the new workspace: {}",
+            clip(&output, 1500)
+        );
+        self.failed_before(run, l, ws, bead, deliverable, why, output)
+    }
+
+    /// A failed attempt that ended before (or after) the agent for `why`, with `output`.
+    #[allow(clippy::too_many_arguments)]
+    fn failed_before(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        ws: &Workspace,
+        bead: &Bead,
+        deliverable: &Path,
+        why: String,
+        output: String,
+    ) -> Result<Ending> {
         let failure = super::execute::Failure {
             fresh: Some(deliverable.to_path_buf()),
             why: why.clone(),

@@ -201,7 +201,7 @@ impl Worker<'_> {
                     .unwrap_or_else(|e| self.fail(&mut run, &l, &e))
             }
         };
-        self.close_workspace(&mut run);
+        self.close_workspace(&mut run, &l);
         let told = events::ending(
             &ending,
             msg.bead.as_str(),
@@ -234,7 +234,10 @@ impl Worker<'_> {
         if crate::protocol::Pipeline::of(&l.project) == crate::protocol::Pipeline::Protocol {
             return self.protocol(run, l, &bead, started);
         }
-        let ws = self.open_workspace(run, l)?;
+        let (ws, ready) = self.open_workspace(run, l)?;
+        if let Some(setup) = ready.setup.filter(|s| !s.ok) {
+            return self.setup_failed(run, l, &ws, &bead, &expected, setup.output);
+        }
         run.started(l, &bead.title);
         run.notify(
             l,
@@ -276,73 +279,102 @@ impl Worker<'_> {
     }
 
     /// Where workspaces live: outside every project (see [`crate::workspace`]).
-    fn workspaces(&self) -> GitWorktrees {
-        GitWorktrees {
-            root: self.paths.workspaces_dir(),
-            sandbox: self.config.sandbox_settings(&[]),
-        }
+    fn workspaces(&self, l: &Loaded) -> GitWorktrees {
+        self.config.workspaces(self.paths, Some(&l.project))
     }
 
     /// The bead's own worktree (the default), or the project itself for `Workspace: shared`
     /// and for a project that is not a git repository.
-    fn open_workspace(&self, run: &mut Run<'_, '_>, l: &Loaded) -> Result<Workspace> {
+    fn open_workspace(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+    ) -> Result<(Workspace, crate::workspace::Readiness)> {
         let root = &run.msg.project;
         if WorkspaceMode::of(&l.project) == WorkspaceMode::Shared {
             run.step(
                 "workspace",
                 "shared: the agent works in the project's own work tree",
             );
-            return Ok(Workspace::shared(root));
+            return Ok((Workspace::shared(root), Default::default()));
         }
         if !root.join(".git").exists() {
             run.step("workspace", "shared: the project is not a git repository");
-            return Ok(Workspace::shared(root));
+            return Ok((Workspace::shared(root), Default::default()));
         }
-        let ws = self.workspaces().create(root, &run.msg.bead)?;
+        let wss = self.workspaces(l);
+        let ws = wss.create(root, &run.msg.bead)?;
+        run.ws = Some(ws.clone());
+        let ready = wss.prepare(&ws)?;
         run.step(
             "workspace",
             format!(
-                "worktree {} on branch {}",
+                "{} worktree {} on branch {} (id {}){}",
+                if ready.reused { "pooled" } else { "new" },
                 ws.dir.display(),
-                ws.branch.as_deref().unwrap_or("-")
+                ws.branch.as_deref().unwrap_or("-"),
+                crate::workspace::workspace_id(&ws.dir),
+                match ready.copied.len() {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} file(s) copied in: {}",
+                        clip(&ready.copied.join(", "), 200)
+                    ),
+                }
             ),
         );
-        run.ws = Some(ws.clone());
-        Ok(ws)
+        if let Some(setup) = &ready.setup {
+            run.step(
+                "setup",
+                format!(
+                    "{} {} in {:.1}s{}",
+                    wss.pooling.setup.join(" "),
+                    if setup.ok { "passed" } else { "failed" },
+                    setup.took.as_secs_f64(),
+                    match setup.output.trim() {
+                        "" => String::new(),
+                        out => format!(":\n{out}"),
+                    }
+                ),
+            );
+        }
+        Ok((ws, ready))
     }
 
     /// Removes the bead's worktree at the end of the run. Work that did not land is kept on a
     /// branch for a person first, so nothing the agent did is lost.
-    fn close_workspace(&self, run: &mut Run<'_, '_>) {
+    fn close_workspace(&self, run: &mut Run<'_, '_>, l: &Loaded) {
         let Some(ws) = run.ws.take() else {
             return;
         };
-        let wss = self.workspaces();
+        let wss = self.workspaces(l);
         match wss.keep(&ws, &run.msg.bead) {
             Ok(Some(kept)) => run.step("workspace", format!("unlanded work kept on branch {kept}")),
             Ok(None) => {}
             Err(e) => run.step("workspace", format!("could not keep the work: {e:#}")),
         }
-        match wss.remove(&ws) {
-            Ok(()) => run.step("workspace", "worktree removed"),
-            Err(e) => run.step(
-                "workspace",
-                format!("worktree not removed (the next tick retries): {e:#}"),
-            ),
-        }
+        retire(run, &wss, &ws);
     }
 
-    /// After a landing: the worktree and its branch go; nothing is left to keep.
-    fn drop_workspace(&self, run: &mut Run<'_, '_>) {
+    /// After a landing: the worktree goes back to the pool or is removed, with its branch;
+    /// nothing is left to keep.
+    fn drop_workspace(&self, run: &mut Run<'_, '_>, l: &Loaded) {
         if let Some(ws) = run.ws.take() {
-            if let Err(e) = self.workspaces().remove(&ws) {
-                run.step(
-                    "workspace",
-                    format!("worktree not removed (the next tick retries): {e:#}"),
-                );
-            }
+            retire(run, &self.workspaces(l), &ws);
         }
     }
+}
+
+/// Ends the run's worktree (see [`crate::workspace::Workspaces::retire`]) and says how.
+fn retire(run: &mut Run<'_, '_>, wss: &GitWorktrees, ws: &Workspace) {
+    use crate::workspace::Retired;
+    let said = match wss.retire(ws) {
+        Ok(Retired::Pooled) => "worktree scrubbed and back in the pool".to_string(),
+        Ok(Retired::Removed { why: None }) => "worktree removed".to_string(),
+        Ok(Retired::Removed { why: Some(why) }) => format!("worktree removed, not pooled: {why}"),
+        Err(e) => format!("worktree not removed (the next tick retries): {e:#}"),
+    };
+    run.step("workspace", said);
 }
 
 fn list(ids: &[BeadId]) -> String {

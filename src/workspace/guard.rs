@@ -187,6 +187,16 @@ const HARMLESS: &[&str] = &[
     "rerere.",
 ];
 
+/// The admin folder git keeps for the worktree at `dir`, from its `.git` file (check
+/// [`foreign_gitfile`] first).
+pub(super) fn admin_of(dir: &Path) -> Result<PathBuf> {
+    let text = crate::beneath::read_string(dir, Path::new(".git"))?;
+    text.trim()
+        .strip_prefix("gitdir:")
+        .map(|s| PathBuf::from(s.trim()))
+        .with_context(|| format!("{} names no repository", dir.join(".git").display()))
+}
+
 /// Why the worktree at `dir` no longer belongs to the project's repository, if it does not:
 /// its `.git` must be the file git wrote, naming an admin folder under the repository's
 /// `worktrees/` that names `dir` back.

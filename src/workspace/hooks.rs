@@ -114,25 +114,7 @@ pub(super) fn commit(
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_EDITOR", "true")
         .env("LC_ALL", "C");
-    let tmp = std::env::temp_dir().join(format!("braids-hooks-{}", std::process::id()));
-    if sandbox.kind != crate::sandbox::Kind::Off {
-        let writable = sandbox.writable(dir, &ws.project, &tmp);
-        cmd = sandbox.wrap(&cmd, &writable, &tmp)?;
-    }
-    let mut run = crate::proc::Invocation::new(
-        std::iter::once(cmd.get_program().to_os_string())
-            .chain(cmd.get_args().map(|a| a.to_os_string())),
-    )
-    .cwd(dir)
-    .timeout(HOOK_TIMEOUT);
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            run = run.env(k, v);
-        }
-    }
-    let out = run.run().map_err(|e| anyhow::anyhow!("{e}"));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let out = out?;
+    let out = sandboxed(ws, cmd, sandbox, HOOK_TIMEOUT)?;
     if out.timed_out {
         return Ok(Err(format!(
             "the commit hooks ran longer than {} minutes",
@@ -144,6 +126,41 @@ pub(super) fn commit(
     }
     let said = [out.stdout.trim(), out.stderr.trim()].join("\n");
     Ok(Err(said.trim().to_string()))
+}
+
+/// Runs `cmd` in `ws`'s worktree with `timeout`, inside `sandbox` when one is set, with a temp
+/// folder of its own: what the worktree holds is the agent's, so what runs it gets no more than
+/// the agent had.
+pub(super) fn sandboxed(
+    ws: &Workspace,
+    mut cmd: std::process::Command,
+    sandbox: &crate::sandbox::Settings,
+    timeout: std::time::Duration,
+) -> Result<crate::proc::Output> {
+    let dir = &ws.dir;
+    let tmp = std::env::temp_dir().join(format!(
+        "braids-ws-{}-{}",
+        std::process::id(),
+        super::ready::workspace_id(dir)
+    ));
+    if sandbox.kind != crate::sandbox::Kind::Off {
+        let writable = sandbox.writable(dir, &ws.project, &tmp);
+        cmd = sandbox.wrap(&cmd, &writable, &tmp)?;
+    }
+    let mut run = crate::proc::Invocation::new(
+        std::iter::once(cmd.get_program().to_os_string())
+            .chain(cmd.get_args().map(|a| a.to_os_string())),
+    )
+    .cwd(dir)
+    .timeout(timeout);
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            run = run.env(k, v);
+        }
+    }
+    let out = run.run().map_err(|e| anyhow::anyhow!("{e}"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    out
 }
 
 /// The work as it would land (all but `exclude`), committed with the project's commit

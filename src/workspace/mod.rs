@@ -25,6 +25,8 @@ mod base;
 pub mod guard;
 pub mod hooks;
 mod host;
+pub mod pool;
+pub mod ready;
 mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +38,8 @@ use crate::model::BeadId;
 
 pub use base::{base_branch, base_branch_of, checkout_elsewhere};
 pub use host::cannot_host;
+pub use pool::{Keep, Pooling, Retired};
+pub use ready::{workspace_id, Readiness, SetupRun};
 pub use worktree::{all_kept, held_diff, kept_branches, GitWorktrees, HeldDiff};
 
 /// How a project's agents work, from PROJECT.md `Workspace:`.
@@ -255,6 +259,26 @@ pub trait Workspaces: Send + Sync {
     fn keep(&self, ws: &Workspace, bead: &BeadId) -> Result<Option<String>>;
     /// Removes the worktree and the bead's branch (a kept branch has another name).
     fn remove(&self, ws: &Workspace) -> Result<()>;
+    /// Copies in the project's untracked files to copy and runs its setup command where it
+    /// has not run (see [`ready`]); a fresh workspace needs this before its agent starts.
+    fn prepare(&self, _ws: &Workspace) -> Result<Readiness> {
+        Ok(Readiness::default())
+    }
+    /// Ends a finished bead's worktree: back to the project's pool, scrubbed, when it has one
+    /// (see [`pool`]); otherwise, or when it cannot be shown clean, removed as
+    /// [`Workspaces::remove`] does.
+    fn retire(&self, ws: &Workspace) -> Result<Retired> {
+        self.remove(ws).map(|()| Retired::Removed { why: None })
+    }
+    /// Removes the project's pooled workspaces idle for too long, or all of them when it no
+    /// longer works in worktrees; how many went. A project without a pool costs one `stat`.
+    fn prune_pool(&self, _project: &Path, _all: bool) -> Result<usize> {
+        Ok(0)
+    }
+    /// Removes the pools of projects not among `projects` (unregistered); how many went.
+    fn sweep_orphans(&self, _projects: &[PathBuf]) -> usize {
+        0
+    }
     /// Removes the worktrees of `project` whose bead is not in `live`, and prunes git's
     /// worktree records; work a worktree holds that no branch has is kept first. Returns what
     /// was removed.

@@ -21,6 +21,9 @@ pub struct GitWorktrees {
     /// The agents' sandbox, which the repository's commit hooks run in too (see
     /// [`super::hooks::commit`]).
     pub sandbox: crate::sandbox::Settings,
+    /// The project's pool and what its workspaces get (see [`super::pool`]); the default
+    /// pools nothing.
+    pub pooling: super::pool::Pooling,
 }
 
 fn lines(s: &str) -> Vec<String> {
@@ -51,6 +54,11 @@ pub(super) fn stage(dir: &Path, exclude: &[PathBuf], include: &[PathBuf]) -> Res
                 crate::agent::TOOL_STATE
                     .iter()
                     .map(|p| format!(":(exclude,top){p}")),
+            )
+            .chain(
+                super::ready::copied(dir)
+                    .iter()
+                    .map(|p| format!(":(exclude,top,literal){}", p.to_string_lossy())),
             ),
     );
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -171,36 +179,21 @@ impl GitWorktrees {
     ) -> Result<Workspace> {
         let base = super::base_branch(project)?;
         let dir = self.dir_for(project, bead);
-        let _books = bookkeeping(project)?;
-        Self::discard_held(project, &dir)?;
+        let branch = branch_for(bead);
+        let config = guard::git_config(project)?;
+        let at = at.unwrap_or(&base);
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let branch = branch_for(bead);
-        let shown = dir.to_string_lossy();
-        let config = guard::git_config(project)?;
-        crate::atomic::write(&guard::baseline_of(&dir), &config)?;
-        let at = at.unwrap_or(&base);
-        git_ok(
-            project,
-            &["worktree", "add", "--quiet", "-B", &branch, &shown, at],
-        )?;
-        drop(_books);
-        // Submodules at the commits the branch records, as a fresh clone would have them
-        // (`git worktree add` leaves them empty): the agent builds and tests against them.
-        if dir.join(".gitmodules").exists() {
-            let out = git(
-                &dir,
-                &["submodule", "update", "--init", "--recursive", "--quiet"],
+            crate::atomic::write(
+                &parent.join(super::pool::PROJECT_FILE),
+                project.as_os_str().as_encoded_bytes(),
             )?;
-            if !out.success() {
-                bail!(
-                    "the submodules of {} could not be checked out: {}",
-                    dir.display(),
-                    out.stderr.trim()
-                );
-            }
+        }
+        if !approved && self.take_from_pool(project, &dir, &branch, at)? {
+            crate::atomic::write(&guard::baseline_of(&dir), &config)?;
+        } else {
+            self.check_out(project, &dir, &branch, at, &config)?;
         }
         Ok(Workspace {
             project: project.to_path_buf(),
@@ -212,6 +205,75 @@ impl GitWorktrees {
         })
     }
 
+    /// A new worktree at `dir` on `branch` at `at`: only git's records under the lock; the
+    /// checkout, the slow part on a big repository, runs beside other workers' (see
+    /// [`bookkeeping`]).
+    fn check_out(
+        &self,
+        project: &Path,
+        dir: &Path,
+        branch: &str,
+        at: &str,
+        config: &[u8],
+    ) -> Result<()> {
+        let shown = dir.to_string_lossy();
+        {
+            let _books = bookkeeping(project)?;
+            Self::discard_held(project, dir)?;
+            crate::atomic::write(&guard::baseline_of(dir), config)?;
+            git_ok(
+                project,
+                &[
+                    "worktree",
+                    "add",
+                    "--quiet",
+                    "--no-checkout",
+                    "-B",
+                    branch,
+                    &shown,
+                    at,
+                ],
+            )?;
+        }
+        git_ok(dir, &["reset", "--quiet", "--hard"])?;
+        // Submodules at the commits the branch records, as a fresh clone would have them
+        // (`git worktree add` leaves them empty): the agent builds and tests against them.
+        if dir.join(".gitmodules").exists() {
+            let out = git(
+                dir,
+                &["submodule", "update", "--init", "--recursive", "--quiet"],
+            )?;
+            if !out.success() {
+                bail!(
+                    "the submodules of {} could not be checked out: {}",
+                    dir.display(),
+                    out.stderr.trim()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// A pooled worktree moved to `dir` and checked out on a fresh `branch` at `at`: only the
+    /// files that differ are written. `false` when the pool had none that could be.
+    fn take_from_pool(&self, project: &Path, dir: &Path, branch: &str, at: &str) -> Result<bool> {
+        let Some(record) = self.take(project, dir)? else {
+            return Ok(false);
+        };
+        let fresh = guard::foreign_gitfile(project, dir)?.is_none()
+            && git(dir, &["checkout", "--quiet", "--force", "-B", branch, at])?.success();
+        if !fresh {
+            tracing::warn!(
+                "the pooled workspace {} could not be checked out, so it is removed",
+                dir.display()
+            );
+            Self::discard(project, dir)?;
+            return Ok(false);
+        }
+        record.write(dir)?;
+        Ok(true)
+    }
+
     /// Forgets a worktree at `dir` (a crashed worker's), whether or not git still knows it.
     fn discard(project: &Path, dir: &Path) -> Result<()> {
         let _books = bookkeeping(project)?;
@@ -219,7 +281,7 @@ impl GitWorktrees {
     }
 
     /// [`GitWorktrees::discard`], for a caller holding the [`bookkeeping`] lock.
-    fn discard_held(project: &Path, dir: &Path) -> Result<()> {
+    pub(super) fn discard_held(project: &Path, dir: &Path) -> Result<()> {
         if dir.exists() {
             let shown = dir.to_string_lossy();
             let _ = git(
@@ -231,7 +293,13 @@ impl GitWorktrees {
                     .with_context(|| format!("cannot remove the workspace {}", dir.display()))?;
             }
         }
-        let _ = std::fs::remove_file(guard::baseline_of(dir));
+        for sidecar in [
+            guard::baseline_of(dir),
+            super::pool::record_of(dir),
+            super::ready::copied_of(dir),
+        ] {
+            let _ = std::fs::remove_file(sidecar);
+        }
         git_ok(project, &["worktree", "prune"])?;
         Ok(())
     }
@@ -312,7 +380,7 @@ impl GitWorktrees {
 /// bead blocked, seen with three workers starting at once. Apart from the repository lock, and
 /// held only for those commands, so a worker still starts while another lands; taken after the
 /// repository lock where both are held, never before it.
-fn bookkeeping(project: &Path) -> Result<crate::lock::TickLock> {
+pub(super) fn bookkeeping(project: &Path) -> Result<crate::lock::TickLock> {
     let path = crate::git::lock_path(project)?.with_file_name("braids-worktrees.lock");
     let wait = Duration::from_secs(120);
     crate::lock::TickLock::acquire(&path, wait)
@@ -514,6 +582,40 @@ impl Workspaces for GitWorktrees {
         );
         git_ok(&ws.dir, &["branch", "--quiet", "--move", &kept])?;
         Ok(Some(kept))
+    }
+
+    fn prepare(&self, ws: &Workspace) -> Result<super::Readiness> {
+        if ws.is_shared() {
+            return Ok(super::Readiness::default());
+        }
+        GitWorktrees::prepare(self, ws)
+    }
+
+    fn retire(&self, ws: &Workspace) -> Result<super::Retired> {
+        let setup = super::pool::Record::read(&ws.dir).setup;
+        // Not under the repository lock: a scrub on a big repository takes a while, and other
+        // workers land meanwhile (the move into the pool takes the bookkeeping lock).
+        match self.give_back(ws, setup) {
+            Ok(super::Retired::Pooled) => Ok(super::Retired::Pooled),
+            Ok(super::Retired::Removed { why }) => {
+                self.remove(ws)?;
+                Ok(super::Retired::Removed { why })
+            }
+            Err(e) => {
+                self.remove(ws)?;
+                Ok(super::Retired::Removed {
+                    why: Some(format!("{e:#}")),
+                })
+            }
+        }
+    }
+
+    fn prune_pool(&self, project: &Path, all: bool) -> Result<usize> {
+        GitWorktrees::prune_pool(self, project, all)
+    }
+
+    fn sweep_orphans(&self, projects: &[PathBuf]) -> usize {
+        GitWorktrees::sweep_orphans(self, projects)
     }
 
     fn remove(&self, ws: &Workspace) -> Result<()> {

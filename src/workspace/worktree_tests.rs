@@ -43,6 +43,7 @@ fn world() -> World {
     let ws = GitWorktrees {
         root: tmp.path().join("braids/workspaces"),
         sandbox: Default::default(),
+        pooling: Default::default(),
     };
     World {
         _tmp: tmp,

@@ -532,7 +532,6 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let sweeps = snap
         .projects
         .iter()
-        .filter(|p| p.workspace == WorkspaceMode::Worktree)
         .map(|p| {
             // A worker under a label of no registered project may be this project's, renamed.
             let mut beads: BTreeSet<BeadId> = live
@@ -564,6 +563,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                 slug: p.slug.clone(),
                 path: p.path.clone(),
                 live: beads.into_iter().collect(),
+                shared: p.workspace == WorkspaceMode::Shared,
             }
         })
         .collect();

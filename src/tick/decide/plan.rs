@@ -101,6 +101,8 @@ pub struct Sweep {
     pub slug: String,
     pub path: PathBuf,
     pub live: Vec<BeadId>,
+    /// The project works in its own tree (`Workspace: shared`): only its pool is removed.
+    pub shared: bool,
 }
 
 /// A claim to hand back (the worker is gone and the bead is still in_progress), or to forget.

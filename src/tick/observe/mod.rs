@@ -89,6 +89,10 @@ pub struct ProjectReport {
     /// closed but not on the upstream.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_pushed: Option<crate::git::NotPushed>,
+    /// The project's pool of finished workspaces, when it holds any (see
+    /// [`crate::workspace::pool`]); filled by [`see_pools`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<crate::workspace::pool::PoolSeen>,
     /// A claw-loop project whose loop is paused for a person: why (`crate::claw::loopstate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loop_paused: Option<String>,
@@ -410,6 +414,19 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
     }
 }
 
+/// Fills each report's pool, as STATUS.md, `braids status` and the dashboard show it: a
+/// `stat` for a project without one.
+pub fn see_pools(reports: &mut [ProjectReport], config: &crate::config::Config, paths: &Paths) {
+    let wss = config.workspaces(paths, None);
+    for r in reports {
+        let cap = config
+            .workspace
+            .pool
+            .unwrap_or(r.max_workers.max(1) as usize + 1);
+        r.pool = wss.pool_seen(&r.path, Some(cap));
+    }
+}
+
 fn base_report(entry: &RegistryEntry) -> ProjectReport {
     ProjectReport {
         slug: entry.slug.clone(),
@@ -435,6 +452,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         protocol: Vec::new(),
         push_pending: false,
         not_pushed: None,
+        pool: None,
         loop_paused: None,
         claw_phase: None,
         checkin: Checkin::default(),

@@ -185,13 +185,22 @@ impl Worker<'_> {
             );
             return Ok(Workspace::shared(root));
         }
-        let wss = self.workspaces();
+        let wss = self.workspaces(l);
         let (ws, how) = match wss.reuse(root, &run.msg.bead)? {
             Some(ws) => (ws, "reused"),
-            None => (
-                crate::workspace::Workspaces::create(&wss, root, &run.msg.bead)?,
-                "new",
-            ),
+            None => {
+                use crate::workspace::Workspaces;
+                let ws = wss.create(root, &run.msg.bead)?;
+                // A story's steps need what any bead's agent does; a setup that fails is the
+                // step's error.
+                if let Some(setup) = wss.prepare(&ws)?.setup.filter(|s| !s.ok) {
+                    anyhow::bail!(
+                        "the project's setup command failed in the new workspace: {}",
+                        crate::templates::clip(&setup.output, 1500)
+                    );
+                }
+                (ws, "new")
+            }
         };
         run.step(
             "workspace",
@@ -233,7 +242,7 @@ impl Worker<'_> {
         if !ws.is_shared() {
             let _repo = crate::app::iteration::RepoLock::acquire(root)?;
             let prepared = crate::workspace::Workspaces::prepare_landing(
-                &self.workspaces(),
+                &self.workspaces(l),
                 ws,
                 &run.msg.bead,
                 &[],

@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod workspace;
+
+pub use workspace::{escapes, Escaping, KeepSetting, WorkspaceConfig};
+
 use crate::session::BackendKind;
 use crate::tracker::TrackerKind;
 
@@ -23,6 +27,8 @@ pub struct Config {
     pub checkin: CheckinConfig,
     pub breaker: BreakerConfig,
     pub retention: RetentionConfig,
+    /// `[workspace]`: where workspaces live, the pool, what each workspace gets.
+    pub workspace: WorkspaceConfig,
     /// `[serve]`: the dashboard server's limits.
     pub serve: ServeConfig,
     /// `[slurm]`: how workers of `Backend: slurm` projects are submitted.
@@ -242,7 +248,9 @@ fn chrono_span(d: std::time::Duration) -> chrono::Duration {
 }
 
 /// A duration written as humantime text (`"90s"`, `"1h 30min"`) or a number of seconds.
-fn span<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
+pub(crate) fn span<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<std::time::Duration, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {
@@ -366,6 +374,25 @@ impl Config {
             state: state.iter().map(|s| s.to_string()).collect(),
             extra: self.worker.sandbox_write.clone(),
             bwrap: self.worker.bwrap.clone(),
+        }
+    }
+
+    /// The workspaces of `project`: where they live, its pool, what each gets.
+    pub fn workspaces(
+        &self,
+        paths: &crate::paths::Paths,
+        project: Option<&crate::format::project::ProjectConfig>,
+    ) -> crate::workspace::GitWorktrees {
+        crate::workspace::GitWorktrees {
+            root: self.workspace.root(paths.workspaces_dir(), &paths.home),
+            sandbox: self.sandbox_settings(&[]),
+            pooling: match project {
+                Some(p) => self.workspace.pooling(p),
+                None => crate::workspace::Pooling {
+                    idle_max: self.workspace.idle_max,
+                    ..Default::default()
+                },
+            },
         }
     }
 
