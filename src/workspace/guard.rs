@@ -88,7 +88,7 @@ pub(super) fn before_git(ws: &Workspace) -> Result<Option<Prepared>> {
     let changed = ws
         .git_config
         .as_ref()
-        .is_some_and(|seen| git_config(&ws.project).ok().as_ref() != Some(seen));
+        .is_some_and(|seen| fingerprint(&ws.project, &ws.dir).ok().as_ref() != Some(seen));
     Ok(changed.then(|| Prepared::Held {
         why: "the repository's git configuration changed while the agent worked, so braids \
               ran no git in its workspace"
@@ -135,9 +135,36 @@ pub(super) fn content(ws: &Workspace, paths: &[String], exclude: &[PathBuf]) -> 
 /// sorted `name=value` lines, without the [`HARMLESS`] settings, and its commit hooks (see
 /// [`super::hooks`]): what would run inside braids when it commits.
 pub fn git_config(project: &Path) -> Result<Vec<u8>> {
-    let path = common_dir(project)?.join("config");
+    let common = common_dir(project)?;
+    let mut lines = config_lines(&common.join("config"), "")?;
+    // The main work tree's own settings, read once `extensions.worktreeConfig` is on.
+    lines.extend(config_lines(&common.join("config.worktree"), "main:")?);
+    lines.extend(super::hooks::fingerprint(project));
+    lines.sort();
+    Ok(lines.join("\n").into_bytes())
+}
+
+/// [`git_config`] as the worktree at `dir` reads it: with its own `config.worktree` (a sparse
+/// checkout's settings), which its agent can write.
+pub(super) fn fingerprint(project: &Path, dir: &Path) -> Result<Vec<u8>> {
+    let mut out = git_config(project)?;
+    if let Ok(admin) = admin_of(dir) {
+        for line in config_lines(&admin.join("config.worktree"), "worktree:")? {
+            out.push(b'\n');
+            out.extend_from_slice(line.as_bytes());
+        }
+    }
+    Ok(out)
+}
+
+/// The settings in the git config file at `path` but the [`HARMLESS`] ones, as `name=value`
+/// lines after `prefix`; none when there is no such file.
+fn config_lines(path: &Path, prefix: &str) -> Result<Vec<String>> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(Vec::new());
+    }
     let config =
-        git2::Config::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        git2::Config::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut lines = Vec::new();
     let mut entries = config.entries(None)?;
     while let Some(e) = entries.next() {
@@ -146,11 +173,9 @@ pub fn git_config(project: &Path) -> Result<Vec<u8>> {
         if HARMLESS.iter().any(|h| name.starts_with(h)) {
             continue;
         }
-        lines.push(format!("{name}={}", e.value().unwrap_or_default()));
+        lines.push(format!("{prefix}{name}={}", e.value().unwrap_or_default()));
     }
-    lines.extend(super::hooks::fingerprint(project));
-    lines.sort();
-    Ok(lines.join("\n").into_bytes())
+    Ok(lines)
 }
 
 /// Where the repository's git configuration is kept as it was when the agent was given the
@@ -166,7 +191,7 @@ pub(super) fn baseline_of(dir: &Path) -> PathBuf {
 pub(super) fn baseline(project: &Path, dir: &Path) -> Result<Vec<u8>> {
     match std::fs::read(baseline_of(dir)) {
         Ok(b) => Ok(b),
-        Err(_) => git_config(project),
+        Err(_) => fingerprint(project, dir),
     }
 }
 
@@ -174,6 +199,9 @@ pub(super) fn baseline(project: &Path, dir: &Path) -> Result<Vec<u8>> {
 /// they are, housekeeping) that run nothing: changing them holds no bead. Everything else (the
 /// core settings, includes, filters, diff and merge drivers, aliases, credential helpers) does.
 const HARMLESS: &[&str] = &[
+    // Lets each worktree read its own `config.worktree`, which [`fingerprint`] covers; git
+    // turns it on for a sparse checkout.
+    "extensions.worktreeconfig",
     "remote.",
     "branch.",
     "user.",

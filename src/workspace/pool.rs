@@ -94,6 +94,9 @@ pub struct Record {
     pub since: Option<chrono::DateTime<chrono::Utc>>,
     pub bytes: u64,
     pub setup: Option<Vec<String>>,
+    /// The sparse checkout it has (empty: everything).
+    #[serde(default)]
+    pub sparse: Vec<String>,
 }
 
 /// A pooled workspace, as `status` and `sessions --json` show it.
@@ -223,7 +226,6 @@ const IN_PROGRESS: &[&str] = &[
     "CHERRY_PICK_HEAD",
     "REVERT_HEAD",
     "BISECT_LOG",
-    "config.worktree",
 ];
 
 impl GitWorktrees {
@@ -329,6 +331,7 @@ impl GitWorktrees {
             since: Some(chrono::Utc::now()),
             bytes,
             setup,
+            sparse: self.pooling.sparse.clone(),
         }
         .write(&to)?;
         Ok(Retired::Pooled)
@@ -379,6 +382,38 @@ impl GitWorktrees {
         }
         Ok(n)
     }
+}
+
+/// Checks out only `sparse` in the worktree at `dir` from now on (everything when empty).
+/// Folders alone (`src/app/`, `docs`) use git's cone mode, which keeps the files at the top
+/// (a `Cargo.toml`, a `package.json`) too; anything else is read as gitignore patterns. The
+/// settings go in the worktree's own `config.worktree`, never the person's.
+pub(super) fn set_sparse(dir: &Path, sparse: &[String]) -> Result<()> {
+    if sparse.is_empty() {
+        let admin = guard::admin_of(dir)?;
+        if admin.join("config.worktree").exists() {
+            git_ok(dir, &["sparse-checkout", "disable"])?;
+        }
+        return Ok(());
+    }
+    let cone = sparse
+        .iter()
+        .all(|p| !p.contains(['*', '?', '[', '!', '\\']) && !p.starts_with('/'));
+    let mut args = vec![
+        "sparse-checkout",
+        "set",
+        if cone { "--cone" } else { "--no-cone" },
+    ];
+    let entries: Vec<String> = sparse
+        .iter()
+        .map(|p| match cone {
+            true => p.trim_end_matches('/').to_string(),
+            false => p.clone(),
+        })
+        .collect();
+    args.extend(entries.iter().map(String::as_str));
+    git_ok(dir, &args)?;
+    Ok(())
 }
 
 /// Drops the stash entries made on `branch` (a bead's): the stash is the repository's, so the

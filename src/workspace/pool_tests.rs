@@ -79,7 +79,7 @@ fn tree(dir: &Path) -> Vec<String> {
 }
 
 #[test]
-fn twenty_beads_through_a_pool_of_two_leak_nothing_into_a_later_workspace_or_commit() {
+fn c6_6_twenty_beads_through_a_pool_of_two_leak_nothing_into_a_later_workspace_or_commit() {
     let w = world(pooled(2));
     let mut ids = std::collections::BTreeSet::new();
     let mut reused = 0;
@@ -186,7 +186,7 @@ fn twenty_beads_through_a_pool_of_two_leak_nothing_into_a_later_workspace_or_com
 }
 
 #[test]
-fn a_workspace_that_cannot_be_shown_clean_is_removed_never_pooled() {
+fn c6_6_a_workspace_that_cannot_be_shown_clean_is_removed_never_pooled() {
     let w = world(pooled(3));
     // A rebase cut short.
     let ws = w.wss.create(&w.project, &bead("r1")).unwrap();
@@ -227,7 +227,7 @@ fn a_workspace_that_cannot_be_shown_clean_is_removed_never_pooled() {
 }
 
 #[test]
-fn a_full_pool_removes_what_it_cannot_keep_and_idle_or_unregistered_pools_are_pruned() {
+fn c6_6_a_full_pool_removes_what_it_cannot_keep_and_idle_or_unregistered_pools_are_pruned() {
     let mut w = world(pooled(1));
     let a = w.wss.create(&w.project, &bead("p1")).unwrap();
     let b = w.wss.create(&w.project, &bead("p2")).unwrap();
@@ -260,7 +260,7 @@ fn a_full_pool_removes_what_it_cannot_keep_and_idle_or_unregistered_pools_are_pr
 }
 
 #[test]
-fn named_untracked_files_are_copied_into_every_workspace_and_never_land() {
+fn c6_7_named_untracked_files_are_copied_into_every_workspace_and_never_land() {
     let mut w = world(pooled(2));
     write(&w.project.join(".env"), "SECRET=1\n");
     write(&w.project.join("config/app.local.yml"), "db: x\n");
@@ -315,7 +315,7 @@ fn named_untracked_files_are_copied_into_every_workspace_and_never_land() {
 }
 
 #[test]
-fn the_setup_command_runs_once_per_new_workspace_and_says_why_it_failed() {
+fn c6_7_the_setup_command_runs_once_per_new_workspace_and_says_why_it_failed() {
     let mut w = world(pooled(2));
     let count = w.tmp.path().join("setups");
     w.wss.pooling.setup = vec![
@@ -369,4 +369,90 @@ fn the_setup_command_runs_once_per_new_workspace_and_says_why_it_failed() {
     assert_eq!(ids[0], ids[1]);
     assert_eq!(ids[1], ids[2]);
     assert_ne!(ids[2], ids[3]);
+}
+
+#[test]
+fn c6_7_a_sparse_workspace_holds_only_its_folders_lands_only_its_change_and_holds_no_other_bead() {
+    let mut w = world(pooled(2));
+    for f in [
+        "src/app/main.rs",
+        "src/other/lib.rs",
+        "docs/guide.md",
+        "Cargo.toml",
+    ] {
+        write(&w.project.join(f), "x\n");
+    }
+    g(&w.project, &["add", "--all"]);
+    g(&w.project, &["commit", "--quiet", "-m", "a monorepo"]);
+    // A bead already at work in a full checkout when the first sparse one starts.
+    let full = w.wss.create(&w.project, &bead("f1")).unwrap();
+    w.wss.pooling.sparse = vec!["src/app/".into(), "docs".into()];
+    let ws = w.wss.create(&w.project, &bead("s1")).unwrap();
+    assert!(ws.dir.join("src/app/main.rs").is_file());
+    assert!(ws.dir.join("docs/guide.md").is_file());
+    assert!(
+        ws.dir.join("Cargo.toml").is_file(),
+        "files at the top stay (cone mode)"
+    );
+    assert!(!ws.dir.join("src/other").exists());
+    assert_eq!(g(&ws.dir, &["status", "--porcelain"]), "");
+    write(&ws.dir.join("src/app/main.rs"), "changed\n");
+    let _lock = crate::git::RepoLock::acquire(&w.project).unwrap();
+    let p = w.wss.prepare_landing(&ws, &bead("s1"), &[], None).unwrap();
+    assert_eq!(
+        p,
+        crate::workspace::Prepared::Ready {
+            paths: vec!["src/app/main.rs".into()]
+        }
+    );
+    let commit = w
+        .wss
+        .land(
+            &ws,
+            &Landing {
+                message: "s1".into(),
+                ..Landing::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+    let files = g(&w.project, &["show", "--name-status", "--format=", &commit]);
+    assert_eq!(
+        files.trim(),
+        "M\tsrc/app/main.rs",
+        "nothing outside the sparse folders is deleted"
+    );
+    // The full checkout's bead is not held for the sparse one's settings.
+    write(&full.dir.join("src/other/lib.rs"), "full\n");
+    let p = w
+        .wss
+        .prepare_landing(&full, &bead("f1"), &[], None)
+        .unwrap();
+    assert!(
+        matches!(p, crate::workspace::Prepared::Ready { .. }),
+        "{p:?}"
+    );
+    drop(_lock);
+    assert_eq!(w.wss.retire(&ws).unwrap(), Retired::Pooled);
+    // Reused as it is; and whole again once the project is no longer sparse.
+    let again = w.wss.create(&w.project, &bead("s2")).unwrap();
+    assert!(!again.dir.join("src/other").exists());
+    assert_eq!(w.wss.retire(&again).unwrap(), Retired::Pooled);
+    w.wss.pooling.sparse.clear();
+    let whole = w.wss.create(&w.project, &bead("s3")).unwrap();
+    assert!(whole.dir.join("src/other/lib.rs").is_file());
+    assert_eq!(g(&whole.dir, &["status", "--porcelain"]), "");
+    // An agent that changes its worktree's own settings is caught like a repository change.
+    g(
+        &whole.dir,
+        &["config", "--worktree", "core.hooksPath", "/tmp/evil"],
+    );
+    let p = w
+        .wss
+        .prepare_landing(&whole, &bead("s3"), &[], None)
+        .unwrap();
+    assert!(
+        matches!(p, crate::workspace::Prepared::Held { keep: false, .. }),
+        "{p:?}"
+    );
 }

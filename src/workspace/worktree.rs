@@ -180,7 +180,6 @@ impl GitWorktrees {
         let base = super::base_branch(project)?;
         let dir = self.dir_for(project, bead);
         let branch = branch_for(bead);
-        let config = guard::git_config(project)?;
         let at = at.unwrap_or(&base);
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent)
@@ -190,11 +189,12 @@ impl GitWorktrees {
                 project.as_os_str().as_encoded_bytes(),
             )?;
         }
-        if !approved && self.take_from_pool(project, &dir, &branch, at)? {
-            crate::atomic::write(&guard::baseline_of(&dir), &config)?;
-        } else {
-            self.check_out(project, &dir, &branch, at, &config)?;
+        if approved || !self.take_from_pool(project, &dir, &branch, at)? {
+            self.check_out(project, &dir, &branch, at)?;
         }
+        // What the agent is given, its worktree's own settings (a sparse checkout's) included.
+        let config = guard::fingerprint(project, &dir)?;
+        crate::atomic::write(&guard::baseline_of(&dir), &config)?;
         Ok(Workspace {
             project: project.to_path_buf(),
             dir,
@@ -208,19 +208,11 @@ impl GitWorktrees {
     /// A new worktree at `dir` on `branch` at `at`: only git's records under the lock; the
     /// checkout, the slow part on a big repository, runs beside other workers' (see
     /// [`bookkeeping`]).
-    fn check_out(
-        &self,
-        project: &Path,
-        dir: &Path,
-        branch: &str,
-        at: &str,
-        config: &[u8],
-    ) -> Result<()> {
+    fn check_out(&self, project: &Path, dir: &Path, branch: &str, at: &str) -> Result<()> {
         let shown = dir.to_string_lossy();
         {
             let _books = bookkeeping(project)?;
             Self::discard_held(project, dir)?;
-            crate::atomic::write(&guard::baseline_of(dir), config)?;
             git_ok(
                 project,
                 &[
@@ -235,6 +227,7 @@ impl GitWorktrees {
                 ],
             )?;
         }
+        super::pool::set_sparse(dir, &self.pooling.sparse)?;
         git_ok(dir, &["reset", "--quiet", "--hard"])?;
         // Submodules at the commits the branch records, as a fresh clone would have them
         // (`git worktree add` leaves them empty): the agent builds and tests against them.
@@ -257,11 +250,14 @@ impl GitWorktrees {
     /// A pooled worktree moved to `dir` and checked out on a fresh `branch` at `at`: only the
     /// files that differ are written. `false` when the pool had none that could be.
     fn take_from_pool(&self, project: &Path, dir: &Path, branch: &str, at: &str) -> Result<bool> {
-        let Some(record) = self.take(project, dir)? else {
+        let Some(mut record) = self.take(project, dir)? else {
             return Ok(false);
         };
         let fresh = guard::foreign_gitfile(project, dir)?.is_none()
+            && (record.sparse == self.pooling.sparse
+                || super::pool::set_sparse(dir, &self.pooling.sparse).is_ok())
             && git(dir, &["checkout", "--quiet", "--force", "-B", branch, at])?.success();
+        record.sparse = self.pooling.sparse.clone();
         if !fresh {
             tracing::warn!(
                 "the pooled workspace {} could not be checked out, so it is removed",
@@ -315,7 +311,7 @@ impl GitWorktrees {
         if let Some(why) = guard::foreign_gitfile(project, dir)? {
             bail!("{why}; braids runs no git there");
         }
-        if guard::git_config(project)? != guard::baseline(project, dir)? {
+        if guard::fingerprint(project, dir)? != guard::baseline(project, dir)? {
             bail!(
                 "the repository's git configuration changed since the agent was given {}; braids runs no git there",
                 dir.display()

@@ -268,3 +268,62 @@ fn c4_4_a_remote_without_an_upstream_is_named_with_the_command_that_fixes_it() {
     let text = s.ok(&["check"]);
     assert!(!text.contains("no upstream"), "{text}");
 }
+
+#[test]
+fn c6_7_an_entry_reaching_outside_the_workspace_is_a_check_error_naming_its_line() {
+    let s = Install::new()
+        .config("[worker]\nexecutor = [\"sh\", \"-c\", \"exit 0\"]\n\n[workspace]\nkeep = [\"target/\"]\ncopy = [\n  \".env\",\n  \"../secrets/.env\",\n]\n")
+        .build();
+    s.new_project("app")
+        .no_iteration()
+        .field("Sparse", "src/app/, /etc/")
+        .field("Keep", "~/.cache")
+        .create();
+    let (code, v) = check(&s);
+    assert_eq!(code, 1, "{v:#}");
+    assert!(
+        has(
+            &v,
+            "workspace",
+            "config.toml",
+            Some(9),
+            "the copy entry `../secrets/.env` reaches outside the workspace"
+        ),
+        "{v:#}"
+    );
+    let md = std::fs::read_to_string(s.project("app").join(".braids/PROJECT.md")).unwrap();
+    let line = |field: &str| {
+        md.lines()
+            .position(|l| l.contains(field))
+            .map(|i| i as u64 + 1)
+    };
+    assert!(
+        has(
+            &v,
+            "workspace",
+            "PROJECT.md",
+            line("Sparse"),
+            "the Sparse entry `/etc/`"
+        ),
+        "{v:#}"
+    );
+    assert!(
+        has(
+            &v,
+            "workspace",
+            "PROJECT.md",
+            line("Keep"),
+            "the Keep entry `~/.cache`"
+        ),
+        "{v:#}"
+    );
+    let findings = v["findings"].as_array().unwrap();
+    assert_eq!(
+        findings
+            .iter()
+            .filter(|f| f["section"] == "workspace")
+            .count(),
+        3,
+        "`.env`, `target/` and `src/app/` are fine: {v:#}"
+    );
+}

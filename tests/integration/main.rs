@@ -60,3 +60,4 @@ mod trackers;
 mod unattended;
 mod upstream;
 mod worker_e2e;
+mod workspace_pool;

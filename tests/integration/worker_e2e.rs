@@ -27,7 +27,7 @@ use braids::tracker::{self, ClaimOutcome, Tracker, TrackerError, TrackerKind, Tr
 use braids::worker::{ArgvExecutor, Ending, ExecRequest, ExecResult, Executor, Worker};
 use serde_json::Value;
 
-use crate::support::files::files_under;
+use crate::support::files::{bead_worktree_files, files_under, worktrees_in_use};
 use crate::support::procs::alive;
 use crate::support::{br_path, poll_until, wait_for, Install, Sandbox};
 
@@ -1349,7 +1349,7 @@ fn c2_6_a_stop_signal_storm_during_the_fixed_steps_never_cuts_a_landing() {
     assert!(files.contains(&"src/main.txt".to_string()), "{files:?}");
     assert_eq!(p.upstream_log(), p.log(), "pushed");
     let trees = p.sb.git(&p.root, &["worktree", "list", "--porcelain"]);
-    assert_eq!(trees.matches("worktree ").count(), 1, "{trees}");
+    assert_eq!(worktrees_in_use(&trees), 1, "{trees}");
 }
 
 #[test]
@@ -1490,6 +1490,7 @@ impl<'a> Recording<'a> {
             workspaces: braids::workspace::GitWorktrees {
                 root: p.sb.braids_dir().join("workspaces"),
                 sandbox: Default::default(),
+                pooling: Default::default(),
             },
             journal,
             after_close: None,

@@ -70,3 +70,24 @@ pub fn write_script(path: &Path, body: &str) {
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// The files of beads' worktrees under a braids home's `workspaces` folder: not the pools of
+/// finished ones (`<project>/.pool/`) nor the note naming each folder's project.
+pub fn bead_worktree_files(workspaces: &Path) -> Vec<PathBuf> {
+    files_under(workspaces)
+        .into_iter()
+        .filter(|p| {
+            let rel = p.strip_prefix(workspaces).unwrap();
+            !rel.components().any(|c| c.as_os_str() == ".pool")
+                && rel.file_name().is_some_and(|n| n != ".project")
+        })
+        .collect()
+}
+
+/// `git worktree list` of `root` without the pooled worktrees.
+pub fn worktrees_in_use(listing: &str) -> usize {
+    listing
+        .lines()
+        .filter(|l| l.starts_with("worktree ") && !l.contains("/.pool/"))
+        .count()
+}

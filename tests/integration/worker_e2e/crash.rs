@@ -149,7 +149,7 @@ fn crash_once(point: &str) -> Crash {
             .all(|id| matches!(p.status(id).as_str(), "closed" | "blocked"));
         // The workspaces folder, not `git worktree list`: a worker adding its worktree at that
         // moment (its records are written one file at a time) can make git's listing fail.
-        let worktrees_left = !files_under(&p.sb.braids_dir().join("workspaces")).is_empty();
+        let worktrees_left = !bead_worktree_files(&p.sb.braids_dir().join("workspaces")).is_empty();
         if settled
             && !worktrees_left
             && workers_by_label(p.sb.home()).is_empty()

@@ -25,8 +25,9 @@ fn tick_until_settled(p: &Project, ids: &[String], limit: Duration) -> usize {
     }
 }
 
-/// The worktrees git knows for the project. A worker adding its worktree at that moment can make
-/// git's listing fail (its records are written one file at a time): asked again then.
+/// The worktrees git knows for the project, but the pooled ones of finished beads. A worker
+/// adding its worktree at that moment can make git's listing fail (its records are written one
+/// file at a time): asked again then.
 fn worktrees(p: &Project) -> Vec<String> {
     let listed = wait_for("git worktree list", Duration::from_secs(30), || {
         p.sb.try_git(&p.root, &["worktree", "list", "--porcelain"])
@@ -35,6 +36,7 @@ fn worktrees(p: &Project) -> Vec<String> {
     lines(&listed)
         .into_iter()
         .filter_map(|l| l.strip_prefix("worktree ").map(String::from))
+        .filter(|w| !w.contains("/.pool/"))
         .collect()
 }
 
@@ -183,6 +185,7 @@ fn c6_5_a_worker_killed_mid_work_leaves_no_worktree_behind() {
     let dir = braids::workspace::GitWorktrees {
         root: p.sb.braids_dir().join("workspaces"),
         sandbox: Default::default(),
+        pooling: Default::default(),
     }
     .project_dir(&p.root)
     .join(&ids[0]);
@@ -260,7 +263,23 @@ fn c6_5_fifty_beads_through_max_workers_3_leave_git_clean_and_one_commit_each() 
     assert_eq!(worktrees(&p), [p.root.display().to_string()]);
     assert!(branches(&p, "braids/*").is_empty());
     assert!(
-        !p.sb.braids_dir().join("workspaces").exists()
-            || files_under(&p.sb.braids_dir().join("workspaces")).is_empty()
+        bead_worktree_files(&p.sb.braids_dir().join("workspaces")).is_empty(),
+        "only pooled worktrees are left"
     );
+    // The pool holds at most MaxWorkers + 1, each scrubbed clean.
+    let pooled = braids::workspace::pool::members(
+        &braids::workspace::GitWorktrees {
+            root: p.sb.braids_dir().join("workspaces"),
+            sandbox: Default::default(),
+            pooling: Default::default(),
+        }
+        .pool_dir(&p.root),
+    );
+    assert!((1..=4).contains(&pooled.len()), "{pooled:?}");
+    for m in &pooled {
+        assert_eq!(
+            p.sb.git(&m.path, &["status", "--porcelain", "--untracked-files=all"]),
+            ""
+        );
+    }
 }
