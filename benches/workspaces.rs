@@ -6,7 +6,7 @@
 //! that puts a finished workspace back in the pool, and, as the baseline in the same run, a
 //! plain `git worktree add`. Wall time with real git on the local disk.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,7 +144,21 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    let tmp = tempfile::tempdir().unwrap();
+    // On a memory-backed folder when there is room (`BRAIDS_BENCH_DIR` chooses): a throttled
+    // virtual disk varies tenfold from one minute to the next, which would swamp what git and
+    // braids do; the comparisons are made on the same medium either way.
+    let base = std::env::var_os("BRAIDS_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let shm = Path::new("/dev/shm");
+            let free = nix::sys::statvfs::statvfs(shm)
+                .map(|s| s.blocks_available() * s.fragment_size())
+                .unwrap_or(0);
+            (free > (n as u64) * 60_000).then(|| shm.to_path_buf())
+        })
+        .unwrap_or_else(std::env::temp_dir);
+    let tmp = tempfile::tempdir_in(&base).unwrap();
+    println!("workspaces: working in {}", base.display());
     let project = tmp.path().join("big");
     let t = Instant::now();
     big_repository(&project, n);
@@ -153,27 +167,51 @@ fn main() {
         secs(t.elapsed())
     );
 
-    // The baseline: a plain `git worktree add`, as before the pool.
-    let plain = tmp.path().join("plain");
+    // The baseline: plain `git worktree add`, four at once as four workers would start them
+    // without braids, and one alone; each removed again.
+    let plain = |i: usize| tmp.path().join(format!("plain-{i}"));
+    let add = |i: usize| {
+        let (dir, branch) = (plain(i), format!("plain-{i}"));
+        git(
+            &project,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &branch,
+                dir.to_str().unwrap(),
+                "main",
+            ],
+        );
+    };
+    let remove = |i: usize| {
+        git(
+            &project,
+            &["worktree", "remove", "--force", plain(i).to_str().unwrap()],
+        );
+        git(&project, &["branch", "-D", &format!("plain-{i}")]);
+    };
+    settle();
+    let start = Instant::now();
+    let plain_four: Vec<Duration> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|i| {
+                let add = &add;
+                s.spawn(move || {
+                    add(i);
+                    start.elapsed()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    (0..4).for_each(remove);
+    settle();
     let t = Instant::now();
-    git(
-        &project,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "plain",
-            plain.to_str().unwrap(),
-            "main",
-        ],
-    );
-    let baseline = t.elapsed();
-    git(
-        &project,
-        &["worktree", "remove", "--force", plain.to_str().unwrap()],
-    );
-    git(&project, &["branch", "-D", "plain"]);
+    add(9);
+    let plain_one = t.elapsed();
+    remove(9);
 
     let wss = Arc::new(GitWorktrees {
         root: tmp.path().join("workspaces"),
@@ -183,10 +221,21 @@ fn main() {
             ..Default::default()
         },
     });
+    settle();
+    let t = Instant::now();
+    let one = wss
+        .create(&project, &BeadId::new("alone").unwrap())
+        .unwrap();
+    let _ = wss.prepare(&one).unwrap();
+    let braids_one = t.elapsed();
+    wss.remove(&one).unwrap();
+    settle();
     let cold = start_four(&wss, &project, 0);
     assert!(cold.iter().all(|(_, _, reused)| !reused));
     let cold_times: Vec<Duration> = cold.iter().map(|c| c.1).collect();
+    settle();
     let (landed_cold, scrubbed) = land_all(&wss, &project, &cold);
+    settle();
     let warm = start_four(&wss, &project, 1);
     assert!(
         warm.iter().all(|(_, _, reused)| *reused),
@@ -194,47 +243,52 @@ fn main() {
     );
     let warm_times: Vec<Duration> = warm.iter().map(|c| c.1).collect();
     let (landed_warm, _) = land_all(&wss, &project, &warm);
+    let landed: Vec<Duration> = landed_cold.iter().chain(&landed_warm).copied().collect();
 
+    let row = |what: &str, v: &[Duration]| {
+        println!(
+            "| {what} | {} | {} |",
+            secs(p50(v.to_vec())),
+            secs(*v.iter().max().unwrap())
+        );
+    };
     println!();
-    println!("| measure ({n} files, four beads at once) | p50 | max |");
+    println!("| measure ({n} files; four beads at once) | p50 | max |");
     println!("|---|---|---|");
-    println!(
-        "| plain `git worktree add` (one, alone) | {} | |",
-        secs(baseline)
+    row(
+        "plain `git worktree add`, four at once (baseline)",
+        &plain_four,
     );
-    println!(
-        "| spawn → agent started, empty pool | {} | {} |",
-        secs(p50(cold_times.clone())),
-        secs(*cold_times.iter().max().unwrap())
+    row("spawn → agent started, empty pool", &cold_times);
+    row("spawn → agent started, warm pool", &warm_times);
+    row(
+        "agent exit → landed (prepare + land, one after another)",
+        &landed,
     );
+    row("finished → scrubbed and back in the pool", &scrubbed);
     println!(
-        "| spawn → agent started, warm pool | {} | {} |",
-        secs(p50(warm_times.clone())),
-        secs(*warm_times.iter().max().unwrap())
+        "| one alone: plain `git worktree add` / braids with an empty pool | {} | {} |",
+        secs(plain_one),
+        secs(braids_one)
     );
-    let all_landed: Vec<Duration> = landed_cold.iter().chain(&landed_warm).copied().collect();
-    println!(
-        "| agent exit → landed (prepare + land) | {} | {} |",
-        secs(p50(all_landed.clone())),
-        secs(*all_landed.iter().max().unwrap())
-    );
-    println!(
-        "| finished → scrubbed and back in the pool | {} | {} |",
-        secs(p50(scrubbed.clone())),
-        secs(*scrubbed.iter().max().unwrap())
-    );
-    let first = cold_times.iter().min().unwrap();
     println!();
+    let within =
+        |ours: Duration, theirs: Duration| ours.as_secs_f64() <= theirs.as_secs_f64() * 1.1;
     println!(
-        "targets: warm p50 ≤ 1 s: {}; warm max ≤ 2 s: {}; landing ≤ 1 s: {}; first of an empty pool ≤ baseline + 10 %: {} ({} against {})",
+        "targets: warm p50 ≤ 1 s: {}; warm max ≤ 2 s: {}; landing p50 ≤ 1 s: {}; empty pool ≤ plain add + 10 %: four at once p50 {}, max {}; one alone {}",
         ok(p50(warm_times.clone()) <= Duration::from_secs(1)),
         ok(*warm_times.iter().max().unwrap() <= Duration::from_secs(2)),
-        ok(p50(all_landed) <= Duration::from_secs(1)),
-        ok(first.as_secs_f64() <= baseline.as_secs_f64() * 1.1),
-        secs(*first),
-        secs(baseline),
+        ok(p50(landed) <= Duration::from_secs(1)),
+        ok(within(p50(cold_times.clone()), p50(plain_four.clone()))),
+        ok(within(*cold_times.iter().max().unwrap(), *plain_four.iter().max().unwrap())),
+        ok(within(braids_one, plain_one)),
     );
-    let _: PathBuf = project;
+}
+
+/// Lets the writes of the step before reach the disk, so one measure does not pay another's.
+fn settle() {
+    let _ = Command::new("sync").status();
+    std::thread::sleep(Duration::from_secs(2));
 }
 
 fn ok(b: bool) -> &'static str {

@@ -149,7 +149,7 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
             line,
             "workspace",
             e.sentence(),
-            "until it is fixed the entry is ignored",
+            crate::config::Escaping::FIX,
         ));
     }
     out.extend(warnings.into_iter().map(|w| {
@@ -252,7 +252,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
                 Some(line),
                 "workspace",
                 e.sentence().replacen(e.key, &capitalised(e.key), 1),
-                "until it is fixed the entry is ignored",
+                crate::config::Escaping::FIX,
             ));
         }
     }

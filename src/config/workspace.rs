@@ -76,12 +76,16 @@ pub struct Escaping {
 }
 
 impl Escaping {
+    /// What is wrong, naming the entry.
     pub fn sentence(&self) -> String {
         format!(
-            "the {} entry `{}` reaches outside the workspace; write it relative to the project, without `..`, `~` or a leading `/` (`src/app/` is anchored at the project's top already)",
+            "the {} entry `{}` reaches outside the workspace, so it is ignored",
             self.key, self.entry
         )
     }
+
+    /// What to do about it.
+    pub const FIX: &'static str = "write it relative to the project, without `..`, `~` or a leading `/` (`src/app/` is anchored at the project's top already)";
 }
 
 /// Whether an entry names something outside the workspace: `..` anywhere, a home (`~`), or

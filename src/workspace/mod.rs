@@ -22,6 +22,7 @@
 //! tick sweeps worktrees whose worker is gone ([`Workspaces::sweep`]).
 
 mod base;
+mod cleanup;
 pub mod guard;
 pub mod hooks;
 mod host;

@@ -203,7 +203,7 @@ pub fn members(pool: &Path) -> Vec<Member> {
             }
         })
         .collect();
-    out.sort_by(|a, b| b.record.since.cmp(&a.record.since));
+    out.sort_by_key(|m| std::cmp::Reverse(m.record.since));
     out
 }
 

@@ -270,86 +270,19 @@ impl GitWorktrees {
         Ok(true)
     }
 
-    /// Forgets a worktree at `dir` (a crashed worker's), whether or not git still knows it.
-    fn discard(project: &Path, dir: &Path) -> Result<()> {
-        let _books = bookkeeping(project)?;
-        Self::discard_held(project, dir)
-    }
-
-    /// [`GitWorktrees::discard`], for a caller holding the [`bookkeeping`] lock.
-    pub(super) fn discard_held(project: &Path, dir: &Path) -> Result<()> {
-        if dir.exists() {
-            let shown = dir.to_string_lossy();
-            let _ = git(
-                project,
-                &["worktree", "remove", "--force", "--force", &shown],
-            );
-            if dir.exists() {
-                std::fs::remove_dir_all(dir)
-                    .with_context(|| format!("cannot remove the workspace {}", dir.display()))?;
-            }
+    /// Which of `paths` the project's work tree has uncommitted changes or untracked files
+    /// at. Only those are looked at (a status of the whole tree costs seconds on a big
+    /// repository), unless there are so many that the whole tree is cheaper to ask.
+    fn dirty_paths(project: &Path, paths: &[&String]) -> Result<Vec<String>> {
+        let mut args: Vec<String> = ["status", "--porcelain=v1", "-z", "--untracked-files=all"]
+            .map(String::from)
+            .to_vec();
+        if paths.len() <= 1000 {
+            args.push("--".into());
+            args.extend(paths.iter().map(|p| format!(":(literal,top){p}")));
         }
-        for sidecar in [
-            guard::baseline_of(dir),
-            super::pool::record_of(dir),
-            super::ready::copied_of(dir),
-        ] {
-            let _ = std::fs::remove_file(sidecar);
-        }
-        git_ok(project, &["worktree", "prune"])?;
-        Ok(())
-    }
-
-    /// The work a crashed or killed worker left in its worktree, committed and moved to a
-    /// `braids/kept/…` branch for a person; `None` when the worktree holds nothing that no
-    /// other branch has (its work landed, or it never changed a file). A worker can die after
-    /// closing its bead and before landing it: this is where that work survives.
-    fn keep_left_over(project: &Path, dir: &Path, bead: &BeadId) -> Result<Option<String>> {
-        if !dir.join(".git").exists() {
-            return Ok(None);
-        }
-        if let Some(why) = guard::foreign_gitfile(project, dir)? {
-            bail!("{why}; braids runs no git there");
-        }
-        if guard::fingerprint(project, dir)? != guard::baseline(project, dir)? {
-            bail!(
-                "the repository's git configuration changed since the agent was given {}; braids runs no git there",
-                dir.display()
-            );
-        }
-        // Only what the worker committed counts: it commits the agent's work just before it
-        // closes the bead (`prepare_landing`). Uncommitted changes alone are a bead that was
-        // never closed, which is done again; files a landing left out are not work.
-        let own = format!("--exclude={}", branch_for(bead));
-        let unique = git_ok(
-            dir,
-            &["rev-list", "--count", "HEAD", "--not", &own, "--branches"],
-        )?;
-        if unique.trim() == "0" {
-            return Ok(None);
-        }
-        // Best effort: whatever else is there goes along (a commit can fail mid-rebase).
-        if stage(dir, &[], &[]).is_ok() {
-            let _ = commit_staged(
-                dir,
-                &format!("wip {bead} (left by a worker that did not finish)"),
-            );
-        }
-        let kept = format!(
-            "braids/kept/{bead}-{}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
-        );
-        // At HEAD, not a rename: HEAD may be detached (a rebase cut short).
-        git_ok(dir, &["branch", "--quiet", &kept, "HEAD"])?;
-        Ok(Some(kept))
-    }
-
-    /// Paths where the project's work tree has uncommitted changes or untracked files.
-    fn dirty_paths(project: &Path) -> Result<Vec<String>> {
-        let out = git_ok(
-            project,
-            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
-        )?;
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = git_ok(project, &refs)?;
         let mut paths = Vec::new();
         let mut it = out.split('\0').filter(|e| !e.is_empty());
         while let Some(entry) = it.next() {
@@ -448,10 +381,11 @@ impl Workspaces for GitWorktrees {
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
         // A person on another branch has their files out of the landing's way.
         if crate::git::checked_out(&ws.project).as_deref() == Some(base) {
-            let dirty = Self::dirty_paths(&ws.project)?;
-            let in_the_way: Vec<String> = paths
-                .iter()
-                .filter(|p| landing(p) && dirty.contains(p))
+            let landed: Vec<&String> = paths.iter().filter(|p| landing(p)).collect();
+            let dirty = Self::dirty_paths(&ws.project, &landed)?;
+            let in_the_way: Vec<String> = landed
+                .into_iter()
+                .filter(|p| dirty.contains(p))
                 .cloned()
                 .collect();
             if !in_the_way.is_empty() {
@@ -488,11 +422,22 @@ impl Workspaces for GitWorktrees {
                 tracked.push((file, bytes));
             }
         }
+        // The index as the branch has it (everything `prepare_landing` committed and checked,
+        // and nothing written since), then what must not land put back as the base has it,
+        // then what must: no pass over the whole tree.
         git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
-        git_ok(&ws.dir, &["reset", "--quiet"])?;
+        let mut unstage: Vec<String> = ["reset", "--quiet", base, "--"].map(String::from).to_vec();
+        unstage.extend(landing.exclude.iter().map(|p| match p == Path::new(".") {
+            true => ":(top)".to_string(),
+            false => format!(":(top,literal){}", p.to_string_lossy()),
+        }));
+        if !landing.exclude.is_empty() {
+            let args: Vec<&str> = unstage.iter().map(String::as_str).collect();
+            git_ok(&ws.dir, &args)?;
+        }
         let mut include = landing.include.clone();
         include.extend(tracked.iter().map(|(f, _)| f.clone()));
-        stage(&ws.dir, &landing.exclude, &include)?;
+        stage(&ws.dir, &[PathBuf::from(".")], &include)?;
         let hooks = super::hooks::dir(&ws.project)
             .filter(|d| landing.hooks && !super::hooks::present(d).is_empty());
         let committed = match hooks {
@@ -626,44 +571,7 @@ impl Workspaces for GitWorktrees {
     }
 
     fn sweep(&self, project: &Path, live: &[BeadId]) -> Result<Vec<Swept>> {
-        let dir = self.project_dir(project);
-        let mut removed = Vec::new();
-        // No folder, no worktrees: one `stat`, and git is not run.
-        if !dir.is_dir() {
-            return Ok(removed);
-        }
-        // A worker busy with the repository sweeps its own; the next run sweeps the rest.
-        let Some(_lock) = RepoLock::try_acquire(project)? else {
-            return Ok(removed);
-        };
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let Ok(bead) = BeadId::new(&name) else {
-                    continue;
-                };
-                if live.contains(&bead) {
-                    continue;
-                }
-                // Work that cannot be kept is not thrown away: the worktree stays, the log says
-                // why, and the other worktrees are swept.
-                let kept = match Self::keep_left_over(project, &e.path(), &bead) {
-                    Ok(kept) => kept,
-                    Err(err) => {
-                        tracing::warn!(bead = %bead, "cannot keep the work left in {}, so it stays: {err:#}", e.path().display());
-                        continue;
-                    }
-                };
-                Self::discard(project, &e.path())?;
-                let _ = git(project, &["branch", "--quiet", "-D", &branch_for(&bead)]);
-                removed.push(Swept { bead, kept });
-            }
-        }
-        if !removed.is_empty() && project.join(".git").exists() {
-            let _books = bookkeeping(project)?;
-            git_ok(project, &["worktree", "prune"])?;
-        }
-        Ok(removed)
+        self.sweep_dead(project, live)
     }
 }
 

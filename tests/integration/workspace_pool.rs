@@ -54,7 +54,7 @@ fn c6_7_a_ready_workspace_gets_env_and_setup_and_a_failed_setup_is_a_failed_atte
 
     // The setup fails: a failed attempt, the bead open again, not blocked; no agent ran.
     let r = sb.tick().force().run();
-    assert_eq!(r.spawned_beads(), [a.clone()], "{r:#?}");
+    assert_eq!(r.spawned_beads(), std::slice::from_ref(a), "{r:#?}");
     workers_end(&sb);
     assert_eq!(sb.br_status("app", a), "open");
     assert!(
@@ -68,7 +68,7 @@ fn c6_7_a_ready_workspace_gets_env_and_setup_and_a_failed_setup_is_a_failed_atte
     // It passes now; the next prompt shows what it printed, and `.env` is there.
     std::fs::write(&ok, "").unwrap();
     let r = sb.tick().force().run();
-    assert_eq!(r.spawned_beads(), [a.clone()], "{r:#?}");
+    assert_eq!(r.spawned_beads(), std::slice::from_ref(a), "{r:#?}");
     workers_end(&sb);
     wait_for("the first bead closed", Duration::from_secs(60), || {
         (sb.br_status("app", a) == "closed").then_some(())
@@ -80,7 +80,7 @@ fn c6_7_a_ready_workspace_gets_env_and_setup_and_a_failed_setup_is_a_failed_atte
     );
     // The second bead reuses the pooled workspace: same id, the setup not run again.
     let r = sb.tick().force().run();
-    assert_eq!(r.spawned_beads(), [b.clone()], "{r:#?}");
+    assert_eq!(r.spawned_beads(), std::slice::from_ref(b), "{r:#?}");
     workers_end(&sb);
     wait_for("the second bead closed", Duration::from_secs(60), || {
         (sb.br_status("app", b) == "closed").then_some(())
