@@ -93,7 +93,7 @@ fn start_four(
             std::thread::spawn(move || {
                 let bead = BeadId::new(&format!("r{round}-{i}")).unwrap();
                 let ws = wss.create(&project, &bead).unwrap();
-                let ready = wss.prepare(&ws).unwrap();
+                let ready = wss.make_ready(&ws).unwrap();
                 (ws, start.elapsed(), ready.reused)
             })
         })
@@ -226,7 +226,7 @@ fn main() {
     let one = wss
         .create(&project, &BeadId::new("alone").unwrap())
         .unwrap();
-    let _ = wss.prepare(&one).unwrap();
+    let _ = wss.make_ready(&one).unwrap();
     let braids_one = t.elapsed();
     wss.remove(&one).unwrap();
     settle();

@@ -120,7 +120,10 @@ pub fn detail(inst: &Installation, sessions: Vec<Session>, now: DateTime<Utc>) -
                     id: crate::workspace::workspace_id(&d),
                     path: d,
                 });
-            let pool = project.and_then(|p| wss.pool_seen(&p, inst.config.workspace.pool));
+            let pool = project.and_then(|p| {
+                let max = crate::format::project::read_project(&p).value.max_workers;
+                wss.pool_seen(&p, Some(inst.config.workspace.pool_size(max)))
+            });
             let last_output_seconds = std::fs::metadata(inst.paths.activity(slug, bead))
                 .and_then(|m| m.modified())
                 .ok()

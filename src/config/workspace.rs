@@ -141,7 +141,7 @@ impl WorkspaceConfig {
             None => self.setup.clone(),
         };
         Pooling {
-            size: self.pool.unwrap_or(project.max_workers.max(1) as usize + 1),
+            size: self.pool_size(project.max_workers),
             keep,
             copy: inside(list("copy", &self.copy)),
             setup,
@@ -150,6 +150,11 @@ impl WorkspaceConfig {
             sparse: inside(list("sparse", &self.sparse)),
             idle_max: self.idle_max,
         }
+    }
+
+    /// The most finished workspaces a project with `max_workers` keeps.
+    pub fn pool_size(&self, max_workers: u32) -> usize {
+        self.pool.unwrap_or(max_workers.max(1) as usize + 1)
     }
 
     /// The entries of `keep`, `copy` and `sparse` (here and in `project`'s PROJECT.md) that

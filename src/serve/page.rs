@@ -108,6 +108,7 @@ fn project(p: &Picture, r: &ProjectReport, d: Option<&ProjectDetail>, ctx: Ctx<'
             @if let Some(n) = &r.note { p class="note" { (n) } }
             @if let Some(e) = &r.error { p class="error" { "Error: " (e) } }
             @if let Some(n) = &r.not_pushed { p class="error" { (n.line()) } }
+            @if let Some(pool) = &r.pool { p class="meta" { "Workspaces: " (pool.line(p.generated_at)) } }
             @for prob in &r.problems { p class="error" { (prob) } }
             @for u in r.unknown_stories.as_deref().unwrap_or_default() { p class="error" { (u.problem.to_string()) } }
             @if !workers.is_empty() {

@@ -201,7 +201,7 @@ impl Worker<'_> {
                     .unwrap_or_else(|e| self.fail(&mut run, &l, &e))
             }
         };
-        self.close_workspace(&mut run, &l);
+        self.close_workspace(&mut run, &l, matches!(ending, Ending::Held { .. }));
         let told = events::ending(
             &ending,
             msg.bead.as_str(),
@@ -305,7 +305,7 @@ impl Worker<'_> {
         let wss = self.workspaces(l);
         let ws = wss.create(root, &run.msg.bead)?;
         run.ws = Some(ws.clone());
-        let ready = wss.prepare(&ws)?;
+        let ready = wss.make_ready(&ws)?;
         run.step(
             "workspace",
             format!(
@@ -343,7 +343,9 @@ impl Worker<'_> {
 
     /// Removes the bead's worktree at the end of the run. Work that did not land is kept on a
     /// branch for a person first, so nothing the agent did is lost.
-    fn close_workspace(&self, run: &mut Run<'_, '_>, l: &Loaded) {
+    /// A worktree whose work was `held` for a person (it changed what only a person may) is
+    /// removed, never pooled: its caches are not handed to another bead.
+    fn close_workspace(&self, run: &mut Run<'_, '_>, l: &Loaded, held: bool) {
         let Some(ws) = run.ws.take() else {
             return;
         };
@@ -352,6 +354,16 @@ impl Worker<'_> {
             Ok(Some(kept)) => run.step("workspace", format!("unlanded work kept on branch {kept}")),
             Ok(None) => {}
             Err(e) => run.step("workspace", format!("could not keep the work: {e:#}")),
+        }
+        if held {
+            match wss.remove(&ws) {
+                Ok(()) => run.step("workspace", "worktree of held work removed, not pooled"),
+                Err(e) => run.step(
+                    "workspace",
+                    format!("worktree not removed (the next tick retries): {e:#}"),
+                ),
+            }
+            return;
         }
         retire(run, &wss, &ws);
     }

@@ -22,6 +22,8 @@ pub const CONTROL: &[&str] = &[
     ".claw/WORKPLAN.md",
     ".beads",
     "AGENTS.md",
+    // What it names is copied from the person's files into every workspace.
+    ".worktreeinclude",
 ];
 
 /// `p` as a plain relative path: `./` and empty components dropped; `None` when it is absolute
@@ -148,10 +150,25 @@ pub fn git_config(project: &Path) -> Result<Vec<u8>> {
 /// checkout's settings), which its agent can write.
 pub(super) fn fingerprint(project: &Path, dir: &Path) -> Result<Vec<u8>> {
     let mut out = git_config(project)?;
-    if let Ok(admin) = admin_of(dir) {
-        for line in config_lines(&admin.join("config.worktree"), "worktree:")? {
-            out.push(b'\n');
-            out.extend_from_slice(line.as_bytes());
+    out.extend(worktree_own(dir)?);
+    Ok(out)
+}
+
+/// The settings of the worktree at `dir` alone: its `config.worktree` and its sparse
+/// checkout's patterns, both in its admin folder, which its agent can write.
+pub(super) fn worktree_own(dir: &Path) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let Ok(admin) = admin_of(dir) else {
+        return Ok(out);
+    };
+    for line in config_lines(&admin.join("config.worktree"), "worktree:")? {
+        out.push(b'\n');
+        out.extend_from_slice(line.as_bytes());
+    }
+    let sparse = admin.join("info/sparse-checkout");
+    if std::fs::symlink_metadata(&sparse).is_ok() {
+        for line in std::fs::read_to_string(&sparse).unwrap_or_default().lines() {
+            out.extend_from_slice(format!("\nsparse:{line}").as_bytes());
         }
     }
     Ok(out)

@@ -28,6 +28,7 @@ pub mod hooks;
 mod host;
 pub mod pool;
 pub mod ready;
+mod scrub;
 mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,16 @@ pub use host::cannot_host;
 pub use pool::{Keep, Pooling, Retired};
 pub use ready::{workspace_id, Readiness, SetupRun};
 pub use worktree::{all_kept, held_diff, kept_branches, GitWorktrees, HeldDiff};
+
+/// FNV-1a, 32 bits: a short name stable across releases (std's hasher is not).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h as u32
+}
 
 /// How a project's agents work, from PROJECT.md `Workspace:`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -262,7 +273,7 @@ pub trait Workspaces: Send + Sync {
     fn remove(&self, ws: &Workspace) -> Result<()>;
     /// Copies in the project's untracked files to copy and runs its setup command where it
     /// has not run (see [`ready`]); a fresh workspace needs this before its agent starts.
-    fn prepare(&self, _ws: &Workspace) -> Result<Readiness> {
+    fn make_ready(&self, _ws: &Workspace) -> Result<Readiness> {
         Ok(Readiness::default())
     }
     /// Ends a finished bead's worktree: back to the project's pool, scrubbed, when it has one

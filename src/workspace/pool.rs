@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use super::scrub::{disk_usage, drop_stashes, flagged, process_in, set_sparse};
 use super::worktree::bookkeeping;
 use super::{guard, GitWorktrees, Workspace};
 use crate::git::{git, git_ok};
@@ -97,6 +98,10 @@ pub struct Record {
     /// The sparse checkout it has (empty: everything).
     #[serde(default)]
     pub sparse: Vec<String>,
+    /// Its own settings when it came back ([`guard::worktree_own`]): a change while it waited
+    /// (a process its last agent left) and it is not reused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own: Option<String>,
 }
 
 /// A pooled workspace, as `status` and `sessions --json` show it.
@@ -226,6 +231,7 @@ const IN_PROGRESS: &[&str] = &[
     "CHERRY_PICK_HEAD",
     "REVERT_HEAD",
     "BISECT_LOG",
+    "sequencer",
 ];
 
 impl GitWorktrees {
@@ -258,18 +264,65 @@ impl GitWorktrees {
         for m in members(&pool) {
             let record = m.record.clone();
             let _ = std::fs::remove_file(record_of(&m.path));
+            let own = guard::worktree_own(&m.path).ok();
+            let untouched = record.own.as_deref().map(str::as_bytes) == own.as_deref();
             let (from, to) = (m.path.to_string_lossy(), dir.to_string_lossy());
-            let moved = git(project, &["worktree", "move", &from, &to])?;
-            if moved.success() {
-                return Ok(Some(record));
+            if untouched && guard::foreign_gitfile(project, &m.path)?.is_none() {
+                let moved = git(project, &["worktree", "move", &from, &to])?;
+                if moved.success() {
+                    return Ok(Some(record));
+                }
+                tracing::warn!(
+                    "the pooled workspace {from} could not be moved, so it is removed: {}",
+                    moved.stderr.trim()
+                );
+            } else {
+                tracing::warn!(
+                    "the pooled workspace {from} changed while it waited, so it is removed"
+                );
             }
-            tracing::warn!(
-                "the pooled workspace {from} could not be moved, so it is removed: {}",
-                moved.stderr.trim()
-            );
             GitWorktrees::discard_held(project, &m.path)?;
         }
         Ok(None)
+    }
+
+    /// A pooled worktree moved to `dir` and checked out on a fresh `branch` at `at`: only the
+    /// files that differ are written. `false` when the pool had none that could be.
+    pub(super) fn take_from_pool(
+        &self,
+        project: &Path,
+        dir: &Path,
+        branch: &str,
+        at: &str,
+    ) -> Result<bool> {
+        let Some(mut record) = self.take(project, dir)? else {
+            return Ok(false);
+        };
+        let fresh = guard::foreign_gitfile(project, dir)?.is_none()
+            && (record.sparse == self.pooling.sparse
+                || set_sparse(dir, &self.pooling.sparse).is_ok())
+            && git(dir, &["checkout", "--quiet", "--force", "-B", branch, at])?.success();
+        record.sparse = self.pooling.sparse.clone();
+        // What the agent gets is exactly the base: checked again, since a pooled worktree
+        // waited where braids does not watch it.
+        let left = match fresh {
+            true => git_ok(dir, &["status", "--porcelain=v1", "--untracked-files=all"])?,
+            false => String::new(),
+        };
+        if !fresh || !left.trim().is_empty() {
+            tracing::warn!(
+                "the pooled workspace {} could not be checked out clean, so it is removed{}",
+                dir.display(),
+                left.lines()
+                    .next()
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default()
+            );
+            GitWorktrees::discard(project, dir)?;
+            return Ok(false);
+        }
+        record.write(dir)?;
+        Ok(true)
     }
 
     /// Scrubs the finished worktree `ws` and puts it in the pool, or says why not (the caller
@@ -300,8 +353,17 @@ impl GitWorktrees {
         if std::fs::read_dir(admin.join("refs")).is_ok_and(|mut d| d.next().is_some()) {
             return removed("it holds refs of its own");
         }
+        if let Some(pid) = process_in(&ws.dir) {
+            return removed(&format!("process {pid} still works in it"));
+        }
         self.scrub(&ws.dir, base)?;
-        drop_stashes(&ws.dir, branch)?;
+        if let Some(why) = flagged(&ws.dir, !self.pooling.sparse.is_empty())? {
+            return removed(&why);
+        }
+        {
+            let _books = bookkeeping(&ws.project)?;
+            drop_stashes(&ws.dir, branch)?;
+        }
         let left = git_ok(
             &ws.dir,
             &["status", "--porcelain=v1", "--untracked-files=all"],
@@ -322,6 +384,9 @@ impl GitWorktrees {
         std::fs::create_dir_all(&pool)?;
         let name = admin.file_name().unwrap_or_default().to_string_lossy();
         let to = pool.join(name.as_ref());
+        if std::fs::symlink_metadata(&to).is_ok() {
+            return removed(&format!("{} is taken", to.display()));
+        }
         let (from, shown) = (ws.dir.to_string_lossy(), to.to_string_lossy());
         git_ok(&ws.project, &["worktree", "move", &from, &shown])?;
         let _ = std::fs::remove_file(guard::baseline_of(&ws.dir));
@@ -332,6 +397,7 @@ impl GitWorktrees {
             bytes,
             setup,
             sparse: self.pooling.sparse.clone(),
+            own: Some(String::from_utf8_lossy(&guard::worktree_own(&to)?).into_owned()),
         }
         .write(&to)?;
         Ok(Retired::Pooled)
@@ -380,79 +446,10 @@ impl GitWorktrees {
                 n += 1;
             }
         }
+        // Gone when empty (`remove_dir` refuses otherwise).
+        let _ = std::fs::remove_dir(&pool);
         Ok(n)
     }
-}
-
-/// Checks out only `sparse` in the worktree at `dir` from now on (everything when empty).
-/// Folders alone (`src/app/`, `docs`) use git's cone mode, which keeps the files at the top
-/// (a `Cargo.toml`, a `package.json`) too; anything else is read as gitignore patterns. The
-/// settings go in the worktree's own `config.worktree`, never the person's.
-pub(super) fn set_sparse(dir: &Path, sparse: &[String]) -> Result<()> {
-    if sparse.is_empty() {
-        let admin = guard::admin_of(dir)?;
-        if admin.join("config.worktree").exists() {
-            git_ok(dir, &["sparse-checkout", "disable"])?;
-        }
-        return Ok(());
-    }
-    let cone = sparse
-        .iter()
-        .all(|p| !p.contains(['*', '?', '[', '!', '\\']) && !p.starts_with('/'));
-    let mut args = vec![
-        "sparse-checkout",
-        "set",
-        if cone { "--cone" } else { "--no-cone" },
-    ];
-    let entries: Vec<String> = sparse
-        .iter()
-        .map(|p| match cone {
-            true => p.trim_end_matches('/').to_string(),
-            false => p.clone(),
-        })
-        .collect();
-    args.extend(entries.iter().map(String::as_str));
-    git_ok(dir, &args)?;
-    Ok(())
-}
-
-/// Drops the stash entries made on `branch` (a bead's): the stash is the repository's, so the
-/// next bead's agent would find them.
-fn drop_stashes(dir: &Path, branch: &str) -> Result<()> {
-    let list = git(dir, &["stash", "list", "--format=%gd %gs"])?;
-    let mine = format!("on {branch}:");
-    let mut doomed: Vec<&str> = list
-        .stdout
-        .lines()
-        .filter(|l| l.to_lowercase().contains(&mine.to_lowercase()))
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    // The highest first, so the lower ones keep their numbers.
-    doomed.reverse();
-    for entry in doomed {
-        git_ok(dir, &["stash", "drop", "--quiet", entry])?;
-    }
-    Ok(())
-}
-
-/// Bytes under `dir`, links not followed.
-pub(super) fn disk_usage(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(meta) = e.metadata() else { continue };
-            if meta.is_dir() {
-                stack.push(e.path());
-            } else {
-                total += meta.len();
-            }
-        }
-    }
-    total
 }
 
 /// The pools under a braids home's workspaces folder whose project is not among `projects`
@@ -483,12 +480,20 @@ impl GitWorktrees {
         let mut n = 0;
         for (folder, project) in orphaned_pools(&self.root, projects) {
             let pool = folder.join(POOL);
+            let books = match project.join(".git").exists() {
+                true => match bookkeeping(&project) {
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        tracing::warn!("cannot remove the pool {}: {e:#}", pool.display());
+                        continue;
+                    }
+                },
+                false => None,
+            };
             let gone = members(&pool);
-            if project.join(".git").exists() {
+            if books.is_some() {
                 for m in &gone {
-                    if let Err(e) = bookkeeping(&project)
-                        .and_then(|_b| GitWorktrees::discard_held(&project, &m.path))
-                    {
+                    if let Err(e) = GitWorktrees::discard_held(&project, &m.path) {
                         tracing::warn!(
                             "cannot remove the pooled workspace {}: {e:#}",
                             m.path.display()

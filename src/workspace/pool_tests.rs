@@ -81,12 +81,17 @@ fn tree(dir: &Path) -> Vec<String> {
 #[test]
 fn c6_6_twenty_beads_through_a_pool_of_two_leak_nothing_into_a_later_workspace_or_commit() {
     let w = world(pooled(2));
+    write(&w.project.join("shared.txt"), "the person's change\n");
+    g(
+        &w.project,
+        &["stash", "push", "--quiet", "-m", "the person's"],
+    );
     let mut ids = std::collections::BTreeSet::new();
     let mut reused = 0;
     for i in 0..20 {
         let b = bead(&format!("b{i}"));
         let ws = w.wss.create(&w.project, &b).unwrap();
-        let ready = w.wss.prepare(&ws).unwrap();
+        let ready = w.wss.make_ready(&ws).unwrap();
         reused += usize::from(ready.reused);
         ids.insert(crate::workspace::workspace_id(&ws.dir));
         // Exactly the base, plus the kept build cache of earlier beads.
@@ -119,10 +124,10 @@ fn c6_6_twenty_beads_through_a_pool_of_two_leak_nothing_into_a_later_workspace_o
             g(&w.project, &["rev-parse", "main"]),
             "bead {i} starts at the base's tip"
         );
-        assert_eq!(
-            g(&ws.dir, &["stash", "list"]),
-            "",
-            "bead {i}: no stash of an earlier bead"
+        let stashes = g(&ws.dir, &["stash", "list", "--format=%gs"]);
+        assert!(
+            !stashes.contains("braids/"),
+            "bead {i}: no stash of an earlier bead: {stashes}"
         );
         if ready.reused {
             assert!(
@@ -177,12 +182,21 @@ fn c6_6_twenty_beads_through_a_pool_of_two_leak_nothing_into_a_later_workspace_o
         assert!(members(&w.wss.pool_dir(&w.project)).len() <= 2);
     }
     assert!(reused >= 18, "{reused} of 20 beads reused a workspace");
+    // The person's own stash is theirs.
+    assert_eq!(
+        g(&w.project, &["stash", "list", "--format=%gs"]).trim(),
+        "On main: the person's"
+    );
     assert!(ids.len() <= 2, "two workspaces served every bead: {ids:?}");
     // The beads' branches are gone; the kept ones and the agents' own branches stay theirs.
     let branches = g(&w.project, &["branch", "--list", "braids/b*"]);
     assert_eq!(branches.trim(), "");
-    let stashes = g(&w.project, &["stash", "list"]);
-    assert_eq!(stashes.trim(), "", "no bead's stash is left");
+    let stashes = g(&w.project, &["stash", "list", "--format=%gs"]);
+    assert_eq!(
+        stashes.trim(),
+        "On main: the person's",
+        "no bead's stash is left"
+    );
 }
 
 #[test]
@@ -215,6 +229,43 @@ fn c6_6_a_workspace_that_cannot_be_shown_clean_is_removed_never_pooled() {
     let r = w.wss.retire(&ws).unwrap();
     assert!(matches!(&r, Retired::Removed { why: Some(_) }), "{r:?}");
     assert!(members(&w.wss.pool_dir(&w.project)).is_empty());
+    // A file planted under an index flag git's own checkout and status trust.
+    let ws = w.wss.create(&w.project, &bead("r5")).unwrap();
+    write(&ws.dir.join("shared.txt"), "planted\n");
+    g(&ws.dir, &["update-index", "--skip-worktree", "shared.txt"]);
+    let r = w.wss.retire(&ws).unwrap();
+    assert!(
+        matches!(&r, Retired::Removed { why: Some(w) } if w.contains("shared.txt")),
+        "{r:?}"
+    );
+    // A process its agent left running there.
+    let ws = w.wss.create(&w.project, &bead("r6")).unwrap();
+    let mut daemon = std::process::Command::new("sleep")
+        .arg("60")
+        .current_dir(&ws.dir)
+        .spawn()
+        .unwrap();
+    let r = w.wss.retire(&ws).unwrap();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    assert!(
+        matches!(&r, Retired::Removed { why: Some(w) } if w.contains("process")),
+        "{r:?}"
+    );
+    // Settings changed while it waited in the pool: not taken.
+    let ws = w.wss.create(&w.project, &bead("r7")).unwrap();
+    assert_eq!(w.wss.retire(&ws).unwrap(), Retired::Pooled);
+    let pooled = &members(&w.wss.pool_dir(&w.project))[0].path;
+    let admin = crate::workspace::guard::admin_of(pooled).unwrap();
+    write(
+        &admin.join("config.worktree"),
+        "[core]\n\tfsmonitor = /tmp/evil\n",
+    );
+    let ws = w.wss.create(&w.project, &bead("r8")).unwrap();
+    let r = w.wss.make_ready(&ws).unwrap();
+    assert!(!r.reused, "a member changed while it waited is not reused");
+    assert!(!admin.exists());
+    assert_eq!(w.wss.retire(&ws).unwrap(), Retired::Pooled);
     // A worktree its worker left (crashed) is the sweep's: removed, never pooled.
     let ws = w.wss.create(&w.project, &bead("r4")).unwrap();
     write(&ws.dir.join("half.txt"), "x\n");
@@ -274,7 +325,7 @@ fn c6_7_named_untracked_files_are_copied_into_every_workspace_and_never_land() {
     for i in 0..3 {
         let b = bead(&format!("c{i}"));
         let ws = w.wss.create(&w.project, &b).unwrap();
-        let ready = w.wss.prepare(&ws).unwrap();
+        let ready = w.wss.make_ready(&ws).unwrap();
         let mut copied = ready.copied.clone();
         copied.sort();
         assert_eq!(copied, [".env", "config/app.local.yml"], "bead {i}");
@@ -288,18 +339,32 @@ fn c6_7_named_untracked_files_are_copied_into_every_workspace_and_never_land() {
             std::fs::symlink_metadata(ws.dir.join("config/link.local.yml")).is_err(),
             "links are not copied"
         );
-        // The agent changes them and adds work; only the work lands.
+        // The agent changes them, even commits them by force, and adds work; only the work
+        // lands.
         write(&ws.dir.join(".env"), "SECRET=changed\n");
         write(&ws.dir.join("config/app.local.yml"), "db: changed\n");
         write(&ws.dir.join(format!("work-{i}.txt")), "w\n");
+        if i == 1 {
+            g(&ws.dir, &["add", "--force", ".env", "config/app.local.yml"]);
+            g(
+                &ws.dir,
+                &["commit", "--quiet", "-m", "the agent's own commit"],
+            );
+        }
         let _lock = crate::git::RepoLock::acquire(&w.project).unwrap();
         let p = w.wss.prepare_landing(&ws, &b, &[], None).unwrap();
         assert!(
             matches!(p, crate::workspace::Prepared::Ready { .. }),
             "{p:?}"
         );
+        // A report listing them as changed changes nothing.
         let landing = Landing {
             message: format!("c{i}"),
+            include: vec![
+                PathBuf::from(".env"),
+                PathBuf::from(format!("work-{i}.txt")),
+            ],
+            exclude: vec![PathBuf::from(".")],
             ..Landing::default()
         };
         let commit = w.wss.land(&ws, &landing).unwrap().unwrap();
@@ -333,7 +398,7 @@ fn c6_7_the_setup_command_runs_once_per_new_workspace_and_says_why_it_failed() {
     };
     // Fails: what it printed comes back.
     let ws = w.wss.create(&w.project, &bead("s1")).unwrap();
-    let r = w.wss.prepare(&ws).unwrap();
+    let r = w.wss.make_ready(&ws).unwrap();
     let setup = r.setup.unwrap();
     assert!(!setup.ok);
     assert!(setup.output.contains("no .env here"), "{}", setup.output);
@@ -343,22 +408,22 @@ fn c6_7_the_setup_command_runs_once_per_new_workspace_and_says_why_it_failed() {
     write(&w.project.join(".env"), "x\n");
     w.wss.pooling.copy = vec![".env".into()];
     let ws = w.wss.create(&w.project, &bead("s2")).unwrap();
-    let r = w.wss.prepare(&ws).unwrap();
+    let r = w.wss.make_ready(&ws).unwrap();
     assert!(r.reused && r.setup.as_ref().is_some_and(|s| s.ok), "{r:?}");
     assert_eq!(runs(), 2);
     assert_eq!(w.wss.retire(&ws).unwrap(), Retired::Pooled);
     // Passed once: a reused workspace does not run it again...
     let ws = w.wss.create(&w.project, &bead("s3")).unwrap();
-    let r = w.wss.prepare(&ws).unwrap();
+    let r = w.wss.make_ready(&ws).unwrap();
     assert!(r.reused && r.setup.is_none(), "{r:?}");
     assert_eq!(runs(), 2);
     // ...unless asked, or a new workspace.
     w.wss.pooling.setup_on_reuse = true;
-    assert!(w.wss.prepare(&ws).unwrap().setup.is_some());
+    assert!(w.wss.make_ready(&ws).unwrap().setup.is_some());
     assert_eq!(runs(), 3);
     w.wss.pooling.setup_on_reuse = false;
     let fresh = w.wss.create(&w.project, &bead("s4")).unwrap();
-    assert!(!w.wss.prepare(&fresh).unwrap().reused);
+    assert!(!w.wss.make_ready(&fresh).unwrap().reused);
     assert_eq!(runs(), 4);
     // Each line is the workspace's own stable id.
     let ids: Vec<String> = std::fs::read_to_string(&count)

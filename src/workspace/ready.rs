@@ -28,6 +28,8 @@ pub struct Readiness {
     pub copied: Vec<String>,
     /// The setup command, when it ran.
     pub setup: Option<SetupRun>,
+    /// What could not be copied, and why: told in the bead's log, never a failed bead.
+    pub warnings: Vec<String>,
 }
 
 /// One run of the setup command.
@@ -39,7 +41,8 @@ pub struct SetupRun {
     pub took: Duration,
 }
 
-/// Where the list of files copied into the worktree at `dir` is kept (beside it).
+/// Where the list of files copied into the worktree at `dir` is kept (beside it): one a line,
+/// `!` before those the project ignores.
 pub(super) fn copied_of(dir: &Path) -> PathBuf {
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
     dir.with_file_name(format!(".{name}.copied"))
@@ -47,11 +50,28 @@ pub(super) fn copied_of(dir: &Path) -> PathBuf {
 
 /// The files copied into the worktree at `dir`, which never land.
 pub(super) fn copied(dir: &Path) -> Vec<PathBuf> {
+    copied_lines(dir)
+        .into_iter()
+        .map(|l| PathBuf::from(l.strip_prefix('!').unwrap_or(&l)))
+        .collect()
+}
+
+/// Those of [`copied`] the project's ignore rules do not ignore: `git add --all` would take
+/// them, so it is told not to (git refuses to be told that of an ignored file).
+pub(super) fn copied_unignored(dir: &Path) -> Vec<PathBuf> {
+    copied_lines(dir)
+        .into_iter()
+        .filter(|l| !l.starts_with('!'))
+        .map(PathBuf::from)
+        .collect()
+}
+
+fn copied_lines(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(copied_of(dir))
         .map(|s| {
             s.lines()
                 .filter(|l| !l.is_empty())
-                .map(PathBuf::from)
+                .map(String::from)
                 .collect()
         })
         .unwrap_or_default()
@@ -62,33 +82,23 @@ pub(super) fn copied(dir: &Path) -> Vec<PathBuf> {
 /// different for every other workspace. From git's admin folder for the worktree, which a
 /// move through the pool keeps; the directory itself for a shared one.
 pub fn workspace_id(dir: &Path) -> String {
-    let admin = std::fs::read_to_string(dir.join(".git"))
-        .ok()
-        .and_then(|t| {
-            t.trim()
-                .strip_prefix("gitdir:")
-                .map(|s| s.trim().to_string())
-        });
-    let key = admin.unwrap_or_else(|| dir.to_string_lossy().into_owned());
-    // FNV-1a: stable across releases.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("w{:08x}", h as u32)
+    let key = match super::guard::admin_of(dir) {
+        Ok(admin) => admin.to_string_lossy().into_owned(),
+        Err(_) => dir.to_string_lossy().into_owned(),
+    };
+    format!("w{:08x}", super::fnv1a(key.as_bytes()))
 }
 
 impl GitWorktrees {
     /// Copies the named untracked files in and runs the setup command when this workspace has
     /// not run it (or `setup_on_reuse`).
-    pub(super) fn prepare(&self, ws: &Workspace) -> Result<Readiness> {
+    pub(super) fn make_ready(&self, ws: &Workspace) -> Result<Readiness> {
         let mut record = Record::read(&ws.dir);
         let mut out = Readiness {
             reused: record.since.is_some(),
             ..Default::default()
         };
-        out.copied = copy_in(&ws.project, &ws.dir, &self.pooling.copy)?;
+        (out.copied, out.warnings) = copy_in(&ws.project, &ws.dir, &self.pooling.copy)?;
         let setup = &self.pooling.setup;
         let done = record.setup.as_ref() == Some(setup) && !self.pooling.setup_on_reuse;
         if !setup.is_empty() && !done {
@@ -150,17 +160,22 @@ fn patterns(project: &Path, extra: &[String]) -> Vec<String> {
 }
 
 /// Copies the untracked files of `project` the patterns name into `dir`; returns their
-/// project-relative paths and records them beside the worktree.
-fn copy_in(project: &Path, dir: &Path, extra: &[String]) -> Result<Vec<String>> {
+/// project-relative paths, recorded beside the worktree, and what could not be copied (a
+/// pattern that is not one, a file that cannot be read): a warning, never a failed bead.
+fn copy_in(project: &Path, dir: &Path, extra: &[String]) -> Result<(Vec<String>, Vec<String>)> {
     let pats = patterns(project, extra);
     let _ = std::fs::remove_file(copied_of(dir));
+    let mut warnings = Vec::new();
     if pats.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), warnings));
     }
     let mut b = ignore::gitignore::GitignoreBuilder::new(project);
     for p in &pats {
-        b.add_line(None, p)
-            .with_context(|| format!("`{p}` is not a pattern of files to copy"))?;
+        if let Err(e) = b.add_line(None, p) {
+            warnings.push(format!(
+                "`{p}` is not a pattern of files to copy ({e}), so it is skipped"
+            ));
+        }
     }
     let matcher = b.build()?;
     let matches =
@@ -177,27 +192,41 @@ fn copy_in(project: &Path, dir: &Path, extra: &[String]) -> Result<Vec<String>> 
             collect(project, rel, &mut files, &|f| matches(f, false));
         }
     }
-    for rel in &files {
-        let bytes = crate::beneath::read(project, &project.join(rel))
-            .with_context(|| format!("cannot read {}", project.join(rel).display()))?;
-        crate::beneath::write(dir, rel, &bytes)
-            .with_context(|| format!("cannot copy {} into {}", rel.display(), dir.display()))?;
-        if let Ok(meta) = std::fs::symlink_metadata(project.join(rel)) {
-            let _ = std::fs::set_permissions(dir.join(rel), meta.permissions());
+    let mut copied = Vec::new();
+    for rel in files {
+        match copy_one(project, dir, &rel) {
+            Ok(()) => copied.push(rel.to_string_lossy().into_owned()),
+            Err(e) => warnings.push(format!("{} was not copied: {e:#}", rel.display())),
         }
     }
-    let shown: Vec<String> = files
-        .iter()
-        .map(|f| f.to_string_lossy().into_owned())
-        .collect();
-    // Ignored ones never stage anyway (and git refuses to be told to leave them out).
-    let ignored = ignored(project, &shown)?;
-    let listed: Vec<&String> = shown.iter().filter(|f| !ignored.contains(*f)).collect();
-    if !listed.is_empty() {
-        let text: String = listed.iter().map(|f| format!("{f}\n")).collect();
+    let ignored = ignored(project, &copied)?;
+    if !copied.is_empty() {
+        let text: String = copied
+            .iter()
+            .map(|f| match ignored.contains(f) {
+                true => format!("!{f}\n"),
+                false => format!("{f}\n"),
+            })
+            .collect();
         crate::atomic::write(&copied_of(dir), text.as_bytes())?;
     }
-    Ok(shown)
+    Ok((copied, warnings))
+}
+
+/// One file, read and written without following a link on either side, with its mode.
+fn copy_one(project: &Path, dir: &Path, rel: &Path) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let from = project.join(rel);
+    let bytes = crate::beneath::read(project, &from)
+        .with_context(|| format!("cannot read {}", from.display()))?;
+    crate::beneath::write(dir, rel, &bytes)?;
+    let mode = std::fs::symlink_metadata(&from)?.permissions();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(dir.join(rel))?;
+    f.set_permissions(mode)?;
+    Ok(())
 }
 
 /// Which of the project-relative `paths` the project's ignore rules ignore.

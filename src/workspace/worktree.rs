@@ -56,7 +56,7 @@ pub(super) fn stage(dir: &Path, exclude: &[PathBuf], include: &[PathBuf]) -> Res
                     .map(|p| format!(":(exclude,top){p}")),
             )
             .chain(
-                super::ready::copied(dir)
+                super::ready::copied_unignored(dir)
                     .iter()
                     .map(|p| format!(":(exclude,top,literal){}", p.to_string_lossy())),
             ),
@@ -153,13 +153,8 @@ impl GitWorktrees {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "project".into());
-        // FNV-1a: stable across releases, unlike std's hasher.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in project.as_os_str().as_encoded_bytes() {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.root.join(format!("{name}-{:08x}", h as u32))
+        let h = super::fnv1a(project.as_os_str().as_encoded_bytes());
+        self.root.join(format!("{name}-{h:08x}"))
     }
 
     fn dir_for(&self, project: &Path, bead: &BeadId) -> PathBuf {
@@ -227,7 +222,7 @@ impl GitWorktrees {
                 ],
             )?;
         }
-        super::pool::set_sparse(dir, &self.pooling.sparse)?;
+        super::scrub::set_sparse(dir, &self.pooling.sparse)?;
         git_ok(dir, &["reset", "--quiet", "--hard"])?;
         // Submodules at the commits the branch records, as a fresh clone would have them
         // (`git worktree add` leaves them empty): the agent builds and tests against them.
@@ -245,29 +240,6 @@ impl GitWorktrees {
             }
         }
         Ok(())
-    }
-
-    /// A pooled worktree moved to `dir` and checked out on a fresh `branch` at `at`: only the
-    /// files that differ are written. `false` when the pool had none that could be.
-    fn take_from_pool(&self, project: &Path, dir: &Path, branch: &str, at: &str) -> Result<bool> {
-        let Some(mut record) = self.take(project, dir)? else {
-            return Ok(false);
-        };
-        let fresh = guard::foreign_gitfile(project, dir)?.is_none()
-            && (record.sparse == self.pooling.sparse
-                || super::pool::set_sparse(dir, &self.pooling.sparse).is_ok())
-            && git(dir, &["checkout", "--quiet", "--force", "-B", branch, at])?.success();
-        record.sparse = self.pooling.sparse.clone();
-        if !fresh {
-            tracing::warn!(
-                "the pooled workspace {} could not be checked out, so it is removed",
-                dir.display()
-            );
-            Self::discard(project, dir)?;
-            return Ok(false);
-        }
-        record.write(dir)?;
-        Ok(true)
     }
 
     /// Which of `paths` the project's work tree has uncommitted changes or untracked files
@@ -367,12 +339,18 @@ impl Workspaces for GitWorktrees {
             });
         }
         // A rename is its two paths: a control file moved away is a control change.
+        // Files copied in from the project never land (`land` leaves them out), whatever the
+        // agent did to them: not work, and not in the person's way.
+        let copied = super::ready::copied(&ws.dir);
         let changed = || -> Result<Vec<String>> {
             let range = format!("{base}..HEAD");
             Ok(lines(&git_ok(
                 &ws.dir,
                 &["diff", "--name-only", "--no-renames", &range],
-            )?))
+            )?)
+            .into_iter()
+            .filter(|p| !copied.iter().any(|c| c == Path::new(p)))
+            .collect())
         };
         let paths = changed()?;
         if let Some(held) = guard::content(ws, &paths, exclude) {
@@ -426,16 +404,28 @@ impl Workspaces for GitWorktrees {
         // and nothing written since), then what must not land put back as the base has it,
         // then what must: no pass over the whole tree.
         git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
+        let copied = super::ready::copied(&ws.dir);
         let mut unstage: Vec<String> = ["reset", "--quiet", base, "--"].map(String::from).to_vec();
-        unstage.extend(landing.exclude.iter().map(|p| match p == Path::new(".") {
-            true => ":(top)".to_string(),
-            false => format!(":(top,literal){}", p.to_string_lossy()),
-        }));
-        if !landing.exclude.is_empty() {
+        unstage.extend(
+            landing
+                .exclude
+                .iter()
+                .chain(&copied)
+                .map(|p| match p == Path::new(".") {
+                    true => ":(top)".to_string(),
+                    false => format!(":(top,literal){}", p.to_string_lossy()),
+                }),
+        );
+        if unstage.len() > 4 {
             let args: Vec<&str> = unstage.iter().map(String::as_str).collect();
             git_ok(&ws.dir, &args)?;
         }
-        let mut include = landing.include.clone();
+        let mut include: Vec<PathBuf> = landing
+            .include
+            .iter()
+            .filter(|p| !copied.contains(p))
+            .cloned()
+            .collect();
         include.extend(tracked.iter().map(|(f, _)| f.clone()));
         stage(&ws.dir, &[PathBuf::from(".")], &include)?;
         let hooks = super::hooks::dir(&ws.project)
@@ -525,11 +515,11 @@ impl Workspaces for GitWorktrees {
         Ok(Some(kept))
     }
 
-    fn prepare(&self, ws: &Workspace) -> Result<super::Readiness> {
+    fn make_ready(&self, ws: &Workspace) -> Result<super::Readiness> {
         if ws.is_shared() {
             return Ok(super::Readiness::default());
         }
-        GitWorktrees::prepare(self, ws)
+        GitWorktrees::make_ready(self, ws)
     }
 
     fn retire(&self, ws: &Workspace) -> Result<super::Retired> {

@@ -208,7 +208,7 @@ fn c6_6_a_second_beads_cargo_build_in_a_pooled_workspace_compiles_only_its_crate
     for i in 0..2 {
         let bead = braids::model::BeadId::new(&format!("c{i}")).unwrap();
         let ws = wss.create(&project, &bead).unwrap();
-        assert_eq!(wss.prepare(&ws).unwrap().reused, i == 1);
+        assert_eq!(wss.make_ready(&ws).unwrap().reused, i == 1);
         write(
             &ws.dir.join("app/src/main.rs"),
             &format!("fn main() {{ println!(\"{{}} {i}\", dep::answer()); }}\n"),

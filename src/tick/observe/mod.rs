@@ -419,10 +419,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
 pub fn see_pools(reports: &mut [ProjectReport], config: &crate::config::Config, paths: &Paths) {
     let wss = config.workspaces(paths, None);
     for r in reports {
-        let cap = config
-            .workspace
-            .pool
-            .unwrap_or(r.max_workers.max(1) as usize + 1);
+        let cap = config.workspace.pool_size(r.max_workers);
         r.pool = wss.pool_seen(&r.path, Some(cap));
     }
 }

@@ -193,7 +193,7 @@ impl Worker<'_> {
                 let ws = wss.create(root, &run.msg.bead)?;
                 // A story's steps need what any bead's agent does; a setup that fails is the
                 // step's error.
-                if let Some(setup) = wss.prepare(&ws)?.setup.filter(|s| !s.ok) {
+                if let Some(setup) = wss.make_ready(&ws)?.setup.filter(|s| !s.ok) {
                     anyhow::bail!(
                         "the project's setup command failed in the new workspace: {}",
                         crate::templates::clip(&setup.output, 1500)
