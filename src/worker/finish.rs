@@ -262,7 +262,6 @@ impl Worker<'_> {
         }
     }
 
-    /// Blocks the bead with `reason` and tells a person (a blocker notification).
     /// A commit hook of the repository refused the work before the close: a failed attempt
     /// like a failing test, retried (or blocked) by the same rules, with what the hook printed
     /// in the next attempt's prompt.
@@ -283,27 +282,10 @@ impl Worker<'_> {
         self.failed_before(run, l, ws, bead, deliverable, why, output)
     }
 
-    /// The project's setup command failed in a new workspace: a failed attempt, whose output
-    /// the next attempt's prompt shows; the agent does not run.
-    pub(super) fn setup_failed(
-        &self,
-        run: &mut Run<'_, '_>,
-        l: &Loaded,
-        ws: &Workspace,
-        bead: &Bead,
-        deliverable: &Path,
-        output: String,
-    ) -> Result<Ending> {
-        let why = format!(
-            "the project's setup command failed in the new workspace: {}",
-            clip(&output, 1500)
-        );
-        self.failed_before(run, l, ws, bead, deliverable, why, output)
-    }
-
-    /// A failed attempt that ended before (or after) the agent for `why`, with `output`.
+    /// A failed attempt for `why` that is not the agent's run (a commit hook refused its work,
+    /// the project's setup command failed): `output` reaches the next attempt's prompt.
     #[allow(clippy::too_many_arguments)]
-    fn failed_before(
+    pub(super) fn failed_before(
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
@@ -326,6 +308,7 @@ impl Worker<'_> {
         self.failed(run, l, ws, bead, deliverable, failure)
     }
 
+    /// Blocks the bead with `reason` and tells a person (a blocker notification).
     fn block_and_tell(&self, run: &mut Run<'_, '_>, l: &Loaded, reason: String) -> Result<Ending> {
         let bead_id = &run.msg.bead;
         self.tracker.block(bead_id, &reason)?;

@@ -236,7 +236,12 @@ impl Worker<'_> {
         }
         let (ws, ready) = self.open_workspace(run, l)?;
         if let Some(setup) = ready.setup.filter(|s| !s.ok) {
-            return self.setup_failed(run, l, &ws, &bead, &expected, setup.output);
+            // The agent does not run; the next attempt's prompt shows what the setup said.
+            let why = format!(
+                "the project's setup command failed in the new workspace: {}",
+                clip(&setup.output, 1500)
+            );
+            return self.failed_before(run, l, &ws, &bead, &expected, why, setup.output);
         }
         run.started(l, &bead.title);
         run.notify(
@@ -323,6 +328,10 @@ impl Worker<'_> {
                 }
             ),
         );
+        for w in &ready.warnings {
+            tracing::warn!(bead = %run.msg.bead, "{w}");
+            run.step("workspace", w.clone());
+        }
         if let Some(setup) = &ready.setup {
             run.step(
                 "setup",
