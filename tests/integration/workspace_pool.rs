@@ -63,7 +63,13 @@ fn c6_7_a_ready_workspace_gets_env_and_setup_and_a_failed_setup_is_a_failed_atte
     );
     let beads: serde_json::Value =
         serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
-    assert_eq!(beads["beads"][0]["attempts"], 1, "{beads:#}");
+    let first = beads["beads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == a.as_str())
+        .unwrap();
+    assert_eq!(first["attempts"], 1, "{beads:#}");
 
     // It passes now; the next prompt shows what it printed, and `.env` is there.
     std::fs::write(&ok, "").unwrap();
