@@ -17,7 +17,26 @@ pub struct Installation {
 }
 
 pub fn open(paths: &Paths) -> Result<Installation> {
-    let loaded = Config::load(&paths.config())?;
+    Ok(with(paths, Config::load(&paths.config())?))
+}
+
+/// For the commands that only read (`status`, `sessions`, `beads`, `logs`): a config.toml that
+/// does not load is one warning on stderr and the defaults, so a person can still see what
+/// runs while they fix it.
+pub fn open_to_read(paths: &Paths) -> Installation {
+    with(paths, load_to_read(paths))
+}
+
+/// config.toml as a read-only command uses it: the defaults, and one warning, when it does
+/// not load.
+pub fn load_to_read(paths: &Paths) -> crate::config::Loaded {
+    Config::load(&paths.config()).unwrap_or_else(|e| {
+        eprintln!("braids: warning: {e}; until it is fixed this shows what the defaults see");
+        crate::config::Loaded::default()
+    })
+}
+
+fn with(paths: &Paths, loaded: crate::config::Loaded) -> Installation {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
@@ -28,10 +47,10 @@ pub fn open(paths: &Paths) -> Result<Installation> {
         &loaded.config.slurm,
         &loaded.config.openclaw,
     ));
-    Ok(Installation {
+    Installation {
         paths: paths.clone(),
         config: loaded.config,
         config_warnings: loaded.warnings,
         backend,
-    })
+    }
 }

@@ -21,14 +21,25 @@ use crate::model::{BeadId, IterationStatus};
 use crate::paths::Paths;
 use crate::state::OrchestratorState;
 
-/// The findings for a whole installation. `Err` only when there is no installation to check.
-pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
+/// Why there is nothing to check: no installation, or a config.toml that cannot be read
+/// (whatever else `check` would say would come from defaults the ticks do not use).
+#[derive(Debug)]
+pub enum Unusable {
+    NoInstallation(String),
+    Config(Diagnostic),
+}
+
+/// The findings for a whole installation. `Err` only when there is nothing to check.
+pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
     let reg_path = paths.registry();
     if !reg_path.exists() {
-        return Err(format!(
+        return Err(Unusable::NoInstallation(format!(
             "{} does not exist; run `braids init` to create the installation",
             reg_path.display()
-        ));
+        )));
+    }
+    if let Err(e) = crate::config::Config::load(&paths.config()) {
+        return Err(Unusable::Config(unreadable(&paths.config(), &e)));
     }
     let registry = format::registry::read_registry(paths);
     let mut out = registry.diagnostics;
@@ -37,7 +48,6 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
         &reg_path,
         paths,
     ));
-    // A config.toml that cannot be read is the tick's to report; the defaults do here.
     let config = crate::config::Config::load(&paths.config())
         .map(|l| l.config)
         .unwrap_or_default();
@@ -98,15 +108,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, String> {
 pub fn check_config(file: &Path) -> Vec<Diagnostic> {
     let loaded = match crate::config::Config::load(file) {
         Ok(l) => l,
-        Err(e) => {
-            return vec![Diagnostic::error(
-                file,
-                e.line.trim_start_matches(':').parse().ok(),
-                "config",
-                e.message.clone(),
-                "correct that line: the README's Configuration section gives each key's form",
-            )]
-        }
+        Err(e) => return vec![unreadable(file, &e)],
     };
     let text = std::fs::read_to_string(file).unwrap_or_default();
     // Keys braids does not know: a tick ignores them, so a misspelling changes nothing.
@@ -135,6 +137,28 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
             why,
             "choose a sandbox this machine has, or \"off\"",
         ));
+    }
+    // What `Backend: openclaw` sessions would be started with: caught here, not at a spawn.
+    let oc = &loaded.config.openclaw;
+    use crate::session::placement::{agent, model, thinking};
+    for (key, value, check) in [
+        ("agent", &oc.agent, &agent as &dyn Fn(&str) -> Result<String, _>),
+        ("model", &oc.model, &|v: &str| model(v, true)),
+        ("thinking", &oc.thinking, &thinking),
+    ] {
+        if let Err((message, fix)) = Some(value.trim())
+            .filter(|v| !v.is_empty())
+            .map_or(Ok(String::new()), check)
+        {
+            let fix = toml_form(&fix, key);
+            out.push(Diagnostic::error(
+                file,
+                key_line(&text, "openclaw", key),
+                "openclaw",
+                format!("[openclaw] {message}"),
+                fix,
+            ));
+        }
     }
     // A pattern that reaches outside the workspace is never acted on; say which line.
     for e in loaded.config.workspace.escaping(None) {
@@ -172,6 +196,17 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
     out
 }
 
+/// The one finding for a config.toml that does not load: where, what, and the form wanted.
+fn unreadable(file: &Path, e: &crate::config::ConfigError) -> Diagnostic {
+    Diagnostic::error(
+        file,
+        e.line.trim_start_matches(':').parse().ok(),
+        "config",
+        e.message.clone(),
+        e.fix.clone(),
+    )
+}
+
 /// The line of config.toml a preflight problem is about: the `program` of the
 /// `[executors.<name>]` it names, else `[worker] executor`.
 fn line_named(text: &str, why: &str) -> Option<usize> {
@@ -184,6 +219,22 @@ fn line_named(text: &str, why: &str) -> Option<usize> {
 }
 
 /// `copy` → `Copy`, as PROJECT.md spells its fields.
+/// A PROJECT.md fix (`` `Model: a/b` ``) as config.toml writes it (`` `model = "a/b"` ``).
+fn toml_form(fix: &str, key: &str) -> String {
+    let field = format!("`{}: ", capitalised(key));
+    let mut out = String::new();
+    let mut rest = fix;
+    while let Some(at) = rest.find(&field) {
+        let after = &rest[at + field.len()..];
+        let Some(end) = after.find('`') else { break };
+        out.push_str(&rest[..at]);
+        out.push_str(&format!("`{key} = \"{}\"`", &after[..end]));
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn capitalised(key: &str) -> String {
     let mut c = key.chars();
     c.next()

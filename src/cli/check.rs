@@ -36,8 +36,18 @@ impl Output for CheckReport {
 pub fn run(paths: &Paths, args: CheckArgs) -> Result<i32> {
     let findings = match check::check_installation(paths) {
         Ok(f) => f,
-        Err(e) => {
+        Err(check::Unusable::NoInstallation(e)) => {
             eprintln!("braids: {e}");
+            return Ok(EXIT_USAGE);
+        }
+        // Only what is wrong with config.toml: every other finding would come from defaults.
+        Err(check::Unusable::Config(d)) => {
+            CheckReport {
+                errors: 1,
+                warnings: 0,
+                findings: vec![d],
+            }
+            .print(args.json);
             return Ok(EXIT_USAGE);
         }
     };

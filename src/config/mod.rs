@@ -303,11 +303,46 @@ pub struct Loaded {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{path}{line}: {message}; fix that line (the README's Configuration section lists every key and its form)")]
+#[error("{path}{line}: {message}; {fix}")]
 pub struct ConfigError {
     pub path: PathBuf,
     pub line: String,
     pub message: String,
+    /// What to write instead, for the key on that line.
+    pub fix: String,
+}
+
+/// The fix for a config.toml error `message` at the line `at` of `text`: the form the key
+/// wants, from the type serde expected. Never "delete the file": it holds the executor.
+fn fix_for(message: &str, text: &str, at: Option<usize>) -> String {
+    let line = at.and_then(|n| text.lines().nth(n.saturating_sub(1))).unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim())
+        .filter(|k| !k.is_empty() && !k.starts_with('['))
+        .unwrap_or("the key");
+    let expected = message.rsplit_once("expected ").map_or("", |(_, e)| e);
+    let form = if message.starts_with("invalid type") || message.starts_with("invalid value") {
+        match expected.trim() {
+            e if e.starts_with('u') || e.starts_with('i') || e.contains("integer") => {
+                format!("a whole number without quotes, such as `{key} = 3`")
+            }
+            e if e.contains("boolean") => format!("true or false without quotes: `{key} = true`"),
+            e if e.contains("sequence") => format!("a list, such as `{key} = [\"a\", \"b\"]`"),
+            e if e.contains("string") => format!("a string in quotes, such as `{key} = \"…\"`"),
+            e if !e.is_empty() => format!("{e}"),
+            _ => String::new(),
+        }
+    } else {
+        String::new()
+    };
+    if !form.is_empty() {
+        format!("write {form} (the README's Configuration section gives every key's form)")
+    } else if message.contains("unknown variant") {
+        format!("write one of the values listed for `{key}`")
+    } else {
+        "correct that line (the README's Configuration section gives every key's form); the other settings in the file are kept".into()
+    }
 }
 
 impl Config {
@@ -320,6 +355,7 @@ impl Config {
                 path: path.into(),
                 line: String::new(),
                 message: format!("cannot read: {e}"),
+                fix: "make the file readable by this user".into(),
             }),
         }
     }
@@ -327,19 +363,21 @@ impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         let mut warnings = Vec::new();
         let err = |e: toml::de::Error| {
-            let line = e
+            let at = e
                 .span()
-                .map(|s| {
-                    format!(
-                        ":{}",
-                        text[..s.start.min(text.len())].lines().count().max(1)
-                    )
-                })
-                .unwrap_or_default();
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            let message = e
+                .message()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(": ");
             ConfigError {
                 path: path.into(),
-                line,
-                message: e.message().trim().to_string(),
+                line: at.map(|n| format!(":{n}")).unwrap_or_default(),
+                fix: fix_for(&message, text, at),
+                message,
             }
         };
         let de = toml::Deserializer::new(text);

@@ -250,6 +250,40 @@ pub(crate) fn misplaced(doc: &Doc, skip: &[&str], keys: &[&str]) -> Vec<RawField
     out
 }
 
+/// Warns of each field whose key is not one of `known` but looks like a misspelling of one
+/// (`Priorty`, `MaxWorker`): such a field is never read, so its value would be lost quietly.
+/// Keys far from every known one (`Owner: Ana`) are a person's own notes and pass.
+pub(crate) fn misspelled(raw: &[RawField], known: &[&str], diags: &mut Diags) {
+    for f in raw {
+        let key = &f.field.key;
+        if key.is_empty() || known.iter().any(|k| normalize_key(k) == *key) {
+            continue;
+        }
+        if let Some(like) = like(key, known) {
+            diags.warn(
+                Some(f.field.line),
+                format!("field `{}` is not one braids reads, so it is ignored; did you mean `{like}`?", f.raw_key),
+                format!("rename it to `{like}:`, or delete the line"),
+            );
+        }
+    }
+}
+
+/// The known key `key` is most likely a misspelling of.
+fn like<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    let allowed = if key.chars().count() < 6 { 1 } else { 2 };
+    known
+        .iter()
+        .map(|k| (normalize_key(k), *k))
+        .filter_map(|(norm, k)| {
+            let d = strsim::damerau_levenshtein(key, &norm);
+            let inside = key.len() >= 5 && (norm.contains(key) || key.contains(norm.as_str()));
+            (d <= allowed || inside).then_some((d, k))
+        })
+        .min()
+        .map(|(_, k)| k)
+}
+
 /// Keeps the first field of each key; each repeat is a warning.
 pub(crate) fn first_only(raw: Vec<RawField>, diags: &mut Diags) -> Vec<RawField> {
     // a linear scan is faster for the usual handful of fields; a map keeps huge inputs linear
@@ -472,6 +506,18 @@ mod tests {
     fn status(text: &str) -> Option<String> {
         let p = extract(text, Path::new("X.md"), "1.2");
         get(&p.value, "Status").map(|f| f.value.clone())
+    }
+
+    #[test]
+    fn a_misspelled_key_is_named_with_the_one_it_resembles() {
+        let known = ["Status", "Priority", "MaxWorkers", "WorkerTimeout"];
+        assert_eq!(like("priorty", &known), Some("Priority"));
+        assert_eq!(like("maxworker", &known), Some("MaxWorkers"));
+        assert_eq!(like("timeout", &known), Some("WorkerTimeout"));
+        assert_eq!(like("statsu", &known), Some("Status"));
+        assert_eq!(like("owner", &known), None);
+        assert_eq!(like("state", &known), None);
+        assert_eq!(like("notes", &known), None);
     }
 
     #[test]

@@ -85,6 +85,7 @@ pub fn parse_iteration(
     let doc = Doc::new(text);
     let mut diags = Diags::new(file, SECTION);
     let raw = fields::first_only(fields::scan(&doc, CONTENT_SECTIONS), &mut diags);
+    fields::misspelled(&raw, &["Status"], &mut diags);
     let status = match raw.iter().find(|f| f.field.key == "status") {
         None => {
             diags.error(

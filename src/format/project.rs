@@ -34,6 +34,36 @@ pub const DEFAULT_STALL_TIMEOUT: u64 = 15 * 60;
 /// Sections whose lines are content, not fields.
 const CONTENT_SECTIONS: &[&str] = &["notifications", "goal", "guardrails"];
 
+/// Every field braids reads from PROJECT.md, as the README spells it.
+pub const FIELDS: &[&str] = &[
+    "Status",
+    "Priority",
+    "Autonomy",
+    "MaxWorkers",
+    "WorkerTimeout",
+    "StallTimeout",
+    "Checkin",
+    "Channel",
+    "Workspace",
+    "Branch",
+    "Hooks",
+    "Pipeline",
+    "Tracker",
+    "Executor",
+    "Backend",
+    "Agent",
+    "Model",
+    "Thinking",
+    "Cpus",
+    "Memory",
+    "Gpus",
+    "DailyBudget",
+    "Copy",
+    "Setup",
+    "Sparse",
+    "Keep",
+];
+
 /// Settings braids reads from the field list that a person may append at the end of the file,
 /// under a content section, where they are not read. Words common in prose (Status, Memory,
 /// Channel) are left out: a warning must not cry wolf over a Goal's sentence.
@@ -138,6 +168,7 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
     let doc = Doc::new(text);
     let mut diags = Diags::new(file, SECTION);
     let raw = fields::first_only(fields::scan(&doc, CONTENT_SECTIONS), &mut diags);
+    fields::misspelled(&raw, FIELDS, &mut diags);
     for f in fields::misplaced(&doc, CONTENT_SECTIONS, SETTING_KEYS) {
         diags.warn(
             Some(f.field.line),
@@ -364,7 +395,7 @@ fn read_number(
                 (
                     "a positive duration",
                     format!(
-                        "write seconds or a duration, such as `{name}: 3600`, `90m` or `2h30m`"
+                        "write seconds or a number with a unit (s, m or h), such as `{name}: 3600`, `90m`, `2h30m` or `1h 30min`"
                     ),
                 )
             } else {
@@ -395,29 +426,28 @@ pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
         let all: Vec<&str> = v.split_whitespace().collect();
         for n in (2..=all.len().min(4)).rev() {
             if let Ok(d) = humantime::parse_duration(&all[..n].join(" ")) {
-                return (d.as_secs() > 0).then_some(d.as_secs());
+                let rest = all[n..].join(" ");
+                return (d.as_secs() > 0 && is_comment(&rest)).then_some(d.as_secs());
             }
         }
     }
-    let mut words = v
-        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ';'))
-        .filter(|w| !w.is_empty());
-    let first = words.next()?.trim_matches(['*', '_', '`']);
+    // A number, an optional unit, and then nothing but a comment: `90 minuets` or `3 workers`
+    // is a typo to report, never 90 seconds or 3.
+    let (first, rest) = split_word(v);
+    let first = first.trim_matches(['*', '_', '`']);
     let digits_len = first
         .bytes()
         .take_while(|b| b.is_ascii_digit() || *b == b',' || *b == b'_')
         .count();
     let (num, unit) = first.split_at(digits_len);
     let num = thousands(num)?;
-    let unit = if unit.is_empty() {
-        // `60 min`: a unit word may follow; anything else is commentary
-        match words.next() {
-            Some(w) if units && multiplier(w).is_some() => w,
-            _ => "",
-        }
-    } else {
-        unit
+    let (unit, rest) = match (unit.is_empty(), split_word(rest)) {
+        (true, (w, after)) if units && multiplier(w).is_some() => (w, after),
+        (_, _) => (unit, rest),
     };
+    if !is_comment(rest) {
+        return None;
+    }
     let n = if unit.is_empty() {
         num
     } else if units {
@@ -430,6 +460,21 @@ pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
         return None;
     };
     (n > 0).then_some(n)
+}
+
+/// The first word of `v` (cut at white space, `(` or `;`) and what follows it.
+fn split_word(v: &str) -> (&str, &str) {
+    let v = v.trim_start();
+    let end = v
+        .find(|c: char| c.is_whitespace() || matches!(c, '(' | ';'))
+        .unwrap_or(v.len());
+    (&v[..end], v[end..].trim_start())
+}
+
+/// What may follow a number: nothing, or a comment in parentheses or after `;`, `#` or a dash.
+fn is_comment(rest: &str) -> bool {
+    let rest = rest.trim_matches(['*', '_', '`', ' ']);
+    rest.is_empty() || rest.starts_with(['(', ';', '#', '-', '\u{2014}', '\u{2013}'])
 }
 
 /// Digits with optional `,` thousands separators (`3,600`) or `_`.
@@ -616,6 +661,8 @@ mod tests {
         assert_eq!(parse_positive("3600", true), Some(3600));
         assert_eq!(parse_positive("3600s", true), Some(3600));
         assert_eq!(parse_positive("**3,600** seconds", true), Some(3600));
+        assert_eq!(parse_positive("90 min; for now", true), Some(5400));
+        assert_eq!(parse_positive("2 — at most", false), Some(2));
         assert_eq!(parse_positive("60 min", true), Some(3600));
         assert_eq!(parse_positive("1h", true), Some(3600));
         assert_eq!(parse_positive("2 (keep it low)", false), Some(2));
@@ -627,6 +674,7 @@ mod tests {
         assert_eq!(parse_positive("1h 30min", true), Some(5400));
         assert_eq!(parse_positive("1h 30min (long job)", true), Some(5400));
         assert_eq!(parse_positive("2h30m", false), None);
+        assert_eq!(parse_positive("3 workers", false), None);
         for bad in [
             "0",
             "-1",
@@ -637,6 +685,10 @@ mod tests {
             "0h0m",
             "99999999999999999999999",
             "3.5",
+            "90 minuets",
+            "1 hourz",
+            "1hourz",
+            "90 minutes please",
         ] {
             assert_eq!(parse_positive(bad, true), None, "{bad}");
         }

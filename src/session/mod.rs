@@ -23,7 +23,7 @@ use crate::model::{SessionLabel, SpawnMessage};
 
 mod composite;
 pub mod openclaw;
-mod placement;
+pub mod placement;
 pub mod process;
 mod procfs;
 pub mod slurm;

@@ -104,59 +104,68 @@ impl Placement {
                 });
             }
         }
-        if let Some((line, v)) = value("agent") {
-            if is_word(&v) {
-                placement.agent = Some(v.to_ascii_lowercase());
-            } else {
-                problems.push(PlacementProblem {
-                    line,
-                    message: format!("Agent `{v}` is not an OpenClaw agent id"),
-                    fix: "write the agent's id, letters, digits, `-` and `_` (`Agent: main`)"
-                        .into(),
-                });
-            }
-        }
-        if let Some((line, v)) = value("model") {
-            // OpenClaw names a model by its provider; the agent CLI presets take their own
-            // names (`sonnet`, `gpt-5.5`, `openai/m1`).
-            let openclaw = placement.backend == Some(BackendKind::OpenClaw);
-            let ok = match v.split_once('/') {
-                Some((p, m)) => is_word(p) && !m.is_empty() && !m.contains(char::is_whitespace),
-                None => !openclaw && !v.contains(char::is_whitespace),
-            };
-            if ok {
-                placement.model = Some(v);
-            } else if openclaw {
-                problems.push(PlacementProblem {
-                    line,
-                    message: format!("Model `{v}` is not a provider/model name"),
-                    fix: "write the provider and the model, such as `Model: anthropic/claude-sonnet-4-6`".into(),
-                });
-            } else {
-                problems.push(PlacementProblem {
-                    line,
-                    message: format!("Model `{v}` is not a model name"),
-                    fix: "write the model as its agent CLI names it, one word such as `Model: sonnet` or `Model: openai/gpt-5.5`".into(),
-                });
-            }
-        }
-        if let Some((line, v)) = value("thinking") {
-            let level = v.to_ascii_lowercase();
-            if super::openclaw::THINKING_LEVELS.contains(&level.as_str()) {
-                placement.thinking = Some(level);
-            } else {
-                problems.push(PlacementProblem {
-                    line,
-                    message: format!("Thinking `{v}` is not a thinking level"),
-                    fix: format!(
-                        "write one of {}",
-                        super::openclaw::THINKING_LEVELS.join(", ")
-                    ),
-                });
-            }
-        }
+        let mut read = |key: &str, check: &dyn Fn(&str) -> Result<String, Invalid>| {
+            let (line, v) = value(key)?;
+            check(&v)
+                .map_err(|(message, fix)| problems.push(PlacementProblem { line, message, fix }))
+                .ok()
+        };
+        placement.agent = read("agent", &agent);
+        let openclaw = placement.backend == Some(BackendKind::OpenClaw);
+        placement.model = read("model", &|v| model(v, openclaw));
+        placement.thinking = read("thinking", &thinking);
         (placement, problems)
     }
+}
+
+/// Why a value cannot be used, and what to write: a message and a fix.
+pub type Invalid = (String, String);
+
+/// An OpenClaw agent id, as PROJECT.md's `Agent:` and `[openclaw] agent` write it.
+pub fn agent(v: &str) -> Result<String, Invalid> {
+    if is_word(v) {
+        return Ok(v.to_ascii_lowercase());
+    }
+    Err((
+        format!("Agent `{v}` is not an OpenClaw agent id"),
+        "write the agent's id, letters, digits, `-` and `_` (`Agent: main`)".into(),
+    ))
+}
+
+/// A model name; OpenClaw names one by its provider (`anthropic/claude-sonnet-4-6`), the agent
+/// CLI presets take their own names (`sonnet`, `gpt-5.5`, `openai/m1`).
+pub fn model(v: &str, openclaw: bool) -> Result<String, Invalid> {
+    let ok = match v.split_once('/') {
+        Some((p, m)) => is_word(p) && !m.is_empty() && !m.contains(char::is_whitespace),
+        None => !openclaw && !v.contains(char::is_whitespace),
+    };
+    match (ok, openclaw) {
+        (true, _) => Ok(v.to_string()),
+        (false, true) => Err((
+            format!("Model `{v}` is not a provider/model name"),
+            "write the provider and the model, such as `Model: anthropic/claude-sonnet-4-6`"
+                .into(),
+        )),
+        (false, false) => Err((
+            format!("Model `{v}` is not a model name"),
+            "write the model as its agent CLI names it, one word such as `Model: sonnet` or `Model: openai/gpt-5.5`".into(),
+        )),
+    }
+}
+
+/// An OpenClaw thinking level.
+pub fn thinking(v: &str) -> Result<String, Invalid> {
+    let level = v.to_ascii_lowercase();
+    if super::openclaw::THINKING_LEVELS.contains(&level.as_str()) {
+        return Ok(level);
+    }
+    Err((
+        format!("Thinking `{v}` is not a thinking level"),
+        format!(
+            "write one of {}",
+            super::openclaw::THINKING_LEVELS.join(", ")
+        ),
+    ))
 }
 
 /// An id OpenClaw accepts for an agent or a provider.

@@ -78,7 +78,8 @@ fn sliced_registry(text: &str, now: DateTime<Utc>) -> Option<String> {
 }
 
 /// The first project in this run's slice with a file changed after `since`, or with a worker
-/// session that ended (`ended`: its bead waits to be handed on), by slug.
+/// session that ended (`ended`: its bead waits to be handed on), by slug; or `config.toml`
+/// when that changed.
 pub fn changed(
     paths: &Paths,
     since: DateTime<Utc>,
@@ -86,6 +87,12 @@ pub fn changed(
     ended: &[crate::model::SessionLabel],
 ) -> Option<String> {
     let since = SystemTime::from(since);
+    // A person who fixed or changed config.toml (an executor set, a typo corrected) expects
+    // the next run to use it.
+    let modified = |f: &Path| std::fs::metadata(f).ok()?.modified().ok();
+    if modified(&paths.config()).is_some_and(|m| m > since) {
+        return Some("config.toml".into());
+    }
     let file = paths.registry();
     let text = crate::atomic::read(&file).ok()?;
     let text = crate::format::decode(&text);
@@ -106,7 +113,7 @@ pub fn changed(
         (gone
             || watched(&e.path)
                 .iter()
-                .filter_map(|f| std::fs::metadata(f).ok()?.modified().ok())
+                .filter_map(|f| modified(f))
                 .any(|m| m > since))
         .then(|| e.slug.clone())
     })
