@@ -22,6 +22,11 @@ pub enum IdleReason {
     NoActiveIterations,
     NoReadyBeads,
     AllAtCapacity,
+    /// Beads are ready, but the provider breaker holds every spawn back.
+    SpawningPaused,
+    /// Beads are ready, but no project that has them can start a worker (preflight: no
+    /// executor, a program missing, a repository that cannot host one).
+    NoWorkerCanStart,
 }
 
 impl IdleReason {
@@ -30,6 +35,8 @@ impl IdleReason {
             IdleReason::NoActiveIterations => "no-active-iterations",
             IdleReason::NoReadyBeads => "no-ready-beads",
             IdleReason::AllAtCapacity => "all-at-capacity",
+            IdleReason::SpawningPaused => "spawning-paused",
+            IdleReason::NoWorkerCanStart => "no-worker-can-start",
         }
     }
 
@@ -39,6 +46,10 @@ impl IdleReason {
             IdleReason::NoActiveIterations => Duration::minutes(30),
             IdleReason::NoReadyBeads => Duration::minutes(15),
             IdleReason::AllAtCapacity => Duration::minutes(10),
+            // The breaker's next probe wakes the run earlier (`next_run_by`).
+            IdleReason::SpawningPaused => Duration::minutes(10),
+            // A fixed config.toml or PROJECT.md wakes it earlier (`tick::wake`).
+            IdleReason::NoWorkerCanStart => Duration::minutes(15),
         }
     }
 }

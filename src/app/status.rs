@@ -16,6 +16,8 @@ pub struct StatusView {
     /// The live sessions, with elapsed time, title, step and last output.
     pub sessions: Vec<super::sessions::Listed>,
     pub state: OrchestratorState,
+    /// What STATUS.md lists under Problems: the same list, from the same function.
+    pub problems: Vec<String>,
     #[serde(skip)]
     pub markdown: String,
 }
@@ -25,34 +27,24 @@ pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
         .unwrap_or_default()
         .unwrap_or_default();
     let mut observed = observe::observe_installation(inst, &state, true, true, now)?;
+    crate::tick::preflight::check(&inst.config, &mut observed);
     observe::see_pools(&mut observed.reports, &inst.config, &inst.paths);
     let sessions = observed.snapshot.sessions.clone();
-    let errors: Vec<String> = state
-        .spawning_paused
-        .iter()
-        .cloned()
-        .chain(observed.snapshot.unreadable.iter().map(|p| {
-            format!(
-                "{}: session record {} cannot be read ({}); a tick counts it as running",
-                p.label.as_deref().unwrap_or("?"),
-                p.location,
-                p.detail
-            )
-        }))
-        .collect();
+    let problems = crate::tick::problems::standing(&observed, state.spawning_paused.as_ref());
     let markdown = status_md::render(&status_md::Dashboard {
         now,
         reports: &observed.reports,
         sessions: &sessions,
         summary: &last_run(&state),
         diagnostics: &observed.diagnostics,
-        errors: &errors,
+        errors: &problems,
     });
     let live = sessions.into_iter().filter(|s| s.running).collect();
     Ok(StatusView {
         projects: observed.reports,
         sessions: super::sessions::detail(inst, live, now),
         state,
+        problems,
         markdown,
     })
 }

@@ -66,6 +66,12 @@ pub fn main(p: &Picture, ctx: Ctx<'_>) -> Markup {
         @if ctx.token.is_none() {
             p class="note" { "Actions need the server's token: send it in the X-Braids-Token header (this page only carries it for a browser on this machine)." }
         }
+        @if !p.status.problems.is_empty() {
+            section class="problems" id="problems" {
+                h2 { "Problems" }
+                @for prob in &p.status.problems { p class="error" { (prob) } }
+            }
+        }
         @if p.status.projects.is_empty() {
             p { "No projects are registered. Add one with " code { "braids new <slug>" } "." }
         }
@@ -109,7 +115,6 @@ fn project(p: &Picture, r: &ProjectReport, d: Option<&ProjectDetail>, ctx: Ctx<'
             @if let Some(e) = &r.error { p class="error" { "Error: " (e) } }
             @if let Some(n) = &r.not_pushed { p class="error" { (n.line()) } }
             @if let Some(pool) = &r.pool { p class="meta" { "Workspaces: " (pool.line(p.generated_at)) } }
-            @for prob in &r.problems { p class="error" { (prob) } }
             @for u in r.unknown_stories.as_deref().unwrap_or_default() { p class="error" { (u.problem.to_string()) } }
             @if !workers.is_empty() {
                 h3 { "Workers" }

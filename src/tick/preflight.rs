@@ -35,11 +35,21 @@ pub fn check(config: &Config, observed: &mut Observed) {
             continue;
         };
         let project_md = report.path.join(".braids/PROJECT.md");
-        let why = config
-            .preflight(project, &project_md)
-            .or_else(|| crate::workspace::cannot_host(&report.path, project));
+        let (why, shared) = match config.preflight_at(project, &project_md) {
+            // config.toml's: the same for every project that uses it, listed once.
+            Some((why, None)) => (Some(why), true),
+            Some((why, Some(_))) => (Some(why), false),
+            None => (crate::workspace::cannot_host(&report.path, project), false),
+        };
         if let Some(why) = why {
-            report.note = Some(format!("no worker can start: {why}"));
+            if shared {
+                report.note = Some("no worker can start (see Problems)".into());
+                observed
+                    .installation
+                    .insert(format!("no worker can start: {why}"));
+            } else {
+                report.note = Some(format!("no worker can start: {why}"));
+            }
             view.preflight_error = Some(why);
         }
     }

@@ -104,8 +104,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         r.not_pushed = None;
     }
     push_errors.extend(completion_errors);
-    let mut shown = paused.iter().cloned().collect::<Vec<_>>();
-    shown.extend(errors(&observed, &plan, &outcome, push_errors));
+    let shown = errors(&observed, &plan, &outcome, push_errors, paused.as_ref());
     let spawns = match opts.dry_run {
         true => std::mem::take(&mut outcome.spawned),
         false => outcome.spawned.clone(),
@@ -292,15 +291,17 @@ impl WriteAhead {
     }
 }
 
-/// The run's errors, in the order STATUS.md lists them: pushes, the plan, acting, then each
-/// project's own.
+/// The run's errors, in the order STATUS.md lists them: what stands (`problems::standing`,
+/// what `braids status` lists too), then pushes, the plan and acting.
 fn errors(
     observed: &observe::Observed,
     plan: &decide::Plan,
     outcome: &act::Outcome,
     push_errors: Vec<String>,
+    paused: Option<&String>,
 ) -> Vec<String> {
-    let mut errors = push_errors;
+    let mut errors = super::problems::standing(observed, paused);
+    errors.extend(push_errors);
     errors.extend(plan.kill_storm.iter().map(|k| k.message()));
     if !plan.held.is_empty() {
         errors.push(format!(
@@ -312,18 +313,6 @@ fn errors(
     }
     errors.extend(plan.errors.iter().cloned());
     errors.extend(outcome.errors.iter().cloned());
-    errors.extend(
-        observed
-            .reports
-            .iter()
-            .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.slug))),
-    );
-    errors.extend(
-        observed
-            .reports
-            .iter()
-            .flat_map(|r| r.problems.iter().cloned()),
-    );
     errors
 }
 

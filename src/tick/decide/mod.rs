@@ -430,12 +430,20 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let mut any_eligible = false;
     let mut any_ready = false;
     let mut starved = false;
+    let mut unstartable = false;
     for (_, p) in order {
         let Eligibility::Eligible { iteration } = p.eligibility else {
             continue;
         };
         any_eligible = true;
-        if p.tracker_error.is_some() || p.preflight_error.is_some() || p.backend_error.is_some() {
+        if p.tracker_error.is_some() {
+            continue;
+        }
+        if p.preflight_error.is_some() || p.backend_error.is_some() {
+            unstartable |= p
+                .ready
+                .iter()
+                .any(|b| b.status == BeadStatus::Open && in_scope(&p.stories, &b.id));
             continue;
         }
         let released: BTreeSet<&BeadId> = releases
@@ -520,8 +528,12 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
 
     let idle_reason = if !any_eligible {
         IdleReason::NoActiveIterations
+    } else if any_ready && starved && snap.gate != Gate::Open && global_slots == Some(0) {
+        IdleReason::SpawningPaused
     } else if any_ready && starved {
         IdleReason::AllAtCapacity
+    } else if unstartable {
+        IdleReason::NoWorkerCanStart
     } else {
         IdleReason::NoReadyBeads
     };

@@ -1102,7 +1102,30 @@ fn c2_14_the_provider_breaker_gates_every_spawn() {
         Some(now() + Duration::minutes(3)),
         "wakes for the next probe"
     );
-    assert_eq!(shut.idle_reason, IdleReason::AllAtCapacity);
+    assert_eq!(
+        shut.idle_reason,
+        IdleReason::SpawningPaused,
+        "ready work held back by the breaker, not by capacity"
+    );
+}
+
+#[test]
+fn c2_7_ready_work_no_worker_can_start_is_its_own_idle_reason() {
+    let mut unstartable = project("a").ready(&["a-1"]);
+    unstartable.0.preflight_error = Some("no executor is configured".into());
+    let plan = decide(&snap(vec![unstartable], vec![]), now());
+    assert!(plan.intended().is_empty());
+    assert_eq!(plan.idle_reason, IdleReason::NoWorkerCanStart);
+    // Another project with work it can start is busy, not idle for this reason.
+    let mut unstartable = project("a").ready(&["a-1"]);
+    unstartable.0.preflight_error = Some("no executor is configured".into());
+    let plan = decide(&snap(vec![unstartable, project("b")], vec![]), now());
+    assert_eq!(plan.idle_reason, IdleReason::NoWorkerCanStart);
+    let plan = decide(
+        &snap(vec![project("a"), project("b").ready(&["b-1"])], vec![]),
+        now(),
+    );
+    assert_eq!(spawned(&plan), ["project:b:b-1"]);
 }
 
 #[test]

@@ -148,6 +148,9 @@ pub struct Observed {
     pub cache: Option<String>,
     /// How many projects were observed from the last run's cache rather than their files.
     pub from_cache: usize,
+    /// Problems of the installation, not of one project (config.toml's executor missing):
+    /// listed once, however many projects they stop.
+    pub installation: std::collections::BTreeSet<String>,
 }
 
 /// Surveys the sessions, then observes every project: the observe step of a tick, and what
@@ -388,6 +391,7 @@ pub fn observe(
         diagnostics,
         cache: written,
         from_cache,
+        installation: Default::default(),
     }
 }
 

@@ -136,8 +136,8 @@ pub(super) fn observe_project(
     }
     report.checkin = config.checkin;
     report.channel = config.channel.clone();
-    // For notifications, which read-only runs never send.
-    report.config = (!read_only).then(|| Box::new(config.clone()));
+    // For notifications, which read-only runs never send, and the preflight `status` shows.
+    report.config = (!read_only || dashboard).then(|| Box::new(config.clone()));
 
     let shown = match &eligibility {
         Eligibility::Eligible { iteration } => iteration.find(&iterations, |i| i.name),
