@@ -205,6 +205,10 @@ fn ends_with_part(id: &str, typed: &str) -> bool {
         && matches!(id.as_bytes()[id.len() - typed.len() - 1], b'-' | b'.')
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// One bead as `braids beads` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct BeadRow {
@@ -214,8 +218,12 @@ pub struct BeadRow {
     pub priority: u8,
     /// Listed in the active iteration's Stories: worked this iteration.
     pub in_scope: bool,
-    /// Failed attempts recorded since the last success or retry.
+    /// Failed attempts recorded since the last success or retry that count towards blocking it.
     pub attempts: u32,
+    /// Failed attempts during a provider outage (a rate limit, an overloaded API): retried,
+    /// never counted.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub outage_attempts: u32,
     /// After a failed attempt, not spawned before this time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<DateTime<Utc>>,
@@ -373,7 +381,11 @@ pub fn rows(
                 status: b.status,
                 priority: b.priority,
                 in_scope: scope.contains(&b.id),
-                attempts: record.map_or(0, |r| u32::try_from(r.failures.len()).unwrap_or(u32::MAX)),
+                attempts: record.map_or(0, |r| r.counted()),
+                outage_attempts: record.map_or(0, |r| {
+                    u32::try_from(r.failures.iter().filter(|f| !f.counts).count())
+                        .unwrap_or(u32::MAX)
+                }),
                 retry_at: record.and_then(|r| r.not_before).filter(|t| *t > now),
                 waiting: waits.get(b.id.as_str()).cloned(),
                 worker,

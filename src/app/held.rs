@@ -188,6 +188,14 @@ fn land(
             // Closed but not landed is not done (3.6): blocked again, the branch kept.
             let why = format!("its approved work could not land: {e:#}");
             let _ = p.tracker.block(id, &why);
+            crate::events::emit(
+                root,
+                slug,
+                vec![Draft::new(Kind::BeadBlocked)
+                    .bead(id)
+                    .with("reason", &why)
+                    .with("kept", branch)],
+            );
             bail!("{id}: {why}; it stays on branch {branch}");
         }
     };
@@ -214,6 +222,14 @@ fn land(
         {
             let why = format!("its approved work conflicts with the upstream: {k}");
             let _ = p.tracker.block(id, &why);
+            crate::events::emit(
+                root,
+                slug,
+                vec![Draft::new(Kind::BeadBlocked)
+                    .bead(id)
+                    .with("reason", &why)
+                    .with("kept", branch)],
+            );
             bail!("{id}: {why}");
         }
     }

@@ -75,7 +75,15 @@ pub fn describe(e: &Event) -> String {
             let at = f("retry_at");
             let at = DateTime::parse_from_rfc3339(&at)
                 .map_or(at, |t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string());
-            format!("attempt {} failed{took}; retried from {at}", f("failures"))
+            let cause = f("cause");
+            let cause = match cause.is_empty() {
+                true => String::new(),
+                false => format!(": {cause}"),
+            };
+            format!(
+                "attempt {} failed{took}{cause}; retried from {at}",
+                f("failures")
+            )
         }
         "bead_blocked" => format!("blocked{took}: {}", f("reason")),
         "question" => format!("asked: {}", f("message")),

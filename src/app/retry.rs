@@ -62,7 +62,7 @@ pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
     let forgotten = store.update(|a| {
         let n = a
             .record(&p.entry.path, &bead.id)
-            .map_or(0, |r| r.failures.len());
+            .map_or(0, |r| r.since_success());
         a.forget(&p.entry.path, &bead.id);
         n
     })?;

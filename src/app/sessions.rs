@@ -207,6 +207,11 @@ pub fn kill(inst: &Installation, target: &str, after: AfterKill) -> Result<Kille
     };
     let grace = Duration::from_secs(inst.config.sessions.kill_grace_secs);
     let outcome = inst.backend.kill(session, grace)?;
+    let why = match &after {
+        AfterKill::Block(reason) => format!("by a person (`braids kill --block`): {reason}"),
+        AfterKill::Requeue => "by a person (`braids kill`); the bead is requeued".into(),
+    };
+    crate::session::log_stop(session, &why, chrono::Utc::now());
     inst.backend.forget(session)?;
     let bead = session.label.bead();
     let mut killed = Killed {
@@ -238,14 +243,18 @@ pub fn kill(inst: &Installation, target: &str, after: AfterKill) -> Result<Kille
             killed.reason = Some(reason.clone());
         }
     }
-    crate::events::emit(
-        &p.entry.path,
-        slug,
-        vec![Draft::new(Kind::Killed)
-            .bead(bead)
-            .with("session", &killed.session)
-            .with("then", killed.then)
-            .with("reason", &killed.reason)],
-    );
+    let mut told = vec![Draft::new(Kind::Killed)
+        .bead(bead)
+        .with("session", &killed.session)
+        .with("then", killed.then)
+        .with("reason", &killed.reason)];
+    if let (AfterKill::Block(reason), "blocked") = (&after, killed.then) {
+        told.push(
+            Draft::new(Kind::BeadBlocked)
+                .bead(bead)
+                .with("reason", format!("killed by a person: {reason}")),
+        );
+    }
+    crate::events::emit(&p.entry.path, slug, told);
     Ok(killed)
 }

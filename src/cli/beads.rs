@@ -48,6 +48,12 @@ impl Output for ProjectBeads {
             if b.attempts > 0 {
                 line.push_str(&format!("  ({} failed attempt(s))", b.attempts));
             }
+            if b.outage_attempts > 0 {
+                line.push_str(&format!(
+                    "  ({} attempt(s) lost to a provider outage, not counted)",
+                    b.outage_attempts
+                ));
+            }
             if let Some(t) = b.retry_at {
                 let secs = u64::try_from((t - now).num_seconds()).unwrap_or(0);
                 line.push_str(&format!("  retry in {}", elapsed(secs)));

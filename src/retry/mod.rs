@@ -98,9 +98,22 @@ pub struct BeadRecord {
     pub failures: Vec<Failure>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<DateTime<Utc>>,
+    /// The failures that blocked the bead, once their list is cleared: a new run starts from
+    /// none, and `braids retry` still says how many it forgets.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub blocked_after: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl BeadRecord {
+    /// Every failure since the last success, those that blocked the bead included.
+    pub fn since_success(&self) -> usize {
+        self.failures.len() + self.blocked_after
+    }
+
     /// Consecutive failures that count towards the breaker.
     pub fn counted(&self) -> u32 {
         u32::try_from(self.failures.iter().filter(|f| f.counts).count()).unwrap_or(u32::MAX)
@@ -142,10 +155,11 @@ pub fn after_failure(
     if next.counted() > policy.retries {
         let reason = block_reason(&next);
         let failures = next.failures;
-        return (
-            BeadRecord::default(),
-            AfterFailure::Block { reason, failures },
-        );
+        let blocked = BeadRecord {
+            blocked_after: next.blocked_after + failures.len(),
+            ..BeadRecord::default()
+        };
+        return (blocked, AfterFailure::Block { reason, failures });
     }
     let n = u32::try_from(next.failures.len()).unwrap_or(u32::MAX);
     let wait = asked.map_or(policy.delay(n), |a| a.max(policy.delay(n)));
@@ -251,14 +265,7 @@ impl Attempts {
             failure,
             policy,
         );
-        match &verdict {
-            AfterFailure::Retry { .. } => {
-                beads.insert(bead.clone(), record);
-            }
-            AfterFailure::Block { .. } => {
-                beads.remove(bead);
-            }
-        }
+        beads.insert(bead.clone(), record);
         verdict
     }
 

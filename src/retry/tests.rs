@@ -71,11 +71,13 @@ fn c2_13_failures_back_off_then_the_breaker_blocks_with_the_last_failures() {
         }
         other => panic!("expected a block, got {other:?}"),
     }
+    let after = a.record(dir, &b).cloned().unwrap_or_default();
     assert_eq!(
-        a.record(dir, &b),
-        None,
+        (after.failures.len(), after.counted(), after.not_before),
+        (0, 0, None),
         "a blocked bead starts afresh when unblocked"
     );
+    assert_eq!(after.since_success(), 3, "what a retry forgets");
 }
 
 #[test]

@@ -301,3 +301,24 @@ pub fn installed(
 ) -> Composite {
     Composite::new(configured, all_backends(&sessions_dir, slurm, openclaw))
 }
+
+/// Ends a stopped worker's log with who stopped it and why, so the log does not just break
+/// off. A log that cannot be written to is left as it is.
+pub fn log_stop(session: &Session, why: &str, now: DateTime<Utc>) {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let Some(log) = &session.log else {
+        return;
+    };
+    let opened = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(log);
+    if let Ok(mut f) = opened {
+        let _ = writeln!(
+            f,
+            "\n[braids {}] worker stopped: {why}",
+            now.format("%Y-%m-%d %H:%M:%S UTC")
+        );
+    }
+}

@@ -155,16 +155,9 @@ impl RetryEdge {
 /// WorkerTimeout or a stall did not finish its bead.
 pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Failure)> {
     let owner = z.owner.as_ref()?;
-    let (timeout, stall) = (owner.timeout_secs, owner.stall_secs);
-    let (why, sig) = match z.reason {
-        ZombieReason::Timeout => (
-            format!("stopped after its WorkerTimeout of {timeout}s"),
-            "timed out",
-        ),
-        ZombieReason::Stalled => (
-            format!("stalled: no output and no changed file for {stall}s"),
-            "stalled",
-        ),
+    let sig = match z.reason {
+        ZombieReason::Timeout => "timed out",
+        ZombieReason::Stalled => "stalled",
         // A protocol step's timeout is an attempt of the story's own count, not the bead's; a
         // gone worker's attempt is counted when its claim is released.
         ZombieReason::SessionEnded
@@ -172,6 +165,7 @@ pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Fai
         | ZombieReason::BeadClosed
         | ZombieReason::StepTimeout => return None,
     };
+    let why = z.why();
     let f = Failure {
         signature: Some(sig.into()),
         ..Failure::new(now, why)

@@ -56,6 +56,17 @@ pub fn drafts(
                 .with("reason", reason),
         );
     }
+    for f in &outcome.failed {
+        put(
+            &f.project,
+            Draft::new(Kind::ValidationFailed)
+                .bead(&f.bead)
+                .with("tests_passed", false)
+                .with("failures", f.failures)
+                .with("cause", &f.cause)
+                .with("retry_at", f.retry_at),
+        );
+    }
     for (slug, bead, branch) in &outcome.kept {
         put(
             slug,

@@ -45,6 +45,12 @@ impl Worker<'_> {
             ),
             None => retry::breaker::signature(r.code, r.timed_out, &r.tail, &breaker.patterns),
         };
+        let cause = match &signature {
+            Some(sig) if !failure.tried.iter().any(|t| t.contains(sig.as_str())) => {
+                format!("{} ({sig})", failure.tried.join("; "))
+            }
+            _ => failure.tried.join("; "),
+        };
         let record = retry::Failure {
             signature,
             retry_after_secs,
@@ -73,6 +79,7 @@ impl Worker<'_> {
                 Ok(Ending::Retrying {
                     not_before,
                     failures,
+                    cause,
                 })
             }
             Ok(AfterFailure::Block { reason, failures }) => {
@@ -202,13 +209,17 @@ impl Worker<'_> {
         }
         tracing::error!(bead = %run.msg.bead, "worker error: {error}");
         run.step("error", error.clone());
-        match self.tracker.block(
-            &run.msg.bead,
-            &format!("worker error: {}", clip(&error, 200)),
-        ) {
-            Ok(()) => run.step("block", "bead blocked after the error"),
-            Err(b) => run.step("block", format!("the bead could not be blocked: {b}")),
-        }
+        let reason = format!("worker error: {}", clip(&error, 200));
+        let blocked = match self.tracker.block(&run.msg.bead, &reason) {
+            Ok(()) => {
+                run.step("block", "bead blocked after the error");
+                Some(reason)
+            }
+            Err(b) => {
+                run.step("block", format!("the bead could not be blocked: {b}"));
+                None
+            }
+        };
         run.notify(
             l,
             NotificationEvent::Blocker,
@@ -219,7 +230,7 @@ impl Worker<'_> {
                 clip(&error, 300)
             ),
         );
-        Ending::Failed { error }
+        Ending::Failed { error, blocked }
     }
 }
 

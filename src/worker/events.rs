@@ -66,9 +66,11 @@ pub fn ending(
         Ending::Retrying {
             not_before,
             failures,
+            cause,
         } => vec![d(Kind::ValidationFailed)
             .with("tests_passed", false)
             .with("failures", failures)
+            .with("cause", cause)
             .with("retry_at", not_before)],
         Ending::Blocked { reason } => vec![d(Kind::BeadBlocked).with("reason", reason)],
         Ending::Held {
@@ -79,7 +81,19 @@ pub fn ending(
             .with("reason", reason)
             .with("kept", kept)
             .with("kept_commit", commit)],
-        Ending::Failed { error } => vec![d(Kind::Error).with("message", error)],
+        Ending::Failed { error, blocked } => {
+            let mut out = vec![d(Kind::Error).with("message", error)];
+            if let Some(reason) = blocked {
+                let kept = last(steps, "workspace")
+                    .and_then(|w| w.strip_prefix("unlanded work kept on branch "));
+                let mut b = d(Kind::BeadBlocked).with("reason", reason);
+                if let Some(kept) = kept {
+                    b = b.with("kept", kept);
+                }
+                out.push(b);
+            }
+            out
+        }
     }
 }
 
@@ -156,6 +170,7 @@ mod tests {
                 Ending::Retrying {
                     not_before: now,
                     failures: 2,
+                    cause: "exit 1".into(),
                 },
                 vec![Kind::ValidationFailed],
             ),
@@ -171,7 +186,20 @@ mod tests {
                 Ending::Blocked { reason: "x".into() },
                 vec![Kind::BeadBlocked],
             ),
-            (Ending::Failed { error: "x".into() }, vec![Kind::Error]),
+            (
+                Ending::Failed {
+                    error: "x".into(),
+                    blocked: None,
+                },
+                vec![Kind::Error],
+            ),
+            (
+                Ending::Failed {
+                    error: "x".into(),
+                    blocked: Some("worker error: x".into()),
+                },
+                vec![Kind::Error, Kind::BeadBlocked],
+            ),
         ];
         for (e, want) in cases {
             let got = ending(&e, "p-1", "001", &steps, 7);

@@ -118,8 +118,27 @@ impl Worker<'_> {
         if let Some(landing) = &landing {
             crate::atomic::write(&plan, &serde_json::to_vec(landing)?)?;
         }
-        self.tracker
-            .close(bead_id, report.summary.as_deref().unwrap_or("done"))?;
+        if let Err(e) = self
+            .tracker
+            .close(bead_id, report.summary.as_deref().unwrap_or("done"))
+        {
+            // The work is done but the tracker will not close the bead (an open child, say):
+            // kept for a person to land once they have fixed that, never run again.
+            let _ = std::fs::remove_file(&plan);
+            drop(lock);
+            let why = format!(
+                "the tracker refused to close it ({}); fix that first (close its open children, say)",
+                clip(&format!("{e:#}"), 300)
+            );
+            if landing.is_some() {
+                return self.cannot_land(run, l, ws, &why, &[]);
+            }
+            return self.block_and_tell(
+                run,
+                l,
+                format!("{why}, then `braids retry {bead_id}`; the work is left uncommitted in the project's checkout"),
+            );
+        }
         run.step("close", "bead closed");
         crate::crash_point!("worker::after_close");
         let commit = match &landing {

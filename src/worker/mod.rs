@@ -72,6 +72,8 @@ pub enum Ending {
     Retrying {
         not_before: chrono::DateTime<chrono::Utc>,
         failures: u32,
+        /// What failed: the exit code, a timeout, a stall, a rate limit, a refusal.
+        cause: String,
     },
     /// Retries exhausted: blocked with a partial deliverable (3.10).
     Blocked { reason: String },
@@ -89,7 +91,11 @@ pub enum Ending {
     HandedBack { why: String },
     /// An error after the claim (the tracker, git, the disk): the bead was blocked if it still
     /// could be, and a blocker notification says what happened (3.10).
-    Failed { error: String },
+    Failed {
+        error: String,
+        /// The reason the bead was blocked with, when it could be.
+        blocked: Option<String>,
+    },
 }
 
 /// One step, in the order it happened; tests read this to check the contract order.

@@ -85,7 +85,7 @@ fn c2_6_a_silent_agent_is_stopped_as_stalled_and_its_bead_waits_to_retry() {
     // The stop is a failed attempt: recorded with its reason, and the bead waits an hour.
     let attempts = std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap();
     assert!(
-        attempts.contains("stalled: no output and no changed file for 5s"),
+        attempts.contains("stalled: no output and no changed file for its StallTimeout of 5s"),
         "{attempts}"
     );
     let r = sb.tick().force().run();

@@ -119,6 +119,26 @@ pub struct Zombie {
     pub owner: Option<ZombieOwner>,
 }
 
+impl Zombie {
+    /// Why it is stopped, in words for its log.
+    pub fn why(&self) -> String {
+        let (timeout, stall) = self
+            .owner
+            .as_ref()
+            .map_or((0, 0), |o| (o.timeout_secs, o.stall_secs));
+        match self.reason {
+            ZombieReason::Timeout => format!("its WorkerTimeout of {timeout}s ran out"),
+            ZombieReason::Stalled => {
+                format!("stalled: no output and no changed file for its StallTimeout of {stall}s")
+            }
+            ZombieReason::StepTimeout => "its protocol step's timeout_min ran out".into(),
+            ZombieReason::BeadClosed => "its bead was closed meanwhile".into(),
+            ZombieReason::WorkerGone => "its worker process was gone".into(),
+            ZombieReason::SessionEnded => "its session had ended".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZombieOwner {
     pub slug: String,
