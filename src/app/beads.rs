@@ -31,6 +31,14 @@ pub struct Opened {
 impl Opened {
     /// Opens `entry`'s tracker (through `br` itself when `write`, so writes and reads agree).
     pub fn open(inst: &Installation, entry: RegistryEntry, write: bool) -> Result<Opened> {
+        if !entry.path.is_dir() {
+            anyhow::bail!(
+                "{}: its directory {} does not exist; fix its Path in {} (or remove the row)",
+                entry.slug,
+                entry.path.display(),
+                inst.paths.registry().display()
+            );
+        }
         let config = format::project::read_project(&entry.path).value;
         let kind =
             crate::tick::observe::tracker_kind(&config, inst.config.tracker.kind, &entry.path);

@@ -21,7 +21,9 @@ pub struct CostReport {
 #[derive(Debug, Serialize)]
 pub struct Budget {
     pub project: String,
+    #[serde(serialize_with = "crate::cost::money")]
     pub spent_today_usd: f64,
+    #[serde(serialize_with = "crate::cost::money")]
     pub daily_budget_usd: f64,
     pub reached: bool,
 }

@@ -54,6 +54,7 @@ pub struct Day {
 
 #[derive(Serialize, Default)]
 pub struct CostToday {
+    #[serde(serialize_with = "crate::cost::money")]
     pub cost_usd: f64,
     pub attempts: u64,
     pub budgets: Vec<Budget>,

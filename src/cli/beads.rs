@@ -32,10 +32,12 @@ impl Output for ProjectBeads {
                 .unwrap_or_default()
         );
         let now = Utc::now();
+        // Long ids widen the column rather than push the rest of their line out of it.
+        let w = self.beads.iter().map(|b| b.id.as_str().len()).max().unwrap_or(0).max(16);
         for b in &self.beads {
             let mut line = format!(
-                "{:<16} {:<11} P{} {}",
-                b.id,
+                "{:<w$} {:<11} P{} {}",
+                b.id.as_str(),
                 if b.not_pushed.is_some() {
                     "not pushed"
                 } else {
@@ -171,14 +173,20 @@ impl Output for History {
         if self.0.is_empty() {
             return "nothing happened in that time\n".into();
         }
+        let project = |e: &Event| clip(&e.project, 40);
+        let bead = |e: &Event| clip(e.bead.as_deref().unwrap_or("-"), 40);
+        let wide = |f: &dyn Fn(&Event) -> String, min: usize| {
+            self.0.iter().map(|e| f(e).chars().count()).max().unwrap_or(0).max(min)
+        };
+        let (pw, bw) = (wide(&project, 12), wide(&bead, 16));
         self.0
             .iter()
             .map(|e| {
                 format!(
-                    "{}  {:<12} {:<16} {}\n",
+                    "{}  {:<pw$} {:<bw$} {}\n",
                     e.timestamp.format("%Y-%m-%d %H:%M:%S"),
-                    clip(&e.project, 40),
-                    clip(e.bead.as_deref().unwrap_or("-"), 40),
+                    project(e),
+                    bead(e),
                     crate::app::history::describe(e)
                 )
             })

@@ -37,6 +37,7 @@ pub use story::{
 };
 mod supervise;
 mod tick;
+mod reference;
 mod tools;
 mod worker;
 
@@ -44,8 +45,11 @@ pub use output::Output;
 
 pub use crate::exit::{EXIT_FINDINGS, EXIT_OK, EXIT_STOPPED, EXIT_USAGE};
 
+/// The version with the commit it was built from (`0.1.0 (3f2a9c1)`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("BRAIDS_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
-#[command(name = "braids", version, about = "A deterministic scheduler that keeps AI coding agents working on many projects at once", long_about = None)]
+#[command(name = "braids", version = VERSION, about = "A deterministic scheduler that keeps AI coding agents working on many projects at once", long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -138,6 +142,10 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Build a sample installation and run real ticks on it, with a scripted stand-in agent.
     Demo(DemoArgs),
+    /// Print a shell completion script: `braids completions bash > ~/.local/share/bash-completion/completions/braids`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `braids man > ~/.local/share/man/man1/braids.1`.
+    Man,
     /// The scripted agent the demo and the tests use in place of an LLM.
     #[command(hide = true)]
     StandInAgent(StandInArgs),
@@ -538,6 +546,13 @@ pub struct CostArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
 pub struct HistoryArgs {
     /// Only this project.
     pub project: Option<String>,
@@ -554,6 +569,11 @@ pub struct HistoryArgs {
 /// Parses the process arguments, runs the command, returns the exit code.
 pub fn run() -> std::process::ExitCode {
     let cli = Cli::parse();
+    match &cli.command {
+        Command::Completions(a) => return reference::completions(a.shell),
+        Command::Man => return reference::man(),
+        _ => {}
+    }
     crate::logging::init(cli.verbose, cli.log_format);
     let paths = match Paths::from_env() {
         Ok(p) => p,
@@ -595,6 +615,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
         Command::SandboxExec(a) => sandbox_exec::run(a),
+        Command::Completions(_) | Command::Man => unreachable!("answered before the paths"),
     };
     crate::exit::from_result(result)
 }

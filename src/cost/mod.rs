@@ -78,6 +78,18 @@ pub struct Attempt {
     pub usage: Usage,
 }
 
+/// Dollars as JSON shows them: rounded to a millionth of a dollar, so a sum of 0.1s prints
+/// 0.6, never 0.6000000000000001.
+pub fn money<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(exact(*v))
+}
+
+/// `v` rounded to a millionth.
+#[must_use]
+pub fn exact(v: f64) -> f64 {
+    (v * 1e6).round() / 1e6
+}
+
 /// How `braids cost` groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -95,6 +107,7 @@ pub struct Total {
     pub attempts: u64,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    #[serde(serialize_with = "money")]
     pub cost_usd: f64,
     /// Attempts that reported no cost: the sum leaves them out.
     pub without_cost: u64,

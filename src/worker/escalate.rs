@@ -282,3 +282,38 @@ fn write_partial(
     crate::beneath::write_within(root, &p, text.as_bytes())?;
     Ok(p)
 }
+
+impl Worker<'_> {
+    /// What the tracker recorded of a run that landed nothing (a failed attempt, a block, a
+    /// question) is committed on its own, so the person's checkout is left clean of braids'
+    /// writes. Only on the base branch: a person's own branch is theirs.
+    pub(super) fn commit_tracker(&self, run: &mut Run<'_, '_>, ending: &Ending) {
+        let root = &run.msg.project;
+        let files = tracker_files(root);
+        let base = crate::workspace::base_branch(root).ok();
+        if files.is_empty() || base.is_none() || crate::git::checked_out(root) != base {
+            return;
+        }
+        let what = match ending {
+            Ending::Retrying { failures, .. } => format!("attempt {failures} failed"),
+            Ending::Blocked { .. } | Ending::Held { .. } | Ending::Failed { .. } => "blocked".into(),
+            Ending::DependenciesOpen { .. } => "waits for its dependencies".into(),
+            Ending::AwaitingHuman | Ending::AwaitingApproval => "waits for a person".into(),
+            _ => "handed back".into(),
+        };
+        let message = format!("braids: {} {what}", run.msg.bead);
+        let committed = RepoLock::acquire(root).and_then(|_lock| {
+            let c = crate::git::commit_paths(root, &files, &message)?;
+            if c.is_some() {
+                push(run, root, base.as_deref());
+            }
+            Ok(c)
+        });
+        match committed {
+            Ok(Some(c)) => run.step("commit", format!("{c} {message} (the tracker's record)")),
+            Ok(None) => {}
+            Err(e) => run.step("commit", format!("the tracker's record is not committed: {e:#}")),
+        }
+    }
+}
+
