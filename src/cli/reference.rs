@@ -30,3 +30,62 @@ fn print(bytes: &[u8]) -> ExitCode {
     let _ = std::io::stdout().lock().write_all(bytes);
     ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README's command table, the rows that start with a command.
+    fn table() -> String {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        let start = readme.find("## Commands").expect("a Commands section");
+        let end = readme[start + 3..].find("\n## ").map_or(readme.len(), |e| start + 3 + e);
+        readme[start..end].to_string()
+    }
+
+    /// Every command and flag a person can type, as `braids <command> …` and `--flag`.
+    fn visible(cmd: &clap::Command, path: &str, out: &mut Vec<(String, Vec<String>)>) {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let here = format!("{path} {}", sub.get_name());
+            let flags = sub
+                .get_arguments()
+                .filter(|a| !a.is_hide_set() && !a.is_global_set())
+                .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+                .filter(|l| l != "--help" && l != "--version")
+                .collect();
+            out.push((here.clone(), flags));
+            visible(sub, &here, out);
+        }
+    }
+
+    #[test]
+    fn every_command_and_flag_is_in_the_readme_command_table() {
+        let table = table();
+        let mut all = Vec::new();
+        visible(&Cli::command(), "braids", &mut all);
+        let mut missing = Vec::new();
+        for (command, flags) in &all {
+            // `braids iteration new|activate|complete`: a row may list siblings with `|`.
+            let words: Vec<&str> = command.split(' ').collect();
+            let (parent, last) = (words[..words.len() - 1].join(" "), words[words.len() - 1]);
+            let names = |l: &str| {
+                l.contains(&format!("`{command}`"))
+                    || l.contains(&format!("{command} "))
+                    || (l.contains(&format!("`{parent} "))
+                        && l.split(['`', ' ', '|', '\\']).any(|w| w == last))
+            };
+            let rows: Vec<&str> = table.lines().filter(|l| names(l)).collect();
+            if rows.is_empty() {
+                missing.push(command.clone());
+                continue;
+            }
+            for f in flags {
+                if !rows.iter().any(|r| r.contains(f.as_str())) {
+                    missing.push(format!("{command} {f}"));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "not in the README's command table: {missing:#?}");
+    }
+}

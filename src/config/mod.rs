@@ -610,3 +610,5 @@ mod tests {
         assert!(e.to_string().starts_with("c.toml:2:"), "{e}");
     }
 }
+#[cfg(test)]
+mod template_tests;

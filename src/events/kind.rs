@@ -96,6 +96,22 @@ impl std::fmt::Display for Kind {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_event_type_is_in_the_readme_table() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        let missing: Vec<&str> = Kind::ALL
+            .iter()
+            .map(|k| k.as_str())
+            .filter(|t| {
+                !readme.lines().any(|l| {
+                    l.starts_with("| `") && l.split('|').nth(1).is_some_and(|c| c.contains(&format!("`{t}`")))
+                })
+            })
+            .collect();
+        assert!(missing.is_empty(), "event types the README's table lacks: {missing:?}");
+    }
+
     use super::*;
 
     #[test]

@@ -219,3 +219,37 @@ pub(super) fn run_agent(
 pub fn work_dir(braids_dir: &Path, slug: &str, bead: &BeadId) -> PathBuf {
     braids_dir.join("work").join(slug).join(bead.as_str())
 }
+
+#[cfg(test)]
+mod readme_tests {
+    /// Every placeholder an argv template may use and every `BRAIDS_*` variable an agent gets
+    /// has a row in the README's table.
+    #[test]
+    fn every_placeholder_and_variable_is_in_the_readme_table() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        let source = include_str!("exec.rs");
+        let quoted = |after: &str| -> Vec<String> {
+            source
+                .split(after)
+                .skip(1)
+                .filter_map(|rest| rest.split('"').next())
+                .filter(|n| !n.is_empty() && !n.contains(' '))
+                .map(str::to_string)
+                .collect()
+        };
+        let mut names: Vec<String> = quoted("            (\"")
+            .into_iter()
+            .map(|p| format!("`{{{p}}}`"))
+            .collect();
+        names.extend(quoted(".env(\"").into_iter().map(|v| format!("`{v}`")));
+        names.extend(["`BRAIDS_LABEL`".to_string(), "`BRAIDS_SESSION`".to_string()]);
+        assert!(names.len() > 10, "the names were not found in exec.rs: {names:?}");
+        let rows: Vec<&str> = readme.lines().filter(|l| l.starts_with("| ")).collect();
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| n.as_str() != "`PWD`" && !rows.iter().any(|r| r.contains(n.as_str())))
+            .collect();
+        assert!(missing.is_empty(), "not in the README's placeholder table: {missing:?}");
+    }
+}
