@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{BeadId, IterationName};
 
+/// How close to its due time a run counts as due (2.7): schedulers start a run a little
+/// early or late, and a run skipped a second before its time waits a whole interval.
+pub const DUE_SLACK_SECS: i64 = 5;
+
 /// Why nothing was spawned (1.6), with its backoff interval (2.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -249,8 +253,9 @@ impl OrchestratorState {
                 let next = self.next_run_by.map_or(last + reason.backoff(), |by| {
                     by.min(last + reason.backoff())
                 });
-                // A clock that went backwards must not postpone work indefinitely.
-                if now < next && now >= last {
+                // A clock that went backwards must not postpone work indefinitely. A run due in
+                // a moment is due now: skipped, it would wait a whole scheduling interval more.
+                if now + Duration::seconds(DUE_SLACK_SECS) < next && now >= last {
                     RunKind::Skipped {
                         reason,
                         next_full_run: next,
@@ -490,6 +495,22 @@ mod tests {
         );
         let busy = OrchestratorState::default().after_run(t(0), true, IdleReason::NoReadyBeads);
         assert_eq!(busy.run_kind(t(1), false), RunKind::Full);
+    }
+
+    #[test]
+    fn c2_7_a_run_due_in_a_moment_is_due_now() {
+        let s = OrchestratorState::default().after_run(t(0), false, IdleReason::NoReadyBeads);
+        let due = t(15);
+        let just_before = due - Duration::milliseconds(870);
+        assert_eq!(s.run_kind(just_before, false), RunKind::Full, "not skipped for 0.87 s");
+        let early = due - Duration::seconds(DUE_SLACK_SECS + 1);
+        assert!(matches!(s.run_kind(early, false), RunKind::Skipped { .. }));
+        for reason in [IdleReason::SpawningPaused, IdleReason::NoWorkerCanStart] {
+            let s = OrchestratorState::default().after_run(t(0), false, reason);
+            let v: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+            assert_eq!(v["idleReason"], reason.as_str());
+            assert!(matches!(s.run_kind(t(1), false), RunKind::Skipped { .. }));
+        }
     }
 
     #[test]

@@ -247,7 +247,8 @@ impl Worker<'_> {
         if let Some(setup) = ready.setup.filter(|s| !s.ok) {
             // The agent does not run; the next attempt's prompt shows what the setup said.
             let why = format!(
-                "the project's setup command failed in the new workspace: {}",
+                "the project's setup command failed in the new workspace ({}): {}",
+                setup.ended,
                 clip(&setup.output, 1500)
             );
             return self.failed_before(run, l, &ws, &bead, &expected, why, setup.output);
@@ -342,12 +343,16 @@ impl Worker<'_> {
             run.step("workspace", w.clone());
         }
         if let Some(setup) = &ready.setup {
+            if !setup.ok {
+                tracing::warn!(bead = %run.msg.bead, "the project's setup command failed ({})", setup.ended);
+            }
             run.step(
                 "setup",
                 format!(
-                    "{} {} in {:.1}s{}",
+                    "{} {} ({}) in {:.1}s{}",
                     wss.pooling.setup.join(" "),
                     if setup.ok { "passed" } else { "failed" },
+                    setup.ended,
                     setup.took.as_secs_f64(),
                     match setup.output.trim() {
                         "" => String::new(),

@@ -86,7 +86,7 @@ impl WorkspaceMode {
     pub fn of(config: &crate::format::project::ProjectConfig) -> WorkspaceMode {
         config
             .field("workspace")
-            .and_then(|f| WorkspaceMode::parse(&f.value))
+            .and_then(|f| WorkspaceMode::parse(f.clean_value()))
             .unwrap_or_default()
     }
 }

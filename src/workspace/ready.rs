@@ -36,6 +36,8 @@ pub struct Readiness {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetupRun {
     pub ok: bool,
+    /// How it ended: `exit 2`, `killed by signal 9`, `stopped after 10m`.
+    pub ended: String,
     /// What it printed (stdout, then stderr), its last 8 KiB.
     pub output: String,
     pub took: Duration,
@@ -131,14 +133,17 @@ impl GitWorktrees {
             }
             output = output[cut..].to_string();
         }
-        if out.timed_out {
-            output.push_str(&format!(
-                "\n(stopped after {})",
+        let ended = match (out.timed_out, out.code) {
+            (true, _) => format!(
+                "stopped after {}",
                 humantime::format_duration(self.pooling.setup_timeout)
-            ));
-        }
+            ),
+            (false, Some(code)) => format!("exit {code}"),
+            (false, None) => "killed by a signal".into(),
+        };
         Ok(SetupRun {
             ok: out.success() && !out.timed_out,
+            ended,
             output,
             took: started.elapsed(),
         })
