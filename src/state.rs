@@ -502,7 +502,11 @@ mod tests {
         let s = OrchestratorState::default().after_run(t(0), false, IdleReason::NoReadyBeads);
         let due = t(15);
         let just_before = due - Duration::milliseconds(870);
-        assert_eq!(s.run_kind(just_before, false), RunKind::Full, "not skipped for 0.87 s");
+        assert_eq!(
+            s.run_kind(just_before, false),
+            RunKind::Full,
+            "not skipped for 0.87 s"
+        );
         let early = due - Duration::seconds(DUE_SLACK_SECS + 1);
         assert!(matches!(s.run_kind(early, false), RunKind::Skipped { .. }));
         for reason in [IdleReason::SpawningPaused, IdleReason::NoWorkerCanStart] {

@@ -92,7 +92,7 @@ pub(super) fn check(
     for &preset in presets {
         let settings = config.preset_settings(preset);
         let table = format!("executors.{preset}");
-        let line = super::check::key_line(&text, &table, "program");
+        let line = super::check_config::key_line(&text, &table, "program");
         let program = if settings.program.trim().is_empty() {
             preset.default_program().to_string()
         } else {

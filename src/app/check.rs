@@ -13,6 +13,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::config::Config;
+
+pub use super::check_config::check_config;
+use super::check_config::{capitalised, line_named, unreadable};
 use crate::diag::{Diagnostic, Severity};
 use crate::format::iteration::Iteration;
 use crate::format::{self, deliverable};
@@ -103,161 +106,6 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
     Ok(out)
 }
 
-/// Findings in config.toml: a file that does not parse, and `[checkin]` values a tick would
-/// replace with its defaults (each run would warn about them).
-pub fn check_config(file: &Path) -> Vec<Diagnostic> {
-    let loaded = match crate::config::Config::load(file) {
-        Ok(l) => l,
-        Err(e) => return vec![unreadable(file, &e)],
-    };
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    // Keys braids does not know: a tick ignores them, so a misspelling changes nothing.
-    let unknown = loaded.warnings.iter().map(|w| {
-        let key = w.split('`').nth(1).unwrap_or_default();
-        let line = key
-            .rsplit_once('.')
-            .and_then(|(table, k)| key_line(&text, table, k));
-        Diagnostic::warning(
-            file,
-            line,
-            "config",
-            w.split_once(": ").map_or(w.as_str(), |(_, m)| m).to_string(),
-            "remove the key or correct its spelling (config.toml as `braids init` writes it lists every key)",
-        )
-    });
-    let (_, warnings) = crate::tick::checkin::CheckinTime::from_config(&loaded.config.checkin);
-    let mut out: Vec<Diagnostic> = unknown.collect();
-    // A sandbox that cannot run is an error before any agent runs without it.
-    let worker = &loaded.config.worker;
-    if let Some(why) = crate::sandbox::unavailable(worker.sandbox, &worker.bwrap) {
-        out.push(Diagnostic::error(
-            file,
-            key_line(&text, "worker", "sandbox"),
-            "11.6",
-            why,
-            "choose a sandbox this machine has, or \"off\"",
-        ));
-    }
-    // What `Backend: openclaw` sessions would be started with: caught here, not at a spawn.
-    let oc = &loaded.config.openclaw;
-    use crate::session::placement::{agent, model, thinking};
-    for (key, value, check) in [
-        ("agent", &oc.agent, &agent as &dyn Fn(&str) -> Result<String, _>),
-        ("model", &oc.model, &|v: &str| model(v, true)),
-        ("thinking", &oc.thinking, &thinking),
-    ] {
-        if let Err((message, fix)) = Some(value.trim())
-            .filter(|v| !v.is_empty())
-            .map_or(Ok(String::new()), check)
-        {
-            let fix = toml_form(&fix, key);
-            out.push(Diagnostic::error(
-                file,
-                key_line(&text, "openclaw", key),
-                "openclaw",
-                format!("[openclaw] {message}"),
-                fix,
-            ));
-        }
-    }
-    // A pattern that reaches outside the workspace is never acted on; say which line.
-    for e in loaded.config.workspace.escaping(None) {
-        let quoted = [format!("\"{}\"", e.entry), format!("'{}'", e.entry)];
-        let line = text
-            .lines()
-            .position(|l| quoted.iter().any(|q| l.contains(q.as_str())))
-            .map(|i| i + 1)
-            .or_else(|| key_line(&text, "workspace", e.key));
-        out.push(Diagnostic::error(
-            file,
-            line,
-            "workspace",
-            e.sentence(),
-            crate::config::Escaping::FIX,
-        ));
-    }
-    out.extend(warnings.into_iter().map(|w| {
-        let key = if w.contains("weekday") {
-            "weekday"
-        } else {
-            "time"
-        };
-        Diagnostic::error(
-            file,
-            key_line(&text, "checkin", key),
-            "1.2",
-            w,
-            match key {
-                "weekday" => "write weekday = \"mon\" (mon, tue, wed, thu, fri, sat or sun)",
-                _ => "write time = \"09:00\" (24-hour HH:MM, local time)",
-            },
-        )
-    }));
-    out
-}
-
-/// The one finding for a config.toml that does not load: where, what, and the form wanted.
-fn unreadable(file: &Path, e: &crate::config::ConfigError) -> Diagnostic {
-    Diagnostic::error(
-        file,
-        e.line.trim_start_matches(':').parse().ok(),
-        "config",
-        e.message.clone(),
-        e.fix.clone(),
-    )
-}
-
-/// The line of config.toml a preflight problem is about: the `program` of the
-/// `[executors.<name>]` it names, else `[worker] executor`.
-fn line_named(text: &str, why: &str) -> Option<usize> {
-    if let Some(rest) = why.split("[executors.").nth(1) {
-        let name = rest.split(']').next().unwrap_or_default();
-        let table = format!("executors.{name}");
-        return key_line(text, &table, "program").or_else(|| key_line(text, &table, "permission"));
-    }
-    key_line(text, "worker", "executor")
-}
-
-/// `copy` → `Copy`, as PROJECT.md spells its fields.
-/// A PROJECT.md fix (`` `Model: a/b` ``) as config.toml writes it (`` `model = "a/b"` ``).
-fn toml_form(fix: &str, key: &str) -> String {
-    let field = format!("`{}: ", capitalised(key));
-    let mut out = String::new();
-    let mut rest = fix;
-    while let Some(at) = rest.find(&field) {
-        let after = &rest[at + field.len()..];
-        let Some(end) = after.find('`') else { break };
-        out.push_str(&rest[..at]);
-        out.push_str(&format!("`{key} = \"{}\"`", &after[..end]));
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-fn capitalised(key: &str) -> String {
-    let mut c = key.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
-}
-
-/// The line of `key = …` inside the TOML table `[table]`.
-pub(super) fn key_line(text: &str, table: &str, key: &str) -> Option<usize> {
-    let mut inside = false;
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            inside = t.trim_start_matches('[').trim_end_matches(']').trim() == table;
-        } else if inside && t.split('=').next().map(str::trim) == Some(key) {
-            return Some(i + 1);
-        }
-    }
-    None
-}
-
-/// Findings for one project's files. Its Path itself is checked with the registry
-/// ([`format::registry::check_paths`]); a project that is not there has nothing more to check.
 /// The preflight problem of the project at `root` when it comes from config.toml.
 fn preflight_of_config(root: &Path, config: &Config) -> Option<String> {
     let project = format::project::read_project(root).value;
@@ -267,6 +115,8 @@ fn preflight_of_config(root: &Path, config: &Config) -> Option<String> {
     }
 }
 
+/// Findings for one project's files. Its Path itself is checked with the registry
+/// ([`format::registry::check_paths`]); a project that is not there has nothing more to check.
 pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic> {
     let trackers = &config.tracker;
     let mut out = Vec::new();

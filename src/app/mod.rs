@@ -7,6 +7,7 @@ pub mod agents;
 pub mod answer;
 pub mod beads;
 pub mod check;
+mod check_config;
 pub mod claw;
 pub mod cost;
 pub mod dashboard;

@@ -252,7 +252,8 @@ pub fn kill(inst: &Installation, target: &str, after: AfterKill) -> Result<Kille
         told.push(
             Draft::new(Kind::BeadBlocked)
                 .bead(bead)
-                .with("reason", format!("killed by a person: {reason}")),
+                .with("reason", reason)
+                .with("by", "braids kill --block"),
         );
     }
     crate::events::emit(&p.entry.path, slug, told);

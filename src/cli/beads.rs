@@ -33,7 +33,13 @@ impl Output for ProjectBeads {
         );
         let now = Utc::now();
         // Long ids widen the column rather than push the rest of their line out of it.
-        let w = self.beads.iter().map(|b| b.id.as_str().len()).max().unwrap_or(0).max(16);
+        let w = self
+            .beads
+            .iter()
+            .map(|b| b.id.as_str().len())
+            .max()
+            .unwrap_or(0)
+            .max(16);
         for b in &self.beads {
             let mut line = format!(
                 "{:<w$} {:<11} P{} {}",
@@ -176,7 +182,12 @@ impl Output for History {
         let project = |e: &Event| clip(&e.project, 40);
         let bead = |e: &Event| clip(e.bead.as_deref().unwrap_or("-"), 40);
         let wide = |f: &dyn Fn(&Event) -> String, min: usize| {
-            self.0.iter().map(|e| f(e).chars().count()).max().unwrap_or(0).max(min)
+            self.0
+                .iter()
+                .map(|e| f(e).chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(min)
         };
         let (pw, bw) = (wide(&project, 12), wide(&bead, 16));
         self.0

@@ -40,7 +40,9 @@ mod tests {
         let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
             .expect("README.md");
         let start = readme.find("## Commands").expect("a Commands section");
-        let end = readme[start + 3..].find("\n## ").map_or(readme.len(), |e| start + 3 + e);
+        let end = readme[start + 3..]
+            .find("\n## ")
+            .map_or(readme.len(), |e| start + 3 + e);
         readme[start..end].to_string()
     }
 
@@ -86,6 +88,9 @@ mod tests {
                 }
             }
         }
-        assert!(missing.is_empty(), "not in the README's command table: {missing:#?}");
+        assert!(
+            missing.is_empty(),
+            "not in the README's command table: {missing:#?}"
+        );
     }
 }

@@ -315,7 +315,9 @@ pub struct ConfigError {
 /// The fix for a config.toml error `message` at the line `at` of `text`: the form the key
 /// wants, from the type serde expected. Never "delete the file": it holds the executor.
 fn fix_for(message: &str, text: &str, at: Option<usize>) -> String {
-    let line = at.and_then(|n| text.lines().nth(n.saturating_sub(1))).unwrap_or("");
+    let line = at
+        .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+        .unwrap_or("");
     let key = line
         .split_once('=')
         .map(|(k, _)| k.trim())
@@ -330,7 +332,7 @@ fn fix_for(message: &str, text: &str, at: Option<usize>) -> String {
             e if e.contains("boolean") => format!("true or false without quotes: `{key} = true`"),
             e if e.contains("sequence") => format!("a list, such as `{key} = [\"a\", \"b\"]`"),
             e if e.contains("string") => format!("a string in quotes, such as `{key} = \"…\"`"),
-            e if !e.is_empty() => format!("{e}"),
+            e if !e.is_empty() => e.to_string(),
             _ => String::new(),
         }
     } else {

@@ -89,7 +89,10 @@ fn c1_2_the_init_template_lists_every_key_braids_reads_with_its_default() {
         ("workspace", keys::<WorkspaceConfig>()),
         ("serve", keys::<ServeConfig>()),
         ("slurm", keys::<crate::session::slurm::SlurmSettings>()),
-        ("openclaw", keys::<crate::session::openclaw::OpenClawSettings>()),
+        (
+            "openclaw",
+            keys::<crate::session::openclaw::OpenClawSettings>(),
+        ),
     ];
     // Maps keyed by a preset or a model: examples, commented, not defaults.
     let maps = ["executors", "prices"];
@@ -109,9 +112,10 @@ fn c1_2_the_init_template_lists_every_key_braids_reads_with_its_default() {
         // A key with no default value to write (unset means "derived") is shown commented.
         let section = section(text, table);
         let commented = |k: &str| {
-            section
-                .lines()
-                .any(|l| l.trim_start_matches(['#', ' ']).starts_with(&format!("{k} = ")))
+            section.lines().any(|l| {
+                l.trim_start_matches(['#', ' '])
+                    .starts_with(&format!("{k} = "))
+            })
         };
         missing.extend(
             fields
@@ -120,12 +124,22 @@ fn c1_2_the_init_template_lists_every_key_braids_reads_with_its_default() {
                 .map(|k| format!("[{table}] {k}")),
         );
         for k in written.keys() {
-            assert!(fields.contains(&k.as_str()), "the template's [{table}] {k} is not read");
+            assert!(
+                fields.contains(&k.as_str()),
+                "the template's [{table}] {k} is not read"
+            );
         }
     }
-    assert!(missing.is_empty(), "config.toml from `braids init` lacks: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "config.toml from `braids init` lacks: {missing:#?}"
+    );
     // Each written value is the default: the template parses to `Config::default()`.
     let loaded = Config::parse(text, std::path::Path::new("config.toml")).unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
-    assert_eq!(loaded.config, Config::default(), "a value in the template is not the default");
+    assert_eq!(
+        loaded.config,
+        Config::default(),
+        "a value in the template is not the default"
+    );
 }

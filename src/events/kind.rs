@@ -105,11 +105,17 @@ mod tests {
             .map(|k| k.as_str())
             .filter(|t| {
                 !readme.lines().any(|l| {
-                    l.starts_with("| `") && l.split('|').nth(1).is_some_and(|c| c.contains(&format!("`{t}`")))
+                    l.starts_with("| `")
+                        && l.split('|')
+                            .nth(1)
+                            .is_some_and(|c| c.contains(&format!("`{t}`")))
                 })
             })
             .collect();
-        assert!(missing.is_empty(), "event types the README's table lacks: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "event types the README's table lacks: {missing:?}"
+        );
     }
 
     use super::*;

@@ -262,7 +262,10 @@ pub(crate) fn misspelled(raw: &[RawField], known: &[&str], diags: &mut Diags) {
         if let Some(like) = like(key, known) {
             diags.warn(
                 Some(f.field.line),
-                format!("field `{}` is not one braids reads, so it is ignored; did you mean `{like}`?", f.raw_key),
+                format!(
+                    "field `{}` is not one braids reads, so it is ignored; did you mean `{like}`?",
+                    f.raw_key
+                ),
                 format!("rename it to `{like}:`, or delete the line"),
             );
         }

@@ -98,8 +98,8 @@ pub struct BeadRecord {
     pub failures: Vec<Failure>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<DateTime<Utc>>,
-    /// The failures that blocked the bead, once their list is cleared: a new run starts from
-    /// none, and `braids retry` still says how many it forgets.
+    /// The counted failures that blocked the bead, once their list is cleared: a new run
+    /// starts from none, and `braids retry` still says how many it forgets.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub blocked_after: usize,
 }
@@ -109,9 +109,9 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl BeadRecord {
-    /// Every failure since the last success, those that blocked the bead included.
+    /// The counted failures since the last success, those that blocked the bead included.
     pub fn since_success(&self) -> usize {
-        self.failures.len() + self.blocked_after
+        self.counted() as usize + self.blocked_after
     }
 
     /// Consecutive failures that count towards the breaker.
@@ -154,11 +154,11 @@ pub fn after_failure(
     next.failures.drain(..overflow);
     if next.counted() > policy.retries {
         let reason = block_reason(&next);
-        let failures = next.failures;
         let blocked = BeadRecord {
-            blocked_after: next.blocked_after + failures.len(),
+            blocked_after: next.blocked_after + next.counted() as usize,
             ..BeadRecord::default()
         };
+        let failures = next.failures;
         return (blocked, AfterFailure::Block { reason, failures });
     }
     let n = u32::try_from(next.failures.len()).unwrap_or(u32::MAX);

@@ -22,6 +22,7 @@ use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
 use crate::state::Claim;
 use crate::tracker::{ClaimOutcome, Tracker};
 
+pub use super::attempts::{Failed, Stopped};
 use super::decide::{Plan, Slot, SpawnCandidate, ZombieReason};
 
 /// A worker started this run, as `--json` reports it.
@@ -86,17 +87,6 @@ pub struct Outcome {
     pub still_held: Vec<BeadId>,
     /// Attempts this run ended for their time or a stall, retried later.
     pub failed: Vec<Failed>,
-}
-
-/// A failed attempt the tick ended (a worker stopped for its WorkerTimeout or a stall).
-#[derive(Debug, Clone)]
-pub struct Failed {
-    pub project: String,
-    pub bead: BeadId,
-    pub cause: String,
-    /// Failures in a row, this one included.
-    pub failures: u32,
-    pub retry_at: DateTime<Utc>,
 }
 
 /// The I/O edges `act` drives.
@@ -175,44 +165,15 @@ pub fn act_with(
         if !dry_run {
             crate::session::log_stop(&z.session, &format!("by the tick: {}", z.why()), now);
         }
-        if let (Some(retry), Some((owner, failure))) =
-            (fx.retry, super::attempts::kill_failure(z, now))
+        match fx
+            .retry
+            .and_then(|r| r.stopped(z, now, &fx.paths.braids_dir))
         {
-            let bead = z.session.label.bead();
-            let cause = failure.why.clone();
-            let sig = failure.signature.clone().unwrap_or_default();
-            let recorded = retry.failed(&owner.path, bead, None, failure);
-            if recorded.is_some() {
-                // An attempt like any other in `braids cost`: its time spent, its tokens unknown.
-                let attempt = crate::cost::Attempt {
-                    at: now,
-                    project: owner.slug.clone(),
-                    bead: bead.to_string(),
-                    outcome: sig,
-                    duration_seconds: u64::try_from((now - z.session.started_at).num_seconds())
-                        .unwrap_or(0),
-                    usage: Default::default(),
-                };
-                if let Err(e) = crate::cost::ledger::Ledger::in_dir(&fx.paths.braids_dir).record(attempt) {
-                    tracing::warn!(%bead, "the stopped attempt is not in the cost ledger: {e:#}");
-                }
+            Some(Stopped::Blocked { slug, reason }) => {
+                block(fx, &slug, z.session.label.bead(), &reason, &mut out)
             }
-            match recorded {
-                Some(AfterFailure::Block { reason, .. }) => {
-                    block(fx, &owner.slug, bead, &reason, &mut out)
-                }
-                Some(AfterFailure::Retry {
-                    not_before,
-                    failures,
-                }) => out.failed.push(Failed {
-                    project: owner.slug.clone(),
-                    bead: bead.clone(),
-                    cause,
-                    failures,
-                    retry_at: not_before,
-                }),
-                None => {}
-            }
+            Some(Stopped::Retried(f)) => out.failed.push(f),
+            None => {}
         }
         if let (false, ZombieReason::StepTimeout, Some(owner)) = (dry_run, z.reason, &z.owner) {
             let bead = z.session.label.bead();

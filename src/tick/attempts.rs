@@ -151,6 +151,68 @@ impl RetryEdge {
     }
 }
 
+/// A failed attempt the tick ended (a worker stopped for its WorkerTimeout or a stall).
+#[derive(Debug, Clone)]
+pub struct Failed {
+    pub project: String,
+    pub bead: BeadId,
+    pub cause: String,
+    /// Failures in a row, this one included.
+    pub failures: u32,
+    pub retry_at: DateTime<Utc>,
+}
+
+/// What a tick's stop of a worker did to its bead.
+#[derive(Debug, Clone)]
+pub enum Stopped {
+    /// Its failures in a row tripped its breaker: to be blocked, in project `slug`.
+    Blocked { slug: String, reason: String },
+    /// Open again, retried from a time.
+    Retried(Failed),
+}
+
+impl RetryEdge {
+    /// Records the stop of zombie `z` when it is a failed attempt (its WorkerTimeout, a
+    /// stall): in the retry store, and in the cost ledger under `braids_dir` as an attempt
+    /// like any other (its time spent, its tokens unknown). `None` when it is not one, or in
+    /// a dry run.
+    pub fn stopped(&self, z: &Zombie, now: DateTime<Utc>, braids_dir: &Path) -> Option<Stopped> {
+        let (owner, failure) = kill_failure(z, now)?;
+        let bead = z.session.label.bead();
+        let cause = failure.why.clone();
+        let outcome = failure.signature.clone().unwrap_or_default();
+        let recorded = self.failed(&owner.path, bead, None, failure)?;
+        let attempt = crate::cost::Attempt {
+            at: now,
+            project: owner.slug.clone(),
+            bead: bead.to_string(),
+            outcome,
+            duration_seconds: u64::try_from((now - z.session.started_at).num_seconds())
+                .unwrap_or(0),
+            usage: Default::default(),
+        };
+        if let Err(e) = crate::cost::ledger::Ledger::in_dir(braids_dir).record(attempt) {
+            tracing::warn!(%bead, "the stopped attempt is not in the cost ledger: {e:#}");
+        }
+        Some(match recorded {
+            AfterFailure::Block { reason, .. } => Stopped::Blocked {
+                slug: owner.slug.clone(),
+                reason,
+            },
+            AfterFailure::Retry {
+                not_before,
+                failures,
+            } => Stopped::Retried(Failed {
+                project: owner.slug.clone(),
+                bead: bead.clone(),
+                cause,
+                failures,
+                retry_at: not_before,
+            }),
+        })
+    }
+}
+
 /// The failure a zombie's kill stands for, when it is one: a worker stopped for its
 /// WorkerTimeout or a stall did not finish its bead.
 pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Failure)> {

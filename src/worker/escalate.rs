@@ -296,7 +296,9 @@ impl Worker<'_> {
         }
         let what = match ending {
             Ending::Retrying { failures, .. } => format!("attempt {failures} failed"),
-            Ending::Blocked { .. } | Ending::Held { .. } | Ending::Failed { .. } => "blocked".into(),
+            Ending::Blocked { .. } | Ending::Held { .. } | Ending::Failed { .. } => {
+                "blocked".into()
+            }
             Ending::DependenciesOpen { .. } => "waits for its dependencies".into(),
             Ending::AwaitingHuman | Ending::AwaitingApproval => "waits for a person".into(),
             _ => "handed back".into(),
@@ -312,8 +314,10 @@ impl Worker<'_> {
         match committed {
             Ok(Some(c)) => run.step("commit", format!("{c} {message} (the tracker's record)")),
             Ok(None) => {}
-            Err(e) => run.step("commit", format!("the tracker's record is not committed: {e:#}")),
+            Err(e) => run.step(
+                "commit",
+                format!("the tracker's record is not committed: {e:#}"),
+            ),
         }
     }
 }
-

@@ -244,12 +244,18 @@ mod readme_tests {
             .collect();
         names.extend(quoted(".env(\"").into_iter().map(|v| format!("`{v}`")));
         names.extend(["`BRAIDS_LABEL`".to_string(), "`BRAIDS_SESSION`".to_string()]);
-        assert!(names.len() > 10, "the names were not found in exec.rs: {names:?}");
+        assert!(
+            names.len() > 10,
+            "the names were not found in exec.rs: {names:?}"
+        );
         let rows: Vec<&str> = readme.lines().filter(|l| l.starts_with("| ")).collect();
         let missing: Vec<&String> = names
             .iter()
             .filter(|n| n.as_str() != "`PWD`" && !rows.iter().any(|r| r.contains(n.as_str())))
             .collect();
-        assert!(missing.is_empty(), "not in the README's placeholder table: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "not in the README's placeholder table: {missing:?}"
+        );
     }
 }

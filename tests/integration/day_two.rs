@@ -254,6 +254,13 @@ fn c9_3_kill_blocks_or_requeues_and_logs_follow_the_worker() {
     let list = json(&sb, &["beads", "app", "--json"]);
     let b = bead_of(&list, one);
     assert_eq!(b["waiting"]["text"], "the approach is wrong", "{list:#}");
+    let events = sb.ok(&["events", "--json"]);
+    assert!(
+        events.lines().any(|l| l.contains("\"bead_blocked\"")
+            && l.contains(&format!("\"bead\":\"{one}\""))
+            && l.contains("the approach is wrong")),
+        "a kill --block is a bead_blocked event: {events}"
+    );
     assert!(
         bead_of(&list, two)["worker"]["session"].is_string(),
         "{list:#}"

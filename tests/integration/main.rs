@@ -42,6 +42,7 @@ mod logging;
 mod never_stuck;
 mod openclaw;
 mod openclaw_sessions;
+mod operator;
 mod pause;
 mod protocol;
 mod push_retry;

@@ -610,7 +610,14 @@ pub fn backoff(r: IdleReason) -> Duration {
         IdleReason::NoActiveIterations => Duration::minutes(30),
         IdleReason::NoReadyBeads => Duration::minutes(15),
         IdleReason::AllAtCapacity => Duration::minutes(10),
+        IdleReason::SpawningPaused => Duration::minutes(10),
+        IdleReason::NoWorkerCanStart => Duration::minutes(15),
     }
+}
+
+/// A run due within this is due now (2.7).
+pub fn due_slack() -> Duration {
+    Duration::seconds(5)
 }
 
 /// Runtime strictly over the timeout (2.6 rule 3), computed without chrono's limits.

@@ -15,7 +15,7 @@ use braids::tick::decide::{
 };
 use chrono::Duration;
 
-use crate::oracle::{backoff, over};
+use crate::oracle::{backoff, due_slack, over};
 use crate::world::{Behaviour, SessM, World, ACTOR};
 use crate::Fail;
 
@@ -301,9 +301,9 @@ impl World {
                     "skip says {reason} until {next_full_run}, state says {r} since {last}"
                 );
                 ensure!(
-                    last <= now && now < next_full_run,
+                    last <= now && now + due_slack() < next_full_run,
                     "2.7",
-                    "skipped at {now}, outside the backoff window {last}..{next_full_run}"
+                    "skipped at {now}, outside the backoff window {last}..{next_full_run} (less its slack)"
                 );
                 self.stats.skipped += 1;
                 self.log(format!("tick skipped (idle: {reason})"));
@@ -312,7 +312,7 @@ impl World {
             RunKind::Full => {
                 if let (false, Some((r, last))) = (force, idle_window) {
                     ensure!(
-                        !(last <= now && now < last + backoff(r)),
+                        !(last <= now && now + due_slack() < last + backoff(r)),
                         "2.7",
                         "a full run at {now} inside the {r} backoff window after {last}"
                     );
@@ -417,6 +417,10 @@ impl World {
                     IdleReason::NoActiveIterations => 0,
                     IdleReason::NoReadyBeads => 1,
                     IdleReason::AllAtCapacity => 2,
+                    // The simulated world has no breaker and no preflight to fail.
+                    IdleReason::SpawningPaused | IdleReason::NoWorkerCanStart => {
+                        unreachable!("the oracle never expects {}", expected.idle_reason)
+                    }
                 }] += 1;
                 ensure!(
                     plan.idle_reason == expected.idle_reason,

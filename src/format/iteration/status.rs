@@ -179,7 +179,7 @@ pub fn write_status(file: &Path, status: IterationStatus) -> anyhow::Result<()> 
 pub fn with_status(bytes: &[u8], status: IterationStatus, file: &Path) -> anyhow::Result<Vec<u8>> {
     let (bom, body) = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
         Some(rest) => (&bytes[..3], rest),
-        None => (&bytes[..0], &bytes[..]),
+        None => (&bytes[..0], bytes),
     };
     let text = std::str::from_utf8(body).map_err(|_| {
         anyhow!(

@@ -31,12 +31,12 @@ use chrono::{DateTime, Utc};
 use crate::model::{Bead, BeadId, BeadStatus, SessionLabel};
 pub use crate::retry::breaker::Gate;
 use crate::session::SessionProblem;
-use crate::state::IdleReason;
 use crate::workspace::WorkspaceMode;
 
 mod deadlines;
 mod eligibility;
 mod guards;
+mod idle;
 mod plan;
 mod snapshot;
 mod stories;
@@ -526,17 +526,13 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         starved = true;
     }
 
-    let idle_reason = if !any_eligible {
-        IdleReason::NoActiveIterations
-    } else if any_ready && starved && snap.gate != Gate::Open && global_slots == Some(0) {
-        IdleReason::SpawningPaused
-    } else if any_ready && starved {
-        IdleReason::AllAtCapacity
-    } else if unstartable {
-        IdleReason::NoWorkerCanStart
-    } else {
-        IdleReason::NoReadyBeads
-    };
+    let idle_reason = idle::reason(idle::Found {
+        eligible: any_eligible,
+        ready: any_ready,
+        starved,
+        unstartable,
+        paused: snap.gate != Gate::Open && global_slots == Some(0),
+    });
 
     // Workspaces no worker can still be using: every bead with a running session (a zombie
     // too, until its kill is confirmed by a later run) or a claim kept this run (neither

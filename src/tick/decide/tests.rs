@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::model::Priority;
 use crate::session::Session;
-use crate::state::Claim;
+use crate::state::{Claim, IdleReason};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
