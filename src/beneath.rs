@@ -44,6 +44,27 @@ pub fn read(root: &Path, path: &Path) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Appends `bytes` to the regular file `path` inside `root`, following no link below `root`
+/// and never blocking on a FIFO.
+pub fn append(root: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let rel = relative(root, path)?;
+    let dir = std::fs::File::open(root)?;
+    let flags = OFlag::O_WRONLY
+        | OFlag::O_APPEND
+        | OFlag::O_NOFOLLOW
+        | OFlag::O_NONBLOCK
+        | OFlag::O_CLOEXEC;
+    let fd = open_beneath(dir.as_fd(), rel, flags).map_err(|e| refused(e, "append to", path))?;
+    let mut file = std::fs::File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    file.write_all(bytes)
+}
+
 /// Writes `bytes` to `path` (inside `root`) through a temporary file and a rename, creating
 /// the folders on the way; no symbolic link below `root` is followed, so a folder replaced by
 /// a link is an error and a link at `path` itself is replaced, never written through.

@@ -21,19 +21,18 @@ pub fn open(paths: &Paths) -> Result<Installation> {
 }
 
 /// For the commands that only read (`status`, `sessions`, `beads`, `logs`): a config.toml that
-/// does not load is one warning on stderr and the defaults, so a person can still see what
-/// runs while they fix it.
-pub fn open_to_read(paths: &Paths) -> Installation {
-    with(paths, load_to_read(paths))
-}
-
-/// config.toml as a read-only command uses it: the defaults, and one warning, when it does
-/// not load.
-pub fn load_to_read(paths: &Paths) -> crate::config::Loaded {
-    Config::load(&paths.config()).unwrap_or_else(|e| {
-        eprintln!("braids: warning: {e}; until it is fixed this shows what the defaults see");
-        crate::config::Loaded::default()
-    })
+/// does not load gives the defaults and a warning for the caller to show, so a person can still
+/// see what runs while they fix it.
+pub fn open_to_read(paths: &Paths) -> (Installation, Option<String>) {
+    match Config::load(&paths.config()) {
+        Ok(loaded) => (with(paths, loaded), None),
+        Err(e) => (
+            with(paths, crate::config::Loaded::default()),
+            Some(format!(
+                "{e}; until it is fixed this shows what the defaults see"
+            )),
+        ),
+    }
 }
 
 fn with(paths: &Paths, loaded: crate::config::Loaded) -> Installation {

@@ -25,6 +25,57 @@ pub fn tracker_files(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Commits what the tracker recorded of a bead that landed nothing (a failed attempt, a
+/// block, a release), so the person's checkout is left clean of braids' writes: only the
+/// tracker's files git already tracks (never what an agent put beside them), and only while
+/// the base branch is checked out (a person's own branch is theirs). Under the repository
+/// lock; `Ok(None)` when there was nothing to commit. The caller pushes.
+pub fn commit_tracker(root: &Path, message: &str) -> Result<Option<(git2::Oid, String)>> {
+    let Ok(base) = crate::workspace::base_branch(root) else {
+        return Ok(None);
+    };
+    let _lock = RepoLock::acquire(root)?;
+    if crate::git::checked_out(root).as_deref() != Some(base.as_str()) {
+        return Ok(None);
+    }
+    let files: Vec<PathBuf> = crate::git::git_ok(
+        root,
+        &[
+            "ls-files",
+            "-z",
+            "--",
+            ".beads/issues.jsonl",
+            ".braids/WORKPLAN.md",
+        ],
+    )?
+    .split('\0')
+    .filter(|f| !f.is_empty())
+    .map(|f| root.join(f))
+    .collect();
+    if files.is_empty() {
+        return Ok(None);
+    }
+    Ok(crate::git::commit_paths(root, &files, message)?.map(|c| (c, base)))
+}
+
+/// [`commit_tracker`], then a push when the base branch has an upstream; a push that fails is
+/// owed and retried by later ticks. For the tick and a person's commands; errors are logged.
+pub fn record_tracker(root: &Path, message: &str) {
+    match commit_tracker(root, message) {
+        Ok(Some((_, base))) if crate::git::has_upstream(root, &base) => {
+            let _ = crate::git::expect_push(root);
+            let timeout = std::time::Duration::from_secs(120);
+            if let Err(e) = crate::git::push_recorded(root, &base, timeout) {
+                tracing::warn!(project = %root.display(), "the tracker's record is not pushed yet: {e:#}");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(project = %root.display(), "the tracker's record is not committed: {e:#}")
+        }
+    }
+}
+
 /// An iteration after a change was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {

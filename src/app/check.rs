@@ -41,9 +41,10 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
             reg_path.display()
         )));
     }
-    if let Err(e) = crate::config::Config::load(&paths.config()) {
-        return Err(Unusable::Config(unreadable(&paths.config(), &e)));
-    }
+    let config = match crate::config::Config::load(&paths.config()) {
+        Ok(l) => l.config,
+        Err(e) => return Err(Unusable::Config(unreadable(&paths.config(), &e))),
+    };
     let registry = format::registry::read_registry(paths);
     let mut out = registry.diagnostics;
     out.extend(format::registry::check_paths(
@@ -51,9 +52,6 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
         &reg_path,
         paths,
     ));
-    let config = crate::config::Config::load(&paths.config())
-        .map(|l| l.config)
-        .unwrap_or_default();
     let mut config_problems = std::collections::BTreeSet::new();
     let mut presets: std::collections::BTreeSet<crate::agent::Preset> =
         config.worker.executor.preset().into_iter().collect();

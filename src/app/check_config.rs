@@ -122,10 +122,15 @@ pub(super) fn line_named(text: &str, why: &str) -> Option<usize> {
         let table = format!("executors.{name}");
         return key_line(text, &table, "program").or_else(|| key_line(text, &table, "permission"));
     }
+    if why.contains("[openclaw] program") {
+        return key_line(text, "openclaw", "program");
+    }
+    if why.contains("[worker] command") {
+        return key_line(text, "worker", "command");
+    }
     key_line(text, "worker", "executor")
 }
 
-/// `copy` → `Copy`, as PROJECT.md spells its fields.
 /// A PROJECT.md fix (`` `Model: a/b` ``) as config.toml writes it (`` `model = "a/b"` ``).
 fn toml_form(fix: &str, key: &str) -> String {
     let field = format!("`{}: ", capitalised(key));
@@ -142,6 +147,7 @@ fn toml_form(fix: &str, key: &str) -> String {
     out
 }
 
+/// `copy` → `Copy`, as PROJECT.md spells its fields.
 pub(super) fn capitalised(key: &str) -> String {
     let mut c = key.chars();
     c.next()

@@ -70,6 +70,10 @@ pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
         p.tracker
             .reopen(&bead.id, "braids: retried by a person")
             .map_err(|e| anyhow!("{slug}: {} could not be reopened: {e}", bead.id))?;
+        crate::lifecycle::record_tracker(
+            &p.entry.path,
+            &format!("braids: {} retried by a person", bead.id),
+        );
     }
     crate::events::emit(
         &p.entry.path,

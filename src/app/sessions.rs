@@ -211,7 +211,10 @@ pub fn kill(inst: &Installation, target: &str, after: AfterKill) -> Result<Kille
         AfterKill::Block(reason) => format!("by a person (`braids kill --block`): {reason}"),
         AfterKill::Requeue => "by a person (`braids kill`); the bead is requeued".into(),
     };
-    crate::session::log_stop(session, &why, chrono::Utc::now());
+    if outcome != KillOutcome::AlreadyGone {
+        let logs = inst.paths.session_logs(session.label.slug());
+        crate::session::log_stop(&logs, session, &why, chrono::Utc::now());
+    }
     inst.backend.forget(session)?;
     let bead = session.label.bead();
     let mut killed = Killed {
@@ -248,6 +251,12 @@ pub fn kill(inst: &Installation, target: &str, after: AfterKill) -> Result<Kille
         .with("session", &killed.session)
         .with("then", killed.then)
         .with("reason", &killed.reason)];
+    if killed.then != "closed" {
+        crate::lifecycle::record_tracker(
+            &p.entry.path,
+            &format!("braids: {bead} {} by a person", killed.then),
+        );
+    }
     if let (AfterKill::Block(reason), "blocked") = (&after, killed.then) {
         told.push(
             Draft::new(Kind::BeadBlocked)

@@ -93,7 +93,7 @@ impl Output for ProjectBeads {
 }
 
 pub fn list(paths: &Paths, a: BeadsArgs) -> Result<i32> {
-    let inst = installation::open_to_read(paths);
+    let inst = super::open_to_read(paths);
     let mut only = Vec::new();
     for s in &a.status {
         match BeadStatus::parse(s) {
@@ -155,7 +155,7 @@ pub fn retry(paths: &Paths, a: BeadArgs) -> Result<i32> {
 }
 
 pub fn logs(paths: &Paths, a: LogsArgs) -> Result<i32> {
-    let inst = installation::open_to_read(paths);
+    let inst = super::open_to_read(paths);
     let log = crate::app::logs::locate(&inst, &a.bead)?;
     let stop = super::events::stop_on_signals();
     let out = std::io::stdout().lock();
@@ -206,7 +206,7 @@ impl Output for History {
 }
 
 pub fn history(paths: &Paths, a: HistoryArgs) -> Result<i32> {
-    let _ = crate::installation::load_to_read(paths);
+    let _ = super::open_to_read(paths);
     let since = Utc::now() - chrono::Duration::from_std(a.since)?;
     let events = crate::app::history::history(paths, a.project.as_deref(), since, a.limit)?;
     History(events).print(a.json);

@@ -59,7 +59,8 @@ impl Output for CostReport {
 }
 
 pub fn run(paths: &Paths, a: CostArgs) -> Result<i32> {
-    let _ = crate::installation::load_to_read(paths);
+    // Only for its warning: a person learns of a broken config.toml whatever they run.
+    let _ = super::open_to_read(paths);
     let now = Utc::now();
     let since = now - chrono::Duration::from_std(a.since)?;
     crate::app::cost::report(paths, a.by, since, now).print(a.json);

@@ -10,7 +10,8 @@ use crate::events::Event;
 use crate::paths::Paths;
 
 pub fn run(paths: &Paths, a: EventsArgs) -> Result<i32> {
-    let _ = crate::installation::load_to_read(paths);
+    // Only for its warning: a person learns of a broken config.toml whatever they run.
+    let _ = super::open_to_read(paths);
     let sources = crate::app::events::sources(paths, a.project.as_deref())?;
     let mut cursor = crate::app::events::cursor(&sources, a.since);
     let mut out = std::io::stdout().lock();

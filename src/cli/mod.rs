@@ -147,8 +147,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print a shell completion script: `braids completions bash > ~/.local/share/bash-completion/completions/braids`.
     Completions(CompletionsArgs),
-    /// Print the man page (roff): `braids man > ~/.local/share/man/man1/braids.1`.
-    Man,
+    /// Print the man page (roff), or write every page, one per command, into a folder:
+    /// `braids man --dir ~/.local/share/man/man1`.
+    Man(ManArgs),
     /// The scripted agent the demo and the tests use in place of an LLM.
     #[command(hide = true)]
     StandInAgent(StandInArgs),
@@ -456,6 +457,13 @@ pub struct CostArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `braids.1` and a page per command (`braids-tick.1`, …) into this folder.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
@@ -476,12 +484,22 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
+/// [`crate::installation::open_to_read`], its warning (a config.toml that does not load) on
+/// stderr.
+fn open_to_read(paths: &Paths) -> crate::installation::Installation {
+    let (inst, warning) = crate::installation::open_to_read(paths);
+    if let Some(w) = warning {
+        eprintln!("braids: warning: {w}");
+    }
+    inst
+}
+
 /// Parses the process arguments, runs the command, returns the exit code.
 pub fn run() -> std::process::ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Completions(a) => return reference::completions(a.shell),
-        Command::Man => return reference::man(),
+        Command::Man(a) => return reference::man(a.dir.as_deref()),
         _ => {}
     }
     crate::logging::init(cli.verbose, cli.log_format);
@@ -525,7 +543,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
         Command::SandboxExec(a) => sandbox_exec::run(a),
-        Command::Completions(_) | Command::Man => unreachable!("answered before the paths"),
+        Command::Completions(_) | Command::Man(_) => unreachable!("answered before the paths"),
     };
     crate::exit::from_result(result)
 }

@@ -13,7 +13,19 @@ pub fn completions(shell: clap_complete::Shell) -> ExitCode {
     print(&out)
 }
 
-pub fn man() -> ExitCode {
+pub fn man(dir: Option<&std::path::Path>) -> ExitCode {
+    if let Some(dir) = dir {
+        return match clap_mangen::generate_to(Cli::command(), dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!(
+                    "braids: cannot write the man pages into {}: {e}",
+                    dir.display()
+                );
+                ExitCode::from(2)
+            }
+        };
+    }
     let mut out = Vec::new();
     match clap_mangen::Man::new(Cli::command()).render(&mut out) {
         Ok(()) => print(&out),
@@ -24,11 +36,18 @@ pub fn man() -> ExitCode {
     }
 }
 
-/// Writes `bytes` to stdout; a reader that went away (`| head`) ends it quietly.
+/// Writes `bytes` to stdout; a reader that went away (`| head`) ends it quietly, any other
+/// failure (a full disk) is an error.
 fn print(bytes: &[u8]) -> ExitCode {
     use std::io::Write as _;
-    let _ = std::io::stdout().lock().write_all(bytes);
-    ExitCode::SUCCESS
+    match std::io::stdout().lock().write_all(bytes) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("braids: cannot write to standard output: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ impl Output for SessionList {
 }
 
 pub fn list(paths: &Paths, json: bool) -> Result<i32> {
-    let inst = installation::open_to_read(paths);
+    let inst = super::open_to_read(paths);
     let mut sessions = crate::app::sessions::list(&inst, Utc::now())?;
     if json {
         sessions.retain(|l| l.session.running);

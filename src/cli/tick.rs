@@ -72,7 +72,7 @@ impl Output for StatusView {
 
 /// `braids status`: the STATUS.md picture, computed now, changing nothing.
 pub fn status(paths: &Paths, json: bool) -> Result<i32> {
-    let inst = installation::open_to_read(paths);
+    let inst = super::open_to_read(paths);
     crate::app::status::status(&inst, Utc::now())?.print(json);
     Ok(EXIT_OK)
 }

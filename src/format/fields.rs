@@ -280,7 +280,10 @@ fn like<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
         .map(|k| (normalize_key(k), *k))
         .filter_map(|(norm, k)| {
             let d = strsim::damerau_levenshtein(key, &norm);
-            let inside = key.len() >= 5 && (norm.contains(key) || key.contains(norm.as_str()));
+            // `Workers` for `MaxWorkers`, never `Copyright` for `Copy`.
+            let inside = key.len() >= 5
+                && key.len().abs_diff(norm.len()) <= 3
+                && (norm.contains(key) || key.contains(norm.as_str()));
             (d <= allowed || inside).then_some((d, k))
         })
         .min()
@@ -513,14 +516,17 @@ mod tests {
 
     #[test]
     fn a_misspelled_key_is_named_with_the_one_it_resembles() {
-        let known = ["Status", "Priority", "MaxWorkers", "WorkerTimeout"];
-        assert_eq!(like("priorty", &known), Some("Priority"));
-        assert_eq!(like("maxworker", &known), Some("MaxWorkers"));
-        assert_eq!(like("timeout", &known), Some("WorkerTimeout"));
-        assert_eq!(like("statsu", &known), Some("Status"));
-        assert_eq!(like("owner", &known), None);
-        assert_eq!(like("state", &known), None);
-        assert_eq!(like("notes", &known), None);
+        let known = crate::format::project::FIELDS;
+        assert_eq!(like("priorty", known), Some("Priority"));
+        assert_eq!(like("maxworker", known), Some("MaxWorkers"));
+        assert_eq!(like("workers", known), Some("MaxWorkers"));
+        assert_eq!(like("stalltimout", known), Some("StallTimeout"));
+        assert_eq!(like("copyright", known), None);
+        assert_eq!(like("keepalive", known), None);
+        assert_eq!(like("statsu", known), Some("Status"));
+        assert_eq!(like("owner", known), None);
+        assert_eq!(like("state", known), None);
+        assert_eq!(like("notes", known), None);
     }
 
     #[test]

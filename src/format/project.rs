@@ -420,7 +420,9 @@ fn read_number(
 /// `3`, `3600`, `3600s`, `3,600`, `60 min`, `90m`, `1h`, `2h30m`, `2 (keep it low)`; `0`, `-1`,
 /// `abc` → `None`.
 pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
+    // `90 minutes, for now`: what follows a comma and a space is a comment.
     let v = clean_value(raw);
+    let v = v.split_once(", ").map_or(v, |(head, _)| head);
     if units {
         // `1h 30min`: a duration in several words, read whole rather than cut at the first.
         let all: Vec<&str> = v.split_whitespace().collect();
@@ -443,6 +445,12 @@ pub(crate) fn parse_positive(raw: &str, units: bool) -> Option<u64> {
     let num = thousands(num)?;
     let (unit, rest) = match (unit.is_empty(), split_word(rest)) {
         (true, (w, after)) if units && multiplier(w).is_some() => (w, after),
+        // A count says what it counts: `3 workers`.
+        (true, (w, after))
+            if !units && matches!(w.to_ascii_lowercase().as_str(), "worker" | "workers") =>
+        {
+            ("", after)
+        }
         (_, _) => (unit, rest),
     };
     if !is_comment(rest) {
@@ -663,6 +671,13 @@ mod tests {
         assert_eq!(parse_positive("**3,600** seconds", true), Some(3600));
         assert_eq!(parse_positive("90 min; for now", true), Some(5400));
         assert_eq!(parse_positive("2 — at most", false), Some(2));
+        assert_eq!(parse_positive("90 minutes, for now", true), Some(5400));
+        assert_eq!(
+            parse_positive("4 hours, builds are slow", true),
+            Some(14400)
+        );
+        assert_eq!(parse_positive("2, at most", false), Some(2));
+        assert_eq!(parse_positive("1h 30min, a long job", true), Some(5400));
         assert_eq!(parse_positive("60 min", true), Some(3600));
         assert_eq!(parse_positive("1h", true), Some(3600));
         assert_eq!(parse_positive("2 (keep it low)", false), Some(2));
@@ -674,7 +689,8 @@ mod tests {
         assert_eq!(parse_positive("1h 30min", true), Some(5400));
         assert_eq!(parse_positive("1h 30min (long job)", true), Some(5400));
         assert_eq!(parse_positive("2h30m", false), None);
-        assert_eq!(parse_positive("3 workers", false), None);
+        assert_eq!(parse_positive("3 workers", false), Some(3));
+        assert_eq!(parse_positive("3 wrokers", false), None);
         for bad in [
             "0",
             "-1",

@@ -328,8 +328,10 @@ impl Attempts {
     /// than `age` go (their bead was closed, deleted, or done by hand).
     pub fn prune(&mut self, now: DateTime<Utc>, age: Duration) {
         for beads in self.beads.values_mut() {
+            // A blocked bead's count stays until a retry or a success forgets it.
             beads.retain(|_, r| {
-                r.not_before.is_some_and(|t| t > now)
+                r.blocked_after > 0
+                    || r.not_before.is_some_and(|t| t > now)
                     || r.failures.last().is_some_and(|f| now - f.at < age)
             });
         }

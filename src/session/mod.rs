@@ -178,6 +178,23 @@ pub struct SessionProblem {
     pub detail: String,
 }
 
+impl SessionProblem {
+    /// What STATUS.md and `braids status` say of it.
+    pub fn sentence(&self) -> String {
+        match &self.label {
+            Some(l) => format!(
+                "{l}: session record {} cannot be read ({}); counted as running until a \
+                 person checks the worker and fixes or removes the record",
+                self.location, self.detail
+            ),
+            None => format!(
+                "session record {} cannot be read ({}) and names no session; fix or remove it",
+                self.location, self.detail
+            ),
+        }
+    }
+}
+
 /// What a backend observed: its sessions, and the records it could not read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Survey {
@@ -303,22 +320,17 @@ pub fn installed(
 }
 
 /// Ends a stopped worker's log with who stopped it and why, so the log does not just break
-/// off. A log that cannot be written to is left as it is.
-pub fn log_stop(session: &Session, why: &str, now: DateTime<Utc>) {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
+/// off. Only a log in its project's folder of session logs (`logs`) is written, through no
+/// link: the record naming it may have been changed by the agent (a tmux option).
+pub fn log_stop(logs: &std::path::Path, session: &Session, why: &str, now: DateTime<Utc>) {
     let Some(log) = &session.log else {
         return;
     };
-    let opened = std::fs::OpenOptions::new()
-        .append(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(log);
-    if let Ok(mut f) = opened {
-        let _ = writeln!(
-            f,
-            "\n[braids {}] worker stopped: {why}",
-            now.format("%Y-%m-%d %H:%M:%S UTC")
-        );
+    let line = format!(
+        "\n[braids {}] worker stopped: {why}\n",
+        now.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    if let Err(e) = crate::beneath::append(logs, log, line.as_bytes()) {
+        tracing::debug!(label = %session.label, "the stop is not in the worker's log: {e}");
     }
 }

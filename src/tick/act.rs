@@ -162,8 +162,16 @@ pub fn act_with(
             }
         };
         tracing::debug!(label = %z.session.label, reason = %z.reason, "zombie {}", if dry_run { "found" } else { "killed" });
-        if !dry_run {
-            crate::session::log_stop(&z.session, &format!("by the tick: {}", z.why()), now);
+        // Told in its log when the tick stopped it (not when it was gone already).
+        let stopped = matches!(outcome, Some(KillOutcome::Terminated | KillOutcome::Killed));
+        if stopped
+            && !matches!(
+                z.reason,
+                ZombieReason::SessionEnded | ZombieReason::WorkerGone
+            )
+        {
+            let logs = fx.paths.session_logs(z.session.label.slug());
+            crate::session::log_stop(&logs, &z.session, &format!("by the tick: {}", z.why()), now);
         }
         match fx
             .retry
@@ -232,6 +240,14 @@ pub fn act_with(
 
     out.still_held = unkilled.iter().cloned().collect();
     for r in plan.releases.iter().filter(|r| !unkilled.contains(&r.bead)) {
+        // Its stop this run tripped its breaker: blocked, never opened again.
+        if out
+            .blocked
+            .iter()
+            .any(|(s, b, _)| *s == r.slug && *b == r.bead)
+        {
+            continue;
+        }
         if !dry_run {
             let Some(t) = fx.trackers.get(&r.slug) else {
                 continue;

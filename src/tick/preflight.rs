@@ -73,10 +73,14 @@ pub fn tell(
                 "[{}] No worker can start, so nothing is claimed: {why}.",
                 view.slug
             );
-            warnings.push(format!(
-                "{}: no worker can start, so nothing is claimed: {why}",
-                view.slug
-            ));
+            // config.toml's problem is the run's error already, said once for all projects.
+            let shared = format!("no worker can start: {why}");
+            if !observed.installation.contains(&shared) {
+                warnings.push(format!(
+                    "{}: no worker can start, so nothing is claimed: {why}",
+                    view.slug
+                ));
+            }
             // Its report is at the same place (see `check`), else found by slug.
             let config = match observed.reports.get(i).filter(|r| r.slug == view.slug) {
                 Some(r) => r.config.as_deref(),

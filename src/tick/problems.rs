@@ -12,14 +12,7 @@ use super::observe::Observed;
 pub fn standing(observed: &Observed, spawning_paused: Option<&String>) -> Vec<String> {
     let mut out: Vec<String> = spawning_paused.cloned().into_iter().collect();
     out.extend(observed.installation.iter().cloned());
-    out.extend(observed.snapshot.unreadable.iter().map(|p| {
-        format!(
-            "{}: session record {} cannot be read ({}); a tick counts it as running",
-            p.label.as_deref().unwrap_or("?"),
-            p.location,
-            p.detail
-        )
-    }));
+    out.extend(observed.snapshot.unreadable.iter().map(|p| p.sentence()));
     for r in &observed.reports {
         out.extend(r.error.as_ref().map(|e| format!("{}: {e}", r.slug)));
         out.extend(r.problems.iter().cloned());

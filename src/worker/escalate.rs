@@ -285,15 +285,8 @@ fn write_partial(
 
 impl Worker<'_> {
     /// What the tracker recorded of a run that landed nothing (a failed attempt, a block, a
-    /// question) is committed on its own, so the person's checkout is left clean of braids'
-    /// writes. Only on the base branch: a person's own branch is theirs.
+    /// question) is committed on its own ([`crate::lifecycle::commit_tracker`]).
     pub(super) fn commit_tracker(&self, run: &mut Run<'_, '_>, ending: &Ending) {
-        let root = &run.msg.project;
-        let files = tracker_files(root);
-        let base = crate::workspace::base_branch(root).ok();
-        if files.is_empty() || base.is_none() || crate::git::checked_out(root) != base {
-            return;
-        }
         let what = match ending {
             Ending::Retrying { failures, .. } => format!("attempt {failures} failed"),
             Ending::Blocked { .. } | Ending::Held { .. } | Ending::Failed { .. } => {
@@ -301,18 +294,19 @@ impl Worker<'_> {
             }
             Ending::DependenciesOpen { .. } => "waits for its dependencies".into(),
             Ending::AwaitingHuman | Ending::AwaitingApproval => "waits for a person".into(),
-            _ => "handed back".into(),
+            // Landed, never claimed, or handed back on a lock another worker holds.
+            Ending::Completed { .. }
+            | Ending::ClaimRefused
+            | Ending::IterationFrozen
+            | Ending::HandedBack { .. } => return,
         };
+        let root = &run.msg.project;
         let message = format!("braids: {} {what}", run.msg.bead);
-        let committed = RepoLock::acquire(root).and_then(|_lock| {
-            let c = crate::git::commit_paths(root, &files, &message)?;
-            if c.is_some() {
-                push(run, root, base.as_deref());
+        match crate::lifecycle::commit_tracker(root, &message) {
+            Ok(Some((c, base))) => {
+                run.step("commit", format!("{c} {message} (the tracker's record)"));
+                push(run, root, Some(&base));
             }
-            Ok(c)
-        });
-        match committed {
-            Ok(Some(c)) => run.step("commit", format!("{c} {message} (the tracker's record)")),
             Ok(None) => {}
             Err(e) => run.step(
                 "commit",

@@ -238,8 +238,16 @@ mod readme_tests {
                 .map(str::to_string)
                 .collect()
         };
-        let mut names: Vec<String> = quoted("            (\"")
-            .into_iter()
+        // The placeholders: the names in `let vars = [ ("name", …), … ];`.
+        let vars = source
+            .split("let vars = [")
+            .nth(1)
+            .and_then(|v| v.split("];").next());
+        let mut names: Vec<String> = vars
+            .unwrap_or_default()
+            .split("(\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
             .map(|p| format!("`{{{p}}}`"))
             .collect();
         names.extend(quoted(".env(\"").into_iter().map(|v| format!("`{v}`")));

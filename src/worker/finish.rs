@@ -118,10 +118,11 @@ impl Worker<'_> {
         if let Some(landing) = &landing {
             crate::atomic::write(&plan, &serde_json::to_vec(landing)?)?;
         }
-        if let Err(e) = self
+        let closed = self
             .tracker
-            .close(bead_id, report.summary.as_deref().unwrap_or("done"))
-        {
+            .close(bead_id, report.summary.as_deref().unwrap_or("done"));
+        // A timeout or a busy database may have closed it after all: an error like any other.
+        if let Err(e @ crate::tracker::TrackerError::Failed { .. }) = closed {
             // The work is done but the tracker will not close the bead (an open child, say):
             // kept for a person to land once they have fixed that, never run again.
             let _ = std::fs::remove_file(&plan);
@@ -139,6 +140,7 @@ impl Worker<'_> {
                 format!("{why}, then `braids retry {bead_id}`; the work is left uncommitted in the project's checkout"),
             );
         }
+        closed?;
         run.step("close", "bead closed");
         crate::crash_point!("worker::after_close");
         let commit = match &landing {

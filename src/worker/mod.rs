@@ -208,9 +208,7 @@ impl Worker<'_> {
             }
         };
         self.close_workspace(&mut run, &l, matches!(ending, Ending::Held { .. }));
-        if !matches!(ending, Ending::Completed { .. } | Ending::ClaimRefused) {
-            self.commit_tracker(&mut run, &ending);
-        }
+        self.commit_tracker(&mut run, &ending);
         let told = events::ending(
             &ending,
             msg.bead.as_str(),

@@ -137,7 +137,9 @@ fn json_logs_are_one_object_per_line() {
 
 #[test]
 fn errors_are_counted_in_the_info_line_and_spelled_out_at_warn() {
-    let sb = Install::new().build();
+    let sb = Install::new()
+        .config("[worker]\nexecutor = [\"true\"]\n")
+        .build();
     sb.new_project("app").stub_br().create();
     sb.script("bin/br", "echo 'database is locked' >&2; exit 1");
     let (_, err) = logged(sb.tick().human());

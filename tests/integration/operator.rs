@@ -54,36 +54,45 @@ fn commit_fixture(sb: &Sandbox, slug: &str) {
     assert_eq!(dirty(sb, slug), "");
 }
 
-/// The pid of a live `sleep 617`, the hung agent below.
-fn hung_agent() -> Option<u32> {
+/// The pid of a live `sleep 623` of this sandbox (its HOME), the hung agent below.
+fn hung_agent(sb: &Sandbox) -> Option<u32> {
+    let home = format!("HOME={}", sb.home().display());
     crate::support::procs::pids().find(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00617\x00")
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00623\x00")
+            && std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|e| e.split(|b| *b == 0).any(|v| v == home.as_bytes()))
             && crate::support::procs::alive(*pid)
     })
 }
 
 #[test]
 fn c2_7_a_hung_agent_is_gone_within_its_stall_timeout_and_the_stop_is_counted_everywhere() {
-    // Hangs silently on every attempt; StallTimeout 15 s; ticks every 2 s as a scheduler would
+    // Hangs silently on every attempt; StallTimeout 30 s; ticks every 2 s as a scheduler would
     // run them, never forced, so the idle backoff (15 minutes) applies between them.
-    let sb = install("exec sleep 617\n", "[worker]\nretry_backoff = \"1h\"\n");
+    let sb = install("exec sleep 623\n", "[worker]\nretry_backoff = \"1h\"\n");
     let app = sb
         .new_project("app")
         .br()
         .beads(1)
-        .field("StallTimeout", "15s")
+        .field("StallTimeout", "30s")
         .create();
     let bead = app.beads[0].clone();
     let first = sb.tick().run();
-    assert_eq!(first.spawned_beads(), [bead.clone()], "{first:#?}");
-    wait_for("the agent running", Duration::from_secs(60), hung_agent);
+    assert_eq!(
+        first.spawned_beads(),
+        std::slice::from_ref(&bead),
+        "{first:#?}"
+    );
+    wait_for("the agent running", Duration::from_secs(60), || {
+        hung_agent(&sb)
+    });
     let started = Instant::now();
     let mut skipped = 0;
-    while hung_agent().is_some() {
+    while hung_agent(&sb).is_some() {
         let r = sb.tick().run();
         skipped += usize::from(r.run == braids::tick::RunType::Skipped);
         assert!(
-            started.elapsed() < Duration::from_secs(90),
+            started.elapsed() < Duration::from_secs(120),
             "the hung agent outlived its StallTimeout by more than a minute: {r:#?}"
         );
         std::thread::sleep(Duration::from_secs(2));
@@ -109,7 +118,7 @@ fn c2_7_a_hung_agent_is_gone_within_its_stall_timeout_and_the_stop_is_counted_ev
     let history = sb.ok(&["history", "app"]);
     assert!(
         history.contains(
-            "attempt 1 failed: stalled: no output and no changed file for its StallTimeout of 15s"
+            "attempt 1 failed: stalled: no output and no changed file for its StallTimeout of 30s"
         ),
         "{history}"
     );

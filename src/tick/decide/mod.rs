@@ -30,7 +30,6 @@ use chrono::{DateTime, Utc};
 
 use crate::model::{Bead, BeadId, BeadStatus, SessionLabel};
 pub use crate::retry::breaker::Gate;
-use crate::session::SessionProblem;
 use crate::workspace::WorkspaceMode;
 
 mod deadlines;
@@ -155,13 +154,11 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     // lost) while its workers run. Not spawned again, and never released as stranded.
     let mut orphan_live: BTreeSet<&BeadId> = BTreeSet::new();
     let mut errors = Vec::new();
-    let unreadable: Vec<(Option<SessionLabel>, &SessionProblem)> = snap
+    // An unreadable record counts as its session running (`problems::standing` tells it).
+    let unreadable: Vec<Option<SessionLabel>> = snap
         .unreadable
         .iter()
-        .map(|p| {
-            let label = p.label.as_deref().and_then(|l| SessionLabel::parse(l).ok());
-            (label, p)
-        })
+        .map(|p| p.label.as_deref().and_then(|l| SessionLabel::parse(l).ok()))
         .collect();
     for s in &snap.sessions {
         let bead = s.label.bead();
@@ -257,7 +254,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             }
         }
     }
-    for (label, problem) in &unreadable {
+    for label in &unreadable {
         if let Some(l) = label.as_ref().filter(|l| !by_slug.contains_key(l.slug())) {
             orphan_live.insert(l.bead());
         }
@@ -268,17 +265,6 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         if let Some((p, _)) = held {
             *healthy.entry(p.slug.clone()).or_default() += 1;
         }
-        errors.push(match label {
-            Some(l) => format!(
-                "{l}: session record {} cannot be read ({}); counted as running until a \
-                 person checks the worker and fixes or removes the record",
-                problem.location, problem.detail
-            ),
-            None => format!(
-                "session record {} cannot be read ({}) and names no session; fix or remove it",
-                problem.location, problem.detail
-            ),
-        });
     }
 
     // A worker stopped for its time or a stall, or whose agent outlived it, with a claim:

@@ -104,8 +104,8 @@ pub struct ProjectReport {
     pub checkin: Checkin,
     /// PROJECT.md `Channel`: where check-ins go; none means none are sent.
     pub channel: Option<String>,
-    /// PROJECT.md as read this run, for notifications (`None` in read-only runs). Boxed: a
-    /// dry run's 10,000 reports would each carry its space for nothing.
+    /// PROJECT.md as read this run, for notifications and the preflight (`None` in a dry
+    /// run). Boxed: a dry run's 10,000 reports would each carry its space for nothing.
     #[serde(skip)]
     pub config: Option<Box<ProjectConfig>>,
 }
