@@ -144,17 +144,14 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
             "until it is fixed, ticks claim nothing for this project",
         ));
     }
-    if let Some(f) = project.value.field("workspace") {
-        let v = crate::format::fields::clean_value(&f.value);
-        if crate::workspace::WorkspaceMode::parse(v).is_none() {
-            out.push(Diagnostic::error(
-                &project_md,
-                Some(f.line),
-                "workspace",
-                format!("Workspace `{v}` is not worktree or shared, so each bead gets a worktree of its own"),
-                "write `Workspace: shared` to have agents work in the project itself, or `worktree` (the default)",
-            ));
-        }
+    if let Some((line, message, fix)) = crate::workspace::WorkspaceMode::problem(&project.value) {
+        out.push(Diagnostic::error(
+            &project_md,
+            Some(line),
+            "workspace",
+            message,
+            fix,
+        ));
     }
     for e in config.workspace.escaping(Some(&project.value)) {
         if let Some(line) = e.line {

@@ -81,14 +81,36 @@ impl WorkspaceMode {
         }
     }
 
-    /// What a project asked for in PROJECT.md (`Workspace: shared`); a worktree per bead
-    /// otherwise.
+    /// What a project asked for in PROJECT.md (`Workspace: shared`, a comment after it
+    /// allowed); a worktree per bead otherwise.
     pub fn of(config: &crate::format::project::ProjectConfig) -> WorkspaceMode {
         config
             .field("workspace")
-            .and_then(|f| WorkspaceMode::parse(f.clean_value()))
+            .and_then(|f| WorkspaceMode::parse(first_word(f.clean_value())))
             .unwrap_or_default()
     }
+
+    /// PROJECT.md's `Workspace:` when it is neither mode: its line, what is wrong, the fix.
+    pub fn problem(
+        config: &crate::format::project::ProjectConfig,
+    ) -> Option<(usize, String, &'static str)> {
+        let f = config.field("workspace")?;
+        let v = f.clean_value();
+        WorkspaceMode::parse(first_word(v)).is_none().then(|| {
+            (
+                f.line,
+                format!("Workspace `{v}` is not worktree or shared, so each bead gets a worktree of its own"),
+                "write `Workspace: shared` to have agents work in the project itself, or `worktree` (the default)",
+            )
+        })
+    }
+}
+
+/// `shared (one checkout)` → `shared`.
+fn first_word(v: &str) -> &str {
+    v.split(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or_default()
 }
 
 /// One agent's place to work.

@@ -155,7 +155,7 @@ fn c1_2_typos_in_durations_numbers_and_field_names_are_caught_with_their_lines()
     let text = std::fs::read_to_string(&md).unwrap();
     let text = text.replacen(
         "- **Status:** active\n",
-        "- **Status:** active\n- **WorkerTimeout:** 90 minuets\n- **StallTimeout:** 1 hourz\n- **Priorty:** high\n- **MaxWorker:** 2\n- **Owner:** Ana\n",
+        "- **Status:** active\n- **WorkerTimeout:** 90 minuets\n- **StallTimeout:** 1 hourz\n- **Priorty:** high\n- **MaxWorker:** 2\n- **Owner:** Ana\n- **Workspace:** sharde\n",
         1,
     );
     std::fs::write(&md, &text).unwrap();
@@ -174,6 +174,7 @@ fn c1_2_typos_in_durations_numbers_and_field_names_are_caught_with_their_lines()
         ),
         ("Priorty", "did you mean `Priority`?"),
         ("MaxWorker:", "did you mean `MaxWorkers`?"),
+        ("sharde", "Workspace `sharde` is not worktree or shared"),
     ] {
         let at = format!("PROJECT.md:{}:", line(needle));
         assert!(
@@ -185,6 +186,12 @@ fn c1_2_typos_in_durations_numbers_and_field_names_are_caught_with_their_lines()
     assert!(
         !said.contains("Owner"),
         "a person's own field is not a typo: {said}"
+    );
+    // The tick shows what a typo costs too, not only `check`.
+    let status = sb.ok(&["status"]);
+    assert!(
+        status.contains("Workspace `sharde` is not worktree or shared"),
+        "{status}"
     );
     // Never read as 90 seconds: the default stands until it is fixed.
     let r = sb.tick().dry_run().force().json();

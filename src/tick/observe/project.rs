@@ -119,6 +119,12 @@ pub(super) fn observe_project(
     view.held_by_budget.clone_from(&held_by_budget);
     let mut report = base_report(entry);
     report.problems.clone_from(&problems);
+    if let Some((line, message, fix)) = WorkspaceMode::problem(&config) {
+        let md = root.join(".braids/PROJECT.md");
+        report
+            .problems
+            .push(format!("{}:{line}: {message} (fix: {fix})", md.display()));
+    }
     report.name = config.name.clone().unwrap_or_else(|| entry.slug.clone());
     report.project_status = config.status;
     report.priority = config.priority;
