@@ -182,20 +182,24 @@ fn land(
     p.tracker
         .close(id, "braids: its held work was approved by a person")
         .map_err(|e| anyhow!("{slug}: {id} could not be closed: {e}"))?;
+    // Blocked again with the branch kept, and told as any block is.
+    let block_again = |why: &str| {
+        let _ = p.tracker.block(id, why);
+        crate::events::emit(
+            root,
+            slug,
+            vec![Draft::new(Kind::BeadBlocked)
+                .bead(id)
+                .with("reason", why)
+                .with("kept", branch)],
+        );
+    };
     let commit = match wss.land(ws, &landing) {
         Ok(c) => c,
         Err(e) => {
-            // Closed but not landed is not done (3.6): blocked again, the branch kept.
+            // Closed but not landed is not done (3.6).
             let why = format!("its approved work could not land: {e:#}");
-            let _ = p.tracker.block(id, &why);
-            crate::events::emit(
-                root,
-                slug,
-                vec![Draft::new(Kind::BeadBlocked)
-                    .bead(id)
-                    .with("reason", &why)
-                    .with("kept", branch)],
-            );
+            block_again(&why);
             bail!("{id}: {why}; it stays on branch {branch}");
         }
     };
@@ -221,15 +225,7 @@ fn land(
             .find(|k| crate::git::bead_of(&k.subject) == Some(id.as_str()))
         {
             let why = format!("its approved work conflicts with the upstream: {k}");
-            let _ = p.tracker.block(id, &why);
-            crate::events::emit(
-                root,
-                slug,
-                vec![Draft::new(Kind::BeadBlocked)
-                    .bead(id)
-                    .with("reason", &why)
-                    .with("kept", branch)],
-            );
+            block_again(&why);
             bail!("{id}: {why}");
         }
     }

@@ -12,19 +12,15 @@ printf '# %s\n\n## Summary\n\nDid %s.\n' "$BRAIDS_BEAD" "$BRAIDS_BEAD" > "$1"
 printf 'status: pass\nsummary: did it\n' > "$BRAIDS_RESULT_FILE"
 "#;
 
-fn install(agent: &str, extra: &str) -> Sandbox {
-    let sb = Install::new()
+/// Real workers running `agent` (see [`Install::agent`]), a kill grace of 5 s, and `extra`.
+pub(crate) fn install(agent: &str, extra: &str) -> Sandbox {
+    let mut i = Install::new()
         .config("[sessions]\nkill_grace_secs = 5\n")
-        .build();
-    let agent = sb.script("bin/agent", agent);
-    sb.config(&format!(
-        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\n",
-        agent.display().to_string()
-    ));
+        .agent(agent);
     if !extra.is_empty() {
-        sb.config(extra);
+        i = i.config(extra);
     }
-    sb
+    i.build()
 }
 
 /// A bare upstream for the project, whose pushes are received through `hook` (a

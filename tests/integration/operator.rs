@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::never_stuck::install;
 use crate::support::{label, wait_for, Install, ReportExt, Sandbox};
 
 /// Writes its deliverable (`$1`) and a passing status report costing 0.1 USD.
@@ -11,21 +12,6 @@ const AGENT: &str = r#"mkdir -p "$(dirname "$1")"
 printf '# %s\n\n## Summary\n\nDid %s.\n' "$BRAIDS_BEAD" "$BRAIDS_BEAD" > "$1"
 printf 'status: pass\nsummary: did it\ncost_usd: 0.1\n' > "$BRAIDS_RESULT_FILE"
 "#;
-
-fn install(agent: &str, extra: &str) -> Sandbox {
-    let sb = Install::new()
-        .config("[sessions]\nkill_grace_secs = 5\n")
-        .build();
-    let agent = sb.script("bin/agent", agent);
-    sb.config(&format!(
-        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\n",
-        agent.display().to_string()
-    ));
-    if !extra.is_empty() {
-        sb.config(extra);
-    }
-    sb
-}
 
 fn json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
     let out = sb.ok(args);

@@ -65,6 +65,7 @@ pub fn br_init(dir: &Path, prefix: &str, home: Option<&Path>) {
 pub struct Install {
     sb: Sandbox,
     worker: Option<String>,
+    agent: Option<String>,
     config: Vec<String>,
     plain_registry: bool,
 }
@@ -74,6 +75,7 @@ impl Install {
         Install {
             sb: Sandbox::new(),
             worker: None,
+            agent: None,
             config: Vec::new(),
             plain_registry: false,
         }
@@ -83,6 +85,13 @@ impl Install {
     /// stdin: [`SLEEPER`], [`QUITTER`] or a test's own.
     pub fn worker(mut self, body: &str) -> Install {
         self.worker = Some(body.to_string());
+        self
+    }
+
+    /// Real `braids worker`s run this `sh` body as their agent (`bin/agent`, the executor),
+    /// with the deliverable's path as `$1`.
+    pub fn agent(mut self, body: &str) -> Install {
+        self.agent = Some(body.to_string());
         self
     }
 
@@ -117,6 +126,13 @@ impl Install {
             sb.config(&format!(
                 "[worker]\ncommand = [{:?}]\n",
                 script.display().to_string()
+            ));
+        }
+        if let Some(body) = &self.agent {
+            let agent = sb.script("bin/agent", body);
+            sb.config(&format!(
+                "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\n",
+                agent.display().to_string()
             ));
         }
         for toml in &self.config {
