@@ -59,7 +59,8 @@ pub fn commit_tracker(root: &Path, message: &str) -> Result<Option<(git2::Oid, S
 }
 
 /// [`commit_tracker`], then a push when the base branch has an upstream; a push that fails is
-/// owed and retried by later ticks. For the tick and a person's commands; errors are logged.
+/// owed and retried by later ticks. For a person's commands (the tick never commits, 2.1);
+/// errors are logged.
 pub fn record_tracker(root: &Path, message: &str) {
     match commit_tracker(root, message) {
         Ok(Some((_, base))) if crate::git::has_upstream(root, &base) => {

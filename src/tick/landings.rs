@@ -115,18 +115,3 @@ pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) -> Vec<Bead
     }
     pending
 }
-
-/// Commits what this run wrote in the trackers of projects where it released or blocked a
-/// bead (no worker is left to), so their checkouts stay clean
-/// ([`crate::lifecycle::record_tracker`]).
-pub fn record_trackers(outcome: &super::act::Outcome, reports: &[super::observe::ProjectReport]) {
-    let touched: std::collections::BTreeSet<&str> = outcome
-        .released
-        .iter()
-        .map(|r| r.project.as_str())
-        .chain(outcome.blocked.iter().map(|(s, _, _)| s.as_str()))
-        .collect();
-    for r in reports.iter().filter(|r| touched.contains(r.slug.as_str())) {
-        crate::lifecycle::record_tracker(&r.path, "braids: beads released or blocked by the tick");
-    }
-}

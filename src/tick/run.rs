@@ -76,9 +76,6 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
         &mut |a| ahead.record(a),
     );
     retry.probing(&plan, outcome.spawned.len(), now);
-    if !opts.dry_run {
-        super::landings::record_trackers(&outcome, &observed.reports);
-    }
     let (completed, completion_errors) = match opts.dry_run {
         true => (Vec::new(), Vec::new()),
         false => act::finish_iterations(

@@ -108,16 +108,18 @@ fn closed(sb: &Sandbox, slug: &str, bead: &str, limit: Duration) {
 
 /// The bead lands as one commit with the agent's file, on the upstream.
 fn landed_on_upstream(sb: &Sandbox, bare: &Path, bead: &str) {
+    // The tracker's own records (`braids: <bead> attempt 1 failed`) are not landings.
+    let landing = |subject: &str| subject.contains(bead) && !subject.contains("braids: ");
     wait_for(&format!("{bead} pushed"), Duration::from_secs(120), || {
         sb.git(bare, &["log", "--format=%s", "main"])
-            .contains(bead)
+            .lines()
+            .any(landing)
             .then_some(())
     });
     let log = sb.git(bare, &["log", "--format=%H %s", "main"]);
-    // The tracker's own records (`braids: <bead> attempt 1 failed`) are not landings.
     let landing: Vec<&str> = log
         .lines()
-        .filter(|l| l.contains(bead) && !l.contains(" braids: "))
+        .filter(|l| landing(l))
         .filter_map(|l| l.split(' ').next())
         .collect();
     assert_eq!(landing.len(), 1, "one landing commit: {log}");
@@ -409,9 +411,10 @@ fn an_answer_resumes_the_agents_session(cli: Cli) {
         later.iter().all(|s| s.turns >= 2),
         "the session's history came along: {later:?}"
     );
-    wait_for(&format!("{bead} pushed"), Duration::from_secs(120), || {
+    wait_for(&format!("{bead} landed"), Duration::from_secs(120), || {
         sb.git(&bare, &["log", "--format=%s", "main"])
-            .contains(bead.as_str())
+            .lines()
+            .any(|s| s.contains(bead.as_str()) && !s.starts_with("braids: "))
             .then_some(())
     });
 }
