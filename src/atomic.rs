@@ -198,6 +198,38 @@ impl Streamed {
     }
 }
 
+/// Creates `path` with `bytes`, whole or not at all, and never over an existing file: a synced
+/// temp file is hard-linked to the final name, then the temp name is removed. Unlike a rename,
+/// `link(2)` is an inotify `IN_CREATE` on the final name, the one event a `inotifywait -e create`
+/// watcher waits for; and it fails rather than replace a file already there.
+pub fn publish(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".braids-tmp-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = tmp
+        .as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o666 & !umask()));
+    tmp.as_file()
+        .sync_all()
+        .with_context(|| format!("cannot sync {}", path.display()))?;
+    std::fs::hard_link(tmp.path(), path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    // The temp name goes when `tmp` drops; a crash before that leaves it for `sweep`.
+    drop(tmp);
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 /// Removes the temp files of writes that never finished (the writer was killed between creating
 /// and renaming one) from `dir`, when older than `age`; returns how many went.
 pub fn sweep(dir: &Path, age: std::time::Duration) -> usize {
@@ -235,6 +267,22 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn publish_creates_whole_and_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001-error.event");
+        publish(&path, b"{}\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
+        let err = publish(&path, b"other").unwrap_err();
+        assert!(format!("{err:#}").contains("cannot create"), "{err:#}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}\n", "left as it was");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["000001-error.event"], "no temp file left");
+    }
 
     #[test]
     fn update_json_adds_and_never_replaces_a_file_it_cannot_read() {

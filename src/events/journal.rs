@@ -2,7 +2,8 @@
 //! pruning what a supervisor has processed.
 //!
 //! An append takes the folder's `flock`, reads the counter `.seq` (the last id handed out),
-//! writes the counter forward and only then writes the events, each by temp + fsync + rename. A
+//! writes the counter forward and only then writes the events, each by temp + fsync + link
+//! (`atomic::publish`: a watcher's `inotifywait -e create` sees it, whole, under its final name). A
 //! crash anywhere leaves whole events and, at worst, a gap in the ids; an id is never handed out
 //! twice. The counter is only a cache of the largest id: when it is missing or unreadable the
 //! folder is scanned, and retention never prunes the newest event, so the scan always finds the
@@ -356,7 +357,7 @@ impl Held<'_> {
             // One line: `cat *.event >> log.jsonl` is JSON Lines.
             let mut bytes = serde_json::to_vec(&event)?;
             bytes.push(b'\n');
-            crate::atomic::write(&j.dir.join(name), &bytes)?;
+            crate::atomic::publish(&j.dir.join(name), &bytes)?;
             written.push(event);
         }
         let mut status = j.load_status(now);

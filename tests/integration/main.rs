@@ -51,6 +51,7 @@ mod repository;
 mod sandbox;
 mod schedule;
 mod schedule_cron;
+mod seed_supervisors;
 mod serve;
 mod serve_load;
 mod sessions;
