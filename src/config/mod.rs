@@ -108,8 +108,9 @@ pub struct WorkerConfig {
     /// The agent the worker runs: a preset's name (`"claude-code"`), or an argv template with
     /// `{prompt_file}`, `{project}`, `{bead}`, `{timeout}` placeholders.
     pub executor: crate::agent::Choice,
-    /// Extra attempts after a failed one (3.10): a bead is blocked after `1 + retries`
-    /// consecutive failures (the per-bead breaker, [`crate::retry`]).
+    /// Extra attempts after a failed one: a bead is blocked after `1 + retries` consecutive
+    /// failures (the per-bead breaker, [`crate::retry`]). One by default, CONTRACTS 3.10's
+    /// "retry once".
     pub retries: u32,
     /// The wait after a bead's first failure, doubled after each further one (`"1m"`, `"30s"`).
     #[serde(deserialize_with = "span")]
@@ -130,7 +131,7 @@ impl Default for WorkerConfig {
         WorkerConfig {
             command: Vec::new(),
             executor: crate::agent::Choice::default(),
-            retries: 2,
+            retries: 1,
             retry_backoff: std::time::Duration::from_secs(60),
             retry_backoff_max: std::time::Duration::from_secs(3600),
             sandbox: crate::sandbox::Kind::Off,
@@ -604,6 +605,33 @@ mod tests {
         assert_eq!(l.config.sessions.backend, BackendKind::Tmux);
         assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
         assert!(l.warnings[0].contains("tick.max_wrokers"));
+    }
+
+    /// CONTRACTS 3.10, "retry once": with the default configuration a bead's first failure is
+    /// retried and its second blocks it.
+    #[test]
+    fn c3_10_the_default_is_to_retry_once() {
+        use crate::retry::{AfterFailure, Attempts, Failure};
+        let p = WorkerConfig::default().retry_policy();
+        assert_eq!(p.retries, 1);
+        let mut a = Attempts::default();
+        let (dir, b) = (
+            Path::new("/p/app"),
+            crate::model::BeadId::new("app-1").unwrap(),
+        );
+        let now = chrono::Utc::now();
+        assert!(matches!(
+            a.fail(dir, &b, Failure::new(now, "exit 1"), &p, true),
+            AfterFailure::Retry { failures: 1, .. }
+        ));
+        let later = now + chrono::Duration::minutes(5);
+        match a.fail(dir, &b, Failure::new(later, "exit 1"), &p, true) {
+            AfterFailure::Block { reason, failures } => {
+                assert_eq!(failures.len(), 2);
+                assert!(reason.starts_with("failed 2 times in a row"), "{reason}");
+            }
+            other => panic!("the second failure blocks: {other:?}"),
+        }
     }
 
     #[test]

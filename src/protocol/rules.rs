@@ -179,7 +179,7 @@ pub const DEFAULTS: &[DefaultRule] = &[
         on_fail_default: None,
         on_fail: &[],
         max_attempts: 1,
-        timeout_min: 10,
+        timeout_min: 5,
         requires_human: false,
         claude_reads: &[".ai/HANDOFF.md"],
         claude_writes: &[
@@ -448,6 +448,57 @@ mod tests {
                 assert!(r.get(*to).is_some(), "{} routes to {to}", rule.step);
             }
         }
+    }
+
+    /// Every default step against the numbers the seeds print: seed 002's rules table (v0.11)
+    /// for the chain, seed 001's quick reference and its pre-hook's initial STATE.json
+    /// (`max_attempts: 1`, `timeout_min: 5`) for `bootstrap`. `review` is a person's step the
+    /// seeds give no numbers; braids' 3 and 5 bound how often it is sent back and how long a
+    /// dispatch of it may run.
+    #[test]
+    fn c10_15_every_default_step_holds_the_seeds_numbers() {
+        use Step::*;
+        // step, next_on_pass, max_attempts, timeout_min, requires_human, treat_failing_as_pass
+        let table = [
+            (Bootstrap, Bdd, 1, 5, false, false),
+            (Bdd, SddDelta, 3, 5, false, false),
+            (SddDelta, Contract, 3, 5, false, false),
+            (Contract, Review, 2, 5, false, false),
+            (Review, Scaffold, 3, 5, true, false),
+            (Scaffold, Impl, 2, 5, false, true),
+            (Impl, Verify, 5, 10, false, false),
+            (Verify, Commit, 2, 5, false, false),
+            (Commit, UpdateMemory, 2, 3, false, false),
+            (UpdateMemory, Done, 2, 3, false, false),
+        ];
+        let r = Rules::defaults();
+        assert_eq!(r.steps.len(), table.len());
+        for (step, next, max, timeout, human, failing_passes) in table {
+            let rule = r.get(step).unwrap();
+            assert_eq!(
+                (
+                    rule.next_on_pass,
+                    rule.max_attempts,
+                    rule.timeout_min,
+                    rule.requires_human,
+                    rule.treat_failing_as_pass
+                ),
+                (next, max, timeout, human, failing_passes),
+                "{step}"
+            );
+        }
+        // The seed's failure routes.
+        let route = |s: Step, why: Option<Reason>| r.get(s).unwrap().on_fail.target(s, why);
+        assert_eq!(route(Review, None), Bdd);
+        assert_eq!(route(Review, Some(NeedsClarification)), Bdd);
+        assert_eq!(route(Review, Some(ConstitutionViolation)), SddDelta);
+        assert_eq!(route(Review, Some(ScopeWarning)), SddDelta);
+        assert_eq!(route(Impl, Some(ScopeWarning)), Review);
+        assert_eq!(route(Verify, None), Impl);
+        for s in [Bdd, SddDelta, Contract, Scaffold, Commit, UpdateMemory] {
+            assert_eq!(route(s, None), s, "{s} retries itself");
+        }
+        assert_eq!(r.get(Commit).unwrap().runner, Runner::Braids);
     }
 
     #[test]

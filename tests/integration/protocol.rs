@@ -610,6 +610,22 @@ fn c10_8_a_person_drives_a_story_by_hand() {
     );
     sb.ok(&["story", "start", "app", &a.id, "--force"]);
     assert_eq!(a.at(), ("bdd".into(), "pending".into()));
+    let mut s = a.state();
+    s["step"] = "done".into();
+    s["status"] = "pass".into();
+    std::fs::write(&p, serde_json::to_string(&s).unwrap()).unwrap();
+    let e = sb.run(&["story", "start", "app", &a.id]);
+    assert!(
+        !e.status.success()
+            && String::from_utf8_lossy(&e.stderr).contains(&format!(
+                "{} is done; add --force to restart it anyway",
+                a.id
+            )),
+        "{e:?}"
+    );
+    assert_eq!(a.at(), ("done".into(), "pass".into()), "left as it was");
+    sb.ok(&["story", "start", "app", &a.id, "--force"]);
+    assert_eq!(a.at(), ("bdd".into(), "pending".into()));
     // A hand-edited file with a value braids does not know holds the story, named.
     std::fs::write(&p, r#"{"step": "impl", "status": "passing"}"#).unwrap();
     let e = sb.run(&["story", "show", "app", &a.id]);

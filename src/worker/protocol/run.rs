@@ -197,13 +197,7 @@ impl Worker<'_> {
         bead: &Bead,
     ) -> Result<Handoff> {
         let _lock = crate::app::iteration::RepoLock::acquire(&ws.project)?;
-        let mut skip: Vec<PathBuf> = NOT_COMMITTED.iter().map(|p| ws.dir.join(p)).collect();
-        skip.extend(
-            crate::lifecycle::TRACKER_FILES
-                .iter()
-                .map(|p| ws.dir.join(p)),
-        );
-        skip.extend(crate::events::GENERATED.iter().map(|p| ws.dir.join(p)));
+        let skip = commit_step_skips(&ws.dir);
         let message = format!(
             "feat({}): {}",
             bead.id,
@@ -227,6 +221,16 @@ impl Worker<'_> {
             ..Handoff::default()
         })
     }
+}
+
+/// What braids' `commit` step leaves out of the story's commit in workspace `dir`.
+fn commit_step_skips(dir: &Path) -> Vec<PathBuf> {
+    NOT_COMMITTED
+        .iter()
+        .chain(&crate::lifecycle::TRACKER_FILES)
+        .chain(crate::events::GENERATED)
+        .map(|p| dir.join(p))
+        .collect()
 }
 
 /// The roles a dispatched step runs with: one (the step itself) unless the story is a team
@@ -309,6 +313,60 @@ mod tests {
         let shell = crate::protocol::PostCheck::Shell("touch made-by-the-project".into()).argv();
         assert!(post_check(dir.path(), &shell).0);
         assert!(dir.path().join("made-by-the-project").exists());
+    }
+
+    /// Seed 002's commit step: "Do NOT commit PROJECT_MEMORY.md or .ai/history.md".
+    #[test]
+    fn c10_7_the_commit_step_leaves_out_the_memory_history_and_reports() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(root)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&["config", "user.name", "t"]);
+        git(&["config", "user.email", "t@t.invalid"]);
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        for rel in ["src/a.rs", "PROJECT_MEMORY.md", ".ai/history.md"] {
+            write(rel, "before\n");
+        }
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "start"]);
+        for rel in [
+            "src/a.rs",
+            "src/new.rs",
+            "PROJECT_MEMORY.md",
+            ".ai/history.md",
+            ".ai/HANDOFF.md",
+            ".ai/executor-result",
+        ] {
+            write(rel, "after\n");
+        }
+        let oid =
+            crate::git::commit_all_except(root, &commit_step_skips(root), &[], "feat(b-1): x")
+                .unwrap();
+        assert!(oid.is_some());
+        let files = git(&["show", "--name-only", "--format=", "HEAD"]);
+        assert_eq!(
+            files.lines().collect::<Vec<_>>(),
+            ["src/a.rs", "src/new.rs"],
+            "only the story's changes"
+        );
+        let left = git(&["status", "--porcelain"]);
+        assert!(
+            left.contains("PROJECT_MEMORY.md") && left.contains(".ai/history.md"),
+            "left for update-memory: {left}"
+        );
     }
 
     #[test]
