@@ -236,6 +236,14 @@ pub enum ToolsCommand {
     SliceDeps { slice: String },
     /// Every line naming a symbol as a whole word (`file:line`).
     FindSymbol { name: String },
+    /// Ask the cheap agent of config.toml's `[ask]` a question over a few files; it prints a
+    /// short answer (off until `[ask] executor` names a preset).
+    Ask {
+        question: String,
+        /// The files it may read, relative to --dir (cut to `[ask] max_bytes` together).
+        #[arg(long, num_args = 1.., value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -537,7 +545,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Daemon(a) => daemon::run(&paths, a),
         Command::Events(a) => events::run(&paths, a),
         Command::Supervise(a) => supervise::run(&paths, a),
-        Command::Tools(a) => tools::run(a),
+        Command::Tools(a) => tools::run(&paths, a),
         Command::Pause(a) => pause::pause(&paths, a),
         Command::Resume(a) => pause::resume(&paths, a),
         Command::Demo(a) => demo::run(a),

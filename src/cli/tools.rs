@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Output, ToolsArgs, ToolsCommand, EXIT_FINDINGS, EXIT_OK};
+use super::{Output, ToolsArgs, ToolsCommand, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 use crate::claw::tools;
 
 #[derive(Serialize)]
@@ -64,7 +64,21 @@ impl Output for Hits {
     }
 }
 
-pub fn run(a: ToolsArgs) -> Result<i32> {
+impl Output for crate::worker::ask::Answer {
+    fn text(&self) -> String {
+        let mut used = vec![self.executor.to_string()];
+        used.extend(self.model.clone());
+        if let (Some(i), Some(o)) = (self.usage.tokens_in, self.usage.tokens_out) {
+            used.push(format!("{i} tokens in, {o} out"));
+        }
+        if let Some(c) = self.usage.cost_usd {
+            used.push(format!("${:.4}", crate::cost::exact(c)));
+        }
+        format!("{}\n\n({})\n", self.answer, used.join(", "))
+    }
+}
+
+pub fn run(paths: &crate::paths::Paths, a: ToolsArgs) -> Result<i32> {
     let root = match a.dir {
         Some(d) => d,
         None => std::env::current_dir()?,
@@ -90,6 +104,16 @@ pub fn run(a: ToolsArgs) -> Result<i32> {
             }
         }
         ToolsCommand::SliceDeps { slice } => tools::slice_deps(&root, &slice)?.print(a.json),
+        ToolsCommand::Ask { question, files } => {
+            let config = crate::config::Config::load(&paths.config())?.config;
+            let Some(answer) = crate::worker::ask::ask(&config, &root, &question, &files)? else {
+                eprintln!(
+                    "braids: tools ask is off: name a cheap agent in config.toml, e.g. [ask] executor = \"claude-code\" and model = \"claude-haiku-4-5\""
+                );
+                return Ok(EXIT_USAGE);
+            };
+            answer.print(a.json);
+        }
         ToolsCommand::FindSymbol { name } => {
             let hits = tools::find_symbol(&root, &name)?;
             let found = !hits.is_empty();

@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod ask;
 mod workspace;
 
+pub use ask::AskConfig;
 pub use workspace::{escapes, Escaping, KeepSetting, WorkspaceConfig};
 
 use crate::session::BackendKind;
@@ -39,6 +41,8 @@ pub struct Config {
     pub executors: std::collections::BTreeMap<crate::agent::Preset, crate::agent::PresetSettings>,
     /// `[prices]`: dollars per million tokens by model, for CLIs that report no cost.
     pub prices: crate::agent::Prices,
+    /// `[ask]`: the cheap agent of `braids tools ask`.
+    pub ask: AskConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -93,6 +93,7 @@ fn c1_2_the_init_template_lists_every_key_braids_reads_with_its_default() {
             "openclaw",
             keys::<crate::session::openclaw::OpenClawSettings>(),
         ),
+        ("ask", keys::<AskConfig>()),
     ];
     // Maps keyed by a preset or a model: examples, commented, not defaults.
     let maps = ["executors", "prices"];

@@ -14,6 +14,7 @@
 //! the worker holds the repository's commit lock, which every worker of the repository takes
 //! to commit or push, and a termination signal waits until the fixed steps are done.
 
+pub mod ask;
 mod claim;
 pub mod claw_turn;
 mod context;

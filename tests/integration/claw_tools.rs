@@ -84,3 +84,91 @@ fn c8_7_the_exploration_tools_answer_from_the_tree() {
     // A pattern-looking name is a literal, never a regex.
     assert_eq!(tools(&["find-symbol", ".*"]).status.code(), Some(1));
 }
+
+/// `braids tools ask`: off until `[ask]` names a preset; then the real Claude Code CLI answers
+/// over the question and the named files, cut to `max_bytes`, with the cheap model asked for.
+#[test]
+fn c8_7_tools_ask_puts_a_bounded_question_to_the_cheap_agent() {
+    use crate::support::agent_cli::Cli;
+    use crate::support::agent_model::{AgentModel, Script};
+    let Some(cli) = Cli::Claude.installed() else {
+        return;
+    };
+    let sb = crate::support::Install::new().build();
+    let root = sb.home().join("app");
+    tree(&root);
+    std::fs::write(root.join("src/big.ts"), "// filler\n".repeat(2_000)).unwrap();
+    let dir = root.display().to_string();
+    let question = "How does the taskbar reach snapWindow?";
+    let ask = |more: &[&str]| {
+        let mut all = vec!["tools", "ask", question, "--dir", &dir];
+        all.extend(more);
+        sb.run(&all)
+    };
+
+    let off = ask(&["--files", "src/store/windowStore.ts"]);
+    assert_eq!(off.status.code(), Some(2), "{off:?}");
+    assert!(
+        String::from_utf8_lossy(&off.stderr).contains("tools ask is off"),
+        "{off:?}"
+    );
+
+    let model = AgentModel::start(Script::Write {
+        files: vec![],
+        final_text: "Taskbar imports useSnap, which calls snapWindow in windowStore.ts.".into(),
+    });
+    sb.config(&cli.config(sb.home(), &model.url(), &sb.path_var()));
+    sb.config(
+        "[ask]\nexecutor = \"claude-code\"\nmodel = \"claude-haiku-4-5\"\nmax_bytes = 4000\n",
+    );
+    let out = ask(&[
+        "--json",
+        "--files",
+        "src/slices/taskbar/Taskbar.tsx",
+        "src/slices/windows/hooks/useSnap.ts",
+        "src/big.ts",
+        "src/store/windowStore.ts",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["answer"],
+        "Taskbar imports useSnap, which calls snapWindow in windowStore.ts."
+    );
+    assert_eq!(
+        (v["tokens_in"].as_u64(), v["tokens_out"].as_u64()),
+        (Some(100), Some(20))
+    );
+    assert!(v["packet_bytes"].as_u64().unwrap() <= 4000, "{v}");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 1, "one model call: {seen:?}");
+    assert_eq!(seen[0].model, "claude-haiku-4-5");
+    let prompt = &seen[0].first_user;
+    assert!(prompt.contains(question), "{prompt}");
+    assert!(
+        prompt.contains("import { useSnap } from '../windows';"),
+        "the files reach the agent: {prompt}"
+    );
+    assert!(
+        prompt.contains("more bytes of src/big.ts left out]"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("=== src/store/windowStore.ts === (left out"),
+        "{prompt}"
+    );
+    // The agent ran in a directory of its own: nothing of the tree changed.
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/plain.ts")).unwrap(),
+        "export const nothing = 0;\n"
+    );
+
+    // A file outside the tree, or through a link, is refused before any agent runs.
+    let bad = ask(&["--files", "/etc/passwd"]);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("is outside"),
+        "{bad:?}"
+    );
+    assert_eq!(model.seen().len(), 1);
+}

@@ -4,6 +4,7 @@
 //! `src/slices/windows/`), named by its directory. Walks honour `.gitignore`, skip hidden
 //! files and run on every core; nothing read reaches a shell.
 
+pub mod ask;
 mod contract;
 mod deps;
 mod slices;

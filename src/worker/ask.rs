@@ -1,0 +1,105 @@
+//! `braids tools ask`: one run of the configured cheap agent over a question packet
+//! ([`crate::claw::tools::ask`]), in an empty directory of its own, so it answers from the
+//! packet and has nothing of the tree to change. It lives beside the worker because it runs an
+//! agent exactly as a worker does (the preset's command, its sandbox, its stream reader).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::agent::Preset;
+use crate::config::Config;
+use crate::model::BeadId;
+
+use super::{ExecRequest, Executor, PresetExecutor};
+
+/// What the agent answered.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer {
+    pub answer: String,
+    pub executor: Preset,
+    pub model: Option<String>,
+    #[serde(flatten)]
+    pub usage: crate::cost::Usage,
+    /// Bytes of the packet the agent was given.
+    pub packet_bytes: usize,
+}
+
+/// Asks `question` over `files` of the tree at `root`; `None` when `[ask]` names no executor.
+pub fn ask(
+    config: &Config,
+    root: &Path,
+    question: &str,
+    files: &[PathBuf],
+) -> Result<Option<Answer>> {
+    let Some(preset) = config.ask.executor else {
+        return Ok(None);
+    };
+    if question.trim().is_empty() {
+        bail!("the question is empty; write it as the argument: braids tools ask \"How does X reach Y?\"");
+    }
+    let sources = crate::claw::tools::ask::gather(root, files)?;
+    let packet = crate::claw::tools::ask::packet(question, &sources, config.ask.max_bytes);
+    let dir = tempfile::Builder::new().prefix("braids-ask-").tempdir()?;
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work)?;
+    let prompt_file = dir.path().join("prompt.md");
+    crate::atomic::write(&prompt_file, packet.as_bytes())?;
+    let model = (!config.ask.model.is_empty()).then(|| config.ask.model.clone());
+    let exec = PresetExecutor {
+        preset,
+        settings: config.preset_settings(preset),
+        model: model.clone(),
+        grace: Duration::from_secs(config.sessions.kill_grace_secs),
+        sandbox: config.sandbox_settings(preset.state_dirs()),
+    };
+    let req = ExecRequest {
+        project: work.clone(),
+        workspace: work,
+        bead: BeadId::new("tools-ask").expect("a valid id"),
+        prompt_file,
+        deliverable: dir.path().join("deliverable.md"),
+        result_file: dir.path().join("executor-result"),
+        timeout: Duration::from_secs(config.ask.timeout_secs),
+        activity: dir.path().join("activity"),
+        role: None,
+    };
+    let res = exec.run(&req)?;
+    let outcome = res.agent.clone().unwrap_or_default();
+    if res.timed_out {
+        bail!(
+            "{preset} did not answer within {} s; raise [ask] timeout_secs in config.toml or ask about fewer files",
+            config.ask.timeout_secs
+        );
+    }
+    let answer = outcome.final_text.clone().unwrap_or_default();
+    if res.code != Some(0) || answer.trim().is_empty() {
+        let why = outcome
+            .failed
+            .clone()
+            .unwrap_or_else(|| super::clip(res.tail.trim(), 400));
+        bail!(
+            "{preset} gave no answer (exit {}): {why}; `braids check` tests the [executors.{preset}] setup",
+            res.code.map_or("by a signal".into(), |c| c.to_string())
+        );
+    }
+    let mut usage = outcome.usage;
+    if usage.cost_usd.is_none() {
+        if let (Some(m), Some(i), Some(o)) = (
+            outcome.model.as_deref().or(model.as_deref()),
+            usage.tokens_in,
+            usage.tokens_out,
+        ) {
+            usage.cost_usd = crate::agent::priced(&config.prices, m, i, o);
+        }
+    }
+    Ok(Some(Answer {
+        answer: answer.trim().to_string(),
+        executor: preset,
+        model: outcome.model.or(model),
+        usage,
+        packet_bytes: packet.len(),
+    }))
+}
