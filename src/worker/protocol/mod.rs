@@ -37,7 +37,7 @@ mod level1;
 mod run;
 
 pub use level1::dispatch_one;
-use run::{post_check, team_roles};
+use run::post_check;
 
 impl Worker<'_> {
     /// Runs the story of `bead` from wherever its state says, in this session.
@@ -111,7 +111,7 @@ impl Worker<'_> {
                     prompt,
                 } => {
                     let rule = rules.get(step).expect("a dispatched step has a rule");
-                    let roles = team_roles(rule, mode);
+                    let roles = team::at_once(rule, mode);
                     let left = budget.saturating_sub(started.elapsed());
                     let needs = Duration::from_secs(u64::from(rule.timeout_min) * 60);
                     // A session is spawned for the slots of its first step: a team step later

@@ -229,15 +229,6 @@ impl Worker<'_> {
     }
 }
 
-/// The roles a dispatched step runs with: one (the step itself) unless the story is a team
-/// story and the step has roles.
-pub(super) fn team_roles(rule: &Rule, mode: team::Mode) -> Vec<crate::protocol::rules::Role> {
-    match mode {
-        team::Mode::Team if rule.team_roles.len() > 1 => rule.team_roles.clone(),
-        _ => Vec::new(),
-    }
-}
-
 /// A human instruction in the step's prompt goes into every role's prompt too.
 pub(super) fn carry_note(step_prompt: &str, role_prompt: String) -> String {
     let Some(start) = step_prompt.find("=== Human Instruction ===") else {
