@@ -135,6 +135,12 @@ pub fn merge(state: &StoryState, roles: &[(String, Option<Handoff>)]) -> Merged 
     let reason = roles
         .iter()
         .find_map(|(_, h)| h.as_ref().and_then(|h| h.reason));
+    // A role that would break a guardrail stops the whole step, naming the guardrail.
+    let conflict = roles.iter().find_map(|(role, h)| {
+        h.as_ref()
+            .filter(|h| h.guardrail_conflict)
+            .map(|h| format!("{role}: {}", h.summary.as_deref().unwrap_or("a guardrail")))
+    });
     let mut files: Vec<String> = Vec::new();
     let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut tests: Option<Tests> = None;
@@ -193,7 +199,8 @@ pub fn merge(state: &StoryState, roles: &[(String, Option<Handoff>)]) -> Merged 
         handoff: Handoff {
             status: Some(status),
             reason,
-            summary: Some(summary),
+            guardrail_conflict: conflict.is_some(),
+            summary: Some(conflict.unwrap_or(summary)),
             story: Some(story),
             step: Some(state.step.to_string()),
             files_changed: files,

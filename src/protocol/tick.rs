@@ -88,6 +88,11 @@ pub fn line(project: &str, bead: &str, loaded: &super::state::Loaded) -> Option<
             )),
             s.step
         ))
+    } else if s.status == Status::NeedsHuman && s.step != Step::Review {
+        Some(format!(
+            "a person's answer to: {} (`braids answer {project}:{bead} \"…\"`)",
+            crate::templates::clip(s.last_error.as_deref().unwrap_or("a question"), 200)
+        ))
     } else if s.status == Status::NeedsHuman {
         Some(format!(
             "a person's review (`braids review approve {project} {bead}` or `braids review reject {project} {bead} --reason …`)"

@@ -141,11 +141,20 @@ impl Worker<'_> {
                     self.save_story(&root, &bead_id, &d.state)?;
                     run.step("dispatch", format!("{step} attempt {attempt}"));
                     let timeout = needs.min(left.max(Duration::from_secs(1)));
+                    let prompt = super::context::story_prompt(l, &prompt);
                     let ran =
                         self.run_step(run, l, &ws, bead, &d.state, rule, &roles, &prompt, timeout)?;
+                    let conflict = match &ran {
+                        Ran::Report(Some(h)) if h.guardrail_conflict => Some(h.summary.clone()),
+                        _ => None,
+                    };
                     let history = self.history_file(l, &bead_id, &ws, memory.is_some());
                     state =
                         self.finish_step(run, &root, &bead_id, &d.state, rule, &ws, ran, &history)?;
+                    if let Some(which) = conflict {
+                        // As for a bead (3.10): blocked at once, never retried, a person told.
+                        return self.guardrail(run, l, bead, which.as_deref());
+                    }
                     if state.status == Status::Timeout {
                         self.timed_out(run, l, state.step, i64::from(state.timeout_min));
                     }

@@ -45,7 +45,10 @@ impl Worker<'_> {
         timeout: Duration,
     ) -> Result<Ran> {
         if rule.runner == Runner::Braids {
-            return Ok(Ran::Report(Some(self.commit_step(run, ws, bead)?)));
+            let research = l.project.autonomy == crate::model::Autonomy::ResearchOnly;
+            return Ok(Ran::Report(Some(
+                self.commit_step(run, ws, bead, research)?,
+            )));
         }
         let wd = work_dir(&self.paths.braids_dir, &l.slug, &bead.id);
         let tag = format!("{}-{}", state.step, state.attempt);
@@ -72,7 +75,7 @@ impl Worker<'_> {
         for role in roles {
             // The note was taken into the step's prompt by the dispatch; each role gets it.
             let p = crate::protocol::prompt::build_for(state, rule, None, Some(role));
-            let p = carry_note(prompt, p);
+            let p = super::super::context::story_prompt(l, &carry_note(prompt, p));
             let file = wd.join(format!("prompt-{tag}-{}.md", role.name));
             crate::atomic::write(&file, p.as_bytes())?;
             let _ = std::fs::remove_file(ws.dir.join(team::handoff_of(&role.name)));
@@ -189,13 +192,27 @@ impl Worker<'_> {
 
     /// braids' own `commit` step: the story's changes staged and committed with a conventional
     /// message carrying the story id; the hash recorded. Nothing to commit still passes, with
-    /// the current commit.
+    /// the current commit. A research-only project commits nothing here: only the deliverable
+    /// lands, at `done`, as for a bead (3.11).
     pub(super) fn commit_step(
         &self,
         run: &mut Run<'_, '_>,
         ws: &Workspace,
         bead: &Bead,
+        research_only: bool,
     ) -> Result<Handoff> {
+        if research_only {
+            run.step(
+                "commit",
+                "research-only: nothing committed; only the deliverable lands",
+            );
+            return Ok(Handoff {
+                status: Some(Status::Pass),
+                summary: Some("research-only: nothing committed".into()),
+                source: "braids",
+                ..Handoff::default()
+            });
+        }
         let _lock = crate::app::iteration::RepoLock::acquire(&ws.project)?;
         let mut skip: Vec<PathBuf> = NOT_COMMITTED.iter().map(|p| ws.dir.join(p)).collect();
         skip.extend(
