@@ -87,7 +87,10 @@ impl Setup {
         let bare = sb.home().join("upstream.git");
         sb.git(sb.home(), &["init", "-q", "--bare", bare.to_str().unwrap()]);
         sb.git(&root, &["add", "-A"]);
-        sb.git(&root, &["commit", "-qm", "protocol project", "--allow-empty"]);
+        sb.git(
+            &root,
+            &["commit", "-qm", "protocol project", "--allow-empty"],
+        );
         sb.git(&root, &["remote", "add", "origin", bare.to_str().unwrap()]);
         sb.git(&root, &["push", "-q", "-u", "origin", "HEAD"]);
         let bead = app.beads[0].clone();
@@ -200,7 +203,9 @@ fn c10_13_a_story_keeps_the_guardrails_and_the_context_order_of_a_bead() {
     assert_eq!(t.tick(), 0);
     let runs = t.agent_log();
     assert_eq!(
-        runs.iter().filter(|l| l.starts_with("start sdd-delta")).count(),
+        runs.iter()
+            .filter(|l| l.starts_with("start sdd-delta"))
+            .count(),
         1,
         "{runs:?}"
     );
@@ -226,7 +231,8 @@ fn c10_13_a_research_only_story_lands_only_its_deliverable() {
     assert!(
         landed
             .lines()
-            .any(|l| l.starts_with(".braids/iterations/001/") && l.ends_with(".md")
+            .any(|l| l.starts_with(".braids/iterations/001/")
+                && l.ends_with(".md")
                 && l.contains(t.bead.trim_start_matches("app-"))),
         "{landed}"
     );
@@ -278,17 +284,18 @@ fn c10_14_a_question_at_a_step_asks_a_person_and_the_answer_resumes_it() {
         t.notes()
     );
     assert!(
-        t.events()
-            .iter()
-            .any(|e| e["type"] == "question"
-                && e["message"].as_str().is_some_and(|m| m.contains("Should coupons stack?"))),
+        t.events().iter().any(|e| e["type"] == "question"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Should coupons stack?"))),
         "{:?}",
         t.events()
     );
     // it holds its claim and no slot: nothing is spawned while it waits
     assert_eq!(t.bead_status(), "in_progress");
     assert_eq!(t.tick(), 0);
-    let out = t.sb.ok(&["answer", &format!("app:{}", t.bead), "No, never."]);
+    let out =
+        t.sb.ok(&["answer", &format!("app:{}", t.bead), "No, never."]);
     assert!(out.contains("No, never."), "{out}");
     assert_eq!(t.at(), ("sdd-delta".into(), "pending".into(), 1));
     assert_eq!(t.tick(), 1);
@@ -298,7 +305,10 @@ fn c10_14_a_question_at_a_step_asks_a_person_and_the_answer_resumes_it() {
             && again.contains("A person answered: No, never."),
         "{again}"
     );
-    assert!(again.contains("  attempt: 1\n"), "no attempt spent: {again}");
+    assert!(
+        again.contains("  attempt: 1\n"),
+        "no attempt spent: {again}"
+    );
     assert_eq!(t.at(), ("review".into(), "needs_human".into(), 1));
 }
 
@@ -316,7 +326,10 @@ fn c10_6_an_l_story_verifies_after_every_implementer_ended() {
     assert_eq!(t.bead_status(), "closed", "{:?}", t.at());
     let log = t.agent_log();
     let time = |l: &String| -> u128 { l.rsplit(' ').next().unwrap().parse().unwrap() };
-    let impl_roles: Vec<&String> = log.iter().filter(|l| l.starts_with("start impl ")).collect();
+    let impl_roles: Vec<&String> = log
+        .iter()
+        .filter(|l| l.starts_with("start impl "))
+        .collect();
     let mut roles: Vec<&str> = impl_roles
         .iter()
         .map(|l| l.split(' ').nth(2).unwrap())
@@ -329,7 +342,10 @@ fn c10_6_an_l_story_verifies_after_every_implementer_ended() {
         .map(time)
         .collect::<Vec<_>>();
     assert_eq!(impl_ended.len(), 3, "{log:?}");
-    let verify: Vec<&String> = log.iter().filter(|l| l.starts_with("start verify ")).collect();
+    let verify: Vec<&String> = log
+        .iter()
+        .filter(|l| l.starts_with("start verify "))
+        .collect();
     assert_eq!(verify.len(), 1, "one verifier: {log:?}");
     assert!(verify[0].starts_with("start verify single"), "{log:?}");
     assert!(

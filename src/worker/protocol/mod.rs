@@ -310,7 +310,7 @@ impl Worker<'_> {
                 self.save_story(root, bead, &s)?;
                 return Ok(s);
             }
-            Ran::Report(found) => found,
+            Ran::Report(found) => found.map(|h| *h),
         };
         for w in found.iter().flat_map(|h| &h.warnings) {
             tracing::warn!(bead = %bead, "{w}");
@@ -362,7 +362,7 @@ const MEMORY_WAIT: Duration = Duration::from_secs(3600);
 
 /// What running a step gave.
 pub(super) enum Ran {
-    Report(Option<Handoff>),
+    Report(Option<Box<Handoff>>),
     TimedOut,
 }
 

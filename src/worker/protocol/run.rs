@@ -46,9 +46,9 @@ impl Worker<'_> {
     ) -> Result<Ran> {
         if rule.runner == Runner::Braids {
             let research = l.project.autonomy == crate::model::Autonomy::ResearchOnly;
-            return Ok(Ran::Report(Some(
+            return Ok(Ran::Report(Some(Box::new(
                 self.commit_step(run, ws, bead, research)?,
-            )));
+            ))));
         }
         let wd = work_dir(&self.paths.braids_dir, &l.slug, &bead.id);
         let tag = format!("{}-{}", state.step, state.attempt);
@@ -68,7 +68,7 @@ impl Worker<'_> {
                 .then(|| handoff::read(&ws.dir, handoff::HANDOFF))
                 .flatten();
             let _ = std::fs::remove_file(ws.dir.join(handoff::EXECUTOR_RESULT));
-            return Ok(Ran::Report(found.map(|h| with_exit(h, &res))));
+            return Ok(Ran::Report(found.map(|h| Box::new(with_exit(h, &res)))));
         }
         // A team: one executor per role at once, each with its own prompt and handoff file.
         let mut jobs = Vec::new();
@@ -142,7 +142,7 @@ impl Worker<'_> {
                 format!("conflict: {file} written by {}", roles.join(" and ")),
             );
         }
-        Ok(Ran::Report(Some(merged.handoff)))
+        Ok(Ran::Report(Some(Box::new(merged.handoff))))
     }
 
     pub(super) fn request(
