@@ -83,7 +83,7 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
                     Some(step.to_string()),
                     kind,
                     format!(
-                        "The executor asked at {step}: {}. Run `braids answer {slug}:{id} \"…\"`; the answer reaches {step}'s next prompt, no attempt spent.",
+                        "The executor asks at {step}: \"{}\"; run `braids answer {slug}:{id} \"…\"`, and the answer reaches {step}'s next prompt, no attempt spent.",
                         s.last_error.as_deref().unwrap_or("a question")
                     ),
                 ),
