@@ -36,7 +36,57 @@ pub fn answer(
     if text.is_empty() {
         bail!("the answer is empty; write what the agent should know, in quotes");
     }
+    if let Some(answered) = story_answer(inst, target, text, now)? {
+        return Ok(answered);
+    }
     respond(inst, target, text, None, now)
+}
+
+/// A protocol story that asked at a step keeps its claim while it waits (CONTRACTS 10.5), so
+/// its bead is not blocked as a bead's question is: the answer goes to the story's next
+/// prompt. `None` when `target` is no such story.
+fn story_answer(
+    inst: &Installation,
+    target: &str,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Answered>> {
+    let found = beads::locate(inst, target, false)?;
+    let (p, bead) = (&found.project, &found.bead);
+    if crate::protocol::Pipeline::of(&p.config) != crate::protocol::Pipeline::Protocol {
+        return Ok(None);
+    }
+    let Some(question) = super::story::asked(&found)? else {
+        return Ok(None);
+    };
+    let slug = p.entry.slug.clone();
+    p.refuse_if_paused(&bead.id)?;
+    super::story::answer(inst, &slug, bead.id.as_str(), text)?;
+    crate::answers::record(
+        &inst.paths,
+        &slug,
+        &bead.id,
+        Answer {
+            question: question.clone(),
+            answer: text.to_string(),
+            at: now,
+        },
+    )?;
+    crate::events::emit(
+        &p.entry.path,
+        &slug,
+        vec![Draft::new(Kind::Answered)
+            .bead(&bead.id)
+            .with("question", &question)
+            .with("message", text)],
+    );
+    Ok(Some(Answered {
+        project: slug,
+        bead: bead.id.to_string(),
+        question,
+        answer: text.to_string(),
+        kind: WaitKind::Question,
+    }))
 }
 
 /// What an approval did: a plan approved, or held work landed.

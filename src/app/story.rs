@@ -79,6 +79,14 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
                         cmd("story dispatch")
                     ),
                 ),
+                Action::NeedsHuman { step, .. } if step != Step::Review => (
+                    Some(step.to_string()),
+                    kind,
+                    format!(
+                        "The executor asks at {step}: \"{}\"; run `braids answer {slug}:{id} \"…\"`, and the answer reaches {step}'s next prompt, no attempt spent.",
+                        s.last_error.as_deref().unwrap_or("a question")
+                    ),
+                ),
                 Action::NeedsHuman { step, .. } => (
                     Some(step.to_string()),
                     kind,
@@ -279,6 +287,37 @@ pub fn note(inst: &Installation, project: &str, bead: &str, text: &str) -> Resul
             s.status = Status::Pending;
         }
         Ok((s, "note recorded for the next prompt".into()))
+    })
+}
+
+/// The question a story's executor asked at a step (not a review) and waits to have answered.
+pub fn asked(found: &Located) -> Result<Option<String>> {
+    Ok(current(found)?
+        .filter(|s| s.status == Status::NeedsHuman && s.step != Step::Review)
+        .map(|s| s.last_error.unwrap_or_else(|| "a question".into())))
+}
+
+/// `braids answer` for a story: the question and its answer go into the waiting step's next
+/// prompt (once, as a note), and the step runs again at the same attempt.
+pub fn answer(inst: &Installation, project: &str, bead: &str, text: &str) -> Result<Changed> {
+    change(inst, project, bead, |found, cur| {
+        let Some(cur) = cur.filter(|s| s.status == Status::NeedsHuman && s.step != Step::Review)
+        else {
+            bail!(
+                "{} asked nothing: its story waits for no answer",
+                found.bead.id
+            );
+        };
+        let mut s = cur.clone();
+        let question = s.last_error.take().unwrap_or_else(|| "a question".into());
+        s.human_note = Some(format!("You asked: {question}\nA person answered: {text}"));
+        s.status = Status::Pending;
+        s.reason = None;
+        s.dispatched_at = None;
+        Ok((
+            s,
+            format!("answered; {} runs again with the answer", cur.step),
+        ))
     })
 }
 

@@ -38,7 +38,13 @@ pub struct Handoff {
     pub source: &'static str,
     /// Values that were not valid, as written.
     pub warnings: Vec<String>,
+    /// `reason: guardrail_conflict`: the work would break a Guardrail. Not one of the
+    /// protocol's reasons: braids stops the story as it stops a bead (CONTRACTS 10.13).
+    pub guardrail_conflict: bool,
 }
+
+/// The reason an agent gives when the work would break a Guardrail (CONTRACTS 3.10).
+pub const GUARDRAIL_CONFLICT: &str = "guardrail_conflict";
 
 /// The protocol's status values an executor may report (`timeout` is read as `failing`).
 fn status_of(v: &str, warnings: &mut Vec<String>) -> Status {
@@ -96,6 +102,7 @@ pub fn parse_executor_result(text: &str) -> Option<Handoff> {
         let v = clean(v);
         match k.trim().to_ascii_lowercase().as_str() {
             "status" => status = Some(v),
+            "reason" if v == GUARDRAIL_CONFLICT => h.guardrail_conflict = true,
             "reason" => h.reason = reason_of(&v, &mut h.warnings),
             "summary" => h.summary = Some(v).filter(|s| !s.is_empty()),
             "commit_hash" => h.commit_hash = Some(v).filter(|s| !s.is_empty() && s != "null"),
@@ -183,8 +190,10 @@ fn from_front_matter(front: &str, body: &str) -> Handoff {
         Some(s) => Some(status_of(&s, &mut h.warnings)),
         None => None,
     };
-    h.reason = get("reason")
-        .and_then(scalar)
+    let reason = get("reason").and_then(scalar);
+    h.guardrail_conflict = reason.as_deref() == Some(GUARDRAIL_CONFLICT);
+    h.reason = reason
+        .filter(|_| !h.guardrail_conflict)
         .and_then(|r| reason_of(&r, &mut h.warnings));
     h.summary = get("summary").and_then(scalar).filter(|s| !s.is_empty());
     h.story = get("story")
@@ -289,6 +298,16 @@ pub fn apply(
     if status == Status::Timeout {
         status = Status::Failing;
     }
+    if h.guardrail_conflict {
+        // The worker blocks the story's bead at once; the step failed, the reason recorded.
+        status = Status::Failing;
+        error = Some(format!(
+            "guardrail conflict: {}",
+            h.summary
+                .as_deref()
+                .unwrap_or("the executor named no guardrail")
+        ));
+    }
     // Scaffold's red tests are its correct output.
     if status == Status::Failing
         && h.reason.is_none()
@@ -296,6 +315,14 @@ pub fn apply(
         && error.is_none()
     {
         status = Status::Pass;
+    }
+    // A question goes to a person at the step that asked it, whatever the step: no attempt
+    // is spent and no route taken (CONTRACTS 10.14, seed 001's post-hook).
+    let asked = !rule.requires_human
+        && !h.guardrail_conflict
+        && (status == Status::NeedsHuman || h.reason == Some(Reason::NeedsClarification));
+    if asked {
+        status = Status::NeedsHuman;
     }
     s.status = status;
     s.reason = h.reason;
@@ -316,9 +343,26 @@ pub fn apply(
         Status::Failing => error
             .or_else(|| (!h.warnings.is_empty()).then(|| h.warnings.join("; ")))
             .or_else(|| h.summary.clone()),
+        // The question itself, for the person asked and for the prompt that carries the answer.
+        Status::NeedsHuman => Some(question(h)),
         _ => None,
     };
     s
+}
+
+/// What an executor asked: its summary, else the first line of its report's body that is
+/// not a heading.
+fn question(h: &Handoff) -> String {
+    h.summary
+        .clone()
+        .or_else(|| {
+            h.body
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(|l| crate::templates::clip(l, 300))
+        })
+        .unwrap_or_else(|| format!("the executor asked a question (see {})", h.source))
 }
 
 /// The `post_check`'s verdict on a step: `lint_pass`, and a failure keeps the step failing.

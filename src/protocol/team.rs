@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::handoff::Handoff;
+use super::rules::{Role, Rule};
 use super::state::{StoryState, Tests};
 use super::step::Status;
 
@@ -70,6 +71,29 @@ pub fn mode(c: Option<Complexity>, parallel: usize) -> Mode {
     }
 }
 
+/// The role that checks the implementers' work. It never runs beside them: verification
+/// starts once their handoffs are merged and passed, as the story's own `verify` step (seed
+/// 002 v0.11: "parallel impl (backend/frontend/test teammates)"; seed 000's consolidated
+/// HANDOFF leaves the "integration test ready to run in verify step").
+pub const VERIFY_ROLE: &str = "verify";
+
+/// The roles that run at once for a dispatched step: one executor per role of a team story's
+/// step, never the [`VERIFY_ROLE`]. Empty: one executor, the step's own (a single story, a
+/// step without roles, or one role left).
+#[must_use]
+pub fn at_once(rule: &Rule, mode: Mode) -> Vec<Role> {
+    let roles: Vec<Role> = rule
+        .team_roles
+        .iter()
+        .filter(|r| r.name != VERIFY_ROLE)
+        .cloned()
+        .collect();
+    match mode {
+        Mode::Team if roles.len() > 1 => roles,
+        _ => Vec::new(),
+    }
+}
+
 /// Where a role writes its own handoff, relative to the workspace.
 pub fn handoff_of(role: &str) -> String {
     format!(".ai/handoffs/{role}.md")
@@ -111,6 +135,12 @@ pub fn merge(state: &StoryState, roles: &[(String, Option<Handoff>)]) -> Merged 
     let reason = roles
         .iter()
         .find_map(|(_, h)| h.as_ref().and_then(|h| h.reason));
+    // A role that would break a guardrail stops the whole step, naming the guardrail.
+    let conflict = roles.iter().find_map(|(role, h)| {
+        h.as_ref()
+            .filter(|h| h.guardrail_conflict)
+            .map(|h| format!("{role}: {}", h.summary.as_deref().unwrap_or("a guardrail")))
+    });
     let mut files: Vec<String> = Vec::new();
     let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut tests: Option<Tests> = None;
@@ -169,7 +199,8 @@ pub fn merge(state: &StoryState, roles: &[(String, Option<Handoff>)]) -> Merged 
         handoff: Handoff {
             status: Some(status),
             reason,
-            summary: Some(summary),
+            guardrail_conflict: conflict.is_some(),
+            summary: Some(conflict.unwrap_or(summary)),
             story: Some(story),
             step: Some(state.step.to_string()),
             files_changed: files,
@@ -400,5 +431,92 @@ mod tests {
             Some(Status::Failing),
             "no roles, no pass"
         );
+    }
+
+    #[test]
+    fn c10_6_verification_runs_after_the_implementers_merge() {
+        use crate::protocol::rules::Rules;
+        use crate::protocol::{dispatch, Action};
+        let rules = Rules::defaults();
+        let names = |r: &[Role]| r.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
+        // (step, mode) → the roles that run at once, with the default roles
+        let cases: [(Step, Mode, &[&str]); 6] = [
+            (Step::Impl, Mode::Team, &["backend", "frontend", "test"]),
+            (Step::Impl, Mode::Single, &[]),
+            (Step::Verify, Mode::Team, &[]),
+            (Step::Bdd, Mode::Team, &[]),
+            (Step::Scaffold, Mode::Team, &[]),
+            (Step::UpdateMemory, Mode::Team, &[]),
+        ];
+        for (step, mode, want) in cases {
+            let got = names(&at_once(rules.get(step).unwrap(), mode));
+            assert_eq!(got, want, "{step} in {mode:?}");
+        }
+        assert!(
+            rules
+                .get(Step::Impl)
+                .unwrap()
+                .team_roles
+                .iter()
+                .any(|r| r.name == VERIFY_ROLE),
+            "seed 000's table keeps its verify role; it is never run beside the implementers"
+        );
+        // a project's own roles: a verify role is left out, and one role left is no team
+        let mut rule = rules.get(Step::Bdd).unwrap().clone();
+        let role = |n: &str| Role {
+            name: n.into(),
+            claude_reads: vec![],
+            claude_writes: vec![],
+        };
+        rule.team_roles = vec![role("writer"), role("verify")];
+        assert!(at_once(&rule, Mode::Team).is_empty());
+        rule.team_roles = vec![role("a"), role("verify"), role("b")];
+        assert_eq!(names(&at_once(&rule, Mode::Team)), ["a", "b"]);
+        // the implementers' merged pass dispatches the verify step, one executor
+        let t0 = chrono::DateTime::UNIX_EPOCH;
+        let mut s = StoryState::new("app", &BeadId::new("app-3").unwrap(), Step::Impl);
+        s.status = Status::Running;
+        s.max_attempts = rules.get(Step::Impl).unwrap().max_attempts;
+        let merged = merge(
+            &s,
+            &[
+                ("backend".into(), h(Status::Pass, None, &["a.go"], (1, 0))),
+                ("frontend".into(), h(Status::Pass, None, &["b.ts"], (1, 0))),
+                ("test".into(), h(Status::Pass, None, &["a_test.go"], (2, 0))),
+            ],
+        );
+        let impl_rule = rules.get(Step::Impl).unwrap();
+        let after = crate::protocol::handoff::apply(&s, Some(&merged.handoff), impl_rule, t0);
+        let d = dispatch(&after, &rules, t0);
+        assert!(
+            matches!(
+                d.action,
+                Action::Dispatched {
+                    step: Step::Verify,
+                    attempt: 1,
+                    ..
+                }
+            ),
+            "{:?}",
+            d.action
+        );
+        assert!(at_once(rules.get(Step::Verify).unwrap(), Mode::Team).is_empty());
+        // a failing merge retries impl: verification waits for a merge that passes
+        let failed = merge(
+            &s,
+            &[
+                ("backend".into(), h(Status::Pass, None, &[], (1, 0))),
+                ("test".into(), h(Status::Failing, None, &[], (0, 1))),
+            ],
+        );
+        let after = crate::protocol::handoff::apply(&s, Some(&failed.handoff), impl_rule, t0);
+        assert!(matches!(
+            dispatch(&after, &rules, t0).action,
+            Action::Dispatched {
+                step: Step::Impl,
+                attempt: 2,
+                ..
+            }
+        ));
     }
 }

@@ -30,7 +30,9 @@ pub struct StoryView {
 #[must_use]
 pub fn view(state: &StoryState, rules: &Rules, mode: Mode) -> StoryView {
     let running = state.status == Status::Running;
-    let roles = rules.get(state.step).map_or(0, |r| r.team_roles.len());
+    let roles = rules
+        .get(state.step)
+        .map_or(0, |r| super::team::at_once(r, mode).len());
     StoryView {
         step: state.step,
         status: state.status,
@@ -42,11 +44,7 @@ pub fn view(state: &StoryState, rules: &Rules, mode: Mode) -> StoryView {
             .map(|d| d + Duration::minutes(i64::from(state.timeout_min))),
         running_since: running.then_some(state.dispatched_at).flatten(),
         done: state.is_done(),
-        weight: if mode == Mode::Team && roles > 1 {
-            roles
-        } else {
-            1
-        },
+        weight: roles.max(1),
     }
 }
 
@@ -89,6 +87,11 @@ pub fn line(project: &str, bead: &str, loaded: &super::state::Loaded) -> Option<
                 crate::templates::clip(e, 200)
             )),
             s.step
+        ))
+    } else if s.status == Status::NeedsHuman && s.step != Step::Review {
+        Some(format!(
+            "a person's answer to: {} (`braids answer {project}:{bead} \"…\"`)",
+            crate::templates::clip(s.last_error.as_deref().unwrap_or("a question"), 200)
         ))
     } else if s.status == Status::NeedsHuman {
         Some(format!(
@@ -173,12 +176,12 @@ mod tests {
             (
                 at(Step::Impl, Status::Running),
                 Mode::Team,
-                (false, Some(t0 + Duration::minutes(10)), 4),
+                (false, Some(t0 + Duration::minutes(10)), 3),
             ),
             (
                 at(Step::Impl, Status::Pending),
                 Mode::Team,
-                (false, None, 4),
+                (false, None, 3),
             ),
             (at(Step::Bdd, Status::Pending), Mode::Team, (false, None, 1)),
             (

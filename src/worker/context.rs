@@ -118,10 +118,36 @@ fn guardrails(l: &Loaded) -> String {
 
 fn autonomy_rules(a: Autonomy) -> &'static str {
     match a {
-        Autonomy::Full => "You may change code, tests and docs as the bead requires.",
-        Autonomy::ResearchOnly => "Research only: gather information and write it up in the deliverable. Do not change any other file; braids commits only the deliverable.",
+        Autonomy::Full => "You may change code, tests and docs as the work requires.",
+        Autonomy::ResearchOnly => "Research only: gather information and write it up. Change no code; braids lands nothing but the deliverable.",
         Autonomy::AskFirst => "A person approved this plan. Carry it out as described.",
     }
+}
+
+/// The rules an agent works under, the same for a bead and for every step of a protocol
+/// story: the autonomy, the Guardrails and how to stop on a conflict, and the context files in
+/// the order of 3.1.
+fn rules(l: &Loaded) -> String {
+    let context: String = l
+        .context
+        .iter()
+        .map(|(p, t)| format!("## {}\n\n{}\n\n", p.display(), t.trim_end()))
+        .collect();
+    crate::templates::render(
+        crate::templates::RULES,
+        &[
+            ("autonomy", l.project.autonomy.as_str()),
+            ("guardrails", &guardrails(l)),
+            ("autonomy_rules", autonomy_rules(l.project.autonomy)),
+            ("context", &context),
+        ],
+    )
+}
+
+/// A protocol story's step prompt under the rules a bead's prompt has: the rules first, then
+/// the step.
+pub(super) fn story_prompt(l: &Loaded, step_prompt: &str) -> String {
+    format!("{}# Your step\n\n{step_prompt}", rules(l))
 }
 
 /// The agent's prompt: the bead, the autonomy rules, the context read by [`load`], and where
@@ -134,11 +160,6 @@ pub(super) fn prompt(
     earlier: &[crate::retry::Failure],
     answers: &[crate::answers::Answer],
 ) -> String {
-    let context: String = l
-        .context
-        .iter()
-        .map(|(p, t)| format!("## {}\n\n{}\n\n", p.display(), t.trim_end()))
-        .collect();
     let it = l.iteration.name.to_string();
     let path = work_in.to_string_lossy();
     let dl = deliverable.to_string_lossy();
@@ -157,10 +178,7 @@ pub(super) fn prompt(
                     &bead.description
                 },
             ),
-            ("autonomy", l.project.autonomy.as_str()),
-            ("guardrails", &guardrails(l)),
-            ("autonomy_rules", autonomy_rules(l.project.autonomy)),
-            ("context", &context),
+            ("rules", &rules(l)),
             ("project_path", &path),
             ("deliverable", &dl),
             ("result_file", &report::own_file(&bead.id).to_string_lossy()),
@@ -249,5 +267,41 @@ mod tests {
                 && p.contains("- 1970-01-01 00:00 UTC: exit 1, status failing: 3 tests fail"),
             "{p}"
         );
+    }
+
+    #[test]
+    fn c10_13_a_story_step_prompt_has_the_beads_rules() {
+        let md = "# App\n\n- **Status:** active\n- **Priority:** normal\n- **Autonomy:** research-only\n\n## Guardrails\n\n- Never touch the billing schema.\n";
+        let project = format::project::parse_project(md, Path::new("/p/.braids/PROJECT.md")).value;
+        let iteration = format::iteration::parse_iteration(
+            "# Iteration 1\n\n- **Status:** active\n\n## Stories\n\n- a-1: x\n",
+            Path::new("/p/.braids/iterations/001/ITERATION.md"),
+            1,
+            PathBuf::from("/p/.braids/iterations/001"),
+        )
+        .value;
+        let l = Loaded {
+            slug: "app".into(),
+            project,
+            iteration,
+            context: vec![
+                (PathBuf::from("/p/.braids/PROJECT.md"), md.into()),
+                (PathBuf::from("/p/AGENTS.md"), "Use tabs.".into()),
+            ],
+        };
+        let p = story_prompt(&l, "You are executing step BDD for a-1.");
+        let at = |needle: &str| p.find(needle).unwrap_or_else(|| panic!("{needle} in {p}"));
+        // the context in the order of 3.1, before the step
+        assert!(at("## /p/.braids/PROJECT.md") < at("## /p/AGENTS.md"));
+        assert!(at("Use tabs.") < at("# Your step"));
+        assert!(at("# Your step") < at("You are executing step BDD"));
+        // the guardrails and how to stop, the autonomy: the bead prompt's own text
+        assert!(at("# Guardrails (never break one)") < at("# Your step"));
+        assert!(p.contains("From PROJECT.md:\n\n- Never touch the billing schema."));
+        assert!(p.contains("reason: guardrail_conflict"));
+        assert!(p.contains("# Autonomy: research-only") && p.contains("Change no code"));
+        let bead = Bead::new(BeadId::new("a-1").unwrap(), "x", BeadStatus::Open);
+        let b = prompt(&l, &bead, Path::new("/w"), Path::new("/w/d.md"), &[], &[]);
+        assert!(b.contains(&rules(&l)), "one text for both pipelines");
     }
 }

@@ -17,7 +17,6 @@ use crate::workspace::Workspace;
 use super::context::Loaded;
 use super::execute::Failure;
 use super::finish::push;
-use super::report::StatusReport;
 use super::{clip, first_line, Ending, Run, Worker};
 use crate::lifecycle::tracker_files;
 
@@ -164,17 +163,16 @@ impl Worker<'_> {
 
     /// The agent stopped because the work would break a guardrail: the bead is blocked at once,
     /// without another attempt, with the guardrail (the agent's summary) in its reason, and a
-    /// person told (3.10: never violate; block and escalate).
+    /// person told (3.10: never violate; block and escalate). A bead's agent and a protocol
+    /// story's step end here alike (10.13).
     pub(super) fn guardrail(
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
         bead: &Bead,
-        report: &StatusReport,
+        summary: Option<&str>,
     ) -> Result<Ending> {
-        let which = report
-            .summary
-            .as_deref()
+        let which = summary
             .map(|s| clip(s, 300))
             .unwrap_or_else(|| "the agent named no guardrail (see the session log)".into());
         let reason = format!("guardrail conflict: {which}");

@@ -236,10 +236,22 @@ impl Worker<'_> {
             return Ok(stop);
         }
         let expected = l.deliverable_for(&bead);
-        if l.project.autonomy == Autonomy::AskFirst && !self.approved(run, l, &bead, &expected)? {
+        let protocol =
+            crate::protocol::Pipeline::of(&l.project) == crate::protocol::Pipeline::Protocol;
+        // A story is approved once, before its first step: its later sessions (after a review,
+        // a question, a hand-back) go on under that approval.
+        let story_started = protocol
+            && !matches!(
+                crate::protocol::state::load(&run.msg.project, bead_id),
+                crate::protocol::state::Loaded::Missing
+            );
+        if l.project.autonomy == Autonomy::AskFirst
+            && !story_started
+            && !self.approved(run, l, &bead, &expected)?
+        {
             return Ok(Ending::AwaitingApproval);
         }
-        if crate::protocol::Pipeline::of(&l.project) == crate::protocol::Pipeline::Protocol {
+        if protocol {
             return self.protocol(run, l, &bead, started);
         }
         let (ws, ready) = self.open_workspace(run, l)?;
@@ -287,7 +299,7 @@ impl Worker<'_> {
                 ending
             }
             Attempts::Question => Ok(Ending::AwaitingHuman),
-            Attempts::Guardrail(report) => self.guardrail(run, l, &bead, &report),
+            Attempts::Guardrail(report) => self.guardrail(run, l, &bead, report.summary.as_deref()),
             Attempts::Failed(failure) => self.failed(run, l, &ws, &bead, &expected, failure),
         }
     }

@@ -247,7 +247,11 @@ fn c1_2_a_broken_config_toml_is_one_clear_finding_and_reading_commands_still_wor
         .replace("model = \"\"", "model = \"nonsense\"");
     std::fs::write(&file, &typos).unwrap();
     let said = String::from_utf8_lossy(&sb.run(&["check"]).stdout).into_owned();
-    let line = |k: &str| typos.lines().position(|l| l.starts_with(k)).unwrap() + 1;
+    // The line of `k` in [openclaw] (other tables have a `model` too).
+    let line = |k: &str| {
+        let table = typos.lines().position(|l| l == "[openclaw]").unwrap();
+        table + typos.lines().skip(table).position(|l| l.starts_with(k)).unwrap() + 1
+    };
     assert!(
         said.contains(&format!(
             "config.toml:{}: error [openclaw]: [openclaw] Thinking `extreme`",

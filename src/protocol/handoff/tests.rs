@@ -190,7 +190,7 @@ fn apply_table() {
         );
         assert_eq!(
             s.last_error.is_some(),
-            after == Status::Failing && status.is_none()
+            (after == Status::Failing && status.is_none()) || after == Status::NeedsHuman
         );
     }
 }
@@ -273,4 +273,124 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn c10_14_a_question_at_any_step_waits_for_a_person_and_spends_no_attempt() {
+    use crate::protocol::{dispatch, Action};
+    let rules = Rules::defaults();
+    let asked = |status, body: &str| Handoff {
+        status: Some(status),
+        reason: Some(Reason::NeedsClarification),
+        body: body.into(),
+        source: HANDOFF,
+        ..Handoff::default()
+    };
+    for step in Step::ALL {
+        let Some(rule) = rules.get(step) else {
+            continue;
+        };
+        if rule.requires_human || rule.runner == crate::protocol::Runner::Braids {
+            continue;
+        }
+        for status in [Status::Failing, Status::Pass, Status::NeedsHuman] {
+            let mut run = running(step);
+            run.attempt = 2;
+            run.max_attempts = rule.max_attempts.max(2);
+            let h = asked(status, "# HANDOFF\n\nShould coupons stack?\n");
+            let s = apply(&run, Some(&h), rule, now());
+            assert_eq!(s.status, Status::NeedsHuman, "{step} {status}");
+            assert_eq!(s.last_error.as_deref(), Some("Should coupons stack?"));
+            // the dispatch asks a person at this step: no route, no attempt
+            let d = dispatch(&s, &rules, now());
+            match &d.action {
+                Action::NeedsHuman { step: at, message } => {
+                    assert_eq!(*at, step);
+                    assert!(message.contains("Should coupons stack?"), "{message}");
+                }
+                other => panic!("{step}: {other:?}"),
+            }
+            assert_eq!((d.state.step, d.state.attempt), (step, 2));
+            // answered: the same step and attempt again, the answer in its prompt
+            let mut answered = d.state.clone();
+            answered.status = Status::Pending;
+            answered.reason = None;
+            answered.human_note = Some("Q: Should coupons stack? A: No.".into());
+            let d = dispatch(&answered, &rules, now());
+            match &d.action {
+                Action::Dispatched {
+                    step: at,
+                    attempt,
+                    prompt,
+                } => {
+                    assert_eq!((*at, *attempt), (step, 2), "no attempt spent");
+                    assert!(prompt.contains("A: No."), "{prompt}");
+                }
+                other => panic!("{step}: {other:?}"),
+            }
+        }
+    }
+    // a summary is the question; the old format's keyword too
+    let mut h = asked(Status::Failing, "");
+    h.summary = Some("Which currency?".into());
+    let s = apply(&running(Step::Bdd), Some(&h), &rule(Step::Bdd), now());
+    assert_eq!(s.last_error.as_deref(), Some("Which currency?"));
+    let kw = parse_handoff("Stopped: NEEDS CLARIFICATION on the refund rule").unwrap();
+    let s = apply(
+        &running(Step::Verify),
+        Some(&kw),
+        &rule(Step::Verify),
+        now(),
+    );
+    assert_eq!(s.status, Status::NeedsHuman);
+    // another reason still fails and routes
+    let mut h = asked(Status::Failing, "x");
+    h.reason = Some(Reason::ConstitutionViolation);
+    let s = apply(&running(Step::Impl), Some(&h), &rule(Step::Impl), now());
+    assert_eq!(s.status, Status::Failing);
+}
+
+#[test]
+fn c10_13_a_guardrail_conflict_is_read_and_fails_the_step() {
+    let fm = parse_handoff(
+        "---\nstatus: needs_human\nreason: guardrail_conflict\nsummary: Never touch billing\n---\nbody\n",
+    )
+    .unwrap();
+    assert!(
+        fm.guardrail_conflict && fm.reason.is_none() && fm.warnings.is_empty(),
+        "{fm:?}"
+    );
+    let er = parse_executor_result("status: needs_human\nreason: guardrail_conflict\nsummary: x\n")
+        .unwrap();
+    assert!(er.guardrail_conflict && er.warnings.is_empty(), "{er:?}");
+    let other = parse_handoff("---\nstatus: failing\nreason: scope_warning\n---\n").unwrap();
+    assert!(!other.guardrail_conflict);
+    // at any executor step: failing (never a question, never a pass), the guardrail named
+    for step in [Step::Bdd, Step::Scaffold, Step::Impl, Step::Verify] {
+        let s = apply(&running(step), Some(&fm), &rule(step), now());
+        assert_eq!(s.status, Status::Failing, "{step}");
+        assert_eq!(
+            s.last_error.as_deref(),
+            Some("guardrail conflict: Never touch billing")
+        );
+    }
+    // a team: one role's conflict is the step's
+    let mut s = running(Step::Impl);
+    s.story = Some("app-1".into());
+    let pass = Handoff {
+        status: Some(Status::Pass),
+        ..Handoff::default()
+    };
+    let merged = crate::protocol::team::merge(
+        &s,
+        &[
+            ("backend".into(), Some(pass)),
+            ("frontend".into(), Some(fm.clone())),
+        ],
+    );
+    assert!(merged.handoff.guardrail_conflict);
+    assert_eq!(
+        merged.handoff.summary.as_deref(),
+        Some("frontend: Never touch billing")
+    );
 }

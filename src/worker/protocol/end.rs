@@ -16,7 +16,8 @@ use super::super::{clip, Ending, Run, Worker};
 
 impl Worker<'_> {
     /// A review or a question: the person is told what to read and what to run; the bead keeps
-    /// its claim (in_progress), holding no worker slot, until they answer.
+    /// its claim (in_progress), holding no worker slot, until they answer (a review with
+    /// `braids review`, a question with `braids answer`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn ask_person(
         &self,
@@ -29,6 +30,24 @@ impl Worker<'_> {
         message: &str,
     ) -> Result<Ending> {
         let story_id = s.story.as_deref().unwrap_or("");
+        if step != Step::Review {
+            // A question the executor asked: the answer reaches the step's next prompt.
+            let question = s
+                .last_error
+                .as_deref()
+                .unwrap_or("the executor asked a question");
+            let text = format!(
+                "[{}] Question on {} at {step}: {question} (its report: {}). Answer with `braids answer {}:{} \"…\"`.",
+                l.slug,
+                run.msg.bead,
+                ws.dir.join(handoff::HANDOFF).display(),
+                l.slug,
+                run.msg.bead,
+            );
+            run.step("question", format!("waiting for a person: {question}"));
+            run.notify(l, NotificationEvent::Question, &text);
+            return Ok(Ending::AwaitingHuman);
+        }
         let reads: Vec<String> = if step == Step::Review {
             [Step::Bdd, Step::SddDelta, Step::Contract]
                 .iter()

@@ -37,7 +37,7 @@ mod level1;
 mod run;
 
 pub use level1::dispatch_one;
-use run::{post_check, team_roles};
+use run::post_check;
 
 impl Worker<'_> {
     /// Runs the story of `bead` from wherever its state says, in this session.
@@ -111,7 +111,7 @@ impl Worker<'_> {
                     prompt,
                 } => {
                     let rule = rules.get(step).expect("a dispatched step has a rule");
-                    let roles = team_roles(rule, mode);
+                    let roles = team::at_once(rule, mode);
                     let left = budget.saturating_sub(started.elapsed());
                     let needs = Duration::from_secs(u64::from(rule.timeout_min) * 60);
                     // A session is spawned for the slots of its first step: a team step later
@@ -141,11 +141,20 @@ impl Worker<'_> {
                     self.save_story(&root, &bead_id, &d.state)?;
                     run.step("dispatch", format!("{step} attempt {attempt}"));
                     let timeout = needs.min(left.max(Duration::from_secs(1)));
+                    let prompt = super::context::story_prompt(l, &prompt);
                     let ran =
                         self.run_step(run, l, &ws, bead, &d.state, rule, &roles, &prompt, timeout)?;
+                    let conflict = match &ran {
+                        Ran::Report(Some(h)) if h.guardrail_conflict => Some(h.summary.clone()),
+                        _ => None,
+                    };
                     let history = self.history_file(l, &bead_id, &ws, memory.is_some());
                     state =
                         self.finish_step(run, &root, &bead_id, &d.state, rule, &ws, ran, &history)?;
+                    if let Some(which) = conflict {
+                        // As for a bead (3.10): blocked at once, never retried, a person told.
+                        return self.guardrail(run, l, bead, which.as_deref());
+                    }
                     if state.status == Status::Timeout {
                         self.timed_out(run, l, state.step, i64::from(state.timeout_min));
                     }
@@ -301,7 +310,7 @@ impl Worker<'_> {
                 self.save_story(root, bead, &s)?;
                 return Ok(s);
             }
-            Ran::Report(found) => found,
+            Ran::Report(found) => found.map(|h| *h),
         };
         for w in found.iter().flat_map(|h| &h.warnings) {
             tracing::warn!(bead = %bead, "{w}");
@@ -353,7 +362,7 @@ const MEMORY_WAIT: Duration = Duration::from_secs(3600);
 
 /// What running a step gave.
 pub(super) enum Ran {
-    Report(Option<Handoff>),
+    Report(Option<Box<Handoff>>),
     TimedOut,
 }
 

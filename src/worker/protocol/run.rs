@@ -45,7 +45,10 @@ impl Worker<'_> {
         timeout: Duration,
     ) -> Result<Ran> {
         if rule.runner == Runner::Braids {
-            return Ok(Ran::Report(Some(self.commit_step(run, ws, bead)?)));
+            let research = l.project.autonomy == crate::model::Autonomy::ResearchOnly;
+            return Ok(Ran::Report(Some(Box::new(
+                self.commit_step(run, ws, bead, research)?,
+            ))));
         }
         let wd = work_dir(&self.paths.braids_dir, &l.slug, &bead.id);
         let tag = format!("{}-{}", state.step, state.attempt);
@@ -65,14 +68,14 @@ impl Worker<'_> {
                 .then(|| handoff::read(&ws.dir, handoff::HANDOFF))
                 .flatten();
             let _ = std::fs::remove_file(ws.dir.join(handoff::EXECUTOR_RESULT));
-            return Ok(Ran::Report(found.map(|h| with_exit(h, &res))));
+            return Ok(Ran::Report(found.map(|h| Box::new(with_exit(h, &res)))));
         }
         // A team: one executor per role at once, each with its own prompt and handoff file.
         let mut jobs = Vec::new();
         for role in roles {
             // The note was taken into the step's prompt by the dispatch; each role gets it.
             let p = crate::protocol::prompt::build_for(state, rule, None, Some(role));
-            let p = carry_note(prompt, p);
+            let p = super::super::context::story_prompt(l, &carry_note(prompt, p));
             let file = wd.join(format!("prompt-{tag}-{}.md", role.name));
             crate::atomic::write(&file, p.as_bytes())?;
             let _ = std::fs::remove_file(ws.dir.join(team::handoff_of(&role.name)));
@@ -139,7 +142,7 @@ impl Worker<'_> {
                 format!("conflict: {file} written by {}", roles.join(" and ")),
             );
         }
-        Ok(Ran::Report(Some(merged.handoff)))
+        Ok(Ran::Report(Some(Box::new(merged.handoff))))
     }
 
     pub(super) fn request(
@@ -189,13 +192,27 @@ impl Worker<'_> {
 
     /// braids' own `commit` step: the story's changes staged and committed with a conventional
     /// message carrying the story id; the hash recorded. Nothing to commit still passes, with
-    /// the current commit.
+    /// the current commit. A research-only project commits nothing here: only the deliverable
+    /// lands, at `done`, as for a bead (3.11).
     pub(super) fn commit_step(
         &self,
         run: &mut Run<'_, '_>,
         ws: &Workspace,
         bead: &Bead,
+        research_only: bool,
     ) -> Result<Handoff> {
+        if research_only {
+            run.step(
+                "commit",
+                "research-only: nothing committed; only the deliverable lands",
+            );
+            return Ok(Handoff {
+                status: Some(Status::Pass),
+                summary: Some("research-only: nothing committed".into()),
+                source: "braids",
+                ..Handoff::default()
+            });
+        }
         let _lock = crate::app::iteration::RepoLock::acquire(&ws.project)?;
         let skip = commit_step_skips(&ws.dir);
         let message = format!(
@@ -231,15 +248,6 @@ fn commit_step_skips(dir: &Path) -> Vec<PathBuf> {
         .chain(crate::events::GENERATED)
         .map(|p| dir.join(p))
         .collect()
-}
-
-/// The roles a dispatched step runs with: one (the step itself) unless the story is a team
-/// story and the step has roles.
-pub(super) fn team_roles(rule: &Rule, mode: team::Mode) -> Vec<crate::protocol::rules::Role> {
-    match mode {
-        team::Mode::Team if rule.team_roles.len() > 1 => rule.team_roles.clone(),
-        _ => Vec::new(),
-    }
 }
 
 /// A human instruction in the step's prompt goes into every role's prompt too.
