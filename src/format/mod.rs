@@ -8,6 +8,7 @@
 //! block is never mistaken for a field. Writers change one thing and leave every other byte.
 
 pub mod deliverable;
+pub mod edn;
 pub mod fields;
 pub mod iteration;
 mod md;
