@@ -498,12 +498,15 @@ pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
         .strip_prefix(root)
         .unwrap_or(iteration_dir)
         .to_path_buf();
-    let rel_file = rel_dir.join("ITERATION.md");
+    let rel_file = crate::format::layout::iteration_file(iteration_dir)
+        .strip_prefix(root)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|_| rel_dir.join("ITERATION.md"));
     let status_at = |c: &git2::Commit| -> Option<IterationStatus> {
         let entry = c.tree().ok()?.get_path(&rel_file).ok()?;
         let blob = repo.find_blob(entry.id()).ok()?;
         let text = crate::format::decode(blob.content()).into_owned();
-        crate::format::iteration::parse_iteration(&text, &rel_file, 0, rel_dir.clone())
+        crate::format::layout::parse_iteration(&text, &rel_file, 0.into(), rel_dir.clone())
             .value
             .status
     };

@@ -11,6 +11,7 @@ pub mod deliverable;
 pub mod edn;
 pub mod fields;
 pub mod iteration;
+pub mod layout;
 mod md;
 pub mod project;
 pub mod registry;
