@@ -7,6 +7,7 @@
 //! to the EDN file's lines and their fixes name EDN keys. Syntax comes from `clojure-reader`'s
 //! syntax tree, whose byte spans also let [`edit`] change one value and keep every other byte.
 
+pub mod convert;
 pub mod edit;
 mod iteration;
 mod project;

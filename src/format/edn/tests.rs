@@ -245,3 +245,144 @@ fn c1_7_registry_edit_changes_only_that_project() {
         1
     );
 }
+
+fn value_of(text: &str) -> clojure_reader::edn::Edn<'static> {
+    clojure_reader::edn::read_string(text).unwrap().into_owned()
+}
+
+#[test]
+fn c1_7_edn_to_md_to_edn_keeps_every_value() {
+    let file = Path::new("/p/.braids/config.edn");
+    let rich = "; mine\n{:name \"X\" :status :paused :priority :low :autonomy :ask-first :checkin :weekly\n :worker-agent \"scrapper\" :tags [\"a\" \"b\"] :n 3 :owner {:who \"me\"} :odd \"12\"\n :goal \"Ship it.\" :guardrails [\"no force push\" \"small diffs\"]}\n";
+    for text in [fixture("config.edn"), rich.to_string()] {
+        let md = convert::project_to_md(&text, file).unwrap();
+        let back = convert::project_to_edn(&md, Path::new("/p/.braids/PROJECT.md")).unwrap();
+        assert_eq!(value_of(&back), value_of(&text), "{md}\n{back}");
+    }
+    for n in 1..=9 {
+        let name = IterationName::new(&format!("{n:03}")).unwrap();
+        let text = fixture(&format!("iterations/{name}/iteration.edn"));
+        let file = PathBuf::from(format!("/p/.braids/iterations/{name}/iteration.edn"));
+        let md = convert::iteration_to_md(&text, &file, name.clone()).unwrap();
+        let back =
+            convert::iteration_to_edn(&md, &file.with_file_name("ITERATION.md"), name).unwrap();
+        assert_eq!(value_of(&back), value_of(&text), "{md}\n{back}");
+    }
+    let paths = Paths::new("/home/u".into(), None);
+    let reg =
+        "{:projects [{:slug \"app\" :status :active :priority :high :path \"~/Projects/app\"}]}";
+    let md = convert::registry_to_md(reg, Path::new("/r.edn"), &paths).unwrap();
+    let back = convert::registry_to_edn(&md, Path::new("/r.md"), &paths).unwrap();
+    assert_eq!(value_of(&back), value_of(reg));
+}
+
+#[test]
+fn c1_7_md_to_edn_to_md_keeps_every_value() {
+    let project = crate::templates::render(
+        crate::templates::PROJECT,
+        &[
+            ("name", "My app"),
+            ("priority", "high"),
+            ("max_workers", "2"),
+            ("channel", "#my-app"),
+        ],
+    ) + "\n";
+    let with_extra = project.replace(
+        "- **Checkin:** on-demand\n",
+        "- **Checkin:** on-demand\n- **Executor:** codex\n- Owner: the ops team\n",
+    );
+    for text in [project, with_extra] {
+        let file = Path::new("/p/.braids/PROJECT.md");
+        let edn = convert::project_to_edn(&text, file).unwrap();
+        let md = convert::project_to_md(&edn, Path::new("/p/.braids/config.edn")).unwrap();
+        let (a, b) = (
+            crate::format::project::parse_project(&text, file).value,
+            crate::format::project::parse_project(&md, file).value,
+        );
+        assert_eq!(
+            (
+                a.name,
+                a.status,
+                a.priority,
+                a.max_workers,
+                a.channel.clone(),
+                a.notifications.clone()
+            ),
+            (
+                b.name,
+                b.status,
+                b.priority,
+                b.max_workers,
+                b.channel,
+                b.notifications
+            )
+        );
+        let values = |c: &crate::format::project::ProjectConfig| {
+            c.fields
+                .iter()
+                .map(|f| (f.key.clone(), f.clean_value().to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            values(&crate::format::project::parse_project(&text, file).value),
+            values(&crate::format::project::parse_project(&md, file).value),
+            "{edn}\n{md}"
+        );
+    }
+    let it = "# Iteration 3\n\n- **Status:** active\n\n## Stories\n\n<!-- one per bead -->\n- wp-1: First\n- wp-2: Second \"quoted\"\n\n## Notes\n\n- keep it small\n";
+    let file = Path::new("/p/.braids/iterations/3/ITERATION.md");
+    let name = IterationName::new("3").unwrap();
+    let edn = convert::iteration_to_edn(it, file, name.clone()).unwrap();
+    let md = convert::iteration_to_md(&edn, &file.with_file_name("iteration.edn"), name).unwrap();
+    assert_eq!(md, "# Iteration 3\n\n- **Status:** active\n\n## Stories\n\n- wp-1: First\n- wp-2: Second \"quoted\"\n\n## Notes\n\n- keep it small\n");
+    let paths = Paths::new("/home/u".into(), None);
+    let reg = format!(
+        "{}| app | paused | low | ~/a |\n",
+        crate::format::registry::REGISTRY_TEMPLATE
+    );
+    let edn = convert::registry_to_edn(&reg, Path::new("/r.md"), &paths).unwrap();
+    assert_eq!(
+        convert::registry_to_md(&edn, Path::new("/r.edn"), &paths).unwrap(),
+        reg
+    );
+}
+
+#[test]
+fn c1_7_migrate_refuses_what_the_other_form_cannot_carry() {
+    let paths = Paths::new("/home/u".into(), None);
+    let refused = |r: Result<String, String>, word: &str| {
+        let e = r.unwrap_err();
+        assert!(e.contains(word), "{e}");
+    };
+    refused(
+        convert::project_to_edn(
+            "# X\nStatus: active\nPriority: low\nAutonomy: full\n\n## Design\n\ntext\n",
+            Path::new("/P.md"),
+        ),
+        "`## Design`",
+    );
+    refused(
+        convert::project_to_edn(
+            "# X\nStatus: bogus\nPriority: low\nAutonomy: full\n",
+            Path::new("/P.md"),
+        ),
+        "has errors",
+    );
+    refused(
+        convert::registry_to_md(
+            "{:projects [{:slug \"a\" :status :active :path \"/a\" :owner \"me\"}]}",
+            Path::new("/r.edn"),
+            &paths,
+        ),
+        "`:owner`",
+    );
+    refused(convert::registry_to_edn("| Slug | Status | Priority | Path | Owner |\n|-|-|-|-|-|\n| a | active | high | /a | me |\n", Path::new("/r.md"), &paths), "columns beyond");
+    refused(
+        convert::iteration_to_md(
+            "{:status :active :stories [{:id \"a-1\" :title \"x\" :points 3}]}",
+            Path::new("/i.edn"),
+            IterationName::new("1").unwrap(),
+        ),
+        "`:points`",
+    );
+}
