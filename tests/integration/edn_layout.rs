@@ -196,3 +196,97 @@ fn c1_7_commands_write_back_the_edn_they_read_byte_for_byte() {
         "{:number \"011\" :status :planning :stories [] :notes []}\n"
     );
 }
+
+/// Every file of the installation, `(path under HOME, text)`, sorted.
+fn files(s: &Sandbox) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![s.braids_dir(), s.project("braids").join(".braids")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if matches!(p.extension().and_then(|x| x.to_str()), Some("md" | "edn"))
+                && !p.ends_with("STATUS.md")
+            {
+                let rel = p.strip_prefix(s.home()).unwrap().display().to_string();
+                out.push((rel, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn edn_value(text: &str) -> String {
+    format!("{:?}", clojure_reader::edn::read_string(text).unwrap())
+}
+
+#[test]
+fn c1_7_migrate_converts_an_installation_both_ways_losing_nothing() {
+    let (s, root) = edn_install(".braids");
+    let before = files(&s);
+    let dry = s.ok(&["migrate", "--to", "md", "--dry-run"]);
+    assert!(
+        dry.contains("would write") && dry.contains("iterations/009/ITERATION.md"),
+        "{dry}"
+    );
+    assert_eq!(files(&s), before, "a dry run writes nothing");
+
+    let out = s.ok(&["migrate", "--to", "md"]);
+    assert!(out.contains("registry.md in place of"), "{out}");
+    let md = files(&s);
+    assert!(md.iter().all(|(p, _)| p.ends_with(".md")), "{md:#?}");
+    assert_eq!(md.len(), before.len());
+    assert_eq!(check(&s), (0, vec![]));
+    assert!(s
+        .ok(&["tick", "--dry-run"])
+        .contains("idle: no-active-iterations"));
+    // Nothing more to do in that direction.
+    assert!(s
+        .ok(&["migrate", "--to", "md"])
+        .contains("nothing to convert"));
+
+    s.ok(&["migrate", "--to", "edn"]);
+    let back = files(&s);
+    assert_eq!(back.len(), before.len());
+    for ((p0, t0), (p1, t1)) in before.iter().zip(&back) {
+        assert_eq!(p0, p1);
+        assert_eq!(
+            edn_value(t0),
+            edn_value(t1),
+            "{p0} changed:\n{t0}\n---\n{t1}"
+        );
+    }
+    assert_eq!(check(&s), (0, vec![]));
+    let status = s.ok(&["status"]);
+    assert!(
+        status.contains("| braids | active | 009 (complete) | high |"),
+        "{status}"
+    );
+
+    // And from markdown: md → edn → md reads the same.
+    s.ok(&["migrate", "--to", "md"]);
+    let md_again = files(&s);
+    s.ok(&["migrate", "--to", "edn"]);
+    s.ok(&["migrate", "--to", "md"]);
+    assert_eq!(files(&s), md_again);
+
+    // What the other form cannot carry stops the command with nothing changed.
+    let project_md = root.join(".braids/PROJECT.md");
+    let text = std::fs::read_to_string(&project_md).unwrap();
+    std::fs::write(
+        &project_md,
+        format!("{text}\n## Design\n\nNotes on the design.\n"),
+    )
+    .unwrap();
+    let kept = files(&s);
+    let o = s.run(&["migrate", "--to", "edn"]);
+    assert_ne!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("nothing was changed") && err.contains("`## Design`"),
+        "{err}"
+    );
+    assert_eq!(files(&s), kept);
+}
