@@ -122,7 +122,10 @@ fn edn_key(raw: &str) -> String {
 
 /// The lines of a markdown file split at its `## ` headings: the head (title and fields)
 /// and each section's `(name, 1-based line, body)`. HTML comments are dropped.
-fn sections(text: &str) -> (Vec<(usize, String)>, Vec<(String, usize, String)>) {
+/// A markdown file's head lines `(line, text)` and its `## ` sections `(name, line, body)`.
+type Split = (Vec<(usize, String)>, Vec<(String, usize, String)>);
+
+fn sections(text: &str) -> Split {
     let mut head = Vec::new();
     let mut out: Vec<(String, usize, String)> = Vec::new();
     let mut fence = false;
@@ -383,7 +386,7 @@ fn iteration_view(it: &Iteration) -> impl PartialEq + std::fmt::Debug {
 pub fn iteration_to_edn(text: &str, file: &Path, name: IterationName) -> Result<String, String> {
     let dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
     let it = no_errors(
-        md_iteration::parse_iteration(text, file, name.clone(), dir.clone()),
+        md_iteration::parse_iteration(text, file, name, dir.clone()),
         file,
     )?;
     let (head, secs) = sections(text);
@@ -425,10 +428,7 @@ pub fn iteration_to_edn(text: &str, file: &Path, name: IterationName) -> Result<
 /// iteration.edn text as ITERATION.md.
 pub fn iteration_to_md(text: &str, file: &Path, name: IterationName) -> Result<String, String> {
     let dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
-    let it = no_errors(
-        super::parse_iteration(text, file, name.clone(), dir.clone()),
-        file,
-    )?;
+    let it = no_errors(super::parse_iteration(text, file, name, dir.clone()), file)?;
     let top = super::top(text, file, "1.3", "").map_err(|d| d.to_string())?;
     let ps = pairs(&top).unwrap_or_default();
     let mut out = format!("# Iteration {name}\n\n");

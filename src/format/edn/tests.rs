@@ -263,7 +263,7 @@ fn c1_7_edn_to_md_to_edn_keeps_every_value() {
         let name = IterationName::new(&format!("{n:03}")).unwrap();
         let text = fixture(&format!("iterations/{name}/iteration.edn"));
         let file = PathBuf::from(format!("/p/.braids/iterations/{name}/iteration.edn"));
-        let md = convert::iteration_to_md(&text, &file, name.clone()).unwrap();
+        let md = convert::iteration_to_md(&text, &file, name).unwrap();
         let back =
             convert::iteration_to_edn(&md, &file.with_file_name("ITERATION.md"), name).unwrap();
         assert_eq!(value_of(&back), value_of(&text), "{md}\n{back}");
@@ -332,7 +332,7 @@ fn c1_7_md_to_edn_to_md_keeps_every_value() {
     let it = "# Iteration 3\n\n- **Status:** active\n\n## Stories\n\n<!-- one per bead -->\n- wp-1: First\n- wp-2: Second \"quoted\"\n\n## Notes\n\n- keep it small\n";
     let file = Path::new("/p/.braids/iterations/3/ITERATION.md");
     let name = IterationName::new("3").unwrap();
-    let edn = convert::iteration_to_edn(it, file, name.clone()).unwrap();
+    let edn = convert::iteration_to_edn(it, file, name).unwrap();
     let md = convert::iteration_to_md(&edn, &file.with_file_name("iteration.edn"), name).unwrap();
     assert_eq!(md, "# Iteration 3\n\n- **Status:** active\n\n## Stories\n\n- wp-1: First\n- wp-2: Second \"quoted\"\n\n## Notes\n\n- keep it small\n");
     let paths = Paths::new("/home/u".into(), None);
