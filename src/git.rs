@@ -498,15 +498,19 @@ pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
         .strip_prefix(root)
         .unwrap_or(iteration_dir)
         .to_path_buf();
-    let rel_file = rel_dir.join("ITERATION.md");
-    let status_at = |c: &git2::Commit| -> Option<IterationStatus> {
-        let entry = c.tree().ok()?.get_path(&rel_file).ok()?;
+    // An iteration's file in either form: `braids migrate` changes the form, not the iteration.
+    let forms = [rel_dir.join("ITERATION.md"), rel_dir.join("iteration.edn")];
+    let read_at = |c: &git2::Commit| -> Option<crate::format::iteration::Iteration> {
+        let tree = c.tree().ok()?;
+        let (file, entry) = forms
+            .iter()
+            .find_map(|f| tree.get_path(f).ok().map(|e| (f, e)))?;
         let blob = repo.find_blob(entry.id()).ok()?;
         let text = crate::format::decode(blob.content()).into_owned();
-        crate::format::iteration::parse_iteration(&text, &rel_file, 0, rel_dir.clone())
-            .value
-            .status
+        let it = crate::format::layout::parse_iteration(&text, file, 0.into(), rel_dir.clone());
+        Some(it.value)
     };
+    let status_at = |c: &git2::Commit| read_at(c).and_then(|it| it.status);
     let mut completing = None;
     let mut cur = Some(head);
     let mut steps = 0;
@@ -527,6 +531,16 @@ pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
         .include_untracked(true)
         .recurse_untracked_dirs(true);
     let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
+    let now = crate::format::layout::iteration_file(iteration_dir);
+    let converted = std::fs::read(&now).ok().is_some_and(|bytes| {
+        let text = crate::format::decode(&bytes);
+        let it = crate::format::layout::parse_iteration(&text, &now, 0.into(), rel_dir.clone());
+        let view = |i: &crate::format::iteration::Iteration| {
+            let stories: Vec<_> = i.stories.iter().map(|s| (&s.id, &s.title)).collect();
+            (i.status, stories.len(), format!("{stories:?}"))
+        };
+        read_at(&commit).is_some_and(|then| view(&then) == view(&it.value))
+    });
     let paths: Vec<PathBuf> = diff
         .deltas()
         .filter_map(|d| {
@@ -535,6 +549,8 @@ pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
                 .or(d.old_file().path())
                 .map(Path::to_path_buf)
         })
+        // The same iteration in the other form is no change.
+        .filter(|p| !(converted && forms.contains(p)))
         .collect();
     let id = commit.id().to_string()[..10].to_string();
     Ok(if paths.is_empty() {

@@ -34,7 +34,7 @@ pub enum Unusable {
 
 /// The findings for a whole installation. `Err` only when there is nothing to check.
 pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
-    let reg_path = paths.registry();
+    let reg_path = format::layout::registry_file(paths);
     if !reg_path.exists() {
         return Err(Unusable::NoInstallation(format!(
             "{} does not exist; run `braids init` to create the installation",
@@ -52,6 +52,13 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
         &reg_path,
         paths,
     ));
+    let roots: Vec<_> = registry
+        .value
+        .entries
+        .iter()
+        .map(|e| e.path.clone())
+        .collect();
+    out.extend(format::layout::shadowed(paths, &roots));
     let mut config_problems = std::collections::BTreeSet::new();
     let mut presets: std::collections::BTreeSet<crate::agent::Preset> =
         config.worker.executor.preset().into_iter().collect();
@@ -61,7 +68,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
         let project = format::project::read_project(&entry.path).value;
         presets.extend(
             config
-                .agent_for(&project, &entry.path.join(".braids/PROJECT.md"))
+                .agent_for(&project, &format::layout::project_file(&entry.path))
                 .ok()
                 .and_then(|c| c.preset()),
         );
@@ -107,7 +114,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
 /// The preflight problem of the project at `root` when it comes from config.toml.
 fn preflight_of_config(root: &Path, config: &Config) -> Option<String> {
     let project = format::project::read_project(root).value;
-    match config.preflight_at(&project, &root.join(".braids/PROJECT.md")) {
+    match config.preflight_at(&project, &format::layout::project_file(root)) {
         Some((why, None)) => Some(why),
         _ => None,
     }
@@ -118,9 +125,9 @@ fn preflight_of_config(root: &Path, config: &Config) -> Option<String> {
 pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic> {
     let trackers = &config.tracker;
     let mut out = Vec::new();
-    let project_md = root.join(".braids/PROJECT.md");
+    let project_md = format::layout::project_file(root);
     let project = match crate::atomic::read(&project_md) {
-        Ok(bytes) => format::project::parse_project(&format::decode(&bytes), &project_md),
+        Ok(bytes) => format::layout::parse_project(&format::decode(&bytes), &project_md),
         Err(_) => return out,
     };
     out.extend(project.diagnostics);
@@ -308,7 +315,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
                     }
                 }
                 Ok(Frozen::Uncommitted) => out.push(Diagnostic::warning(
-                    &it.dir.join("ITERATION.md"),
+                    &it.file(),
                     None,
                     "4.5",
                     format!(

@@ -21,10 +21,10 @@ pub fn resume_if_claw(paths: &Paths, slug: &str, note: Option<String>) -> Result
     let Some(entry) = registry.get(slug) else {
         return Ok(None);
     };
-    let project_md = entry.path.join(".braids/PROJECT.md");
+    let project_md = crate::format::layout::project_file(&entry.path);
     let config = std::fs::read(&project_md)
         .map(|b| {
-            crate::format::project::parse_project(&crate::format::decode(&b), &project_md).value
+            crate::format::layout::parse_project(&crate::format::decode(&b), &project_md).value
         })
         .unwrap_or_default();
     if !crate::claw::is_claw(&config, &entry.path) {
@@ -42,10 +42,10 @@ pub fn resume(paths: &Paths, slug: &str, note: Option<String>) -> Result<Resumed
         );
     };
     let root = &entry.path;
-    let project_md = root.join(".braids/PROJECT.md");
+    let project_md = crate::format::layout::project_file(root);
     let config = std::fs::read(&project_md)
         .map(|b| {
-            crate::format::project::parse_project(&crate::format::decode(&b), &project_md).value
+            crate::format::layout::parse_project(&crate::format::decode(&b), &project_md).value
         })
         .unwrap_or_default();
     if !crate::claw::is_claw(&config, root) {

@@ -12,7 +12,7 @@ use crate::paths::Paths;
 /// The registry's projects as event sources, or just `project`. An unknown project is an
 /// error naming the registry.
 pub fn sources(paths: &Paths, project: Option<&str>) -> Result<Vec<Source>> {
-    if !paths.registry().is_file() {
+    if !crate::format::layout::registry_file(paths).is_file() {
         bail!(
             "{} does not exist, so there are no projects and no events; run `braids init` (HOME is {})",
             paths.registry().display(),

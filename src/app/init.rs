@@ -31,8 +31,10 @@ pub fn ensure(paths: &Paths) -> Result<InitReport> {
             r.created.push(dir.clone());
         }
     }
+    // An installation of the EDN layout keeps its registry.edn (CONTRACTS 1.7).
+    let registry = crate::format::layout::registry_file(paths);
     for (path, text) in [
-        (paths.registry(), templates::REGISTRY),
+        (registry, templates::REGISTRY),
         (paths.config(), templates::CONFIG),
         (paths.status(), templates::STATUS),
     ] {

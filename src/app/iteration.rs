@@ -61,14 +61,20 @@ pub fn create(paths: &Paths, slug: &str, name: Option<IterationName>) -> Result<
             d.display()
         );
     }
-    let file = iteration::iterations_dir(&entry.path)
-        .join(name.as_str())
-        .join("ITERATION.md");
-    crate::atomic::write(
-        &file,
-        crate::templates::render(crate::templates::ITERATION, &[("number", name.as_str())])
-            .as_bytes(),
-    )?;
+    let dir = iteration::iterations_dir(&entry.path).join(name.as_str());
+    // A project in the EDN layout gets its iterations in EDN too (CONTRACTS 1.7).
+    let (file, text) = if format::layout::is_edn(&format::layout::project_file(&entry.path)) {
+        let text = format!(
+            "{{:number {} :status :planning :stories [] :notes []}}\n",
+            format::edn::edit::edn_string(name.as_str())
+        );
+        (dir.join("iteration.edn"), text)
+    } else {
+        let text =
+            crate::templates::render(crate::templates::ITERATION, &[("number", name.as_str())]);
+        (dir.join("ITERATION.md"), text)
+    };
+    crate::atomic::write(&file, text.as_bytes())?;
     Ok(Change {
         name,
         file,
@@ -141,11 +147,11 @@ fn notify(paths: &Paths, entry: &RegistryEntry, name: IterationName, to: Iterati
     let Ok(loaded) = crate::config::Config::load(&paths.config()) else {
         return;
     };
-    let md = entry.path.join(".braids/PROJECT.md");
+    let md = format::layout::project_file(&entry.path);
     let Ok(bytes) = std::fs::read(&md) else {
         return;
     };
-    let project = format::project::parse_project(&format::decode(&bytes), &md).value;
+    let project = format::layout::parse_project(&format::decode(&bytes), &md).value;
     let (event, text) = notice(&entry.slug, name, to);
     let notifier = crate::notify::from_config(&loaded.config.notify);
     crate::notify::send(&notifier, &project, &entry.slug, event, None, &text);

@@ -17,6 +17,7 @@ pub mod history;
 pub mod init;
 pub mod iteration;
 pub mod logs;
+pub mod migrate;
 pub mod pause;
 pub mod project;
 pub mod retry;

@@ -4,7 +4,6 @@
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::format::registry;
 use crate::model::{Priority, ProjectStatus};
 use crate::paths::Paths;
 
@@ -22,14 +21,14 @@ pub struct Changed {
 
 /// Sets the registry row of `slug` to `to`, keeping every other byte of the file.
 pub fn set_status(paths: &Paths, slug: &str, to: ProjectStatus) -> Result<Changed> {
-    let file = paths.registry();
+    let file = crate::format::layout::registry_file(paths);
     let text = std::fs::read_to_string(&file).map_err(|e| {
         anyhow!(
             "cannot read {}: {e}; run `braids init` first",
             file.display()
         )
     })?;
-    let parsed = registry::parse_registry(&text, &file, paths).value;
+    let parsed = crate::format::layout::parse_registry(&text, &file, paths).value;
     let Some(row) = parsed.get(slug) else {
         bail!(
             "no project named {slug} in {}; `braids status` lists them",
@@ -38,8 +37,9 @@ pub fn set_status(paths: &Paths, slug: &str, to: ProjectStatus) -> Result<Change
     };
     let from = row.status;
     if from != Some(to) {
-        let updated = registry::upsert_row(
+        let updated = crate::format::layout::upsert_project(
             &text,
+            &file,
             slug,
             to,
             row.priority.unwrap_or(Priority::Normal),

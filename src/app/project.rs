@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::atomic;
-use crate::format::{self, registry};
+use crate::format;
 use crate::model::{validate_slug, Priority, ProjectStatus};
 use crate::paths::Paths;
 use crate::proc::Invocation;
@@ -61,11 +61,11 @@ pub fn create(paths: &Paths, a: NewProject) -> Result<NewReport> {
         }
     }
     super::init::ensure(paths)?;
-    let reg_path = paths.registry();
+    let reg_path = crate::format::layout::registry_file(paths);
     let reg_text = std::fs::read(&reg_path)
         .map(|b| format::decode(&b).into_owned())
         .with_context(|| format!("cannot read {}", reg_path.display()))?;
-    let existing = registry::parse_registry(&reg_text, &reg_path, paths).value;
+    let existing = crate::format::layout::parse_registry(&reg_text, &reg_path, paths).value;
     if let Some(e) = existing.entries.iter().find(|e| e.slug == a.slug) {
         bail!(
             "project {} already exists in {} (line {}, path {})",
@@ -86,7 +86,7 @@ pub fn create(paths: &Paths, a: NewProject) -> Result<NewReport> {
     if root.to_string_lossy().chars().any(char::is_control) {
         bail!("the project path must not contain control characters");
     }
-    let project_md = root.join(".braids/PROJECT.md");
+    let project_md = crate::format::layout::project_file(&root);
     if project_md.exists() {
         bail!(
             "{} already exists; register the project by adding a row to {}",
@@ -177,8 +177,9 @@ pub fn create(paths: &Paths, a: NewProject) -> Result<NewReport> {
         &format!("Scaffold braids project {}", a.slug),
     )?;
 
-    let updated = registry::upsert_row(
+    let updated = crate::format::layout::upsert_project(
         &reg_text,
+        &reg_path,
         &a.slug,
         ProjectStatus::Active,
         priority,

@@ -88,7 +88,7 @@ pub fn install(paths: &Paths, r: &InstallRequest) -> Result<Installed> {
     let exe = schedule::current_exe()?;
     let cmd = TickCommand::new(paths, &loaded.config, &exe, r.json_logs)?;
     let mut warnings = Vec::new();
-    if !paths.registry().is_file() {
+    if !crate::format::layout::registry_file(paths).is_file() {
         warnings.push(format!(
             "{} does not exist yet: run `braids init` (each tick does nothing until then)",
             paths.registry().display()

@@ -67,7 +67,7 @@ pub fn list(inst: &Installation, now: DateTime<Utc>) -> Result<Vec<Listed>> {
 /// [`list`] for sessions already surveyed.
 pub fn detail(inst: &Installation, sessions: Vec<Session>, now: DateTime<Utc>) -> Vec<Listed> {
     let registry = crate::format::registry::read_registry(&inst.paths).value;
-    let readable = inst.paths.registry().is_file();
+    let readable = crate::format::layout::registry_file(&inst.paths).is_file();
     let mut titles: BTreeMap<String, BTreeMap<BeadId, String>> = BTreeMap::new();
     let mut steps: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for s in sessions.iter().filter(|s| s.running) {

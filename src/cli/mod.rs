@@ -25,6 +25,7 @@ mod executors;
 mod held;
 mod init;
 mod iteration;
+mod migrate;
 mod new;
 mod output;
 mod pause;
@@ -143,6 +144,9 @@ pub enum Command {
     /// Let a project go on: its registry row `active` again and, for a claw project, its loop
     /// resumed (optionally with a note for the next task's coder).
     Resume(ResumeArgs),
+    /// Convert the whole installation (registry, projects' settings, iterations) to markdown
+    /// or to the EDN layout of today's braids, losing nothing, or change nothing and say why.
+    Migrate(MigrateArgs),
     /// Build a sample installation and run real ticks on it, with a scripted stand-in agent.
     Demo(DemoArgs),
     /// Print a shell completion script: `braids completions bash > ~/.local/share/bash-completion/completions/braids`.
@@ -201,6 +205,25 @@ pub struct PauseArgs {
     pub project: String,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The form to convert to: `md` (registry.md, PROJECT.md, ITERATION.md) or `edn`
+    /// (registry.edn, .braids/config.edn, iteration.edn).
+    #[arg(long, value_enum)]
+    pub to: FormArg,
+    /// Print what would be written, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FormArg {
+    Md,
+    Edn,
 }
 
 #[derive(Debug, Args)]
@@ -548,6 +571,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Tools(a) => tools::run(&paths, a),
         Command::Pause(a) => pause::pause(&paths, a),
         Command::Resume(a) => pause::resume(&paths, a),
+        Command::Migrate(a) => migrate::run(&paths, a),
         Command::Demo(a) => demo::run(a),
         Command::StandInAgent(a) => demo::stand_in(a),
         Command::SandboxExec(a) => sandbox_exec::run(a),

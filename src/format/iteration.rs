@@ -50,7 +50,7 @@ pub struct Iteration {
 impl Iteration {
     /// The iteration's ITERATION.md.
     pub fn file(&self) -> PathBuf {
-        self.dir.join("ITERATION.md")
+        super::layout::iteration_file(&self.dir)
     }
 
     /// The Stories as the tracker tells them from prose, in order: [`Iteration::stories`], and
@@ -72,7 +72,13 @@ pub struct Story {
 
 /// `<project_root>/.braids/iterations`.
 pub fn iterations_dir(project_root: &Path) -> PathBuf {
-    project_root.join(".braids").join("iterations")
+    let dir = project_root.join(".braids").join("iterations");
+    // The newer EDN layout keeps them under `.project/` (CONTRACTS 1.7).
+    let newer = project_root.join(".project").join("iterations");
+    if !dir.exists() && newer.is_dir() {
+        return newer;
+    }
+    dir
 }
 
 /// Reads ITERATION.md text. Never fails.
@@ -294,10 +300,17 @@ pub fn read_iterations_with(
         }
     }
     for (n, dir) in dirs {
-        let file = dir.join("ITERATION.md");
-        match read(&file) {
+        let mut file = dir.join("ITERATION.md");
+        let mut got = read(&file);
+        if matches!(&got, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+            let edn = dir.join("iteration.edn");
+            if let Ok(bytes) = read(&edn) {
+                (file, got) = (edn, Ok(bytes));
+            }
+        }
+        match got {
             Ok(bytes) => {
-                let p = parse_iteration(&super::decode(&bytes), &file, n, dir);
+                let p = super::layout::parse_iteration(&super::decode(&bytes), &file, n, dir);
                 diags.extend(p.diagnostics);
                 out.push(p.value);
             }

@@ -8,8 +8,10 @@
 //! block is never mistaken for a field. Writers change one thing and leave every other byte.
 
 pub mod deliverable;
+pub mod edn;
 pub mod fields;
 pub mod iteration;
+pub mod layout;
 mod md;
 pub mod project;
 pub mod registry;

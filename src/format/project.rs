@@ -141,9 +141,9 @@ impl ProjectConfig {
 /// Reads `<project_root>/.braids/PROJECT.md`; a missing or unreadable file is an error and the
 /// defaults.
 pub fn read_project(project_root: &Path) -> Parsed<ProjectConfig> {
-    let file = project_root.join(".braids/PROJECT.md");
+    let file = super::layout::project_file(project_root);
     match crate::atomic::read(&file) {
-        Ok(bytes) => parse_project(&super::decode(&bytes), &file),
+        Ok(bytes) => super::layout::parse_project(&super::decode(&bytes), &file),
         Err(e) => {
             let msg = if e.kind() == std::io::ErrorKind::NotFound {
                 "PROJECT.md does not exist, so the project's status is unknown and defaults apply"

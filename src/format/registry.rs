@@ -336,10 +336,10 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
 
 /// Reads `~/.openclaw/braids/registry.md`. A missing file is an empty registry and a warning.
 pub fn read_registry(paths: &Paths) -> Parsed<Registry> {
-    let file = paths.registry();
+    let file = super::layout::registry_file(paths);
     let mut diags = Diags::new(&file, SECTION);
     match crate::atomic::read(&file) {
-        Ok(bytes) => return parse_registry(&super::decode(&bytes), &file, paths),
+        Ok(bytes) => return super::layout::parse_registry(&super::decode(&bytes), &file, paths),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => diags.warn(
             None,
             "the registry does not exist yet, so no project is scheduled",
@@ -376,7 +376,7 @@ pub fn check_paths(registry: &Registry, file: &Path, paths: &Paths) -> Vec<Diagn
                 ),
                 "fix the Path cell or create the project with `braids new`",
             );
-        } else if !e.path.join(".braids/PROJECT.md").is_file() {
+        } else if !super::layout::project_file(&e.path).is_file() {
             out.error(
                 Some(e.line),
                 format!("project `{}` has no .braids/PROJECT.md in {shown}", e.slug),

@@ -34,7 +34,7 @@ pub fn check(config: &Config, observed: &mut Observed) {
         let Some(project) = report.config.as_deref() else {
             continue;
         };
-        let project_md = report.path.join(".braids/PROJECT.md");
+        let project_md = crate::format::layout::project_file(&report.path);
         let (why, shared) = match config.preflight_at(project, &project_md) {
             // config.toml's: the same for every project that uses it, listed once.
             Some((why, None)) => (Some(why), true),

@@ -52,7 +52,13 @@ impl Stamp {
 
 /// A file's stamp, or `None` when it does not exist (absence is part of the fingerprint).
 pub fn stamp(path: &Path) -> Option<Stamp> {
-    std::fs::metadata(path).ok().map(|m| Stamp::of(&m))
+    match std::fs::metadata(path) {
+        Ok(m) => Some(Stamp::of(&m)),
+        // A missing markdown file stands for its EDN form, so an edit there is seen too.
+        Err(_) => crate::format::layout::edn_twin(path)
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| Stamp::of(&m)),
+    }
 }
 
 /// PROJECT.md, the iterations directory and `iterations/<name>/ITERATION.md` for every name
@@ -64,7 +70,7 @@ pub fn project_files<'a>(
     listing: impl IntoIterator<Item = &'a std::ffi::OsStr>,
 ) -> Vec<PathBuf> {
     let dot = root.join(".braids");
-    let iterations = dot.join("iterations");
+    let iterations = crate::format::iteration::iterations_dir(root);
     let mut files = vec![dot.join("PROJECT.md"), iterations.clone()];
     files.extend(
         listing

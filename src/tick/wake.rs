@@ -46,8 +46,16 @@ fn watched(root: &Path) -> Vec<PathBuf> {
         root.join(".claw/WORKPLAN.md"),
         root.join(".claw/loop.json"),
     ];
-    if let Ok(dirs) = std::fs::read_dir(&iterations) {
-        files.extend(dirs.flatten().map(|d| d.path().join("ITERATION.md")));
+    files.extend(
+        crate::format::layout::PROJECT_FILES[1..]
+            .iter()
+            .map(|f| root.join(f)),
+    );
+    if let Ok(dirs) = std::fs::read_dir(crate::format::iteration::iterations_dir(root)) {
+        for d in dirs.flatten() {
+            files.push(d.path().join("ITERATION.md"));
+            files.push(d.path().join("iteration.edn"));
+        }
     }
     files
 }
@@ -93,10 +101,11 @@ pub fn changed(
     if modified(&paths.config()).is_some_and(|m| m > since) {
         return Some("config.toml".into());
     }
-    let file = paths.registry();
+    let file = crate::format::layout::registry_file(paths);
     let text = crate::atomic::read(&file).ok()?;
     let text = crate::format::decode(&text);
-    let rows = match sliced_registry(&text, now) {
+    let cut = (!crate::format::layout::is_edn(&file)).then(|| sliced_registry(&text, now));
+    let rows = match cut.flatten() {
         Some(cut) => {
             crate::format::registry::parse_registry(&cut, &file, paths)
                 .value

@@ -32,6 +32,7 @@ mod contracts;
 mod corpus;
 mod daemon;
 mod day_two;
+mod edn_layout;
 mod events;
 mod faults;
 mod formats;

@@ -187,7 +187,12 @@ pub fn with_status(bytes: &[u8], status: IterationStatus, file: &Path) -> anyhow
             file.display()
         )
     })?;
-    let new = set_status(text, status).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let new = if crate::format::layout::is_edn(file) {
+        crate::format::edn::edit::set_iteration_status(text, status)
+    } else {
+        set_status(text, status)
+    };
+    let new = new.map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let mut out = Vec::with_capacity(bom.len() + new.len());
     out.extend_from_slice(bom);
     out.extend_from_slice(new.as_bytes());

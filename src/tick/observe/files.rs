@@ -53,11 +53,11 @@ pub fn cached(root: &Path, entry: Entry) -> Option<ProjectFiles> {
 /// Reads PROJECT.md and the iterations, stamping them when `stamping`. `Err` says why the
 /// project cannot be read (its PROJECT.md cannot).
 pub fn read(root: &Path, stamping: bool) -> Result<ProjectFiles, String> {
-    let project_md = root.join(".braids/PROJECT.md");
+    let project_md = format::layout::project_file(root);
     let (text, meta) = crate::atomic::read_with_meta(&project_md)
         .map_err(|e| format!("cannot read {}: {e}", project_md.display()))?;
     let (parsed, mut problems) =
-        format::project::parse_project(&format::decode(&text), &project_md).into_parts();
+        format::layout::parse_project(&format::decode(&text), &project_md).into_parts();
     let config = cache::slim_config(parsed);
 
     // The directory is stamped before it is listed.

@@ -110,7 +110,7 @@ pub(super) fn observe_project(
     view.backend_error = unusable.first().map(|p| {
         format!(
             "{} line {}: {}, so no worker starts until it is fixed: {}",
-            root.join(".braids/PROJECT.md").display(),
+            crate::format::layout::project_file(root).display(),
             p.line,
             p.message,
             p.fix
@@ -120,7 +120,7 @@ pub(super) fn observe_project(
     let mut report = base_report(entry);
     report.problems.clone_from(&problems);
     if let Some((line, message, fix)) = WorkspaceMode::problem(&config) {
-        let md = root.join(".braids/PROJECT.md");
+        let md = crate::format::layout::project_file(root);
         report
             .problems
             .push(format!("{}:{line}: {message} (fix: {fix})", md.display()));
