@@ -25,7 +25,7 @@ mod finish;
 mod openclaw;
 mod preset_exec;
 mod protocol;
-pub use protocol::dispatch_one;
+pub use protocol::{apply_by_hand, dispatch_one, Applied};
 pub mod report;
 mod stop;
 mod tee;

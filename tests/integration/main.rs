@@ -45,6 +45,7 @@ mod openclaw_sessions;
 mod operator;
 mod pause;
 mod protocol;
+mod protocol_hand;
 mod push_retry;
 mod read_only;
 mod repository;

@@ -36,7 +36,7 @@ mod end;
 mod level1;
 mod run;
 
-pub use level1::dispatch_one;
+pub use level1::{apply_by_hand, dispatch_one, Applied};
 use run::{post_check, team_roles};
 
 impl Worker<'_> {
@@ -307,21 +307,11 @@ impl Worker<'_> {
             tracing::warn!(bead = %bead, "{w}");
             run.step("report", format!("warning: {w}"));
         }
-        let mut s = handoff::apply(running, found.as_ref(), rule, now);
-        if let Some(check) = &rule.post_check {
-            let (passed, detail) = post_check(&ws.dir, &check.argv());
-            run.step(
-                "post_check",
-                format!(
-                    "{}: {}",
-                    check.shown(),
-                    if passed { "passed" } else { "failed" }
-                ),
-            );
-            s = handoff::apply_post_check(&s, passed, &detail);
+        let settled = settle(running, found.as_ref(), rule, &ws.dir, history, now)?;
+        if let Some(said) = &settled.post_check {
+            run.step("post_check", said.clone());
         }
-        let entry = handoff::archive_entry(&s, found.as_ref(), now);
-        append(&ws.dir, history, &entry)?;
+        let s = settled.state;
         run.step(
             "step",
             format!(
@@ -346,6 +336,42 @@ impl Worker<'_> {
         );
         run.notify(l, NotificationEvent::Blocker, &text);
     }
+}
+
+/// A step ended: its report applied, its `post_check` run and its archived handoff appended
+/// to `history`. The worker's sessions and a person's `braids story apply` both end a step
+/// here, so a report written by hand counts exactly as one an executor wrote.
+pub(crate) struct Settled {
+    pub state: StoryState,
+    /// `<check>: passed|failed`, when the step has a `post_check`.
+    pub post_check: Option<String>,
+}
+
+pub(crate) fn settle(
+    running: &StoryState,
+    found: Option<&Handoff>,
+    rule: &Rule,
+    dir: &Path,
+    history: &Path,
+    now: chrono::DateTime<Utc>,
+) -> Result<Settled> {
+    let mut s = handoff::apply(running, found, rule, now);
+    let mut said = None;
+    if let Some(check) = &rule.post_check {
+        let (passed, detail) = post_check(dir, &check.argv());
+        said = Some(format!(
+            "{}: {}",
+            check.shown(),
+            if passed { "passed" } else { "failed" }
+        ));
+        s = handoff::apply_post_check(&s, passed, &detail);
+    }
+    let entry = handoff::archive_entry(&s, found, now);
+    append(dir, history, &entry)?;
+    Ok(Settled {
+        state: s,
+        post_check: said,
+    })
 }
 
 /// How long a story waits for another's last step and landing.

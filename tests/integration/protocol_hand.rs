@@ -1,0 +1,182 @@
+//! The protocol pipeline without braids' executor: Level 1 by hand (`story show` gives the
+//! prompt, a person's own agent writes the HANDOFF, `story apply` applies it), the seed's
+//! single `.ai/STATE.json`, and stories waiting for their dependencies. Real `br`, real git.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{Install, Sandbox};
+
+fn handoff(dir: &Path, story: &str, step: &str, status: &str) {
+    std::fs::create_dir_all(dir.join(".ai")).unwrap();
+    std::fs::write(
+        dir.join(".ai/HANDOFF.md"),
+        format!(
+            "---\nstory: {story}\nstep: {step}\nstatus: {status}\nreason: null\nfiles_changed:\n  - docs/{step}.md\ntests_pass: 3\ntests_fail: 0\n---\n\n# HANDOFF {story} {step}\n\nDone by hand.\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn show(sb: &Sandbox, id: &str) -> serde_json::Value {
+    serde_json::from_str(&sb.ok(&["story", "show", "app", id, "--json"])).unwrap()
+}
+
+/// A protocol project on real `br`, no executor configured.
+fn project(sb: &Sandbox, titles: &[&str], extra: &[(&str, &str)]) -> (PathBuf, Vec<String>) {
+    let mut p = sb
+        .new_project("app")
+        .br()
+        .titled(titles)
+        .field("Pipeline", "protocol");
+    for (k, v) in extra {
+        p = p.field(k, v);
+    }
+    let app = p.create();
+    (app.root.clone(), app.beads)
+}
+
+#[test]
+fn c10_11_a_story_walks_by_hand_with_no_executor() {
+    let sb = Install::new().build();
+    let (root, ids) = project(&sb, &["Checkout flow"], &[("Workspace", "shared")]);
+    let id = &ids[0];
+    let cfg = std::fs::read_to_string(sb.home().join(".openclaw/braids/config.toml")).unwrap();
+    assert!(
+        !cfg.lines()
+            .any(|l| l.starts_with("executor") && l.trim() != "executor = []"),
+        "no executor configured: {cfg}"
+    );
+    sb.ok(&["story", "start", "app", id]);
+    let s = show(&sb, id);
+    assert_eq!(
+        (s["next"].as_str(), s["next_step"].as_str()),
+        (Some("dispatched"), Some("bdd"))
+    );
+    let prompt = s["prompt"].as_str().expect("the next step's prompt");
+    assert!(
+        prompt.contains("bdd") && prompt.contains(id.as_str()),
+        "{prompt}"
+    );
+    assert!(s["caller_instruction"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("braids story apply app {id}")));
+    let text = sb.ok(&["story", "show", "app", id]);
+    assert!(text.contains("--- prompt ---"), "{text}");
+
+    // bdd, from the workspace's own HANDOFF.
+    handoff(&root, id, "bdd", "pass");
+    let out = sb.ok(&["story", "apply", "app", id]);
+    assert!(
+        out.contains("bdd applied from") && out.contains("next: dispatched sdd-delta"),
+        "{out}"
+    );
+    let st = state(&root, id);
+    assert_eq!(
+        (st["step"].as_str(), st["status"].as_str()),
+        (Some("bdd"), Some("pass"))
+    );
+    assert_eq!(st["tests"]["pass"], 3);
+    assert!(std::fs::read_to_string(root.join(".ai/history.md"))
+        .unwrap()
+        .contains("Done by hand."));
+
+    // A bad report is refused, naming the file and the fix; the state is untouched.
+    let before = std::fs::read(root.join(format!(".ai/states/{id}.json"))).unwrap();
+    handoff(&root, id, "sdd-delta", "passing");
+    let e = sb.run(&["story", "apply", "app", id]);
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert_ne!(e.status.code(), Some(0));
+    assert!(
+        err.contains(".ai/HANDOFF.md")
+            && err.contains("invalid status `passing`")
+            && err.contains("correct it"),
+        "{err}"
+    );
+    handoff(&root, id, "bdd", "pass");
+    let err = String::from_utf8_lossy(&sb.run(&["story", "apply", "app", id]).stderr).into_owned();
+    assert!(
+        err.contains("reports step `bdd` but") && err.contains("is at sdd-delta"),
+        "{err}"
+    );
+    let file = sb.home().join("mine.md");
+    std::fs::write(&file, "just prose, no front matter\n").unwrap();
+    let err = String::from_utf8_lossy(
+        &sb.run(&[
+            "story",
+            "apply",
+            "app",
+            id,
+            "--handoff",
+            file.to_str().unwrap(),
+        ])
+        .stderr,
+    )
+    .into_owned();
+    assert!(
+        err.contains("mine.md: no report in it") && err.contains("status: pass"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(root.join(format!(".ai/states/{id}.json"))).unwrap(),
+        before
+    );
+
+    // sdd-delta from a file of the person's own choosing; contract from an executor-result.
+    std::fs::write(&file, "---\nstep: sdd-delta\nstatus: pass\n---\nok\n").unwrap();
+    sb.ok(&[
+        "story",
+        "apply",
+        "app",
+        id,
+        "--handoff",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(state(&root, id)["step"], "sdd-delta");
+    // (a stale HANDOFF beside it would lend its `step:`, and be refused: bdd is not contract)
+    std::fs::remove_file(root.join(".ai/HANDOFF.md")).unwrap();
+    std::fs::write(
+        root.join(".ai/executor-result"),
+        "status: failing\nreason: null\nsummary: the contract does not compile\n",
+    )
+    .unwrap();
+    let out = sb.ok(&["story", "apply", "app", id]);
+    assert!(
+        out.contains("executor-result") && out.contains("failing"),
+        "{out}"
+    );
+    assert!(!root.join(".ai/executor-result").exists(), "consumed");
+    let st = state(&root, id);
+    assert_eq!(
+        (st["step"].as_str(), st["status"].as_str()),
+        (Some("contract"), Some("failing"))
+    );
+    assert_eq!(st["last_error"], "the contract does not compile");
+    let s = show(&sb, id);
+    assert_eq!(
+        (s["next_step"].as_str(), s["state"]["attempt"].as_u64()),
+        (Some("contract"), Some(1))
+    );
+    handoff(&root, id, "contract", "pass");
+    let out = sb.ok(&["story", "apply", "app", id]);
+    assert!(out.contains("next: needs_human review"), "{out}");
+    // A review is a person's, not a report's.
+    handoff(&root, id, "review", "pass");
+    let err = String::from_utf8_lossy(&sb.run(&["story", "apply", "app", id]).stderr).into_owned();
+    assert!(
+        err.contains("no step to apply a report to (next: needs_human)"),
+        "{err}"
+    );
+    assert_eq!(
+        state(&root, id)["attempt"],
+        2,
+        "contract passed at its second attempt"
+    );
+}
+
+fn state(root: &Path, id: &str) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(root.join(format!(".ai/states/{id}.json"))).unwrap(),
+    )
+    .unwrap()
+}
