@@ -106,6 +106,14 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
                         cmd("review reject")
                     ),
                 ),
+                Action::Blocked { step, .. } if !s.blocked_by.is_empty() => (
+                    Some(step.to_string()),
+                    kind,
+                    format!(
+                        "The story waits for its dependencies {} at {step}; it resumes by itself when they close, no person needed.",
+                        s.blocked_by.join(", ")
+                    ),
+                ),
                 Action::Blocked { step, reason } => (
                     Some(step.to_string()),
                     kind,
@@ -208,6 +216,19 @@ pub(crate) fn reopen_if_held(found: &Located) -> Result<()> {
     Ok(())
 }
 
+/// The bead's dependencies the tracker does not say are closed.
+fn open_dependencies(found: &Located) -> Result<Vec<String>> {
+    let tracker = &found.project.tracker;
+    let mut status = std::collections::BTreeMap::new();
+    for d in &found.bead.dependencies {
+        status.insert(d.clone(), tracker.show(d)?.map(|b| b.status));
+    }
+    Ok(crate::protocol::deps::open_of(
+        &found.bead.dependencies,
+        |d| status.get(d).copied().flatten(),
+    ))
+}
+
 fn refuse_running(found: &Located, s: Option<&StoryState>, force: bool, what: &str) -> Result<()> {
     match s {
         Some(s) if s.status == Status::Running && !force => bail!(
@@ -237,8 +258,16 @@ pub fn start(
         } else {
             Step::Bdd
         };
-        let s = StoryState::new(&found.project.entry.slug, &found.bead.id, first);
-        Ok((s, format!("started at {first}")))
+        let mut s = StoryState::new(&found.project.entry.slug, &found.bead.id, first);
+        s.blocked_by = open_dependencies(found)?;
+        let said = match s.blocked_by.is_empty() {
+            true => format!("started at {first}"),
+            false => format!(
+                "started at {first}, waiting for its dependencies {}",
+                s.blocked_by.join(", ")
+            ),
+        };
+        Ok((s, said))
     })
 }
 

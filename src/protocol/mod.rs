@@ -10,6 +10,7 @@
 //! `tick/decide` (a story waiting for a person holds its claim but no slot; a step past its
 //! timeout is a zombie).
 
+pub mod deps;
 pub mod dispatch;
 pub mod handoff;
 pub mod overrides;

@@ -327,6 +327,19 @@ pub fn update<R>(
     Ok(out)
 }
 
+/// Records the story's open dependencies as its `blocked_by` (under its lock); a story with
+/// no state gets `fresh()` only when it has something to wait for.
+pub fn set_blocked_by(
+    project: &Path,
+    bead: &BeadId,
+    fresh: impl FnOnce() -> StoryState,
+    open: &[String],
+) -> Result<()> {
+    update(project, bead, |cur| {
+        (super::deps::with_blocked_by(cur, fresh, open), ())
+    })
+}
+
 /// Writes a story's state as it is (under its lock).
 pub fn save(project: &Path, state: &StoryState, bead: &BeadId) -> Result<()> {
     update(project, bead, |_| (Some(state.clone()), ()))

@@ -231,14 +231,21 @@ impl Worker<'_> {
             .tracker
             .show(bead_id)?
             .ok_or_else(|| anyhow!("bead {bead_id} disappeared after the claim"))?;
-        if let Some(stop) = self.check_dependencies(run, l, &bead)? {
+        let protocol =
+            crate::protocol::Pipeline::of(&l.project) == crate::protocol::Pipeline::Protocol;
+        if protocol {
+            // A story waits for its dependencies with no slot and no person (CONTRACTS 10.10).
+            if let Some(stop) = self.story_dependencies(run, l, &bead)? {
+                return Ok(stop);
+            }
+        } else if let Some(stop) = self.check_dependencies(run, l, &bead)? {
             return Ok(stop);
         }
         let expected = l.deliverable_for(&bead);
         if l.project.autonomy == Autonomy::AskFirst && !self.approved(run, l, &bead, &expected)? {
             return Ok(Ending::AwaitingApproval);
         }
-        if crate::protocol::Pipeline::of(&l.project) == crate::protocol::Pipeline::Protocol {
+        if protocol {
             return self.protocol(run, l, &bead, started);
         }
         let (ws, ready) = self.open_workspace(run, l)?;

@@ -180,3 +180,127 @@ fn state(root: &Path, id: &str) -> serde_json::Value {
     )
     .unwrap()
 }
+
+/// An agent that passes every step it is given, logging `<story> <step>`.
+const PASSING: &str = r##"
+P="$1"
+story=$(sed -n 's/^  story: //p' "$P" | head -1)
+step=$(sed -n 's/^  step: //p' "$P" | head -1)
+echo "$story $step" >> "$HOME/agent.log"
+mkdir -p .ai
+printf -- '---\nstory: %s\nstep: %s\nstatus: pass\nreason: null\n---\n\nok\n' "$story" "$step" > .ai/HANDOFF.md
+"##;
+
+fn ran(sb: &Sandbox) -> String {
+    std::fs::read_to_string(sb.home().join("agent.log")).unwrap_or_default()
+}
+
+#[test]
+fn c10_10_a_story_waits_for_its_dependency_without_a_slot_and_resumes_by_itself() {
+    let sb = Install::new().build();
+    let agent = sb.script("bin/agent", PASSING);
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{prompt_file}}\"]\n[sessions]\nclaim_grace_secs = 5\n",
+        agent.display().to_string()
+    ));
+    let (root, ids) = project(&sb, &["Schema", "Checkout"], &[("MaxWorkers", "2")]);
+    let (a, b) = (&ids[0], &ids[1]);
+    sb.br("app", &["dep", "add", b, a]);
+    let settle = || {
+        crate::support::wait_for(
+            "the workers to end",
+            std::time::Duration::from_secs(120),
+            || sb.live_labels().is_empty().then_some(()),
+        )
+    };
+
+    // A runs to its review; B is held with blocked_by [A], spawned never, counted never.
+    let first = sb.tick().force().run();
+    let spawned: Vec<String> = first.spawns.iter().map(|s| s.bead.to_string()).collect();
+    assert_eq!(spawned, [a.clone()], "{first:#?}");
+    assert_eq!(state(&root, b)["blocked_by"], serde_json::json!([a]));
+    assert_eq!(state(&root, b)["step"], "bdd");
+    settle();
+    for _ in 0..3 {
+        let r = sb.tick().force().run();
+        assert!(r.spawns.iter().all(|s| s.bead.as_str() != b), "{r:#?}");
+        settle();
+    }
+    assert_eq!(state(&root, a)["step"], "review", "{}", ran(&sb));
+    assert!(
+        !ran(&sb).contains(&format!("{b} ")),
+        "B never ran: {}",
+        ran(&sb)
+    );
+    let s = show(&sb, b);
+    assert_eq!(s["next"], "blocked");
+    assert!(
+        s["caller_instruction"]
+            .as_str()
+            .unwrap()
+            .contains("resumes by itself"),
+        "{s:#}"
+    );
+    let status = sb.ok(&["status"]);
+    assert!(
+        status.contains(&format!("its dependencies {a} to close")),
+        "{status}"
+    );
+
+    // A closes (a person approved it and closed its bead): B resumes with nobody's help.
+    sb.br("app", &["close", a]);
+    let r = sb.tick().force().run();
+    assert!(r.spawns.iter().any(|s| s.bead.as_str() == b), "{r:#?}");
+    settle();
+    let sb_state = state(&root, b);
+    assert_eq!(sb_state["blocked_by"], serde_json::json!([]));
+    assert_eq!(
+        sb_state["step"],
+        "review",
+        "B walked to its review: {}",
+        ran(&sb)
+    );
+    assert!(ran(&sb).contains(&format!("{b} bdd")));
+}
+
+#[test]
+fn c10_10_a_dependency_cycle_is_a_check_error_naming_it() {
+    let sb = Install::new().build();
+    let (root, ids) = project(&sb, &["Schema", "Checkout"], &[]);
+    let (a, b) = (&ids[0], &ids[1]);
+    sb.br("app", &["dep", "add", b, a]);
+    let out = sb.run(&["check"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("cycle"),
+        "{out:?}"
+    );
+    // br refuses to add the closing edge, so it arrives as a tracker import would bring it.
+    sb.br("app", &["sync", "--flush-only"]);
+    let jsonl = root.join(".beads/issues.jsonl");
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|mut r: serde_json::Value| {
+            if r["id"] == a.as_str() {
+                r["dependencies"] = serde_json::json!([{"issue_id": a, "depends_on_id": b,
+                    "type": "blocks", "created_at": "2026-01-01T00:00:00Z", "created_by": "x"}]);
+            }
+            r
+        })
+        .collect();
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&jsonl, text).unwrap();
+    sb.br("app", &["sync", "--import-only", "--force"]);
+    let out = sb.run(&["check"]);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    let (x, y) = if a < b { (a, b) } else { (b, a) };
+    assert!(
+        said.contains(&format!(
+            "the beads {x} → {y} → {x} depend on each other in a cycle"
+        )) && said.contains("br dep remove"),
+        "{said}"
+    );
+}

@@ -56,12 +56,7 @@ impl Worker<'_> {
         };
         let mut state = match story::load(&root, &bead_id) {
             story::Loaded::Missing => {
-                let first = if bead.title.to_ascii_lowercase().contains("[bootstrap]") {
-                    Step::Bootstrap
-                } else {
-                    Step::Bdd
-                };
-                StoryState::new(&l.slug, &bead_id, first)
+                StoryState::new(&l.slug, &bead_id, Step::first_of(&bead.title))
             }
             story::Loaded::Valid(s) => s,
             story::Loaded::Invalid(e) => return self.hold_story(run, l, &e.to_string()),
@@ -173,6 +168,40 @@ impl Worker<'_> {
                 }
             }
         }
+    }
+
+    /// The story's `blocked_by`, from its bead's open dependencies: recorded (and cleared when
+    /// they have closed); while any is open the bead is handed back open, so the tick spawns
+    /// it again once the tracker says it is ready.
+    pub(super) fn story_dependencies(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        bead: &Bead,
+    ) -> Result<Option<Ending>> {
+        let open: Vec<String> = self
+            .open_dependencies(bead)?
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        let fresh = || StoryState::new(&l.slug, &bead.id, Step::first_of(&bead.title));
+        story::set_blocked_by(&run.msg.project, &bead.id, fresh, &open)?;
+        if open.is_empty() {
+            run.step(
+                "dependencies",
+                format!(
+                    "{} direct dependencies, all closed",
+                    bead.dependencies.len()
+                ),
+            );
+            return Ok(None);
+        }
+        let why = format!("waits for its dependencies {}", open.join(", "));
+        run.step(
+            "dependencies",
+            format!("open: {}; blocked_by recorded", open.join(", ")),
+        );
+        self.hand_back(run, &bead.id, &why).map(Some)
     }
 
     /// The story's worktree, reused from its earlier sessions, or the shared work tree.
