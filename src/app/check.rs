@@ -357,6 +357,17 @@ fn check_protocol(
             ));
         }
     }
+    if let Some(f) = project.field("protocolstate") {
+        if crate::protocol::single::Layout::parse(&f.value).is_none() {
+            out.push(Diagnostic::error(
+                project_md,
+                Some(f.line),
+                "10.12",
+                format!("`ProtocolState: {}` is not a layout braids knows (read as per-story)", f.value.trim()),
+                "write `ProtocolState: single` (the seed's .ai/STATE.json) or `ProtocolState: per-story`",
+            ));
+        }
+    }
     let rules_file = root.join(overrides::FILE);
     if Pipeline::of(project) != Pipeline::Protocol && !rules_file.exists() {
         return out;

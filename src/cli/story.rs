@@ -1,4 +1,4 @@
-//! `braids story start|show|dispatch|apply|reset|note`, `braids review approve|reject` and
+//! `braids story start|show|dispatch|apply|convert|reset|note`, `braids review approve|reject` and
 //! `braids report-error`: arguments in, [`crate::app::story`]'s answer printed.
 
 use anyhow::Result;
@@ -22,6 +22,8 @@ pub enum StoryCommand {
     Dispatch(StoryTarget),
     /// Apply a HANDOFF your own agent wrote as the current step's result (Level 1 by hand).
     Apply(StoryApplyArgs),
+    /// Move a project's story state between `.ai/states/` and the seed's one `.ai/STATE.json`.
+    Convert(StoryConvertArgs),
     /// Back to a step (bdd unless --step) at attempt 1, the last error forgotten.
     Reset(StoryResetArgs),
     /// An instruction for the story's next prompt (given once).
@@ -60,6 +62,17 @@ pub struct StoryApplyArgs {
     /// `.ai/executor-result`, else its `.ai/HANDOFF.md`.
     #[arg(long, value_name = "FILE")]
     pub handoff: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StoryConvertArgs {
+    /// The project's slug.
+    pub project: String,
+    /// `single` (the seed's .ai/STATE.json) or `per-story` (.ai/states/<bead>.json).
+    #[arg(long)]
+    pub to: String,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +163,15 @@ impl Output for Shown {
     }
 }
 
+impl Output for crate::app::story_layout::Converted {
+    fn text(&self) -> String {
+        format!(
+            "{}: {} → {}: {}\n",
+            self.project, self.from, self.to, self.said
+        )
+    }
+}
+
 impl Output for Applied {
     fn text(&self) -> String {
         let s = &self.state;
@@ -231,6 +253,9 @@ pub fn run(paths: &Paths, c: StoryCommand) -> Result<i32> {
             chrono::Utc::now(),
         )?
         .print(a.target.json),
+        StoryCommand::Convert(a) => {
+            crate::app::story_layout::convert(&inst, &a.project, &a.to)?.print(a.json)
+        }
         StoryCommand::Reset(a) => story::reset(
             &inst,
             &a.target.project,

@@ -16,6 +16,7 @@ pub mod handoff;
 pub mod overrides;
 pub mod prompt;
 pub mod rules;
+pub mod single;
 pub mod state;
 pub mod step;
 pub mod team;

@@ -304,3 +304,163 @@ fn c10_10_a_dependency_cycle_is_a_check_error_naming_it() {
         "{said}"
     );
 }
+
+/// Seed 000's sixteen keys, in its order.
+const SEED_KEYS: [&str; 16] = [
+    "project",
+    "story",
+    "step",
+    "attempt",
+    "max_attempts",
+    "status",
+    "reason",
+    "dispatched_at",
+    "completed_at",
+    "timeout_min",
+    "tests",
+    "failing_tests",
+    "lint_pass",
+    "files_changed",
+    "blocked_by",
+    "human_note",
+];
+
+fn keys(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("  \"")?.split('"').next().map(String::from))
+        .collect()
+}
+
+#[test]
+fn c10_12_the_seeds_single_state_json_is_read_written_and_converted() {
+    let sb = Install::new().build();
+    let (root, ids) = project(
+        &sb,
+        &["Checkout flow", "Coupons"],
+        &[("Workspace", "shared"), ("ProtocolState", "single")],
+    );
+    let (a, b) = (&ids[0], &ids[1]);
+    // A seed-shaped STATE.json written by hand (as the seed's hook would leave it).
+    let seed = format!(
+        r#"{{
+  "project": "app",
+  "story": "{a}",
+  "step": "bdd",
+  "attempt": 1,
+  "max_attempts": 3,
+  "status": "pass",
+  "reason": null,
+  "dispatched_at": "2026-02-13T14:30:00Z",
+  "completed_at": "2026-02-13T14:31:15Z",
+  "timeout_min": 10,
+  "tests": null,
+  "failing_tests": [],
+  "lint_pass": null,
+  "files_changed": ["docs/bdd/US-1.md"],
+  "blocked_by": [],
+  "human_note": "Use UTC"
+}}"#
+    );
+    std::fs::create_dir_all(root.join(".ai")).unwrap();
+    std::fs::write(root.join(".ai/STATE.json"), &seed).unwrap();
+    let s = show(&sb, a);
+    assert_eq!(
+        (s["next"].as_str(), s["next_step"].as_str()),
+        (Some("dispatched"), Some("sdd-delta")),
+        "{s:#}"
+    );
+    assert!(
+        s["prompt"].as_str().unwrap().contains("Use UTC"),
+        "the seed's human_note reaches the prompt"
+    );
+
+    // Level 1 by hand in the single layout: what braids writes is the seed's file.
+    std::fs::write(
+        root.join(".ai/executor-result"),
+        "status: failing\nreason: null\nsummary: the delta contradicts the SDD\n",
+    )
+    .unwrap();
+    sb.ok(&["story", "apply", "app", a]);
+    let text = std::fs::read_to_string(root.join(".ai/STATE.json")).unwrap();
+    assert_eq!(keys(&text), SEED_KEYS, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (
+            v["story"].as_str(),
+            v["step"].as_str(),
+            v["status"].as_str()
+        ),
+        (Some(a.as_str()), Some("sdd-delta"), Some("failing"))
+    );
+    assert!(v["dispatched_at"].is_string() && v["attempt"].is_u64() && v["reason"].is_null());
+    assert!(!root.join(format!(".ai/states/{a}.json")).exists());
+    let extra: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".ai/STATE.braids.json")).unwrap())
+            .unwrap();
+    assert_eq!(extra["last_error"], "the delta contradicts the SDD");
+    // The seed's own tools read it.
+    let jq = std::process::Command::new("jq")
+        .args(["-r", ".step", ".ai/STATE.json"])
+        .current_dir(&root)
+        .output();
+    if let Ok(o) = jq {
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "sdd-delta");
+    }
+
+    // A second story cannot share the one file: refused with the reason.
+    let e = sb.run(&["story", "start", "app", b]);
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert_ne!(e.status.code(), Some(0));
+    assert!(
+        err.contains(&format!(".ai/STATE.json holds story {a}")) && err.contains("story convert"),
+        "{err}"
+    );
+
+    // Converted to per-story, losing nothing; then both stories can run; back is refused.
+    let out = sb.ok(&["story", "convert", "app", "--to", "per-story"]);
+    assert!(out.contains("single → per-story"), "{out}");
+    assert!(!root.join(".ai/STATE.json").exists() && !root.join(".ai/STATE.braids.json").exists());
+    let own = state(&root, a);
+    assert_eq!(
+        (own["step"].as_str(), own["status"].as_str()),
+        (Some("sdd-delta"), Some("failing"))
+    );
+    assert_eq!(own["last_error"], "the delta contradicts the SDD");
+    assert_eq!(own["human_note"], v["human_note"]);
+    assert_eq!(own["files_changed"], v["files_changed"]);
+    let pm = std::fs::read_to_string(root.join(".braids/PROJECT.md")).unwrap();
+    assert!(pm.contains("ProtocolState:** per-story"), "{pm}");
+    sb.ok(&["story", "start", "app", b]);
+    let e = sb.run(&["story", "convert", "app", "--to", "single"]);
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        err.contains("are under way and .ai/STATE.json holds one"),
+        "{err}"
+    );
+    // With one story under way it goes back, extras and all.
+    let done = root.join(format!(".ai/states/{b}.json"));
+    let mut bs = state(&root, b);
+    bs["step"] = "done".into();
+    std::fs::write(&done, bs.to_string()).unwrap();
+    sb.ok(&["story", "convert", "app", "--to", "single"]);
+    let back: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".ai/STATE.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (back["story"].as_str(), back["step"].as_str()),
+        (Some(a.as_str()), Some("sdd-delta"))
+    );
+    assert!(
+        done.exists(),
+        "the done story stays where converting back finds it"
+    );
+    assert_eq!(
+        show(&sb, a)["state"]["last_error"],
+        "the delta contradicts the SDD"
+    );
+    let out = sb.run(&["check"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("10.12"),
+        "{out:?}"
+    );
+}
