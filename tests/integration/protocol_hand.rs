@@ -217,7 +217,7 @@ fn c10_10_a_story_waits_for_its_dependency_without_a_slot_and_resumes_by_itself(
     // A runs to its review; B is held with blocked_by [A], spawned never, counted never.
     let first = sb.tick().force().run();
     let spawned: Vec<String> = first.spawns.iter().map(|s| s.bead.to_string()).collect();
-    assert_eq!(spawned, [a.clone()], "{first:#?}");
+    assert_eq!(spawned, std::slice::from_ref(a), "{first:#?}");
     assert_eq!(state(&root, b)["blocked_by"], serde_json::json!([a]));
     assert_eq!(state(&root, b)["step"], "bdd");
     settle();
