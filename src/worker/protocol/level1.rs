@@ -231,9 +231,18 @@ fn read_report(
         bail!("{from}: the report has no `status:`; add `status: pass`, `failing` or `needs_human` to its front matter");
     }
     if !h.warnings.is_empty() {
+        // A worker reads such a value leniently; by hand it is refused, so say only what is wrong.
+        let said: Vec<String> = h
+            .warnings
+            .iter()
+            .map(|w| {
+                w.replace(", read as failing", "")
+                    .replace(", read as none", "")
+            })
+            .collect();
         bail!(
             "{from}: {}; correct it and run `braids story apply` again",
-            h.warnings.join("; ")
+            said.join("; ")
         );
     }
     Ok((h, from))
