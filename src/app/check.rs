@@ -291,6 +291,9 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
     let kind = crate::tick::observe::tracker_kind(&project.value, trackers.kind, root);
     let timeout = std::time::Duration::from_secs(trackers.timeout_secs.max(1));
     out.extend(check_stories(root, &iterations.value, kind, timeout));
+    if crate::protocol::Pipeline::of(&project.value) == crate::protocol::Pipeline::Protocol {
+        out.extend(check_cycles(root, kind, timeout));
+    }
     for it in &iterations.value {
         let ids = it
             .stories
@@ -358,6 +361,17 @@ fn check_protocol(
                     f.value.trim()
                 ),
                 "write `Pipeline: protocol`, `Pipeline: claw`, or remove the line",
+            ));
+        }
+    }
+    if let Some(f) = project.field("protocolstate") {
+        if crate::protocol::single::Layout::parse(&f.value).is_none() {
+            out.push(Diagnostic::error(
+                project_md,
+                Some(f.line),
+                "10.12",
+                format!("`ProtocolState: {}` is not a layout braids knows (read as per-story)", f.value.trim()),
+                "write `ProtocolState: single` (the seed's .ai/STATE.json) or `ProtocolState: per-story`",
             ));
         }
     }
@@ -449,6 +463,66 @@ fn check_stories(
         out.extend(format::iteration::prose_entries(it, known));
     }
     out
+}
+
+/// 10.10: a dependency cycle among the project's open beads is an error naming the cycle: no
+/// story in it could ever start. Each open bead is shown once (the listing has no edges).
+fn check_cycles(
+    root: &Path,
+    kind: crate::tracker::TrackerKind,
+    timeout: std::time::Duration,
+) -> Vec<Diagnostic> {
+    use crate::tracker::TrackerKind;
+    let kind = match kind {
+        TrackerKind::Auto => crate::tracker::detect(root),
+        k => k,
+    };
+    let options = crate::tracker::TrackerOptions {
+        project: root.to_path_buf(),
+        timeout,
+        program: None,
+    };
+    let Ok(tracker) = crate::tracker::open_read_only(kind, options) else {
+        return Vec::new(); // check_stories says the tracker cannot be asked
+    };
+    let Ok(all) = tracker.list() else {
+        return Vec::new();
+    };
+    let graph: std::collections::BTreeMap<BeadId, Vec<BeadId>> = all
+        .iter()
+        .filter(|b| b.status != crate::model::BeadStatus::Closed)
+        .filter_map(|b| {
+            let deps = match b.dependencies.is_empty() {
+                false => b.dependencies.clone(),
+                true => tracker.show(&b.id).ok()??.dependencies,
+            };
+            Some((b.id.clone(), deps))
+        })
+        .collect();
+    let Some(cycle) = crate::protocol::deps::cycle(&graph) else {
+        return Vec::new();
+    };
+    let file = match kind {
+        TrackerKind::Br | TrackerKind::Bd => root.join(".beads"),
+        _ => root.join(".braids/WORKPLAN.md"),
+    };
+    let shown: Vec<&str> = cycle.iter().map(BeadId::as_str).collect();
+    let (a, b) = (shown[0], shown.get(1).copied().unwrap_or(shown[0]));
+    vec![Diagnostic::error(
+        &file,
+        None,
+        "10.10",
+        format!(
+            "the beads {} → {} depend on each other in a cycle, so none of their stories can ever start",
+            shown.join(" → "),
+            shown[0]
+        ),
+        match kind {
+            TrackerKind::Br => format!("remove one of the dependencies, e.g. `br dep remove {a} {b}`"),
+            TrackerKind::Bd => format!("remove one of the dependencies, e.g. `bd dep remove {a} {b}`"),
+            _ => "remove one of the dependencies from .braids/WORKPLAN.md".to_string(),
+        },
+    )]
 }
 
 /// Deliverables in one iteration directory: named `<suffix>-<kebab>.md`, with a Summary, one

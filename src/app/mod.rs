@@ -25,4 +25,5 @@ pub mod schedule;
 pub mod sessions;
 pub mod status;
 pub mod story;
+pub mod story_layout;
 pub mod supervise;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::installation::Installation;
 use crate::model::BeadStatus;
 use crate::protocol::state::{self as story, StoryState};
-use crate::protocol::{dispatch, overrides, Action, Reason, Status, Step};
+use crate::protocol::{dispatch, overrides, Action, Reason, Runner, Status, Step};
 
 use super::beads::{self, Located};
 
@@ -28,6 +28,9 @@ pub struct Shown {
     /// What the next dispatch would do (`dispatched`, `needs_human`, `blocked`, …).
     pub next: String,
     pub caller_instruction: String,
+    /// The next step's prompt, when it is an agent's: what a person gives their own agent at
+    /// Level 1 before `braids story apply`.
+    pub prompt: Option<String>,
 }
 
 pub fn find(inst: &Installation, project: &str, bead: &str, write: bool) -> Result<Located> {
@@ -58,6 +61,7 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
         .map_err(|p| anyhow::anyhow!("{}", p.sentence()))?;
     let state = current(&found)?;
     let cmd = |what: &str| format!("braids {what} {slug} {id}");
+    let mut prompt = None;
     let (next_step, next, caller_instruction) = match &state {
         None => (
             Some(Step::Bdd.to_string()),
@@ -71,14 +75,28 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
             let d = dispatch(s, &rules, now);
             let kind = d.action.kind().to_string();
             match d.action {
-                Action::Dispatched { step, attempt, .. } => (
-                    Some(step.to_string()),
-                    kind,
-                    format!(
-                        "The next dispatch runs {step} (attempt {attempt}); the tick does it, or run `{}` to run it now.",
-                        cmd("story dispatch")
-                    ),
-                ),
+                Action::Dispatched {
+                    step,
+                    attempt,
+                    prompt: text,
+                } => {
+                    let by_hand = rules.get(step).is_some_and(|r| r.runner != Runner::Braids);
+                    let said = match by_hand {
+                        true => {
+                            prompt = Some(text);
+                            format!(
+                                "The next dispatch runs {step} (attempt {attempt}); the tick does it, or run `{}` to run it now, or give the prompt to your own agent and run `{}` on the HANDOFF it writes.",
+                                cmd("story dispatch"),
+                                cmd("story apply")
+                            )
+                        }
+                        false => format!(
+                            "The next dispatch runs {step} (attempt {attempt}), braids' own step; the tick does it, or run `{}` to run it now.",
+                            cmd("story dispatch")
+                        ),
+                    };
+                    (Some(step.to_string()), kind, said)
+                }
                 Action::NeedsHuman { step, .. } if step != Step::Review => (
                     Some(step.to_string()),
                     kind,
@@ -94,6 +112,14 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
                         "A person must decide at {step}: run `{}` or `{} --reason needs_clarification --note \"…\"`; nothing runs until then.",
                         cmd("review approve"),
                         cmd("review reject")
+                    ),
+                ),
+                Action::Blocked { step, .. } if !s.blocked_by.is_empty() => (
+                    Some(step.to_string()),
+                    kind,
+                    format!(
+                        "The story waits for its dependencies {} at {step}; it resumes by itself when they close, no person needed.",
+                        s.blocked_by.join(", ")
                     ),
                 ),
                 Action::Blocked { step, reason } => (
@@ -129,6 +155,7 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
         next_step,
         next,
         caller_instruction,
+        prompt,
     })
 }
 
@@ -186,7 +213,7 @@ fn change(
 
 /// A story's bead kept in_progress (a review) or blocked (out of attempts) goes back to open,
 /// so the tick spawns its next step; a live worker's bead is left alone.
-fn reopen_if_held(found: &Located) -> Result<()> {
+pub(crate) fn reopen_if_held(found: &Located) -> Result<()> {
     let bead = &found.bead;
     if matches!(bead.status, BeadStatus::InProgress | BeadStatus::Blocked) {
         found
@@ -195,6 +222,19 @@ fn reopen_if_held(found: &Located) -> Result<()> {
             .reopen(&bead.id, "protocol: a person moved the story on")?;
     }
     Ok(())
+}
+
+/// The bead's dependencies the tracker does not say are closed.
+fn open_dependencies(found: &Located) -> Result<Vec<String>> {
+    let tracker = &found.project.tracker;
+    let mut status = std::collections::BTreeMap::new();
+    for d in &found.bead.dependencies {
+        status.insert(d.clone(), tracker.show(d)?.map(|b| b.status));
+    }
+    Ok(crate::protocol::deps::open_of(
+        &found.bead.dependencies,
+        |d| status.get(d).copied().flatten(),
+    ))
 }
 
 fn refuse_running(found: &Located, s: Option<&StoryState>, force: bool, what: &str) -> Result<()> {
@@ -226,8 +266,16 @@ pub fn start(
         } else {
             Step::Bdd
         };
-        let s = StoryState::new(&found.project.entry.slug, &found.bead.id, first);
-        Ok((s, format!("started at {first}")))
+        let mut s = StoryState::new(&found.project.entry.slug, &found.bead.id, first);
+        s.blocked_by = open_dependencies(found)?;
+        let said = match s.blocked_by.is_empty() {
+            true => format!("started at {first}"),
+            false => format!(
+                "started at {first}, waiting for its dependencies {}",
+                s.blocked_by.join(", ")
+            ),
+        };
+        Ok((s, said))
     })
 }
 

@@ -1,4 +1,4 @@
-//! `braids story start|show|dispatch|reset|note`, `braids review approve|reject` and
+//! `braids story start|show|dispatch|apply|convert|reset|note`, `braids review approve|reject` and
 //! `braids report-error`: arguments in, [`crate::app::story`]'s answer printed.
 
 use anyhow::Result;
@@ -6,7 +6,7 @@ use anyhow::Result;
 use crate::app::story::{self, Changed, Shown};
 use crate::installation;
 use crate::paths::Paths;
-use crate::worker::{Ending, WorkerRun};
+use crate::worker::{Applied, Ending, WorkerRun};
 
 use clap::{Args, Subcommand};
 
@@ -20,6 +20,10 @@ pub enum StoryCommand {
     Show(StoryTarget),
     /// Run the story's next step now, in the foreground (Level 1), then hand it to the tick.
     Dispatch(StoryTarget),
+    /// Apply a HANDOFF your own agent wrote as the current step's result (Level 1 by hand).
+    Apply(StoryApplyArgs),
+    /// Move a project's story state between `.ai/states/` and the seed's one `.ai/STATE.json`.
+    Convert(StoryConvertArgs),
     /// Back to a step (bdd unless --step) at attempt 1, the last error forgotten.
     Reset(StoryResetArgs),
     /// An instruction for the story's next prompt (given once).
@@ -46,6 +50,27 @@ pub struct StoryStartArgs {
     /// Restart a running or done story anyway.
     #[arg(long)]
     pub force: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StoryApplyArgs {
+    #[command(flatten)]
+    pub target: StoryTarget,
+    /// The report (a HANDOFF.md or an executor-result); default: the story workspace's
+    /// `.ai/executor-result`, else its `.ai/HANDOFF.md`.
+    #[arg(long, value_name = "FILE")]
+    pub handoff: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StoryConvertArgs {
+    /// The project's slug.
+    pub project: String,
+    /// `single` (the seed's .ai/STATE.json) or `per-story` (.ai/states/<bead>.json).
+    #[arg(long)]
+    pub to: String,
     #[arg(long)]
     pub json: bool,
 }
@@ -128,6 +153,49 @@ impl Output for Shown {
             self.next_step.as_deref().unwrap_or("-"),
             self.caller_instruction
         ));
+        if let Some(p) = &self.prompt {
+            t.push_str(&format!("\n--- prompt ---\n{p}"));
+            if !p.ends_with('\n') {
+                t.push('\n');
+            }
+        }
+        t
+    }
+}
+
+impl Output for crate::app::story_layout::Converted {
+    fn text(&self) -> String {
+        format!(
+            "{}: {} → {}: {}\n",
+            self.project, self.from, self.to, self.said
+        )
+    }
+}
+
+impl Output for Applied {
+    fn text(&self) -> String {
+        let s = &self.state;
+        let mut t = format!(
+            "{} {}: {} applied from {}: {}{}\n",
+            self.next.project,
+            self.next.bead,
+            self.step,
+            self.report,
+            s.status,
+            s.reason.map_or(String::new(), |r| format!(" ({r})"))
+        );
+        if let Some(c) = &self.post_check {
+            t.push_str(&format!("post_check {c}\n"));
+        }
+        if let Some(e) = &s.last_error {
+            t.push_str(&format!("last error: {e}\n"));
+        }
+        t.push_str(&format!(
+            "next: {} {}\n{}\n",
+            self.next.next,
+            self.next.next_step.as_deref().unwrap_or("-"),
+            self.next.caller_instruction
+        ));
         t
     }
 }
@@ -176,6 +244,17 @@ pub fn run(paths: &Paths, c: StoryCommand) -> Result<i32> {
                 Ending::Completed { .. } | Ending::HandedBack { .. } => EXIT_OK,
                 _ => EXIT_STOPPED,
             });
+        }
+        StoryCommand::Apply(a) => crate::worker::apply_by_hand(
+            &inst,
+            &a.target.project,
+            &a.target.bead,
+            a.handoff.as_deref(),
+            chrono::Utc::now(),
+        )?
+        .print(a.target.json),
+        StoryCommand::Convert(a) => {
+            crate::app::story_layout::convert(&inst, &a.project, &a.to)?.print(a.json)
         }
         StoryCommand::Reset(a) => story::reset(
             &inst,

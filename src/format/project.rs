@@ -48,6 +48,7 @@ pub const FIELDS: &[&str] = &[
     "Branch",
     "Hooks",
     "Pipeline",
+    "ProtocolState",
     "Tracker",
     "Executor",
     "Backend",

@@ -10,11 +10,13 @@
 //! `tick/decide` (a story waiting for a person holds its claim but no slot; a step past its
 //! timeout is a zombie).
 
+pub mod deps;
 pub mod dispatch;
 pub mod handoff;
 pub mod overrides;
 pub mod prompt;
 pub mod rules;
+pub mod single;
 pub mod state;
 pub mod step;
 pub mod team;

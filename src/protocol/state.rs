@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::single::{self, Layout};
 use super::step::{Reason, Status, Step};
 use crate::model::BeadId;
 
@@ -109,13 +110,20 @@ impl StoryState {
     }
 }
 
-/// The story file of `bead` in `project`.
+/// The story file of `bead` in `project`: its own, or the seed's one `.ai/STATE.json` under
+/// `ProtocolState: single`.
 pub fn path_of(project: &Path, bead: &BeadId) -> PathBuf {
-    project.join(STATES_DIR).join(format!("{bead}.json"))
+    match Layout::read(project) {
+        Layout::Single => project.join(single::FILE),
+        Layout::PerStory => project.join(STATES_DIR).join(format!("{bead}.json")),
+    }
 }
 
-fn lock_of(project: &Path, bead: &BeadId) -> PathBuf {
-    project.join(STATES_DIR).join(format!(".{bead}.lock"))
+fn lock_of(project: &Path, bead: &BeadId, layout: Layout) -> PathBuf {
+    match layout {
+        Layout::Single => project.join(".ai/.STATE.lock"),
+        Layout::PerStory => project.join(STATES_DIR).join(format!(".{bead}.lock")),
+    }
 }
 
 /// A story file that cannot be used as it is.
@@ -252,11 +260,43 @@ pub enum Loaded {
     Invalid(Invalid),
 }
 
-/// Reads the story file of `bead`, if any.
+/// Reads the story file of `bead`, if any. Under `ProtocolState: single` the one file is
+/// `bead`'s only when it names it (or no story).
 pub fn load(project: &Path, bead: &BeadId) -> Loaded {
-    let path = path_of(project, bead);
+    if Layout::read(project) == Layout::Single {
+        return match load_file(project, &project.join(single::FILE)) {
+            Loaded::Valid(s) if s.story.as_deref().is_some_and(|o| o != bead.as_str()) => {
+                Loaded::Missing
+            }
+            other => other,
+        };
+    }
+    load_file(project, &path_of(project, bead))
+}
+
+/// The story `.ai/STATE.json` holds, when it is another than `bead` and not done: `bead`
+/// must wait for it.
+pub fn held_by_other(project: &Path, bead: &BeadId) -> Option<String> {
+    if Layout::read(project) != Layout::Single {
+        return None;
+    }
+    match load_file(project, &project.join(single::FILE)) {
+        Loaded::Valid(s) if !s.is_done() => s.story.filter(|o| o != bead.as_str()),
+        _ => None,
+    }
+}
+
+fn load_file(project: &Path, path: &Path) -> Loaded {
+    let path = path.to_path_buf();
+    let single = path.ends_with(single::FILE);
     match crate::atomic::read(&path) {
         Ok(bytes) => match parse(&String::from_utf8_lossy(&bytes), &shown(project, &path)) {
+            Ok(s) if single => {
+                Loaded::Valid(match crate::atomic::read(&project.join(single::EXTRA)) {
+                    Ok(extra) => single::with_extra(s, &String::from_utf8_lossy(&extra)),
+                    Err(_) => s,
+                })
+            }
             Ok(s) => Loaded::Valid(s),
             Err(e) => Loaded::Invalid(e),
         },
@@ -279,6 +319,15 @@ fn shown(project: &Path, path: &Path) -> String {
 
 /// Every story file of a project, by bead id (names that are not bead ids are skipped).
 pub fn load_all(project: &Path) -> Vec<(BeadId, Loaded)> {
+    if Layout::read(project) == Layout::Single {
+        let loaded = load_file(project, &project.join(single::FILE));
+        let id = match &loaded {
+            Loaded::Valid(s) => s.story.as_deref().and_then(|s| BeadId::new(s).ok()),
+            Loaded::Invalid(_) => BeadId::new("STATE").ok(),
+            Loaded::Missing => None,
+        };
+        return id.map(|id| vec![(id, loaded)]).unwrap_or_default();
+    }
     let Ok(entries) = std::fs::read_dir(project.join(STATES_DIR)) else {
         return Vec::new();
     };
@@ -306,15 +355,17 @@ pub fn update<R>(
     bead: &BeadId,
     f: impl FnOnce(Option<&StoryState>) -> (Option<StoryState>, R),
 ) -> Result<R> {
+    let layout = Layout::read(project);
     let path = path_of(project, bead);
     let dir = project.join(STATES_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     exclude_from_git(project);
     let _held = crate::lock::TickLock::acquire(
-        &lock_of(project, bead),
+        &lock_of(project, bead, layout),
         std::time::Duration::from_secs(30),
     )?
     .ok_or_else(|| anyhow::anyhow!("the story {bead} is being changed by another process"))?;
+    let other = held_by_other(project, bead);
     let current = match load(project, bead) {
         Loaded::Missing => None,
         Loaded::Valid(s) => Some(s),
@@ -322,9 +373,44 @@ pub fn update<R>(
     };
     let (next, out) = f(current.as_ref());
     if let Some(next) = next.filter(|n| Some(n) != current.as_ref()) {
-        crate::beneath::write_within(project, &path, render(&next).as_bytes())?;
+        if let Some(other) = other {
+            anyhow::bail!(
+                "{} holds story {other} (`ProtocolState: single` keeps one story at a time); {bead} waits until {other} is done, or run `braids story convert <project> --to per-story` to run both",
+                single::FILE
+            );
+        }
+        match layout {
+            Layout::Single => {
+                crate::beneath::write_within(project, &path, single::render(&next).as_bytes())?;
+                let extra = project.join(single::EXTRA);
+                crate::beneath::write_within(
+                    project,
+                    &extra,
+                    single::render_extra(&next).as_bytes(),
+                )?;
+            }
+            Layout::PerStory => {
+                crate::beneath::write_within(project, &path, render(&next).as_bytes())?
+            }
+        }
     }
     Ok(out)
+}
+
+/// Records the story's open dependencies as its `blocked_by` (under its lock); a story with
+/// no state gets `fresh()` only when it has something to wait for.
+pub fn set_blocked_by(
+    project: &Path,
+    bead: &BeadId,
+    fresh: impl FnOnce() -> StoryState,
+    open: &[String],
+) -> Result<()> {
+    if held_by_other(project, bead).is_some() {
+        return Ok(()); // it waits for the one file anyway; recorded when it gets it
+    }
+    update(project, bead, |cur| {
+        (super::deps::with_blocked_by(cur, fresh, open), ())
+    })
 }
 
 /// Writes a story's state as it is (under its lock).
@@ -361,17 +447,33 @@ fn exclude_from_git(project: &Path) {
         return;
     };
     let file = repo.commondir().join("info").join("exclude");
-    let line = format!("/{STATES_DIR}/");
     let old = std::fs::read_to_string(&file).unwrap_or_default();
-    if old.lines().any(|l| l.trim() == line) {
+    let lines = [
+        format!("/{STATES_DIR}/"),
+        format!("/{}", single::FILE),
+        format!("/{}", single::EXTRA),
+        "/.ai/.STATE.lock".to_string(),
+    ];
+    let missing: Vec<&String> = lines
+        .iter()
+        .filter(|l| !old.lines().any(|o| o.trim() == l.as_str()))
+        .collect();
+    if missing.is_empty() {
         return;
     }
+    let line = missing
+        .iter()
+        .map(|l| l.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut text = old;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(&line);
-    text.push('\n');
+    for l in missing {
+        text.push_str(l);
+        text.push('\n');
+    }
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }

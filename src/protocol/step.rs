@@ -23,6 +23,14 @@ pub enum Step {
 }
 
 impl Step {
+    /// Where a story starts: `bootstrap` for a bead titled `[bootstrap]`, else bdd.
+    pub fn first_of(title: &str) -> Step {
+        match title.to_ascii_lowercase().contains("[bootstrap]") {
+            true => Step::Bootstrap,
+            false => Step::Bdd,
+        }
+    }
+
     /// Every step, in chain order.
     pub const ALL: [Step; 11] = [
         Step::Bootstrap,

@@ -24,6 +24,8 @@ pub struct StoryView {
     pub done: bool,
     /// Worker slots the story's session takes: its team's roles at a team step, else 1.
     pub weight: usize,
+    /// The open dependencies its state records (`blocked_by`).
+    pub blocked_by: Vec<String>,
 }
 
 /// The view of `state` under `rules`, for a story run in `mode`.
@@ -45,6 +47,7 @@ pub fn view(state: &StoryState, rules: &Rules, mode: Mode) -> StoryView {
         running_since: running.then_some(state.dispatched_at).flatten(),
         done: state.is_done(),
         weight: roles.max(1),
+        blocked_by: state.blocked_by.clone(),
     }
 }
 
@@ -78,7 +81,12 @@ pub fn line(project: &str, bead: &str, loaded: &super::state::Loaded) -> Option<
         }
         Loaded::Valid(s) => s,
     };
-    let waits = if s.is_blocked() {
+    let waits = if !s.blocked_by.is_empty() && !s.is_done() {
+        Some(format!(
+            "its dependencies {} to close (it resumes by itself)",
+            s.blocked_by.join(", ")
+        ))
+    } else if s.is_blocked() {
         Some(format!(
             "a person: stuck after {} attempts{} (`braids story reset {project} {bead} --step {}`)",
             s.attempt,

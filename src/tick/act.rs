@@ -238,6 +238,13 @@ pub fn act_with(
         }
     }
 
+    for u in plan.dependency_updates.iter().filter(|_| !dry_run) {
+        let fresh = || crate::protocol::StoryState::new(&u.slug, &u.bead, u.first);
+        if let Err(e) = crate::protocol::state::set_blocked_by(&u.path, &u.bead, fresh, &u.open) {
+            out.errors.push(format!("{}: {}: {e:#}", u.slug, u.bead));
+        }
+    }
+
     out.still_held = unkilled.iter().cloned().collect();
     for r in plan.releases.iter().filter(|r| !unkilled.contains(&r.bead)) {
         // Its stop this run tripped its breaker: blocked, never opened again.

@@ -54,7 +54,7 @@ impl Worker<'_> {
     }
 
     /// The bead's direct dependencies that are not closed (3.3).
-    fn open_dependencies(&self, bead: &Bead) -> Result<Vec<BeadId>> {
+    pub(super) fn open_dependencies(&self, bead: &Bead) -> Result<Vec<BeadId>> {
         let mut open = Vec::new();
         for dep in &bead.dependencies {
             let closed =

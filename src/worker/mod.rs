@@ -26,7 +26,7 @@ mod finish;
 mod openclaw;
 mod preset_exec;
 mod protocol;
-pub use protocol::dispatch_one;
+pub use protocol::{apply_by_hand, dispatch_one, Applied};
 pub mod report;
 mod stop;
 mod tee;
@@ -232,7 +232,14 @@ impl Worker<'_> {
             .tracker
             .show(bead_id)?
             .ok_or_else(|| anyhow!("bead {bead_id} disappeared after the claim"))?;
-        if let Some(stop) = self.check_dependencies(run, l, &bead)? {
+        let protocol =
+            crate::protocol::Pipeline::of(&l.project) == crate::protocol::Pipeline::Protocol;
+        if protocol {
+            // A story waits for its dependencies with no slot and no person (CONTRACTS 10.10).
+            if let Some(stop) = self.story_dependencies(run, l, &bead)? {
+                return Ok(stop);
+            }
+        } else if let Some(stop) = self.check_dependencies(run, l, &bead)? {
             return Ok(stop);
         }
         let expected = l.deliverable_for(&bead);

@@ -46,6 +46,7 @@ mod openclaw_sessions;
 mod operator;
 mod pause;
 mod protocol;
+mod protocol_hand;
 mod protocol_rules;
 mod push_retry;
 mod read_only;

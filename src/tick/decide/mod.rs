@@ -44,8 +44,8 @@ mod zombie;
 pub use eligibility::{budget_hold, claw_eligibility, eligibility_of, Eligibility};
 pub use guards::held_key;
 pub use plan::{
-    KillStorm, OrphanedStep, Plan, ProjectSpawns, Release, Slot, SpawnCandidate, SpawnProject,
-    Sweep, Upgrade, STAND_INS,
+    DependencyUpdate, KillStorm, OrphanedStep, Plan, ProjectSpawns, Release, Slot, SpawnCandidate,
+    SpawnProject, Sweep, Upgrade, STAND_INS,
 };
 pub use snapshot::{ProjectView, Snapshot};
 pub use zombie::{classify, SessionVerdict, Zombie, ZombieOwner, ZombieReason};
@@ -376,6 +376,8 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
 
     // Protocol steps marked running whose worker is gone: failed attempts, recorded at once.
     let orphaned_steps = stories::orphaned_steps(snap, &held_anywhere, now);
+    // Stories whose recorded `blocked_by` differs from the tracker's open dependencies.
+    let dependency_updates = stories::dependency_updates(snap);
 
     // The release-storm guard: a backend that briefly reports every worker gone would make
     // every claim look stranded. Such a run releases none of them that it did not already hold
@@ -446,6 +448,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                     && !live.contains(&(p.slug.as_str(), &b.id))
                     && !orphan_live.contains(&b.id)
                     && !released.contains(&b.id)
+                    && !stories::waits_for_dependencies(p, &b.id)
                     && guards::not_waiting(waiting, &b.id, now, &mut wake_at)
             }),
         );
@@ -563,6 +566,7 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
         .collect();
     Plan {
         orphaned_steps,
+        dependency_updates,
         sweeps,
         zombies,
         ended,

@@ -131,6 +131,8 @@ pub struct Plan {
     pub zombies: Vec<Zombie>,
     /// Protocol steps marked running with no worker left: each becomes a failed attempt.
     pub orphaned_steps: Vec<OrphanedStep>,
+    /// Protocol stories whose `blocked_by` is to be set or cleared.
+    pub dependency_updates: Vec<DependencyUpdate>,
     /// Sessions that are no longer running (2.6 rule 1), to forget.
     pub ended: Vec<Session>,
     /// Sessions labelled for a slug that is not in the registry (and not the label a claim of a
@@ -172,6 +174,17 @@ pub struct OrphanedStep {
     pub path: PathBuf,
     pub bead: BeadId,
     pub step: crate::protocol::Step,
+}
+
+/// A protocol story's open dependencies, to record as its `blocked_by` (empty: cleared).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependencyUpdate {
+    pub slug: String,
+    pub path: PathBuf,
+    pub bead: BeadId,
+    pub open: Vec<String>,
+    /// Where a story with no state yet starts.
+    pub first: crate::protocol::Step,
 }
 
 /// Kills the kill-storm guard held ([`super::is_kill_storm`]).
@@ -290,6 +303,7 @@ mod tests {
     fn plan(spawns: &[(&str, usize, &[&str])], global: Option<usize>) -> Plan {
         Plan {
             orphaned_steps: vec![],
+            dependency_updates: vec![],
             zombies: vec![],
             ended: vec![],
             unmanaged: vec![],

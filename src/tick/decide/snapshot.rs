@@ -44,6 +44,9 @@ pub struct ProjectView {
     pub held_by_budget: Option<String>,
     /// `Pipeline: protocol` stories with a state file, by bead (empty for other projects).
     pub protocol: BTreeMap<BeadId, crate::protocol::tick::StoryView>,
+    /// Protocol stories' open dependencies as the tracker says them this run (a story whose
+    /// bead is ready has none); stories not looked at are absent.
+    pub dependencies: BTreeMap<BeadId, crate::protocol::deps::Waits>,
     /// PROJECT.md `Backend:` and the resources its workers ask for.
     pub placement: crate::session::Placement,
     /// Set when the project's backend could not be asked who is running (slurmctld down), or

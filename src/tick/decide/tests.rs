@@ -37,6 +37,7 @@ fn project(slug: &str) -> P {
         workspace: crate::workspace::WorkspaceMode::Worktree,
         held_by_budget: None,
         protocol: BTreeMap::new(),
+        dependencies: BTreeMap::new(),
         placement: Default::default(),
         backend_error: None,
     })
@@ -1232,6 +1233,7 @@ fn story(
         running_since: running.then(|| now() - Duration::minutes(5)),
         done: step == crate::protocol::Step::Done,
         weight,
+        blocked_by: vec![],
     }
 }
 
@@ -1294,6 +1296,52 @@ fn c10_5_a_story_waiting_for_review_keeps_its_claim_and_no_slot() {
     assert_eq!(plan.zombies.len(), 1);
     assert_eq!(plan.zombies[0].reason, ZombieReason::StepTimeout);
     assert!(plan.orphaned_steps.is_empty(), "its session is live");
+}
+
+#[test]
+fn c10_10_a_story_waiting_for_its_dependencies_holds_no_slot() {
+    use crate::protocol::deps::Waits;
+    use crate::protocol::{Status, Step};
+    let waits = |open: &[&str]| Waits {
+        open: open.iter().map(|s| s.to_string()).collect(),
+        first: Step::Bdd,
+    };
+    let mut held = story(Step::Impl, Status::Pending, 1);
+    held.blocked_by = vec!["a-1".into()];
+    // a-2 waits for a-1 (even if its tracker lists it ready); a-3's dependency closed; a-4 is
+    // not started and waits; a-5 is ready with nothing to wait for.
+    let mut p = project("a")
+        .max(2)
+        .ready(&["a-2", "a-3", "a-5"])
+        .story("a-2", held.clone())
+        .story("a-3", held);
+    p.0.dependencies = [
+        (id("a-2"), waits(&["a-1"])),
+        (id("a-3"), waits(&[])),
+        (id("a-4"), waits(&["a-1", "a-9"])),
+        (id("a-5"), waits(&[])),
+    ]
+    .into_iter()
+    .collect();
+    let plan = decide(&snap(vec![p], vec![]), now());
+    assert_eq!(
+        spawned(&plan),
+        ["project:a:a-3", "project:a:a-5"],
+        "the waiting story is not spawned and takes no slot"
+    );
+    let updates: Vec<(&str, Vec<String>)> = plan
+        .dependency_updates
+        .iter()
+        .map(|u| (u.bead.as_str(), u.open.clone()))
+        .collect();
+    assert_eq!(
+        updates,
+        [
+            ("a-3", vec![]),
+            ("a-4", vec!["a-1".to_string(), "a-9".to_string()])
+        ],
+        "cleared when closed, set for a story not started; unchanged ones untouched"
+    );
 }
 
 #[test]

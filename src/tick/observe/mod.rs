@@ -413,6 +413,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         workspace: WorkspaceMode::default(),
         held_by_budget: None,
         protocol: BTreeMap::new(),
+        dependencies: BTreeMap::new(),
         placement: Default::default(),
         backend_error: None,
     }

@@ -290,6 +290,8 @@ pub(super) fn observe_project(
             crate::events::waiting::waiting(&crate::events::Journal::of_project(root), &wanted);
     }
     let mut unknown = Vec::new();
+    // The in-scope stories of a protocol project, whose dependencies the tick follows.
+    let mut scoped: Vec<(BeadId, String)> = Vec::new();
     if let Some(it) = shown {
         let known = |id: &BeadId| status(id).is_some();
         let stories = it.stories_known(known);
@@ -303,6 +305,10 @@ pub(super) fn observe_project(
         if eligible {
             // plain-word ids (`readme`) the tracker knows are stories too
             view.stories = stories.iter().map(|s| s.id.clone()).collect();
+            scoped = stories
+                .iter()
+                .map(|s| (s.id.clone(), s.title.clone()))
+                .collect();
         }
         unknown = crate::format::iteration::unknown_stories(it, known, kind.as_str())
             .into_iter()
@@ -356,6 +362,10 @@ pub(super) fn observe_project(
                     // Id, title and status: all `decide` reads of a bead.
                     .map(|b| Bead::new(b.id.clone(), b.title.clone(), b.status)),
             );
+            if crate::protocol::Pipeline::of(&config) == crate::protocol::Pipeline::Protocol {
+                let ready: BTreeSet<&BeadId> = ready.iter().map(|b| &b.id).collect();
+                view.dependencies = story_waits(&*tracker, &scoped, &ready, status);
+            }
         }
         Some(Err(e)) => {
             view.tracker_error = Some(e.to_string());
@@ -378,6 +388,38 @@ fn counts(beads: &[(BeadId, BeadStatus)]) -> BTreeMap<String, usize> {
     by.into_iter()
         .map(|(s, n)| (s.as_str().to_string(), n))
         .collect()
+}
+
+/// The open dependencies of each open in-scope story: none for a ready one, else asked of
+/// the tracker (`show`, only for open stories it does not list ready: the few that wait).
+fn story_waits(
+    tracker: &dyn Tracker,
+    scoped: &[(BeadId, String)],
+    ready: &BTreeSet<&BeadId>,
+    status: impl Fn(&BeadId) -> Option<BeadStatus>,
+) -> BTreeMap<BeadId, crate::protocol::deps::Waits> {
+    use crate::protocol::deps::{open_of, Waits};
+    let mut out = BTreeMap::new();
+    for (id, title) in scoped {
+        if status(id) != Some(BeadStatus::Open) {
+            continue;
+        }
+        let open = match ready.contains(id) {
+            true => Vec::new(),
+            false => match tracker.show(id) {
+                Ok(Some(b)) => open_of(&b.dependencies, &status),
+                _ => continue,
+            },
+        };
+        out.insert(
+            id.clone(),
+            Waits {
+                open,
+                first: crate::protocol::Step::first_of(title),
+            },
+        );
+    }
+    out
 }
 
 /// What the tick needs of each protocol story with a state file (invalid ones are the

@@ -36,7 +36,7 @@ mod end;
 mod level1;
 mod run;
 
-pub use level1::dispatch_one;
+pub use level1::{apply_by_hand, dispatch_one, Applied};
 use run::post_check;
 
 impl Worker<'_> {
@@ -56,12 +56,7 @@ impl Worker<'_> {
         };
         let mut state = match story::load(&root, &bead_id) {
             story::Loaded::Missing => {
-                let first = if bead.title.to_ascii_lowercase().contains("[bootstrap]") {
-                    Step::Bootstrap
-                } else {
-                    Step::Bdd
-                };
-                StoryState::new(&l.slug, &bead_id, first)
+                StoryState::new(&l.slug, &bead_id, Step::first_of(&bead.title))
             }
             story::Loaded::Valid(s) => s,
             story::Loaded::Invalid(e) => return self.hold_story(run, l, &e.to_string()),
@@ -182,6 +177,40 @@ impl Worker<'_> {
                 }
             }
         }
+    }
+
+    /// The story's `blocked_by`, from its bead's open dependencies: recorded (and cleared when
+    /// they have closed); while any is open the bead is handed back open, so the tick spawns
+    /// it again once the tracker says it is ready.
+    pub(super) fn story_dependencies(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        bead: &Bead,
+    ) -> Result<Option<Ending>> {
+        let open: Vec<String> = self
+            .open_dependencies(bead)?
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        let fresh = || StoryState::new(&l.slug, &bead.id, Step::first_of(&bead.title));
+        story::set_blocked_by(&run.msg.project, &bead.id, fresh, &open)?;
+        if open.is_empty() {
+            run.step(
+                "dependencies",
+                format!(
+                    "{} direct dependencies, all closed",
+                    bead.dependencies.len()
+                ),
+            );
+            return Ok(None);
+        }
+        let why = format!("waits for its dependencies {}", open.join(", "));
+        run.step(
+            "dependencies",
+            format!("open: {}; blocked_by recorded", open.join(", ")),
+        );
+        self.hand_back(run, &bead.id, &why).map(Some)
     }
 
     /// The story's worktree, reused from its earlier sessions, or the shared work tree.
@@ -316,21 +345,11 @@ impl Worker<'_> {
             tracing::warn!(bead = %bead, "{w}");
             run.step("report", format!("warning: {w}"));
         }
-        let mut s = handoff::apply(running, found.as_ref(), rule, now);
-        if let Some(check) = &rule.post_check {
-            let (passed, detail) = post_check(&ws.dir, &check.argv());
-            run.step(
-                "post_check",
-                format!(
-                    "{}: {}",
-                    check.shown(),
-                    if passed { "passed" } else { "failed" }
-                ),
-            );
-            s = handoff::apply_post_check(&s, passed, &detail);
+        let settled = settle(running, found.as_ref(), rule, &ws.dir, history, now)?;
+        if let Some(said) = &settled.post_check {
+            run.step("post_check", said.clone());
         }
-        let entry = handoff::archive_entry(&s, found.as_ref(), now);
-        append(&ws.dir, history, &entry)?;
+        let s = settled.state;
         run.step(
             "step",
             format!(
@@ -355,6 +374,42 @@ impl Worker<'_> {
         );
         run.notify(l, NotificationEvent::Blocker, &text);
     }
+}
+
+/// A step ended: its report applied, its `post_check` run and its archived handoff appended
+/// to `history`. The worker's sessions and a person's `braids story apply` both end a step
+/// here, so a report written by hand counts exactly as one an executor wrote.
+pub(crate) struct Settled {
+    pub state: StoryState,
+    /// `<check>: passed|failed`, when the step has a `post_check`.
+    pub post_check: Option<String>,
+}
+
+pub(crate) fn settle(
+    running: &StoryState,
+    found: Option<&Handoff>,
+    rule: &Rule,
+    dir: &Path,
+    history: &Path,
+    now: chrono::DateTime<Utc>,
+) -> Result<Settled> {
+    let mut s = handoff::apply(running, found, rule, now);
+    let mut said = None;
+    if let Some(check) = &rule.post_check {
+        let (passed, detail) = post_check(dir, &check.argv());
+        said = Some(format!(
+            "{}: {}",
+            check.shown(),
+            if passed { "passed" } else { "failed" }
+        ));
+        s = handoff::apply_post_check(&s, passed, &detail);
+    }
+    let entry = handoff::archive_entry(&s, found, now);
+    append(dir, history, &entry)?;
+    Ok(Settled {
+        state: s,
+        post_check: said,
+    })
 }
 
 /// How long a story waits for another's last step and landing.
