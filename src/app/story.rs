@@ -28,6 +28,8 @@ pub struct Shown {
     /// What the next dispatch would do (`dispatched`, `needs_human`, `blocked`, …).
     pub next: String,
     pub caller_instruction: String,
+    /// The test counts, and whether braids measured them or they are the agent's claim.
+    pub tests: Option<String>,
 }
 
 pub fn find(inst: &Installation, project: &str, bead: &str, write: bool) -> Result<Located> {
@@ -117,6 +119,7 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
     Ok(Shown {
         project: slug,
         bead: id.to_string(),
+        tests: state.as_ref().and_then(crate::protocol::measured::summary),
         state,
         next_step,
         next,

@@ -12,6 +12,7 @@
 
 pub mod dispatch;
 pub mod handoff;
+pub mod measured;
 pub mod overrides;
 pub mod prompt;
 pub mod rules;

@@ -48,6 +48,10 @@ pub fn run(dir: &Path, cmd: &TestCommand, timeout: Duration) -> Ran {
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     });
+    if let Some(r) = &cmd.report {
+        // Read once; left in the work tree it would ride into the story's commit.
+        let _ = std::fs::remove_file(dir.join(r));
+    }
     let counts = match (&cmd.report, report) {
         // Named but not written: the run did not get as far as reporting.
         (Some(_), None) => None,

@@ -106,7 +106,10 @@ fn output_without_test_results_is_none_and_never_panics() {
     assert_eq!(parse("", Some("not xml at all")), None);
     // An empty suite is a run with no tests, not a missing one.
     assert_eq!(
-        parse("test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured", None),
+        parse(
+            "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured",
+            None
+        ),
         Some(counts(0, 0, 0, &[], "libtest"))
     );
 }

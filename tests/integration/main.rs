@@ -55,6 +55,7 @@ mod serve;
 mod serve_load;
 mod sessions;
 mod slurm;
+mod test_counts;
 mod tick_e2e;
 mod tick_notices;
 mod trackers;

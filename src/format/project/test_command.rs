@@ -7,7 +7,9 @@ use serde::Serialize;
 
 /// Words that mean something only to a shell: as argv they would reach the program as
 /// arguments, so a command holding one is refused with the fix.
-const SHELL_WORDS: &[&str] = &["|", "||", "&&", "&", ";", ">", ">>", "<", "2>&1", "2>", "$("];
+const SHELL_WORDS: &[&str] = &[
+    "|", "||", "&&", "&", ";", ">", ">>", "<", "2>&1", "2>", "$(",
+];
 
 /// A test command and where its machine-readable report is, if not on stdout.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -64,7 +66,10 @@ pub fn parse_field(value: &str, report: Option<&str>) -> Result<TestCommand, Ref
             .or_else(|| s.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')))
             .unwrap_or(s);
         if s.trim().is_empty() {
-            return Err(("has an empty shell command".into(), "write {shell: \"your command\"}"));
+            return Err((
+                "has an empty shell command".into(),
+                "write {shell: \"your command\"}",
+            ));
         }
         return Ok(TestCommand::shell(s, report));
     }

@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use chrono::Utc;
 
+use crate::format::project::test_command::TestCommand;
 use crate::model::{Bead, BeadId, NotificationEvent};
 use crate::protocol::handoff::{self, Handoff};
 use crate::protocol::state::{self as story, StoryState};
-use crate::protocol::{dispatch, overrides, team, Action, Rule, Status, Step};
+use crate::protocol::{dispatch, measured, overrides, team, Action, Rule, Status, Step};
 use crate::workspace::{Workspace, WorkspaceMode};
 
 use super::context::Loaded;
@@ -34,6 +35,7 @@ use super::{clip, work_dir, Ending, Run, Worker};
 
 mod end;
 mod level1;
+mod measure;
 mod run;
 
 pub use level1::dispatch_one;
@@ -54,6 +56,7 @@ impl Worker<'_> {
             Ok(r) => r,
             Err(p) => return self.hold_story(run, l, &p.sentence()),
         };
+        let project_tests = l.project.test_command();
         let mut state = match story::load(&root, &bead_id) {
             story::Loaded::Missing => {
                 let first = if bead.title.to_ascii_lowercase().contains("[bootstrap]") {
@@ -144,8 +147,15 @@ impl Worker<'_> {
                     let ran =
                         self.run_step(run, l, &ws, bead, &d.state, rule, &roles, &prompt, timeout)?;
                     let history = self.history_file(l, &bead_id, &ws, memory.is_some());
-                    state =
-                        self.finish_step(run, &root, &bead_id, &d.state, rule, &ws, ran, &history)?;
+                    let tests = measured::command_for(rule, project_tests.as_ref())
+                        .filter(|_| rule.runner == crate::protocol::Runner::Executor);
+                    let step = Finishing {
+                        running: &d.state,
+                        rule,
+                        tests: tests.as_ref(),
+                        history: &history,
+                    };
+                    state = self.finish_step(run, l, &bead_id, &ws, step, ran)?;
                     if state.status == Status::Timeout {
                         self.timed_out(run, l, state.step, i64::from(state.timeout_min));
                     }
@@ -274,20 +284,25 @@ impl Worker<'_> {
         story::save(root, s, bead)
     }
 
-    /// Applies what a step reported, runs its `post_check`, archives the handoff and writes the
-    /// state; returns the state the next dispatch starts from.
-    #[allow(clippy::too_many_arguments)]
+    /// Applies what a step reported, runs its test command and its `post_check`, archives the
+    /// handoff and writes the state; returns the state the next dispatch starts from.
     fn finish_step(
         &self,
         run: &mut Run<'_, '_>,
-        root: &Path,
+        l: &Loaded,
         bead: &BeadId,
-        running: &StoryState,
-        rule: &Rule,
         ws: &Workspace,
+        f: Finishing<'_>,
         ran: Ran,
-        history: &Path,
     ) -> Result<StoryState> {
+        let Finishing {
+            running,
+            rule,
+            tests,
+            history,
+        } = f;
+        let root = run.msg.project.clone();
+        let root = root.as_path();
         let now = Utc::now();
         let found = match ran {
             Ran::TimedOut => {
@@ -308,6 +323,9 @@ impl Worker<'_> {
             run.step("report", format!("warning: {w}"));
         }
         let mut s = handoff::apply(running, found.as_ref(), rule, now);
+        if let Some(cmd) = tests {
+            s = self.measure(run, l, bead, ws, &s, found.as_ref(), cmd, rule);
+        }
         if let Some(check) = &rule.post_check {
             let (passed, detail) = post_check(&ws.dir, &check.argv());
             run.step(
@@ -346,6 +364,15 @@ impl Worker<'_> {
         );
         run.notify(l, NotificationEvent::Blocker, &text);
     }
+}
+
+/// What `finish_step` needs of the dispatched step.
+struct Finishing<'a> {
+    running: &'a StoryState,
+    rule: &'a Rule,
+    /// The test command braids runs after the executor, if the step has one.
+    tests: Option<&'a TestCommand>,
+    history: &'a Path,
 }
 
 /// How long a story waits for another's last step and landing.
