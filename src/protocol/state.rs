@@ -260,6 +260,8 @@ pub fn render(state: &StoryState) -> String {
 }
 
 /// What reading a story file found.
+// One per story read, matched at once: boxing the state would cost every caller a deref.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Loaded {
     /// No file: the story has not started.
