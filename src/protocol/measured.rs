@@ -82,11 +82,11 @@ pub fn judge(
         && failed
         && !rule.treat_failing_as_pass
     {
-        differences.push("the agent reported pass".to_string());
+        differences.push("pass".to_string());
     }
     if let (Some(c), Some(m)) = (claimed_tests, measured) {
         if c != m {
-            differences.push(format!("the agent reported {}", counts(c)));
+            differences.push(counts(c));
         }
     }
     let mut claimed_sorted = claimed_failing;
@@ -94,13 +94,10 @@ pub fn judge(
     let mut real_sorted = s.failing_tests.clone();
     real_sorted.sort();
     if !claimed_sorted.is_empty() && claimed_sorted != real_sorted {
-        differences.push(format!(
-            "the agent named failing {}",
-            claimed_sorted.join(", ")
-        ));
+        differences.push(format!("failing {}", claimed_sorted.join(", ")));
     }
-    let disagreement =
-        (!differences.is_empty()).then(|| format!("{}; {real}", differences.join(" and ")));
+    let disagreement = (!differences.is_empty())
+        .then(|| format!("the agent said {}; the run: {real}", differences.join(", ")));
     Judged {
         state: s,
         disagreement,

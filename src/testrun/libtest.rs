@@ -46,7 +46,28 @@ pub(super) fn parse_plain(output: &str) -> Option<Counts> {
     };
     let mut seen = false;
     let mut names = Vec::new();
+    // `--quiet` prints no `... FAILED` lines: the names are the indented list that follows
+    // the last `failures:` header (the first one is followed by each test's output).
+    let mut listing = false;
+    let mut after_header = false;
     for line in output.lines().map(str::trim_end) {
+        if line == "failures:" {
+            after_header = true;
+            continue;
+        }
+        if after_header || listing {
+            let name = line
+                .strip_prefix("    ")
+                .filter(|n| !n.is_empty() && !n.contains(char::is_whitespace));
+            after_header = false;
+            listing = name.is_some();
+            if let Some(name) = name {
+                if !names.iter().any(|n: &String| n == name) {
+                    names.push(name.to_string());
+                }
+                continue;
+            }
+        }
         if let Some(rest) = line.strip_prefix("test result: ") {
             let Some((_, counts)) = rest.split_once(". ") else {
                 continue;

@@ -1,6 +1,7 @@
 use super::*;
 
 const LIBTEST_PLAIN_FAILING: &str = include_str!("samples/libtest-plain-failing.txt");
+const LIBTEST_QUIET_FAILING: &str = include_str!("samples/libtest-quiet-failing.txt");
 const LIBTEST_PLAIN_PASSING: &str = include_str!("samples/libtest-plain-passing.txt");
 const LIBTEST_JSON_FAILING: &str = include_str!("samples/libtest-json-failing.jsonl");
 const GO_FAILING: &str = include_str!("samples/go-test-json-failing.jsonl");
@@ -23,6 +24,12 @@ fn every_runner_is_counted_from_its_own_output() {
         (
             "cargo test, a failing crate",
             LIBTEST_PLAIN_FAILING,
+            None,
+            counts(2, 1, 1, &["tests::adds_wrong"], "libtest"),
+        ),
+        (
+            "cargo test --quiet: the names from the failures list",
+            LIBTEST_QUIET_FAILING,
             None,
             counts(2, 1, 1, &["tests::adds_wrong"], "libtest"),
         ),

@@ -76,7 +76,7 @@ fn c10_9_a_verify_the_agent_passes_fails_when_the_real_tests_fail() {
     // goes (impl).
     assert!(out.contains("verify attempt 1: failing"), "{out}");
     assert!(
-        out.contains("the agent's report and the tests disagree: the agent reported pass"),
+        out.contains("the agent's report and the tests disagree: the agent said pass, 5 pass, 0 fail, 0 skip; the run: "),
         "{out}"
     );
     let s = state(&root, &id);

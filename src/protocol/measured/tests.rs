@@ -195,7 +195,7 @@ fn the_failing_names_are_the_runs_and_the_claims_are_kept_beside() {
     assert_eq!(j.state.claimed_failing_tests, ["t::y"]);
     let d = j.disagreement.unwrap();
     assert!(
-        d.contains("named failing t::y") && d.contains("t::x"),
+        d == "the agent said failing t::y; the run: `cargo test` (exit 101) counted 2 pass, 1 fail, 0 skip: t::x",
         "{d}"
     );
     // a later step's claim (no test command there) does not replace measured counts
