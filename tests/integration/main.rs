@@ -24,6 +24,7 @@ mod browser;
 mod chaos;
 mod check;
 mod checkin;
+mod claw_events;
 mod claw_loop;
 mod claw_tools;
 mod cli;
