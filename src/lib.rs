@@ -36,6 +36,7 @@ pub mod serve;
 pub mod session;
 pub mod state;
 pub mod templates;
+pub mod testrun;
 pub mod tick;
 pub mod tracker;
 pub mod worker;

@@ -31,6 +31,8 @@ pub struct Shown {
     /// The next step's prompt, when it is an agent's: what a person gives their own agent at
     /// Level 1 before `braids story apply`.
     pub prompt: Option<String>,
+    /// The test counts, and whether braids measured them or they are the agent's claim.
+    pub tests: Option<String>,
 }
 
 pub fn find(inst: &Installation, project: &str, bead: &str, write: bool) -> Result<Located> {
@@ -151,6 +153,7 @@ pub fn show(inst: &Installation, project: &str, bead: &str, now: DateTime<Utc>) 
     Ok(Shown {
         project: slug,
         bead: id.to_string(),
+        tests: state.as_ref().and_then(crate::protocol::measured::summary),
         state,
         next_step,
         next,

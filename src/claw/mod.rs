@@ -9,12 +9,19 @@
 //! - [`packet`]: the context packet, built by code.
 //! - [`loopstate`]: what the loop remembers (paused, runs without progress), pure rules.
 //! - [`config`]: `.claw/config.yaml`.
+//! - [`status_block`]: a coder's `CLAW_STATUS` block, its report.
+//! - [`turn_events`]: the events of a turn as the seed shows them.
 
 pub mod config;
 pub mod loopstate;
 pub mod packet;
+pub mod status_block;
 pub mod tools;
+pub mod turn_events;
 pub mod workplan;
+
+/// The plan, relative to the project root.
+pub const WORKPLAN: &str = ".claw/WORKPLAN.md";
 
 /// Whether a project runs the claw loop: `Pipeline: claw` in PROJECT.md, or, with no
 /// Pipeline field, a `.claw/WORKPLAN.md` (one `stat`).

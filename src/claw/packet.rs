@@ -213,6 +213,12 @@ pub fn render(p: &Packet) -> String {
     o.push_str(
         "4. Do not check off the task, commit or push: braids does that once the checks pass.\n",
     );
-    o.push_str("5. When done, write `status: pass` (or `failing`, or `needs_human` with the question) and `summary: <one sentence>` to the file named by $BRAIDS_RESULT_FILE.\n");
+    o.push_str(concat!(
+        "5. Emit a CLAW_STATUS block when done, as the last thing you print (or write it to the ",
+        "file named by $BRAIDS_RESULT_FILE). `status` is done, failed, or needs_human with your ",
+        "`question`:\n\n",
+        "CLAW_STATUS\nstatus: done\nsummary: <what you did, one sentence>\nfiles_changed:\n",
+        "  - <path>\ntests_passed: true\nEND_CLAW_STATUS\n"
+    ));
     o
 }

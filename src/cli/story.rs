@@ -147,6 +147,9 @@ impl Output for Shown {
         if let Some(c) = &s.commit_hash {
             t.push_str(&format!("commit: {c}\n"));
         }
+        if let Some(tests) = &self.tests {
+            t.push_str(&format!("tests: {tests}\n"));
+        }
         t.push_str(&format!(
             "next: {} {}\n{}\n",
             self.next,

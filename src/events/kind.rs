@@ -1,4 +1,5 @@
-//! The event types: the claw-builder seed's seven, then braids' own, named the same way.
+//! The event types: the claw-builder seed's seven and the `validation_pass` its status.json
+//! shows, then braids' own, named the same way.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +10,8 @@ pub enum Kind {
     TaskStarted,
     TaskComplete,
     ValidationFailed,
+    /// The claw loop's checks passed (seed 003's status.json shows it).
+    ValidationPass,
     LoopStuck,
     LoopPaused,
     LoopComplete,
@@ -37,6 +40,7 @@ impl Kind {
         Kind::TaskStarted,
         Kind::TaskComplete,
         Kind::ValidationFailed,
+        Kind::ValidationPass,
         Kind::LoopStuck,
         Kind::LoopPaused,
         Kind::LoopComplete,
@@ -62,6 +66,7 @@ impl Kind {
             Kind::TaskStarted => "task_started",
             Kind::TaskComplete => "task_complete",
             Kind::ValidationFailed => "validation_failed",
+            Kind::ValidationPass => "validation_pass",
             Kind::LoopStuck => "loop_stuck",
             Kind::LoopPaused => "loop_paused",
             Kind::LoopComplete => "loop_complete",
@@ -127,6 +132,6 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", k.as_str()));
             assert!(!k.file_part().contains('_'));
         }
-        assert_eq!(Kind::ALL.len(), 20);
+        assert_eq!(Kind::ALL.len(), 21);
     }
 }

@@ -8,6 +8,7 @@
 //! kept as text; `## Notifications` is read in `notifications.rs`.
 
 mod notifications;
+pub mod test_command;
 
 use std::fmt;
 use std::path::Path;
@@ -63,6 +64,8 @@ pub const FIELDS: &[&str] = &[
     "Setup",
     "Sparse",
     "Keep",
+    "TestCommand",
+    "TestReport",
 ];
 
 /// Settings braids reads from the field list that a person may append at the end of the file,
@@ -136,6 +139,14 @@ impl ProjectConfig {
     /// The field called `key` (any spelling: `max_workers`, `Max Workers`), known or not.
     pub fn field(&self, key: &str) -> Option<&Field> {
         fields::get(&self.fields, key)
+    }
+
+    /// `TestCommand:` (with `TestReport:`), when written and valid; an invalid one is
+    /// `braids check`'s error and reads as none here.
+    pub fn test_command(&self) -> Option<test_command::TestCommand> {
+        let f = self.field("testcommand")?;
+        let report = self.field("testreport").map(|r| r.value.as_str());
+        test_command::parse_field(&f.value, report).ok()
     }
 }
 
@@ -259,6 +270,11 @@ pub fn parse_project(text: &str, file: &Path) -> Parsed<ProjectConfig> {
         ),
     };
     let channel = find("channel").and_then(|f| parse_channel(&f.field.value));
+    if let Some(f) = find("testcommand") {
+        if let Err((message, fix)) = test_command::parse_field(&f.field.value, None) {
+            diags.error(Some(f.field.line), format!("TestCommand {message}"), fix);
+        }
+    }
 
     let notifications = notifications::parse_notifications(&doc, &mut diags);
     let goal = section(&doc, "goal");

@@ -329,13 +329,19 @@ pub fn apply(
     if !h.files_changed.is_empty() {
         s.files_changed = h.files_changed.clone();
     }
-    if h.tests.is_some() {
-        s.tests = h.tests;
+    if s.tests_measured_by.is_some() {
+        // Counts a test command measured stand; a later claim is kept beside them.
+        s.claimed_tests = h.tests;
+        s.claimed_failing_tests = h.failing_tests.clone();
+    } else {
+        if h.tests.is_some() {
+            s.tests = h.tests;
+        }
+        s.failing_tests = match status {
+            Status::Pass => Vec::new(),
+            _ => h.failing_tests.clone(),
+        };
     }
-    s.failing_tests = match status {
-        Status::Pass => Vec::new(),
-        _ => h.failing_tests.clone(),
-    };
     if h.commit_hash.is_some() {
         s.commit_hash = h.commit_hash.clone();
     }

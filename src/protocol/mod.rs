@@ -13,6 +13,7 @@
 pub mod deps;
 pub mod dispatch;
 pub mod handoff;
+pub mod measured;
 pub mod overrides;
 pub mod prompt;
 pub mod rules;

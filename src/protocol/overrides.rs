@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::rules::{PostCheck, Role, Rules, Runner};
 use super::step::{Reason, Step};
+use crate::format::project::test_command::{check_words, TestCommand};
 
 pub const FILE: &str = ".ai/step-rules.yaml";
 
@@ -66,6 +67,7 @@ const FIELDS: &[&str] = &[
     "claude_reads",
     "claude_writes",
     "post_check",
+    "test_command",
     "step_instruction",
     "treat_failing_as_pass",
     "runner",
@@ -254,6 +256,12 @@ pub fn parse(text: &str) -> Result<Rules, Vec<Problem>> {
                     Ok(pc) => rule.post_check = pc,
                     Err((message, fix)) => bad(format!("`post_check` of `{name}` {message}"), fix),
                 },
+                "test_command" => match test_command(v) {
+                    Ok(tc) => rule.test_command = tc,
+                    Err((message, fix)) => {
+                        bad(format!("`test_command` of `{name}` {message}"), fix)
+                    }
+                },
                 "runner" => match v.as_str() {
                     Some("braids") => rule.runner = Runner::Braids,
                     Some("executor") => rule.runner = Runner::Executor,
@@ -363,6 +371,54 @@ fn post_check(v: &Value) -> Result<Option<PostCheck>, Fix> {
             "write it as an argv list ([go, vet, ./...]), or as {shell: \"…\"} to run it through sh",
         )),
         _ => Err((format!("is {v}"), "write an argv list, or {shell: \"…\"}")),
+    }
+}
+
+/// `test_command:` is an argv list, `{shell: "…"}`, or either as `{argv: […], report: path}` /
+/// `{shell: "…", report: path}` when the runner writes a JUnit XML report.
+fn test_command(v: &Value) -> Result<Option<TestCommand>, Fix> {
+    const FIX: &str =
+        "write an argv list ([cargo, test]), {shell: \"…\"}, and `report: <junit.xml>` beside argv or shell if the runner writes one";
+    let report = |m: &Map<String, Value>| -> Result<Option<String>, Fix> {
+        match m.get("report") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(r)) if !r.trim().is_empty() => Ok(Some(r.trim().to_string())),
+            Some(other) => Err((format!("has report {other}, not a path"), FIX)),
+        }
+    };
+    match v {
+        Value::Null => Ok(None),
+        Value::Array(_) => {
+            let argv = string_list(v)
+                .ok_or_else(|| ("has an argument that is not text".to_string(), FIX))?;
+            check_words(&argv)?;
+            Ok(Some(TestCommand::argv(argv, None)))
+        }
+        Value::Object(m) => {
+            if let Some(k) = m
+                .keys()
+                .find(|k| !["argv", "shell", "report"].contains(&k.as_str()))
+            {
+                return Err((format!("has an unknown key `{k}`"), FIX));
+            }
+            let report = report(m)?;
+            match (m.get("argv"), m.get("shell").and_then(Value::as_str)) {
+                (Some(a), None) => {
+                    let argv = string_list(a).ok_or_else(|| {
+                        ("has an argv that is not a list of text".to_string(), FIX)
+                    })?;
+                    check_words(&argv)?;
+                    Ok(Some(TestCommand::argv(argv, report)))
+                }
+                (None, Some(s)) if !s.trim().is_empty() => Ok(Some(TestCommand::shell(s, report))),
+                _ => Err(("needs exactly one of argv or shell".into(), FIX)),
+            }
+        }
+        Value::String(_) => Err((
+            "is a plain string, which braids never hands to a shell unasked".into(),
+            "write it as an argv list ([cargo, test]), or as {shell: \"…\"} to run it through sh",
+        )),
+        _ => Err((format!("is {v}"), FIX)),
     }
 }
 

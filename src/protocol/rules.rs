@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::step::{Reason, Step};
+use crate::format::project::test_command::TestCommand;
 
 /// A check run in the workspace after the executor: argv run directly, or a shell string a
 /// project wrote itself in its own rules file.
@@ -85,6 +86,9 @@ pub struct Rule {
     pub claude_reads: Vec<String>,
     pub claude_writes: Vec<String>,
     pub post_check: Option<PostCheck>,
+    /// The step's own test command, run by braids after the executor; `impl` and `verify`
+    /// fall back to PROJECT.md's `TestCommand:` ([`super::measured::command_for`]).
+    pub test_command: Option<TestCommand>,
     pub step_instruction: String,
     pub treat_failing_as_pass: bool,
     pub runner: Runner,
@@ -124,6 +128,7 @@ impl Rules {
                     claude_reads: strings(d.claude_reads),
                     claude_writes: strings(d.claude_writes),
                     post_check: None,
+                    test_command: None,
                     step_instruction: d.step_instruction.into(),
                     treat_failing_as_pass: d.treat_failing_as_pass,
                     runner: d.runner,

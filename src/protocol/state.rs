@@ -1,6 +1,8 @@
 //! A story's STATE file, `<project>/.ai/states/<bead-id>.json`: the protocol's own answer to
 //! running many stories of one project at once (seed 002, "Multi-Story Parallel"). The schema is
-//! exactly the seed's, plus `last_error` (v0.10) and `commit_hash` (v0.11).
+//! exactly the seed's, plus `last_error` (v0.10) and `commit_hash` (v0.11), and, only where a
+//! test command measured the counts, `tests_measured_by` with the agent's own claim beside
+//! them (`claimed_tests`, `claimed_failing_tests`).
 //!
 //! Reading is tolerant of age and hands: a missing field takes its default, an unknown one is
 //! ignored, a number written as `"3"` is read. It is strict about meaning: a `step`, `status`
@@ -52,6 +54,15 @@ pub struct StoryState {
     pub human_note: Option<String>,
     pub last_error: Option<String>,
     pub commit_hash: Option<String>,
+    /// The test command whose run gave `tests` and `failing_tests`; `None`: they are what
+    /// the agent reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests_measured_by: Option<String>,
+    /// What the agent reported, kept beside the measured counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_tests: Option<Tests>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claimed_failing_tests: Vec<String>,
 }
 
 impl StoryState {
@@ -76,6 +87,9 @@ impl StoryState {
             human_note: None,
             last_error: None,
             commit_hash: None,
+            tests_measured_by: None,
+            claimed_tests: None,
+            claimed_failing_tests: Vec::new(),
         }
     }
 
@@ -209,7 +223,7 @@ pub fn parse(text: &str, file: &str) -> std::result::Result<StoryState, Invalid>
             _ => Vec::new(),
         }
     };
-    let tests = match map.get("tests") {
+    let tests_of = |k: &str| match map.get(k) {
         Some(Value::Object(t)) => {
             let n = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0) as u32;
             Some(Tests {
@@ -232,7 +246,7 @@ pub fn parse(text: &str, file: &str) -> std::result::Result<StoryState, Invalid>
         dispatched_at: time("dispatched_at"),
         completed_at: time("completed_at"),
         timeout_min: number("timeout_min", 5),
-        tests,
+        tests: tests_of("tests"),
         failing_tests: strings("failing_tests"),
         lint_pass: map.get("lint_pass").and_then(Value::as_bool),
         files_changed: strings("files_changed"),
@@ -240,6 +254,9 @@ pub fn parse(text: &str, file: &str) -> std::result::Result<StoryState, Invalid>
         human_note: optional("human_note"),
         last_error: optional("last_error"),
         commit_hash: optional("commit_hash"),
+        tests_measured_by: optional("tests_measured_by"),
+        claimed_tests: tests_of("claimed_tests"),
+        claimed_failing_tests: strings("claimed_failing_tests"),
     })
 }
 
@@ -251,6 +268,8 @@ pub fn render(state: &StoryState) -> String {
 }
 
 /// What reading a story file found.
+// One per story read, matched at once: boxing the state would cost every caller a deref.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Loaded {
     /// No file: the story has not started.

@@ -19,8 +19,9 @@ use chrono::Utc;
 
 use super::{ExecRequest, Executor};
 use crate::claw::loopstate::{self, RunEnd};
+use crate::claw::status_block::{self, ClawStatus, Said};
 use crate::claw::workplan::Plan;
-use crate::claw::{config, packet};
+use crate::claw::{config, packet, turn_events};
 use crate::events::status::State;
 use crate::events::{Draft, Journal, Kind};
 use crate::model::{BeadId, SpawnMessage};
@@ -122,6 +123,8 @@ impl Turn<'_> {
         };
         let mut failure: Option<String> = None;
         let mut passed = false;
+        let mut said: Option<ClawStatus> = None;
+        let mut counted = None;
         for attempt in 0..=cfg.retries {
             step(State::ContextPrep);
             let p = packet::gather(
@@ -152,14 +155,37 @@ impl Turn<'_> {
                 activity: self.activity.clone(),
                 role: None,
             })?;
-            let report = std::fs::read_to_string(&result_file)
-                .ok()
-                .and_then(|t| super::report::parse_executor_result(&t));
-            if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
-                let q = r
-                    .summary
-                    .clone()
-                    .unwrap_or_else(|| "the coder needs a person".into());
+            let result_text = std::fs::read_to_string(&result_file).ok();
+            // The coder's CLAW_STATUS block: in the result file, else its last message, else
+            // the end of what it printed.
+            said = [
+                result_text.as_deref(),
+                res.agent.as_ref().and_then(|a| a.final_text.as_deref()),
+                Some(res.tail.as_str()),
+            ]
+            .into_iter()
+            .flatten()
+            .find_map(status_block::parse);
+            for w in said.iter().flat_map(|s| &s.warnings) {
+                tracing::warn!(bead = %msg.bead, "{w}");
+            }
+            let report = match said {
+                Some(_) => None,
+                None => result_text
+                    .as_deref()
+                    .and_then(super::report::parse_executor_result),
+            };
+            let asked = said
+                .as_ref()
+                .and_then(ClawStatus::question_text)
+                .or_else(|| {
+                    report.as_ref().filter(|r| r.needs_human()).map(|r| {
+                        r.summary
+                            .clone()
+                            .unwrap_or_else(|| "the coder needs a person".into())
+                    })
+                });
+            if let Some(q) = asked {
                 tell(vec![Draft::new(Kind::Question)
                     .bead(&msg.bead)
                     .with("message", &q)]);
@@ -178,24 +204,41 @@ impl Turn<'_> {
                 };
                 return self.no_progress(root, &msg.bead, &task.title, &cfg, why, &tell);
             }
+            if let Some(s) = said.as_ref().filter(|s| s.status == Some(Said::Failed)) {
+                // Checks that pass over unfinished work would check the task off.
+                let why = format!(
+                    "the coder reported it failed: {}",
+                    s.summary.as_deref().unwrap_or("no summary")
+                );
+                return self.no_progress(root, &msg.bead, &task.title, &cfg, why, &tell);
+            }
             step(State::Validation);
-            match validate(
+            let (outcome, counts) = validate(
                 root,
                 &cfg.validation,
                 cfg.timeout.min(left()),
                 &self.activity,
-            ) {
+            );
+            match outcome {
                 Ok(()) => {
+                    tell(vec![turn_events::validation_pass(
+                        &task.title,
+                        attempt + 1,
+                        counts.as_ref(),
+                    )
+                    .bead(&msg.bead)]);
+                    counted = counts;
                     passed = true;
                     break;
                 }
                 Err(out) => {
-                    tell(vec![Draft::new(Kind::ValidationFailed)
-                        .bead(&msg.bead)
-                        .with("task", &task.title)
-                        .with("attempt", attempt + 1)
-                        .with("tests_passed", false)
-                        .with("message", crate::templates::clip(&out, 400))]);
+                    tell(vec![turn_events::validation_failed(
+                        &task.title,
+                        attempt + 1,
+                        &out,
+                        counts.as_ref(),
+                    )
+                    .bead(&msg.bead)]);
                     failure = Some(out);
                 }
             }
@@ -221,11 +264,12 @@ impl Turn<'_> {
         step(State::Commit);
         self.tracker.close(&msg.bead, "claw: validated")?;
         let lock = crate::git::RepoLock::acquire(root)?;
+        let mut committed = Vec::new();
         let commit = match &before {
             Some(before) => {
                 let message = format!("{} ({})", crate::templates::clip(&task.title, 72), msg.bead);
-                let paths = changed_since(before, &crate::git::dirty(root)?);
-                crate::git::commit_paths(root, &paths, &message)?.map(|o| o.to_string())
+                committed = changed_since(before, &crate::git::dirty(root)?);
+                crate::git::commit_paths(root, &committed, &message)?.map(|o| o.to_string())
             }
             None => None,
         };
@@ -262,12 +306,23 @@ impl Turn<'_> {
             Utc::now(),
         );
         loopstate::store(root, &next)?;
-        let mut all = vec![Draft::new(Kind::TaskComplete)
-            .bead(&msg.bead)
-            .with("task", &task.title)
-            .with("duration_seconds", started.elapsed().as_secs())
-            .with("tests_passed", true)
-            .with("commit", &commit)];
+        if before.is_none() {
+            // No repository to tell what changed: the coder's own list is all there is.
+            committed = said
+                .iter()
+                .flat_map(|s| &s.files_changed)
+                .map(PathBuf::from)
+                .collect();
+        }
+        let mut all = vec![turn_events::task_complete(
+            &task.title,
+            started.elapsed().as_secs(),
+            commit.as_deref(),
+            &committed,
+            counted.as_ref(),
+            said.as_ref(),
+        )
+        .bead(&msg.bead)];
         all.extend(told);
         tell(all);
         Ok(TurnEnd::Completed {
@@ -350,12 +405,25 @@ pub fn changed_since(
 }
 
 /// Runs the checks in order in the project; the first failure's output (its last 60 lines,
-/// each clipped), which goes into the next packet, the event and ISSUES.md.
+/// each clipped), which goes into the next packet, the event and ISSUES.md; and the tests
+/// counted from the output of the checks that ran, where they are test runners.
 fn validate(
     root: &Path,
     checks: &[Vec<String>],
     timeout: Duration,
     activity: &Path,
+) -> (Result<(), String>, Option<crate::testrun::Counts>) {
+    let mut counts = Vec::new();
+    let outcome = run_checks(root, checks, timeout, activity, &mut counts);
+    (outcome, turn_events::sum(&counts))
+}
+
+fn run_checks(
+    root: &Path,
+    checks: &[Vec<String>],
+    timeout: Duration,
+    activity: &Path,
+    counts: &mut Vec<Option<crate::testrun::Counts>>,
 ) -> Result<(), String> {
     for argv in checks {
         if timeout.is_zero() {
@@ -368,8 +436,9 @@ fn validate(
             .timeout(timeout)
             .run()
             .map_err(|e| format!("`{}` could not run: {e}", packet::shown(argv)))?;
+        let text = format!("{}{}", out.stdout, out.stderr);
+        counts.push(crate::testrun::parse(&text, None));
         if !out.success() {
-            let text = format!("{}{}", out.stdout, out.stderr);
             let tail: Vec<String> = text.lines().rev().take(60).map(clip_line).collect();
             let tail: Vec<String> = tail.into_iter().rev().collect();
             return Err(format!(

@@ -250,7 +250,13 @@ fn c1_2_a_broken_config_toml_is_one_clear_finding_and_reading_commands_still_wor
     // The line of `k` in [openclaw] (other tables have a `model` too).
     let line = |k: &str| {
         let table = typos.lines().position(|l| l == "[openclaw]").unwrap();
-        table + typos.lines().skip(table).position(|l| l.starts_with(k)).unwrap() + 1
+        table
+            + typos
+                .lines()
+                .skip(table)
+                .position(|l| l.starts_with(k))
+                .unwrap()
+            + 1
     };
     assert!(
         said.contains(&format!(

@@ -183,6 +183,26 @@ fn every_mistake_names_its_line_and_the_fix() {
             "other than {shell",
         ),
         (
+            "steps:\n  verify:\n    test_command: \"cargo test\"\n",
+            3,
+            "`test_command` of `verify` is a plain string",
+        ),
+        (
+            "steps:\n  verify:\n    test_command: [go, test, '|', tee]\n",
+            3,
+            "which only a shell understands",
+        ),
+        (
+            "steps:\n  verify:\n    test_command: {argv: [pytest], shell: pytest}\n",
+            3,
+            "exactly one of argv or shell",
+        ),
+        (
+            "steps:\n  verify:\n    test_command: {argv: [pytest], junit: x.xml}\n",
+            3,
+            "unknown key `junit`",
+        ),
+        (
             "steps:\n  impl:\n    runner: robot\n",
             3,
             "write braids or executor",
@@ -237,4 +257,29 @@ fn load_reads_the_project_root_and_reports_the_first_problem() {
     std::fs::write(dir.path().join(FILE), "steps:\n  nope: {}\n").unwrap();
     let p = load(dir.path()).unwrap_err();
     assert_eq!(p.line, 2);
+}
+
+#[test]
+fn a_test_command_is_argv_or_shell_with_an_optional_report() {
+    use crate::format::project::test_command::TestCommand;
+    let rules = parse(
+        "steps:\n  impl:\n    test_command: [cargo, test, --no-fail-fast]\n  verify:\n    test_command: {argv: [pytest, --junitxml=.ai/junit.xml], report: .ai/junit.xml}\n  scaffold:\n    test_command: {shell: \"go test -json ./... 2>&1\"}\n",
+    )
+    .unwrap();
+    let tc = |s: Step| rules.get(s).unwrap().test_command.clone();
+    assert_eq!(
+        tc(Step::Impl),
+        Some(TestCommand::argv(
+            vec!["cargo".into(), "test".into(), "--no-fail-fast".into()],
+            None
+        ))
+    );
+    let v = tc(Step::Verify).unwrap();
+    assert_eq!(v.argv, ["pytest", "--junitxml=.ai/junit.xml"]);
+    assert_eq!(v.report.as_deref(), Some(".ai/junit.xml"));
+    assert_eq!(
+        tc(Step::Scaffold).unwrap().argv,
+        ["sh", "-c", "go test -json ./... 2>&1"]
+    );
+    assert_eq!(tc(Step::Bdd), None);
 }

@@ -140,7 +140,14 @@ pub fn apply_by_hand(
         true => ws.join(crate::protocol::handoff::HISTORY),
         false => crate::worker::work_dir(&inst.paths.braids_dir, &slug, &id).join("history.md"),
     };
-    let settled = super::settle(&running, Some(&report), rule, &ws, &history, now)?;
+    let settled = super::settle(
+        &running,
+        Some(&report),
+        rule,
+        (&ws, &history),
+        now,
+        crate::protocol::state::StoryState::clone,
+    )?;
     let next_state = settled.state.clone();
     let changed = story::update(&root, &id, |cur| match cur == Some(&state) {
         true => (Some(next_state.clone()), false),

@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use chrono::Utc;
 
+use crate::format::project::test_command::TestCommand;
 use crate::model::{Bead, BeadId, NotificationEvent};
 use crate::protocol::handoff::{self, Handoff};
 use crate::protocol::state::{self as story, StoryState};
-use crate::protocol::{dispatch, overrides, team, Action, Rule, Status, Step};
+use crate::protocol::{dispatch, measured, overrides, team, Action, Rule, Status, Step};
 use crate::workspace::{Workspace, WorkspaceMode};
 
 use super::context::Loaded;
@@ -34,6 +35,7 @@ use super::{clip, work_dir, Ending, Run, Worker};
 
 mod end;
 mod level1;
+mod measure;
 mod run;
 
 pub use level1::{apply_by_hand, dispatch_one, Applied};
@@ -54,6 +56,7 @@ impl Worker<'_> {
             Ok(r) => r,
             Err(p) => return self.hold_story(run, l, &p.sentence()),
         };
+        let project_tests = l.project.test_command();
         let mut state = match story::load(&root, &bead_id) {
             story::Loaded::Missing => {
                 StoryState::new(&l.slug, &bead_id, Step::first_of(&bead.title))
@@ -144,8 +147,15 @@ impl Worker<'_> {
                         _ => None,
                     };
                     let history = self.history_file(l, &bead_id, &ws, memory.is_some());
-                    state =
-                        self.finish_step(run, &root, &bead_id, &d.state, rule, &ws, ran, &history)?;
+                    let tests = measured::command_for(rule, project_tests.as_ref())
+                        .filter(|_| rule.runner == crate::protocol::Runner::Executor);
+                    let step = Finishing {
+                        running: &d.state,
+                        rule,
+                        tests: tests.as_ref(),
+                        history: &history,
+                    };
+                    state = self.finish_step(run, l, &bead_id, &ws, step, ran)?;
                     if let Some(which) = conflict {
                         // As for a bead (3.10): blocked at once, never retried, a person told.
                         return self.guardrail(run, l, bead, which.as_deref());
@@ -312,20 +322,25 @@ impl Worker<'_> {
         story::save(root, s, bead)
     }
 
-    /// Applies what a step reported, runs its `post_check`, archives the handoff and writes the
-    /// state; returns the state the next dispatch starts from.
-    #[allow(clippy::too_many_arguments)]
+    /// Applies what a step reported, runs its test command and its `post_check`, archives the
+    /// handoff and writes the state; returns the state the next dispatch starts from.
     fn finish_step(
         &self,
         run: &mut Run<'_, '_>,
-        root: &Path,
+        l: &Loaded,
         bead: &BeadId,
-        running: &StoryState,
-        rule: &Rule,
         ws: &Workspace,
+        f: Finishing<'_>,
         ran: Ran,
-        history: &Path,
     ) -> Result<StoryState> {
+        let Finishing {
+            running,
+            rule,
+            tests,
+            history,
+        } = f;
+        let root = run.msg.project.clone();
+        let root = root.as_path();
         let now = Utc::now();
         let found = match ran {
             Ran::TimedOut => {
@@ -345,7 +360,17 @@ impl Worker<'_> {
             tracing::warn!(bead = %bead, "{w}");
             run.step("report", format!("warning: {w}"));
         }
-        let settled = settle(running, found.as_ref(), rule, &ws.dir, history, now)?;
+        let settled = settle(
+            running,
+            found.as_ref(),
+            rule,
+            (&ws.dir, history),
+            now,
+            |applied| match tests {
+                Some(cmd) => self.measure(run, l, bead, ws, applied, found.as_ref(), cmd, rule),
+                None => applied.clone(),
+            },
+        )?;
         if let Some(said) = &settled.post_check {
             run.step("post_check", said.clone());
         }
@@ -376,8 +401,8 @@ impl Worker<'_> {
     }
 }
 
-/// A step ended: its report applied, its `post_check` run and its archived handoff appended
-/// to `history`. The worker's sessions and a person's `braids story apply` both end a step
+/// A step ended: its report applied, then `measure`d (braids' own test run, where the step has
+/// a test command), its `post_check` run and its archived handoff appended to `history`. The worker's sessions and a person's `braids story apply` both end a step
 /// here, so a report written by hand counts exactly as one an executor wrote.
 pub(crate) struct Settled {
     pub state: StoryState,
@@ -389,11 +414,11 @@ pub(crate) fn settle(
     running: &StoryState,
     found: Option<&Handoff>,
     rule: &Rule,
-    dir: &Path,
-    history: &Path,
+    (dir, history): (&Path, &Path),
     now: chrono::DateTime<Utc>,
+    measure: impl FnOnce(&StoryState) -> StoryState,
 ) -> Result<Settled> {
-    let mut s = handoff::apply(running, found, rule, now);
+    let mut s = measure(&handoff::apply(running, found, rule, now));
     let mut said = None;
     if let Some(check) = &rule.post_check {
         let (passed, detail) = post_check(dir, &check.argv());
@@ -410,6 +435,15 @@ pub(crate) fn settle(
         state: s,
         post_check: said,
     })
+}
+
+/// What `finish_step` needs of the dispatched step.
+struct Finishing<'a> {
+    running: &'a StoryState,
+    rule: &'a Rule,
+    /// The test command braids runs after the executor, if the step has one.
+    tests: Option<&'a TestCommand>,
+    history: &'a Path,
 }
 
 /// How long a story waits for another's last step and landing.

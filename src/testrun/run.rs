@@ -1,0 +1,66 @@
+//! Running a test command in a workspace: argv in a process group of its own with a deadline
+//! (`proc::Invocation`), its report file read beneath the workspace, never through a link.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::format::project::test_command::TestCommand;
+
+use super::Counts;
+
+/// What one run of a test command gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    /// Whether it exited 0 within its deadline.
+    pub ok: bool,
+    /// How it ended, for people: `exit 101`, `timed out`, `cannot start …`.
+    pub ended: String,
+    /// The counts its output (or report) gave; `None` when nothing read as test results.
+    pub counts: Option<Counts>,
+    /// Its stdout then stderr, for the story's log.
+    pub output: String,
+}
+
+/// Runs `cmd` in `dir` until `timeout`, and counts what it reported.
+pub fn run(dir: &Path, cmd: &TestCommand, timeout: Duration) -> Ran {
+    if let Some(r) = &cmd.report {
+        // A report left by an earlier run must not stand in for this one.
+        let _ = std::fs::remove_file(dir.join(r));
+    }
+    let out = match crate::proc::Invocation::new(cmd.argv.iter().map(String::as_str))
+        .cwd(dir)
+        .timeout(timeout)
+        .run()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            return Ran {
+                ok: false,
+                ended: e.to_string(),
+                counts: None,
+                output: String::new(),
+            }
+        }
+    };
+    let output = format!("{}{}", out.stdout, out.stderr);
+    let report = cmd.report.as_ref().and_then(|r| {
+        crate::beneath::read(dir, Path::new(r))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    });
+    if let Some(r) = &cmd.report {
+        // Read once; left in the work tree it would ride into the story's commit.
+        let _ = std::fs::remove_file(dir.join(r));
+    }
+    let counts = match (&cmd.report, report) {
+        // Named but not written: the run did not get as far as reporting.
+        (Some(_), None) => None,
+        (_, report) => super::parse(&output, report.as_deref()),
+    };
+    Ran {
+        ok: out.success(),
+        ended: out.status_text(),
+        counts,
+        output,
+    }
+}
