@@ -31,7 +31,13 @@ pub fn convert(inst: &Installation, project: &str, to: &str) -> Result<Converted
         bail!("no project named {project}; `braids status` lists them");
     };
     let root = entry.path.clone();
-    let pm = root.join(".braids/PROJECT.md");
+    let pm = crate::format::layout::project_file(&root);
+    if crate::format::layout::is_edn(&pm) {
+        bail!(
+            "{project} keeps its settings in {}; set `:protocol-state :single` (or remove it) there by hand and move the state with the story files",
+            pm.display()
+        );
+    }
     let text = crate::atomic::read(&pm)
         .map(|b| crate::format::decode(&b).into_owned())
         .map_err(|e| anyhow::anyhow!("{}: cannot be read ({e})", pm.display()))?;

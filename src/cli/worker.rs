@@ -34,9 +34,9 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
     let msg = SpawnMessage::parse(&text).map_err(|e| anyhow!("{e}"))?;
     let loaded = Config::load(&paths.config())?;
     let config = loaded.config;
-    let project_md = msg.project.join(".braids/PROJECT.md");
+    let project_md = format::layout::project_file(&msg.project);
     let project = std::fs::read(&project_md)
-        .map(|b| format::project::parse_project(&format::decode(&b), &project_md).value)
+        .map(|b| format::layout::parse_project(&format::decode(&b), &project_md).value)
         .unwrap_or_default();
     let kind = tracker_kind(&project, config.tracker.kind, &msg.project);
     let tracker: Arc<dyn tracker::Tracker> = Arc::from(

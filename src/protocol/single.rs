@@ -57,15 +57,13 @@ impl Layout {
             .unwrap_or_default()
     }
 
-    /// The layout of the project at `root`, from its PROJECT.md.
+    /// The layout of the project at `root`, from its PROJECT.md (or its config.edn).
     pub fn read(root: &Path) -> Layout {
-        match crate::atomic::read(&root.join(".braids/PROJECT.md")) {
-            Ok(b) => {
-                let file = root.join(".braids/PROJECT.md");
-                Layout::of(
-                    &crate::format::project::parse_project(&crate::format::decode(&b), &file).value,
-                )
-            }
+        let file = crate::format::layout::project_file(root);
+        match crate::atomic::read(&file) {
+            Ok(b) => Layout::of(
+                &crate::format::layout::parse_project(&crate::format::decode(&b), &file).value,
+            ),
             Err(_) => Layout::PerStory,
         }
     }
@@ -124,7 +122,13 @@ pub fn render(s: &StoryState) -> String {
 /// `.ai/STATE.braids.json`'s text: braids' fields the seed has no place for.
 #[must_use]
 pub fn render_extra(s: &StoryState) -> String {
-    let v = serde_json::json!({"last_error": s.last_error, "commit_hash": s.commit_hash});
+    let v = serde_json::json!({
+        "last_error": s.last_error,
+        "commit_hash": s.commit_hash,
+        "tests_measured_by": s.tests_measured_by,
+        "claimed_tests": s.claimed_tests,
+        "claimed_failing_tests": s.claimed_failing_tests,
+    });
     format!("{v:#}\n")
 }
 
@@ -135,6 +139,18 @@ pub fn with_extra(mut s: StoryState, extra: &str) -> StoryState {
         let text = |k: &str| m.get(k).and_then(|v| v.as_str()).map(String::from);
         s.last_error = s.last_error.or(text("last_error"));
         s.commit_hash = s.commit_hash.or(text("commit_hash"));
+        s.tests_measured_by = s.tests_measured_by.or(text("tests_measured_by"));
+        if s.claimed_tests.is_none() {
+            s.claimed_tests = m
+                .get("claimed_tests")
+                .and_then(|v| serde_json::from_value(v.clone()).ok());
+        }
+        if s.claimed_failing_tests.is_empty() {
+            s.claimed_failing_tests = m
+                .get("claimed_failing_tests")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+        }
     }
     s
 }
@@ -220,5 +236,24 @@ mod tests {
         ] {
             assert_eq!(Layout::parse(v), want, "{v}");
         }
+    }
+
+    #[test]
+    fn braids_own_fields_survive_the_single_layout() {
+        use crate::protocol::state::{StoryState, Tests};
+        let mut s = StoryState::new("app", &BeadId::new("app-1").unwrap(), Step::Verify);
+        s.last_error = Some("1 failing".into());
+        s.tests_measured_by = Some("cargo test".into());
+        s.claimed_tests = Some(Tests {
+            pass: 3,
+            ..Tests::default()
+        });
+        s.claimed_failing_tests = vec!["t::a".into()];
+        let mut back = StoryState::new("app", &BeadId::new("app-1").unwrap(), Step::Verify);
+        back = with_extra(back, &render_extra(&s));
+        assert_eq!(back.last_error, s.last_error);
+        assert_eq!(back.tests_measured_by, s.tests_measured_by);
+        assert_eq!(back.claimed_tests, s.claimed_tests);
+        assert_eq!(back.claimed_failing_tests, s.claimed_failing_tests);
     }
 }

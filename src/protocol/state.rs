@@ -427,6 +427,11 @@ pub fn set_blocked_by(
     if held_by_other(project, bead).is_some() {
         return Ok(()); // it waits for the one file anyway; recorded when it gets it
     }
+    // The one `.ai/STATE.json` is never taken by a story that only waits: the story it waits
+    // for must be able to write it. Its wait is recorded once it starts.
+    if Layout::read(project) == Layout::Single && matches!(load(project, bead), Loaded::Missing) {
+        return Ok(());
+    }
     update(project, bead, |cur| {
         (super::deps::with_blocked_by(cur, fresh, open), ())
     })

@@ -46,7 +46,8 @@ pub fn slug_for(paths: &Paths, root: &Path) -> String {
 /// Reads the context in the order of 3.1, skipping what is missing (3.9).
 pub(super) fn load(paths: &Paths, msg: &SpawnMessage, run: &mut Run<'_, '_>) -> Result<Loaded> {
     let root = &msg.project;
-    let project_md = root.join(".braids/PROJECT.md");
+    // PROJECT.md, or the config.edn that stands for it.
+    let project_md = format::layout::project_file(root);
     let iterations = format::iteration::read_iterations(root).value;
     // By the directory's name; `Iteration: 1` from an older braids still finds `001`.
     let iteration = msg
@@ -65,7 +66,7 @@ pub(super) fn load(paths: &Paths, msg: &SpawnMessage, run: &mut Run<'_, '_>) -> 
         project_md.clone(),
         paths.workspace_agents(),
         root.join("AGENTS.md"),
-        iteration.dir.join("ITERATION.md"),
+        iteration.file(),
     ];
     let mut context = Vec::new();
     for p in order {
@@ -80,7 +81,7 @@ pub(super) fn load(paths: &Paths, msg: &SpawnMessage, run: &mut Run<'_, '_>) -> 
     let project = context
         .iter()
         .find(|(p, _)| *p == project_md)
-        .map(|(p, t)| format::project::parse_project(t, p).value)
+        .map(|(p, t)| format::layout::parse_project(t, p).value)
         .unwrap_or_default();
     Ok(Loaded {
         slug: slug_for(paths, root),

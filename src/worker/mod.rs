@@ -243,15 +243,17 @@ impl Worker<'_> {
             return Ok(stop);
         }
         let expected = l.deliverable_for(&bead);
-        let protocol =
-            crate::protocol::Pipeline::of(&l.project) == crate::protocol::Pipeline::Protocol;
         // A story is approved once, before its first step: its later sessions (after a review,
-        // a question, a hand-back) go on under that approval.
+        // a question, a hand-back) go on under that approval. A state with no step dispatched
+        // yet (written while the story waited for its dependencies) is not a start.
         let story_started = protocol
-            && !matches!(
-                crate::protocol::state::load(&run.msg.project, bead_id),
-                crate::protocol::state::Loaded::Missing
-            );
+            && match crate::protocol::state::load(&run.msg.project, bead_id) {
+                crate::protocol::state::Loaded::Valid(s) => {
+                    s.dispatched_at.is_some() || s.completed_at.is_some() || s.attempt > 1
+                }
+                crate::protocol::state::Loaded::Invalid(_) => true,
+                crate::protocol::state::Loaded::Missing => false,
+            };
         if l.project.autonomy == Autonomy::AskFirst
             && !story_started
             && !self.approved(run, l, &bead, &expected)?

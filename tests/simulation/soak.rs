@@ -386,6 +386,8 @@ impl Soak {
                     workspace: braids::workspace::WorkspaceMode::Worktree,
                     held_by_budget: None,
                     protocol: Default::default(),
+                    dependencies: Default::default(),
+                    single_state: false,
                     placement: Default::default(),
                     backend_error: None,
                 }

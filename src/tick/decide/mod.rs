@@ -449,13 +449,19 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
                     && !orphan_live.contains(&b.id)
                     && !released.contains(&b.id)
                     && !stories::waits_for_dependencies(p, &b.id)
+                    && !stories::waits_for_the_state_file(p, &b.id)
                     && guards::not_waiting(waiting, &b.id, now, &mut wake_at)
             }),
         );
         let slots = if p.held_by_budget.is_some() {
             0
         } else {
-            (p.max_workers as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0))
+            // One `.ai/STATE.json` holds one story: a second worker would only be refused.
+            let max = match p.single_state {
+                true => p.max_workers.min(1),
+                false => p.max_workers,
+            };
+            (max as usize).saturating_sub(healthy.get(&p.slug).copied().unwrap_or(0))
         };
         // A project at capacity needs one candidate to know that ready work is waiting; one
         // with room needs its slots plus a few stand-ins for claims refused in a race. Building

@@ -47,6 +47,8 @@ pub struct ProjectView {
     /// Protocol stories' open dependencies as the tracker says them this run (a story whose
     /// bead is ready has none); stories not looked at are absent.
     pub dependencies: BTreeMap<BeadId, crate::protocol::deps::Waits>,
+    /// `ProtocolState: single`: the project's one `.ai/STATE.json` holds one story at a time.
+    pub single_state: bool,
     /// PROJECT.md `Backend:` and the resources its workers ask for.
     pub placement: crate::session::Placement,
     /// Set when the project's backend could not be asked who is running (slurmctld down), or

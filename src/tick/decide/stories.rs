@@ -41,6 +41,14 @@ pub fn waits_for_dependencies(p: &ProjectView, bead: &BeadId) -> bool {
     p.dependencies.get(bead).is_some_and(|w| !w.open.is_empty())
 }
 
+/// Whether the story of `bead` waits for the project's single `.ai/STATE.json`, which another
+/// story not yet done holds (`ProtocolState: single`): it is not spawned and holds no slot,
+/// rather than started to be refused. Such a project also runs one worker at most. Pure.
+#[must_use]
+pub fn waits_for_the_state_file(p: &ProjectView, bead: &BeadId) -> bool {
+    p.single_state && p.protocol.iter().any(|(b, v)| b != bead && !v.done)
+}
+
 /// The stories whose recorded `blocked_by` is not what the tracker says this run: set for a
 /// story that now waits (one not started gets its state), cleared for one whose dependencies
 /// closed. Pure.

@@ -38,6 +38,7 @@ fn project(slug: &str) -> P {
         held_by_budget: None,
         protocol: BTreeMap::new(),
         dependencies: BTreeMap::new(),
+        single_state: false,
         placement: Default::default(),
         backend_error: None,
     })
@@ -1552,4 +1553,33 @@ fn c2_7_the_backoff_wakes_for_the_first_deadline() {
             "timeout {timeout} stall {stall} quiet {quiet} claim {claim_age:?}"
         );
     }
+}
+
+#[test]
+fn c10_12_in_single_mode_a_second_story_waits_for_the_state_file_without_a_slot() {
+    use crate::protocol::{Status, Step};
+    let mut done = story(Step::Done, Status::Pass, 1);
+    done.done = true;
+    let under_way = story(Step::Review, Status::NeedsHuman, 1);
+    let build = |single: bool, holder: crate::protocol::tick::StoryView| {
+        let mut p = project("a")
+            .max(3)
+            .ready(&["a-2", "a-3"])
+            .story("a-1", holder);
+        p.0.single_state = single;
+        p
+    };
+    // a-1 is under way in the one STATE.json: nothing else starts, and no slot is taken.
+    let plan = decide(&snap(vec![build(true, under_way.clone())], vec![]), now());
+    assert!(spawned(&plan).is_empty(), "{:?}", spawned(&plan));
+    // Once a-1 is done the file is free: one more story starts, the first in order, and only
+    // one while it runs, whatever MaxWorkers says.
+    let plan = decide(&snap(vec![build(true, done.clone())], vec![]), now());
+    assert_eq!(spawned(&plan), ["project:a:a-2"]);
+    let running = vec![session("a", "a-2", true, 60)];
+    let plan = decide(&snap(vec![build(true, done)], running), now());
+    assert!(spawned(&plan).is_empty(), "{:?}", spawned(&plan));
+    // A story file each: no such wait.
+    let plan = decide(&snap(vec![build(false, under_way)], vec![]), now());
+    assert_eq!(spawned(&plan), ["project:a:a-2", "project:a:a-3"]);
 }

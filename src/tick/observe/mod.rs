@@ -414,6 +414,7 @@ fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
         held_by_budget: None,
         protocol: BTreeMap::new(),
         dependencies: BTreeMap::new(),
+        single_state: false,
         placement: Default::default(),
         backend_error: None,
     }

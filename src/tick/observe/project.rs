@@ -325,6 +325,8 @@ pub(super) fn observe_project(
             Ok(rules) => {
                 let (views, lines) = protocol_views(&entry.slug, root, &rules);
                 view.protocol = views;
+                view.single_state = crate::protocol::single::Layout::of(&config)
+                    == crate::protocol::single::Layout::Single;
                 report.protocol = lines;
             }
             // A rules table that cannot be read holds the project; the others go on.

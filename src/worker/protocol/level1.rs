@@ -140,13 +140,28 @@ pub fn apply_by_hand(
         true => ws.join(crate::protocol::handoff::HISTORY),
         false => crate::worker::work_dir(&inst.paths.braids_dir, &slug, &id).join("history.md"),
     };
+    // The project's test command runs here as after a worker's step: the counts are measured,
+    // not taken from the hand-written report (CONTRACTS 10.9).
+    let tests = crate::protocol::measured::command_for(rule, p.config.test_command().as_ref());
     let settled = super::settle(
         &running,
         Some(&report),
         rule,
         (&ws, &history),
         now,
-        crate::protocol::state::StoryState::clone,
+        |applied| {
+            let Some(cmd) = &tests else {
+                return applied.clone();
+            };
+            let deadline = std::time::Duration::from_secs(u64::from(rule.timeout_min.max(1)) * 60);
+            let ran = crate::testrun::run(&ws, cmd, deadline);
+            let judged =
+                crate::protocol::measured::judge(applied, Some(&report), &cmd.shown, &ran, rule);
+            if let Some(d) = &judged.disagreement {
+                tracing::warn!(bead = %id, "the report and the tests disagree: {d}");
+            }
+            judged.state
+        },
     )?;
     let next_state = settled.state.clone();
     let changed = story::update(&root, &id, |cur| match cur == Some(&state) {
