@@ -73,6 +73,50 @@ async fn wait_for(c: &Client, what: &str, css: &str, gone: bool) {
     }
 }
 
+/// Waits until the page's main text contains `text` (a render in flight may not show it yet).
+async fn wait_for_text(c: &Client, text: &str) {
+    let start = Instant::now();
+    loop {
+        let shown = match c.find(Locator::Css("main")).await {
+            Ok(e) => e.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if shown.contains(text) {
+            return;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "`{text}` never appeared after {PATIENCE:?}; main:\n{shown}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Types `text` into the field `css` as a person would. A render that lands before the field
+/// has focus replaces it, so typing is tried again until the field holds the whole text.
+async fn type_into(c: &Client, css: &str, text: &str) {
+    let start = Instant::now();
+    loop {
+        if let Ok(e) = c.find(Locator::Css(css)).await {
+            let _ = e.clear().await;
+            let _ = e.send_keys(text).await;
+        }
+        let held = c
+            .execute(
+                "const f = document.querySelector(arguments[0]);\
+                 return f !== null && f === document.activeElement ? f.value : null;",
+                vec![json!(css)],
+            )
+            .await
+            .unwrap_or_default();
+        if held == json!(text) {
+            return;
+        }
+        assert!(start.elapsed() < PATIENCE, "`{css}` never held {text:?}: {held}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Finds and clicks `css`. The live page re-renders its lists when the server says something
 /// changed, so an element found a moment ago can be replaced before the click lands: the
 /// click is then tried again on the new element, up to PATIENCE.
@@ -190,19 +234,9 @@ async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
         .await
         .unwrap();
     assert_eq!(same_page, json!(true), "the page was reloaded");
-    let text = c
-        .find(Locator::Css("main"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(text.contains("Should the API speak JSON or XML?"), "{text}");
-    assert!(text.contains("Slow work: index the corpus"), "{text}");
-    assert!(
-        text.contains("Cost today: 0.12 USD"),
-        "the question's cost: {text}"
-    );
+    wait_for_text(&c, "Should the API speak JSON or XML?").await;
+    wait_for_text(&c, "Slow work: index the corpus").await;
+    wait_for_text(&c, "Cost today: 0.12 USD").await;
     let shot = c.screenshot().await.unwrap();
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
     std::fs::write(&out, &shot).unwrap();
@@ -225,12 +259,7 @@ async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
 
     // The question is answered in the page; the next run spawns the bead, which completes.
     let form = format!(".question[data-bead='{ask}'] form");
-    c.find(Locator::Css(&format!("{form} textarea")))
-        .await
-        .unwrap()
-        .send_keys("JSON, always.")
-        .await
-        .unwrap();
+    type_into(&c, &format!("{form} textarea"), "JSON, always.").await;
     click(&c, &format!("{form} button")).await;
     wait_for(
         &c,

@@ -14,9 +14,9 @@
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) {
           waiting = false;
-          // Never replace a form a person is typing in.
+          // Never replace a field a person is in: it would take their focus and their words.
           var typing = document.activeElement && main.contains(document.activeElement) &&
-            /^(TEXTAREA|INPUT)$/.test(document.activeElement.tagName) && document.activeElement.value;
+            /^(TEXTAREA|INPUT)$/.test(document.activeElement.tagName);
           if (html !== null && !typing) { main.innerHTML = html; }
         })
         .catch(function () { waiting = false; });
