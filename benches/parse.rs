@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use braids::format::{iteration, project, registry};
-use braids::paths::Paths;
+use braids::system::paths::Paths;
 
 const RUNS: usize = 15;
 

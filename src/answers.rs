@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::model::BeadId;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// One question and its answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +36,7 @@ pub fn load(paths: &Paths, slug: &str, bead: &BeadId) -> Vec<Answer> {
 /// two answers at once both land). A file that cannot be read is an error, never replaced.
 pub fn record(paths: &Paths, slug: &str, bead: &BeadId, answer: Answer) -> Result<()> {
     let path = file(paths, slug, bead);
-    crate::atomic::update_json(
+    crate::system::atomic::update_json(
         &path,
         &path.with_extension("lock"),
         |all: &mut Vec<Answer>| {

@@ -1,6 +1,6 @@
 //! The `braids` binary: everything is in the library, so tests drive what a user runs.
 
 fn main() -> std::process::ExitCode {
-    let _armed = braids::failpoint::arm();
+    let _armed = braids::system::failpoint::arm();
     braids::cli::run()
 }

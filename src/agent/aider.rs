@@ -97,7 +97,10 @@ impl StreamReader for AiderReader {
         let replied = out.usage.tokens_out.is_some_and(|n| n > 0);
         if let Some(e) = error.filter(|_| code != Some(0) || !replied) {
             out.provider = provider_from_message(&e);
-            out.failed = Some(format!("aider: {}", crate::templates::clip(&e, 200)));
+            out.failed = Some(format!(
+                "aider: {}",
+                crate::system::templates::clip(&e, 200)
+            ));
         }
         out
     }

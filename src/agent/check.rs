@@ -36,7 +36,7 @@ pub enum VersionCheck {
 
 pub fn version_check(preset: Preset, printed: &str) -> VersionCheck {
     let Some(v) = version_in(printed) else {
-        return VersionCheck::Unreadable(crate::templates::clip(printed, 80));
+        return VersionCheck::Unreadable(crate::system::templates::clip(printed, 80));
     };
     match compare_versions(&v, preset.tested_version()) {
         std::cmp::Ordering::Equal => VersionCheck::Tested(v),

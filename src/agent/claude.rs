@@ -46,7 +46,7 @@ pub fn denial(d: &Value) -> String {
         .iter()
         .find_map(|k| input[*k].as_str());
     match target {
-        Some(t) => format!("{tool} {}", crate::templates::clip(t, 120)),
+        Some(t) => format!("{tool} {}", crate::system::templates::clip(t, 120)),
         None => tool.to_string(),
     }
 }
@@ -106,7 +106,7 @@ impl StreamReader for ClaudeReader {
                 out.failed = Some(if said.is_empty() {
                     "claude-code ended without a result".into()
                 } else {
-                    crate::templates::clip(said.lines().last().unwrap_or(said), 200)
+                    crate::system::templates::clip(said.lines().last().unwrap_or(said), 200)
                 });
             }
             return out;
@@ -153,7 +153,7 @@ impl StreamReader for ClaudeReader {
             if provider_status(status) {
                 out.provider = Some(ProviderFailure {
                     status: Some(status),
-                    what: crate::templates::clip(text, 160),
+                    what: crate::system::templates::clip(text, 160),
                     retry_after: super::outcome::retry_after_in(text),
                 });
             }
@@ -174,7 +174,10 @@ impl StreamReader for ClaudeReader {
             out.failed = Some(if text.is_empty() {
                 format!("claude-code: {why}")
             } else {
-                format!("claude-code: {why}: {}", crate::templates::clip(text, 200))
+                format!(
+                    "claude-code: {why}: {}",
+                    crate::system::templates::clip(text, 200)
+                )
             });
         }
         out

@@ -51,7 +51,10 @@ impl StreamReader for CodexReader {
             }
             "turn.failed" => {
                 let why = message_of(&v).unwrap_or_else(|| "the turn failed".into());
-                self.out.failed = Some(format!("codex: {}", crate::templates::clip(&why, 200)));
+                self.out.failed = Some(format!(
+                    "codex: {}",
+                    crate::system::templates::clip(&why, 200)
+                ));
                 self.out.provider = provider_from_message(&why)
                     .or_else(|| self.last_error.as_deref().and_then(provider_from_message));
             }
@@ -70,7 +73,10 @@ impl StreamReader for CodexReader {
                 .unwrap_or_default();
             out.provider = out.provider.or_else(|| provider_from_message(&said));
             if !said.is_empty() {
-                out.failed = Some(format!("codex: {}", crate::templates::clip(&said, 200)));
+                out.failed = Some(format!(
+                    "codex: {}",
+                    crate::system::templates::clip(&said, 200)
+                ));
             }
         }
         out

@@ -21,7 +21,7 @@ pub struct Launch<'a> {
     /// The provider the CLI's own configuration names, where bounding its retries needs the
     /// name (Codex's `model_provider`).
     pub provider: Option<&'a str>,
-    /// braids' own sandbox holds the run ([`crate::sandbox`]): a CLI whose sandbox cannot
+    /// braids' own sandbox holds the run ([`crate::system::sandbox`]): a CLI whose sandbox cannot
     /// nest inside another (Codex's) leaves the containment to it.
     pub contained: bool,
 }

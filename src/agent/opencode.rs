@@ -73,7 +73,7 @@ impl StreamReader for OpencodeReader {
                 self.out.provider = match status {
                     Some(s) if super::outcome::provider_status(s) => Some(super::ProviderFailure {
                         status: Some(s),
-                        what: crate::templates::clip(&why, 160),
+                        what: crate::system::templates::clip(&why, 160),
                         retry_after: e["data"]["responseHeaders"]["retry-after"]
                             .as_str()
                             .and_then(|r| r.trim().parse().ok()),
@@ -81,7 +81,10 @@ impl StreamReader for OpencodeReader {
                     Some(_) => None,
                     None => provider_from_message(&why),
                 };
-                self.out.failed = Some(format!("opencode: {}", crate::templates::clip(&why, 200)));
+                self.out.failed = Some(format!(
+                    "opencode: {}",
+                    crate::system::templates::clip(&why, 200)
+                ));
             }
             _ => {}
         }
@@ -99,7 +102,10 @@ impl StreamReader for OpencodeReader {
                 .or_else(|| said.lines().last());
             out.provider = provider_from_message(said);
             if let Some(line) = line {
-                out.failed = Some(format!("opencode: {}", crate::templates::clip(line, 200)));
+                out.failed = Some(format!(
+                    "opencode: {}",
+                    crate::system::templates::clip(line, 200)
+                ));
             }
         }
         out

@@ -75,7 +75,7 @@ impl AgentOutcome {
         if json && self.events == 0 {
             let name = self.preset.map_or("the agent", Preset::name);
             let seen = self.garbage.as_deref().map_or("nothing".to_string(), |g| {
-                format!("`{}`", crate::templates::clip(g, 80))
+                format!("`{}`", crate::system::templates::clip(g, 80))
             });
             return Verdict::Failed(format!(
                 "{name} printed no JSON events (it printed {seen}); check [executors.{name}] program and args in config.toml: the program must be {name} and args must not change its output format"
@@ -83,7 +83,7 @@ impl AgentOutcome {
         }
         match code {
             Some(0) => Verdict::Succeeded,
-            other => Verdict::Failed(crate::proc::exit_text(other)),
+            other => Verdict::Failed(crate::system::proc::exit_text(other)),
         }
     }
 
@@ -172,7 +172,7 @@ pub fn provider_from_message(text: &str) -> Option<ProviderFailure> {
     });
     (status.is_some() || provider_words(text)).then(|| ProviderFailure {
         status,
-        what: crate::templates::clip(text, 160),
+        what: crate::system::templates::clip(text, 160),
         retry_after: retry_after_in(text),
     })
 }

@@ -16,7 +16,7 @@ pub fn readable(line: &str) -> Option<String> {
         return Some(t.to_string());
     };
     let kind = v["type"].as_str().unwrap_or_default();
-    let clip = |s: &str| crate::templates::clip(s, 200);
+    let clip = |s: &str| crate::system::templates::clip(s, 200);
     let shown = match kind {
         // Claude Code
         "system" if v["subtype"] == "init" => format!(

@@ -25,7 +25,7 @@ fn file(work_dir: &Path) -> PathBuf {
 
 /// The session a bead's last attempt left to resume with `preset`, if any.
 pub fn load(work_dir: &Path, preset: Preset) -> Option<SessionRecord> {
-    let bytes = crate::atomic::read(&file(work_dir)).ok()?;
+    let bytes = crate::system::atomic::read(&file(work_dir)).ok()?;
     serde_json::from_slice::<SessionRecord>(&bytes)
         .ok()
         .filter(|r| r.preset == preset.name() && !r.id.trim().is_empty())
@@ -34,7 +34,7 @@ pub fn load(work_dir: &Path, preset: Preset) -> Option<SessionRecord> {
 /// Keeps the session for the next attempt.
 pub fn save(work_dir: &Path, record: &SessionRecord) -> anyhow::Result<()> {
     let bytes = serde_json::to_vec_pretty(record)?;
-    crate::atomic::write(&file(work_dir), &bytes)
+    crate::system::atomic::write(&file(work_dir), &bytes)
 }
 
 /// Forgets it: the bead moved on.

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::agent::{Launch, Preset};
 use crate::config::Config;
-use crate::diag::Diagnostic;
+use crate::system::diag::Diagnostic;
 
 /// One preset, as configured here.
 #[derive(Debug, Clone, Serialize)]
@@ -85,7 +85,7 @@ pub(super) fn check(
     presets: &std::collections::BTreeSet<crate::agent::Preset>,
 ) -> Vec<Diagnostic> {
     use crate::agent::VersionCheck;
-    let text = crate::atomic::read(file)
+    let text = crate::system::atomic::read(file)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     let mut out = Vec::new();
@@ -101,7 +101,7 @@ pub(super) fn check(
         if crate::config::missing_program(&program).is_some() {
             continue;
         }
-        let mut run = crate::proc::Invocation::new([program.as_str(), "--version"])
+        let mut run = crate::system::proc::Invocation::new([program.as_str(), "--version"])
             .timeout(std::time::Duration::from_secs(30));
         for (k, v) in &settings.env {
             run = run.env(k, v);
@@ -116,7 +116,7 @@ pub(super) fn check(
                     format!(
                         "`{program} --version` ended with {} ({}): the {preset} preset cannot run it",
                         o.status_text(),
-                        crate::templates::clip(&format!("{}{}", o.stderr, o.stdout), 120)
+                        crate::system::templates::clip(&format!("{}{}", o.stderr, o.stdout), 120)
                     ),
                     format!("reinstall {preset} (tested: {}) or fix program under [{table}]", preset.tested_version()),
                 ));

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::answers::Answer;
+use crate::config::installation::Installation;
 use crate::events::{Draft, Kind};
-use crate::installation::Installation;
 use crate::model::BeadStatus;
 
 use super::{beads, held};
@@ -113,7 +113,10 @@ pub fn approve(
             // Not a plan: held work, or held::approve says why there is none to approve.
             let landed = held::approve(inst, &found)?;
             drop(ticks);
-            crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
+            crate::tick::orchestrator_state::wake(
+                &inst.paths,
+                crate::tick::orchestrator_state::WAKE_WAIT,
+            );
             return Ok(Approved::Held(landed));
         }
     }
@@ -229,7 +232,7 @@ fn respond(
             .with("message", text)],
     );
     drop(held);
-    crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
+    crate::tick::orchestrator_state::wake(&inst.paths, crate::tick::orchestrator_state::WAKE_WAIT);
     Ok(Answered {
         project: slug.to_string(),
         bead: bead.id.to_string(),

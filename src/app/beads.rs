@@ -13,10 +13,10 @@ use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::config::installation::Installation;
 use crate::events::waiting::{waiting, Waiting};
 use crate::events::Journal;
 use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
-use crate::installation::Installation;
 use crate::model::{Bead, BeadId, BeadStatus, ProjectStatus, SessionLabel};
 use crate::session::Session;
 use crate::tracker::{self, Tracker, TrackerOptions};
@@ -90,10 +90,10 @@ const TICK_WAIT: Duration = Duration::from_secs(60);
 
 /// Holds the tick lock while a person's action reads and changes a bead, so no tick observes
 /// the bead between the action's steps (a claim released after a `kill --block`, a spawn in
-/// the middle of a retry). Drop it before [`crate::state::wake`], which takes it again.
-pub fn hold_ticks(paths: &crate::paths::Paths) -> Result<crate::lock::TickLock> {
+/// the middle of a retry). Drop it before [`crate::tick::orchestrator_state::wake`], which takes it again.
+pub fn hold_ticks(paths: &crate::system::paths::Paths) -> Result<crate::system::lock::TickLock> {
     let lock = paths.lock();
-    crate::lock::TickLock::acquire(&lock, TICK_WAIT)
+    crate::system::lock::TickLock::acquire(&lock, TICK_WAIT)
         .map_err(|e| anyhow!("cannot take the tick lock {}: {e}", lock.display()))?
         .ok_or_else(|| {
             anyhow!(

@@ -16,13 +16,13 @@ use crate::config::Config;
 
 pub use super::check_config::check_config;
 use super::check_config::{capitalised, line_named, unreadable};
-use crate::diag::{Diagnostic, Severity};
 use crate::format::iteration::Iteration;
 use crate::format::{self, deliverable};
 use crate::git::{self, Frozen};
 use crate::model::{BeadId, IterationStatus};
-use crate::paths::Paths;
-use crate::state::OrchestratorState;
+use crate::system::diag::{Diagnostic, Severity};
+use crate::system::paths::Paths;
+use crate::tick::orchestrator_state::OrchestratorState;
 
 /// Why there is nothing to check: no installation, or a config.toml that cannot be read
 /// (whatever else `check` would say would come from defaults the ticks do not use).
@@ -75,7 +75,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
     }
     out.extend(super::agents::check(&paths.config(), &config, &presets));
     // A problem of config.toml's is the same for every project: said once, where it is fixed.
-    let text = crate::atomic::read(&paths.config())
+    let text = crate::system::atomic::read(&paths.config())
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     for why in config_problems {
@@ -126,7 +126,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
     let trackers = &config.tracker;
     let mut out = Vec::new();
     let project_md = format::layout::project_file(root);
-    let project = match crate::atomic::read(&project_md) {
+    let project = match crate::system::atomic::read(&project_md) {
         Ok(bytes) => format::layout::parse_project(&format::decode(&bytes), &project_md),
         Err(_) => return out,
     };
@@ -206,7 +206,7 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
     }
     let backend = placement.backend_or(config.sessions.backend);
     if backend == crate::session::BackendKind::Slurm
-        && crate::proc::Invocation::new([&config.slurm.sbatch, "--version"])
+        && crate::system::proc::Invocation::new([&config.slurm.sbatch, "--version"])
             .run()
             .map_or(true, |o| !o.success())
     {
@@ -348,7 +348,7 @@ fn check_protocol(
     project_md: &Path,
     project: &format::project::ProjectConfig,
 ) -> Vec<Diagnostic> {
-    use crate::protocol::{overrides, state, Pipeline};
+    use crate::protocol::{overrides, story_state, Pipeline};
     let mut out = Vec::new();
     if let Some(f) = project.field("pipeline") {
         if Pipeline::parse(&f.value).is_none() {
@@ -379,7 +379,7 @@ fn check_protocol(
     if Pipeline::of(project) != Pipeline::Protocol && !rules_file.exists() {
         return out;
     }
-    if let Ok(bytes) = crate::atomic::read(&rules_file) {
+    if let Ok(bytes) = crate::system::atomic::read(&rules_file) {
         if let Err(problems) = overrides::parse(&String::from_utf8_lossy(&bytes)) {
             for p in problems {
                 out.push(Diagnostic::error(
@@ -395,10 +395,10 @@ fn check_protocol(
             }
         }
     }
-    for (bead, loaded) in state::load_all(root) {
-        if let state::Loaded::Invalid(e) = loaded {
+    for (bead, loaded) in story_state::load_all(root) {
+        if let story_state::Loaded::Invalid(e) = loaded {
             out.push(Diagnostic::error(
-                &state::path_of(root, &bead),
+                &story_state::path_of(root, &bead),
                 None,
                 "10.1",
                 format!("{} (the story is held)", e.problem),

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::diag::Diagnostic;
+use crate::system::diag::Diagnostic;
 
 /// Findings in config.toml: a file that does not parse, and `[checkin]` values a tick would
 /// replace with its defaults (each run would warn about them).
@@ -32,7 +32,7 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = unknown.collect();
     // A sandbox that cannot run is an error before any agent runs without it.
     let worker = &loaded.config.worker;
-    if let Some(why) = crate::sandbox::unavailable(worker.sandbox, &worker.bwrap) {
+    if let Some(why) = crate::system::sandbox::unavailable(worker.sandbox, &worker.bwrap) {
         out.push(Diagnostic::error(
             file,
             key_line(&text, "worker", "sandbox"),

@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 
 use crate::claw::loopstate::{self, LoopState};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// What resuming found and left.
 #[derive(Debug, serde::Serialize)]
@@ -54,7 +54,7 @@ pub fn resume(paths: &Paths, slug: &str, note: Option<String>) -> Result<Resumed
     let before: LoopState = loopstate::load(root);
     let after = before.resumed(note.clone());
     loopstate::store(root, &after)?;
-    crate::state::wake(paths, crate::state::WAKE_WAIT);
+    crate::tick::orchestrator_state::wake(paths, crate::tick::orchestrator_state::WAKE_WAIT);
     Ok(Resumed {
         project: slug.to_string(),
         was_paused: before.paused.map(|p| p.reason),

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::cost::{ledger::Ledger, By, Total};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// A cost report.
 #[derive(Debug, Serialize)]

@@ -11,8 +11,8 @@ use anyhow::Result;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Serialize;
 
+use crate::config::installation::Installation;
 use crate::events::Journal;
-use crate::installation::Installation;
 
 use super::beads::{BeadRow, Opened};
 use super::cost::Budget;
@@ -158,6 +158,6 @@ pub fn last_line(path: &Path) -> Option<String> {
     let text = String::from_utf8_lossy(&buf);
     text.lines()
         .rev()
-        .map(|l| crate::templates::clip(l, 200))
+        .map(|l| crate::system::templates::clip(l, 200))
         .find(|l| !l.is_empty())
 }

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 
 use crate::events::stream::{self, Cursor, Source, Unreadable, Wake, Waker};
 use crate::events::{Event, Journal};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// The registry's projects as event sources, or just `project`. An unknown project is an
 /// error naming the registry.

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
+use crate::config::installation::Installation;
 use crate::events::waiting::{self, Kept, WaitKind};
 use crate::events::{Draft, Kind};
-use crate::installation::Installation;
 use crate::model::BeadStatus;
 use crate::workspace::{GitWorktrees, HeldDiff, Landing, Workspace, Workspaces};
 
@@ -178,7 +178,7 @@ fn land(
     if upstream {
         crate::git::expect_push(root)?;
     }
-    crate::atomic::write(plan, &serde_json::to_vec(&landing)?)?;
+    crate::system::atomic::write(plan, &serde_json::to_vec(&landing)?)?;
     p.tracker
         .close(id, "braids: its held work was approved by a person")
         .map_err(|e| anyhow!("{slug}: {id} could not be closed: {e}"))?;

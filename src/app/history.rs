@@ -5,7 +5,7 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 
 use crate::events::Event;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// Every event of the registry's projects (or of `project`) at or after `since`, newest first,
 /// at most `limit`.
@@ -49,7 +49,7 @@ pub fn describe(e: &Event) -> String {
         .fields
         .get("duration_seconds")
         .and_then(|v| v.as_u64())
-        .map(|s| format!(" after {}", crate::templates::elapsed(s)))
+        .map(|s| format!(" after {}", crate::system::templates::elapsed(s)))
         .unwrap_or_default();
     let text = match e.kind.as_str() {
         "bead_claimed" => "claimed".to_string(),
@@ -109,5 +109,5 @@ pub fn describe(e: &Event) -> String {
             s
         }
     };
-    crate::templates::clip(&text, 400)
+    crate::system::templates::clip(&text, 400)
 }

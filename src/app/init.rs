@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::atomic;
-use crate::paths::Paths;
-use crate::templates;
+use crate::system::atomic;
+use crate::system::paths::Paths;
+use crate::system::templates;
 
 #[derive(Debug, Serialize)]
 pub struct InitReport {
@@ -47,6 +47,6 @@ pub fn ensure(paths: &Paths) -> Result<InitReport> {
     paths
         .make_private()
         .with_context(|| format!("cannot make {} private", paths.braids_dir.display()))?;
-    crate::state::wake(paths, crate::state::WAKE_WAIT);
+    crate::tick::orchestrator_state::wake(paths, crate::tick::orchestrator_state::WAKE_WAIT);
     Ok(r)
 }

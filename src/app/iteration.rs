@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Result};
 
 use crate::format::{self, iteration, iteration::Iteration, registry::RegistryEntry};
 use crate::model::{IterationName, IterationStatus};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// The registry row of `slug`, or a sentence saying how to create it.
 pub fn locate(paths: &Paths, slug: &str) -> Result<RegistryEntry> {
@@ -70,11 +70,13 @@ pub fn create(paths: &Paths, slug: &str, name: Option<IterationName>) -> Result<
         );
         (dir.join("iteration.edn"), text)
     } else {
-        let text =
-            crate::templates::render(crate::templates::ITERATION, &[("number", name.as_str())]);
+        let text = crate::system::templates::render(
+            crate::system::templates::ITERATION,
+            &[("number", name.as_str())],
+        );
         (dir.join("ITERATION.md"), text)
     };
-    crate::atomic::write(&file, text.as_bytes())?;
+    crate::system::atomic::write(&file, text.as_bytes())?;
     Ok(Change {
         name,
         file,
@@ -110,7 +112,10 @@ pub fn set_status(
     if change.changed {
         notify(paths, &entry, change.name, to);
         if to == IterationStatus::Active {
-            crate::state::wake(paths, crate::state::WAKE_WAIT);
+            crate::tick::orchestrator_state::wake(
+                paths,
+                crate::tick::orchestrator_state::WAKE_WAIT,
+            );
         }
     }
     Ok(change)
@@ -153,8 +158,8 @@ fn notify(paths: &Paths, entry: &RegistryEntry, name: IterationName, to: Iterati
     };
     let project = format::layout::parse_project(&format::decode(&bytes), &md).value;
     let (event, text) = notice(&entry.slug, name, to);
-    let notifier = crate::notify::from_config(&loaded.config.notify);
-    crate::notify::send(&notifier, &project, &entry.slug, event, None, &text);
+    let notifier = crate::notifier::from_config(&loaded.config.notify);
+    crate::notifier::send(&notifier, &project, &entry.slug, event, None, &text);
 }
 
 #[cfg(test)]
@@ -179,7 +184,7 @@ mod tests {
             &root.to_string_lossy(),
         )
         .unwrap();
-        crate::atomic::write(&paths.registry(), row.as_bytes()).unwrap();
+        crate::system::atomic::write(&paths.registry(), row.as_bytes()).unwrap();
         (paths, root)
     }
 

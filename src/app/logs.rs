@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::installation::Installation;
+use crate::config::installation::Installation;
 use crate::model::SessionLabel;
 
 /// How often a followed log is read again; and how often the session is checked.

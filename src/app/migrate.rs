@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::format::edn::convert;
 use crate::format::{self, iteration, layout};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -51,7 +51,7 @@ pub fn migrate(paths: &Paths, to: Form, dry_run: bool) -> Result<Migrated> {
     let plan = plan(paths, to)?;
     if !dry_run {
         for f in &plan {
-            crate::atomic::write(&f.to, f.text.as_bytes())?;
+            crate::system::atomic::write(&f.to, f.text.as_bytes())?;
         }
         for f in &plan {
             if f.from != f.to {
@@ -59,7 +59,7 @@ pub fn migrate(paths: &Paths, to: Form, dry_run: bool) -> Result<Migrated> {
                     .map_err(|e| anyhow::anyhow!("cannot remove {}: {e}", f.from.display()))?;
             }
         }
-        crate::state::wake(paths, crate::state::WAKE_WAIT);
+        crate::tick::orchestrator_state::wake(paths, crate::tick::orchestrator_state::WAKE_WAIT);
     }
     Ok(Migrated {
         to,
@@ -69,7 +69,7 @@ pub fn migrate(paths: &Paths, to: Form, dry_run: bool) -> Result<Migrated> {
 }
 
 fn read(file: &Path) -> Result<String> {
-    let bytes = crate::atomic::read(file)
+    let bytes = crate::system::atomic::read(file)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
     Ok(format::decode(&bytes).into_owned())
 }

@@ -5,7 +5,7 @@
 use anyhow::{anyhow, bail, Result};
 
 use crate::model::{Priority, ProjectStatus};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// What a pause or a resume changed.
 #[derive(Debug, serde::Serialize)]
@@ -46,10 +46,10 @@ pub fn set_status(paths: &Paths, slug: &str, to: ProjectStatus) -> Result<Change
             &row.raw_path,
         )
         .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-        crate::atomic::write(&file, updated.as_bytes())?;
+        crate::system::atomic::write(&file, updated.as_bytes())?;
     }
     if to == ProjectStatus::Active {
-        crate::state::wake(paths, crate::state::WAKE_WAIT);
+        crate::tick::orchestrator_state::wake(paths, crate::tick::orchestrator_state::WAKE_WAIT);
     }
     Ok(Changed {
         project: slug.to_string(),

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
-use crate::atomic;
 use crate::format;
 use crate::model::{validate_slug, Priority, ProjectStatus};
-use crate::paths::Paths;
-use crate::proc::Invocation;
-use crate::templates;
+use crate::system::atomic;
+use crate::system::paths::Paths;
+use crate::system::proc::Invocation;
+use crate::system::templates;
 use crate::tracker;
 
 /// What `braids new` is asked for.
@@ -76,8 +76,8 @@ pub fn create(paths: &Paths, a: NewProject) -> Result<NewReport> {
         );
     }
     let root = match &a.path {
-        Some(p) if p.is_absolute() => crate::paths::normalize(p),
-        Some(p) => crate::paths::normalize(&std::env::current_dir()?.join(p)),
+        Some(p) if p.is_absolute() => crate::system::paths::normalize(p),
+        Some(p) => crate::system::paths::normalize(&std::env::current_dir()?.join(p)),
         None => paths.braids_home.join(&a.slug),
     };
     if paths.in_workspace(&root) {
@@ -187,7 +187,7 @@ pub fn create(paths: &Paths, a: NewProject) -> Result<NewReport> {
     )
     .map_err(|e| anyhow!("{}: {e}", reg_path.display()))?;
     atomic::write(&reg_path, updated.as_bytes())?;
-    crate::state::wake(paths, crate::state::WAKE_WAIT);
+    crate::tick::orchestrator_state::wake(paths, crate::tick::orchestrator_state::WAKE_WAIT);
     Ok(NewReport {
         slug: a.slug,
         path: root,

@@ -5,8 +5,8 @@
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
+use crate::config::installation::Installation;
 use crate::events::{Draft, Kind};
-use crate::installation::Installation;
 use crate::model::BeadStatus;
 
 use super::beads;
@@ -84,7 +84,7 @@ pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
             .with("forgotten_failures", forgotten)],
     );
     drop(held);
-    crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
+    crate::tick::orchestrator_state::wake(&inst.paths, crate::tick::orchestrator_state::WAKE_WAIT);
     Ok(Retried {
         project: slug.to_string(),
         bead: bead.id.to_string(),

@@ -9,9 +9,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::paths::Paths;
 use crate::schedule::systemd::{self, LogTarget};
 use crate::schedule::{self, crontab, Schedule, TickCommand};
+use crate::system::paths::Paths;
 
 /// What `schedule install` is asked to do.
 #[derive(Debug, Clone)]
@@ -240,7 +240,7 @@ fn install_systemd(
                 .with_context(|| format!("cannot create {}", paths.logs_dir().display()))?;
         }
         for f in &files {
-            crate::atomic::write(&f.path, f.text.as_bytes())?;
+            crate::system::atomic::write(&f.path, f.text.as_bytes())?;
         }
         if enable {
             systemd::run_all(&cmds)?;

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
+use crate::config::installation::Installation;
 use crate::events::{Draft, Kind};
-use crate::installation::Installation;
 use crate::model::{BeadId, BeadStatus, SessionLabel};
 use crate::session::{KillOutcome, Session};
 

@@ -5,8 +5,8 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::installation::Installation;
-use crate::state::OrchestratorState;
+use crate::config::installation::Installation;
+use crate::tick::orchestrator_state::OrchestratorState;
 use crate::tick::{observe, status_md};
 
 /// The whole picture: what `status --json` prints, and the markdown it shows as text.

@@ -9,9 +9,9 @@ use anyhow::{bail, Result};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::installation::Installation;
+use crate::config::installation::Installation;
 use crate::model::BeadStatus;
-use crate::protocol::state::{self as story, StoryState};
+use crate::protocol::story_state::{self as story, StoryState};
 use crate::protocol::{dispatch, overrides, Action, Reason, Runner, Status, Step};
 
 use super::beads::{self, Located};
@@ -205,7 +205,7 @@ fn change(
         reopen_if_held(&found)?;
     }
     drop(held);
-    crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
+    crate::tick::orchestrator_state::wake(&inst.paths, crate::tick::orchestrator_state::WAKE_WAIT);
     Ok(Changed {
         project: found.project.entry.slug.clone(),
         bead: id.to_string(),

@@ -5,9 +5,9 @@
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::installation::Installation;
+use crate::config::installation::Installation;
 use crate::protocol::single::{self, Layout};
-use crate::protocol::state::{self as story, Loaded};
+use crate::protocol::story_state::{self as story, Loaded};
 
 use super::beads;
 
@@ -38,7 +38,7 @@ pub fn convert(inst: &Installation, project: &str, to: &str) -> Result<Converted
             pm.display()
         );
     }
-    let text = crate::atomic::read(&pm)
+    let text = crate::system::atomic::read(&pm)
         .map(|b| crate::format::decode(&b).into_owned())
         .map_err(|e| anyhow::anyhow!("{}: cannot be read ({e})", pm.display()))?;
     let config = crate::format::project::parse_project(&text, &pm).value;
@@ -94,18 +94,18 @@ pub fn convert(inst: &Installation, project: &str, to: &str) -> Result<Converted
             // Done stories stay in .ai/states/, where converting back finds them.
             let chosen = stories.iter().find(|(_, s)| !s.is_done());
             if let Some((_, s)) = chosen {
-                crate::beneath::write_within(
+                crate::system::beneath::write_within(
                     &root,
                     &root.join(single::FILE),
                     single::render(s).as_bytes(),
                 )?;
-                crate::beneath::write_within(
+                crate::system::beneath::write_within(
                     &root,
                     &root.join(single::EXTRA),
                     single::render_extra(s).as_bytes(),
                 )?;
             }
-            crate::atomic::write(&pm, fields.as_bytes())?;
+            crate::system::atomic::write(&pm, fields.as_bytes())?;
             if let Some((id, _)) = chosen {
                 let own = root.join(story::STATES_DIR).join(format!("{id}.json"));
                 std::fs::remove_file(own)?;
@@ -116,9 +116,9 @@ pub fn convert(inst: &Installation, project: &str, to: &str) -> Result<Converted
             let chosen = stories.first();
             if let Some((id, s)) = chosen {
                 let own = root.join(story::STATES_DIR).join(format!("{id}.json"));
-                crate::beneath::write_within(&root, &own, story::render(s).as_bytes())?;
+                crate::system::beneath::write_within(&root, &own, story::render(s).as_bytes())?;
             }
-            crate::atomic::write(&pm, fields.as_bytes())?;
+            crate::system::atomic::write(&pm, fields.as_bytes())?;
             for f in [single::FILE, single::EXTRA] {
                 match std::fs::remove_file(root.join(f)) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),

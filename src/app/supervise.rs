@@ -86,9 +86,11 @@ impl Queue<'_> {
 
 /// One supervisor per installation: two would run the same event's command twice. `None`
 /// when another holds it.
-pub fn single(paths: &crate::paths::Paths) -> Result<Option<crate::lock::TickLock>> {
+pub fn single(
+    paths: &crate::system::paths::Paths,
+) -> Result<Option<crate::system::lock::TickLock>> {
     let path = paths.braids_dir.join(".supervise.lock");
-    Ok(crate::lock::TickLock::try_acquire(&path)?)
+    Ok(crate::system::lock::TickLock::try_acquire(&path)?)
 }
 
 const FIRST_RETRY: Duration = Duration::from_secs(1);
@@ -156,7 +158,7 @@ pub fn run(
         let entry = q.waiting.front().expect("earliest found it").clone();
         match execute(opts, &entry, &event) {
             Ok(out) => {
-                crate::atomic::write(&entry.marker(), marker_text().as_bytes())?;
+                crate::system::atomic::write(&entry.marker(), marker_text().as_bytes())?;
                 q.waiting.pop_front();
                 q.failures = 0;
                 q.not_before = None;
@@ -220,10 +222,14 @@ fn earliest(queues: &mut [Queue<'_>], now: Instant) -> Option<(usize, Event)> {
     best
 }
 
-fn execute(opts: &Options, entry: &Entry, event: &Event) -> Result<crate::proc::Output, String> {
-    let bytes = crate::atomic::read(&entry.path()).map_err(|e| e.to_string())?;
+fn execute(
+    opts: &Options,
+    entry: &Entry,
+    event: &Event,
+) -> Result<crate::system::proc::Output, String> {
+    let bytes = crate::system::atomic::read(&entry.path()).map_err(|e| e.to_string())?;
     let argv = argv_for(&opts.argv, event, &entry.path());
-    let mut inv = crate::proc::Invocation::new(&argv)
+    let mut inv = crate::system::proc::Invocation::new(&argv)
         .stdin(bytes)
         .timeout(opts.timeout)
         .env("BRAIDS_EVENT_ID", event.id.to_string())
@@ -290,7 +296,7 @@ pub fn argv_for(template: &[String], event: &Event, file: &std::path::Path) -> V
     ];
     template
         .iter()
-        .map(|a| crate::templates::expand(a, &vars))
+        .map(|a| crate::system::templates::expand(a, &vars))
         .collect()
 }
 

@@ -69,7 +69,7 @@ impl LoopState {
                     Draft::new(Kind::LoopPaused)
                         .with("task", task)
                         .with("reason", reason)
-                        .with("message", crate::templates::clip(output, 400)),
+                        .with("message", crate::system::templates::clip(output, 400)),
                 );
             }
             RunEnd::NoProgress { why } => {
@@ -113,7 +113,7 @@ pub fn path(project: &std::path::Path) -> std::path::PathBuf {
 
 /// The state on disk; a missing or unreadable file is a fresh loop.
 pub fn load(project: &std::path::Path) -> LoopState {
-    crate::atomic::read(&path(project))
+    crate::system::atomic::read(&path(project))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
@@ -122,7 +122,7 @@ pub fn load(project: &std::path::Path) -> LoopState {
 pub fn store(project: &std::path::Path, s: &LoopState) -> anyhow::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(s)?;
     bytes.push(b'\n');
-    crate::atomic::write(&path(project), &bytes)
+    crate::system::atomic::write(&path(project), &bytes)
 }
 
 #[cfg(test)]

@@ -16,9 +16,9 @@ pub mod config;
 pub mod loopstate;
 pub mod packet;
 pub mod status_block;
+pub mod tasks;
 pub mod tools;
 pub mod turn_events;
-pub mod workplan;
 
 /// The plan, relative to the project root.
 pub const WORKPLAN: &str = ".claw/WORKPLAN.md";

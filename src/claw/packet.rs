@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
+use super::tasks::{Plan, Task};
 use super::tools;
-use super::workplan::{Plan, Task};
 
 /// Everything a packet shows, gathered.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -117,7 +117,7 @@ fn read(body: &str) -> ClawStatus {
         _ => {
             s.warnings.push(format!(
                 "CLAW_STATUS status `{}` is none of done, failed, needs_human; read as failed",
-                crate::templates::clip(&v, 60)
+                crate::system::templates::clip(&v, 60)
             ));
             Said::Failed
         }

@@ -53,7 +53,7 @@ pub fn validation_failed(task: &str, attempt: u32, output: &str, counts: Option<
             "failing_tests",
             counts.map(|c| &c.failing).filter(|f| !f.is_empty()),
         )
-        .with("message", crate::templates::clip(output, 400))
+        .with("message", crate::system::templates::clip(output, 400))
 }
 
 /// The task landed: `committed` is what its commit took (the WORKPLAN's check-off left out,

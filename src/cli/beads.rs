@@ -8,11 +8,11 @@ use serde::Serialize;
 use crate::app::answer::Answered;
 use crate::app::beads::ProjectBeads;
 use crate::app::retry::Retried;
+use crate::config::installation;
 use crate::events::Event;
-use crate::installation;
 use crate::model::BeadStatus;
-use crate::paths::Paths;
-use crate::templates::{clip, elapsed};
+use crate::system::paths::Paths;
+use crate::system::templates::{clip, elapsed};
 
 use super::{
     AnswerArgs, ApproveArgs, BeadArgs, BeadsArgs, HistoryArgs, LogsArgs, Output, RejectArgs,

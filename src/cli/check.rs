@@ -6,8 +6,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::app::check;
-use crate::diag::Diagnostic;
-use crate::paths::Paths;
+use crate::system::diag::Diagnostic;
+use crate::system::paths::Paths;
 
 use super::{CheckArgs, Output, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 

@@ -4,7 +4,7 @@ use anyhow::Result;
 use chrono::Utc;
 
 use crate::app::cost::CostReport;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 use super::{CostArgs, Output, EXIT_OK};
 
@@ -16,7 +16,7 @@ fn row(key: &str, t: &crate::cost::Total) -> String {
     };
     format!(
         "{:<28} {:>9.2} USD  {:>5} attempt(s)  {:>12} tokens in  {:>11} tokens out{unknown}\n",
-        crate::templates::clip(key, 28),
+        crate::system::templates::clip(key, 28),
         t.cost_usd,
         t.attempts,
         t.tokens_in,

@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 
-use crate::paths::Paths;
 use crate::schedule::{self, Schedule};
+use crate::system::paths::Paths;
 
 use super::DaemonArgs;
 

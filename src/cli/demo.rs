@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use chrono::Utc;
 
-use crate::atomic;
-use crate::installation;
-use crate::paths::Paths;
+use crate::config::installation;
+use crate::system::atomic;
+use crate::system::paths::Paths;
 use crate::tick::{self, RunType, TickOptions};
-use crate::tracker::{workplan::Workplan, Tracker};
+use crate::tracker::{native::Workplan, Tracker};
 
 use super::{DemoArgs, NewArgs, Output, StandInArgs, EXIT_OK};
 
@@ -56,8 +56,9 @@ fn project(paths: &Paths, slug: &str, max: u32, timeout: u64, beads: &[&str]) ->
         .zip(beads)
         .map(|(id, t)| format!("- {id}: {t}\n"))
         .collect();
-    let text = crate::templates::render(crate::templates::ITERATION, &[("number", "001")])
-        .replace("**Status:** planning", "**Status:** active");
+    let text =
+        crate::system::templates::render(crate::system::templates::ITERATION, &[("number", "001")])
+            .replace("**Status:** planning", "**Status:** active");
     let text = text.replace("## Stories\n", &format!("## Stories\n\n{stories}"));
     atomic::write(&dir.join("ITERATION.md"), text.as_bytes())?;
     crate::git::commit_all(&root, "Plan iteration 1")?;
@@ -166,7 +167,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     print!("{}", std::fs::read_to_string(paths.status())?);
     say("what happened in git");
     for slug in ["alpha", "beta"] {
-        let out = crate::proc::Invocation::new(["git", "log", "--oneline", "--reverse"])
+        let out = crate::system::proc::Invocation::new(["git", "log", "--oneline", "--reverse"])
             .cwd(paths.braids_home.join(slug))
             .run();
         if let Ok(o) = out {

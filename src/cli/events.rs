@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::{EventsArgs, EXIT_OK};
 use crate::events::Event;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 pub fn run(paths: &Paths, a: EventsArgs) -> Result<i32> {
     // Only for its warning: a person learns of a broken config.toml whatever they run.
@@ -35,7 +35,7 @@ pub fn run(paths: &Paths, a: EventsArgs) -> Result<i32> {
 /// One line: time, project and id, type, bead, then the fields.
 pub fn text(e: &Event) -> String {
     // Every field is someone's text: one line, no control characters (no terminal escapes).
-    let clip = crate::templates::clip;
+    let clip = crate::system::templates::clip;
     let mut line = format!(
         "{}  {}#{}  {}",
         e.timestamp.format("%Y-%m-%d %H:%M:%SZ"),

@@ -4,7 +4,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::app::agents::Recipe;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 use super::{ExecutorsArgs, Output, EXIT_OK};
 

@@ -3,8 +3,8 @@
 use anyhow::Result;
 
 use crate::app::answer::Approved;
-use crate::installation;
-use crate::paths::Paths;
+use crate::config::installation;
+use crate::system::paths::Paths;
 use crate::workspace::HeldDiff;
 
 use super::{BeadArgs, Output, EXIT_OK};

@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use crate::app::init::{ensure, InitReport};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 use super::{Output, EXIT_OK};
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::app::iteration::{self as app, Change};
 use crate::model::{IterationName, IterationStatus};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 use super::{IterationCommand, Output, EXIT_OK};
 

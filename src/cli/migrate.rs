@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use super::{MigrateArgs, Output, EXIT_OK};
 use crate::app::migrate::{Form, Migrated};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 impl Output for Migrated {
     fn text(&self) -> String {

@@ -3,14 +3,14 @@
 //! `main.rs` calls [`run`] and nothing else. Each subcommand lives in its own file and receives
 //! resolved inputs (a [`Paths`] read once from the environment), never raw environment lookups.
 //!
-//! Exit codes are documented once, in [`crate::exit`].
+//! Exit codes are documented once, in [`crate::system::exit`].
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use crate::logging::LogFormat;
-use crate::paths::Paths;
+pub use crate::system::logging::LogFormat;
+use crate::system::paths::Paths;
 pub use schedule_args::{
     DaemonArgs, ScheduleCommand, ScheduleInstallArgs, ScheduleRemoveArgs, ScheduleShowArgs,
 };
@@ -47,7 +47,7 @@ mod worker;
 
 pub use output::Output;
 
-pub use crate::exit::{EXIT_FINDINGS, EXIT_OK, EXIT_STOPPED, EXIT_USAGE};
+pub use crate::system::exit::{EXIT_FINDINGS, EXIT_OK, EXIT_STOPPED, EXIT_USAGE};
 
 /// The version with the commit it was built from (`0.1.0 (3f2a9c1)`).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("BRAIDS_COMMIT"), ")");
@@ -515,10 +515,10 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
-/// [`crate::installation::open_to_read`], its warning (a config.toml that does not load) on
+/// [`crate::config::installation::open_to_read`], its warning (a config.toml that does not load) on
 /// stderr.
-fn open_to_read(paths: &Paths) -> crate::installation::Installation {
-    let (inst, warning) = crate::installation::open_to_read(paths);
+fn open_to_read(paths: &Paths) -> crate::config::installation::Installation {
+    let (inst, warning) = crate::config::installation::open_to_read(paths);
     if let Some(w) = warning {
         eprintln!("braids: warning: {w}");
     }
@@ -533,11 +533,11 @@ pub fn run() -> std::process::ExitCode {
         Command::Man(a) => return reference::man(a.dir.as_deref()),
         _ => {}
     }
-    crate::logging::init(cli.verbose, cli.log_format);
+    crate::system::logging::init(cli.verbose, cli.log_format);
     let paths = match Paths::from_env() {
         Ok(p) => p,
         Err(e) => {
-            return crate::exit::from_result(Err(e));
+            return crate::system::exit::from_result(Err(e));
         }
     };
     let result = match cli.command {
@@ -577,5 +577,5 @@ pub fn run() -> std::process::ExitCode {
         Command::SandboxExec(a) => sandbox_exec::run(a),
         Command::Completions(_) | Command::Man(_) => unreachable!("answered before the paths"),
     };
-    crate::exit::from_result(result)
+    crate::system::exit::from_result(result)
 }

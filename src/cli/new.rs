@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use crate::app::project::{create, NewProject, NewReport};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 use super::{NewArgs, Output, EXIT_OK};
 

@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use super::{Output, PauseArgs, ResumeArgs, EXIT_OK};
 use crate::app::pause::Changed;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 impl Output for Changed {
     fn text(&self) -> String {

@@ -1,5 +1,5 @@
 //! `braids sandbox-exec`: the Landlock wrapper a sandboxed agent runs in (see
-//! [`crate::sandbox`]). Hidden: the worker builds its argv.
+//! [`crate::system::sandbox`]). Hidden: the worker builds its argv.
 
 use std::path::PathBuf;
 
@@ -17,7 +17,7 @@ pub struct SandboxExecArgs {
 /// Enters the sandbox and becomes the program; returns only when either fails.
 pub fn run(a: SandboxExecArgs) -> anyhow::Result<i32> {
     use std::os::unix::process::CommandExt;
-    crate::sandbox::enter_landlock(&a.write)?;
+    crate::system::sandbox::enter_landlock(&a.write)?;
     let err = std::process::Command::new(&a.command[0])
         .args(&a.command[1..])
         .exec();

@@ -4,9 +4,9 @@
 use anyhow::Result;
 
 use crate::app::schedule::{self, InstallRequest, Installed, Removed, Shown, Which};
-use crate::paths::Paths;
 use crate::schedule::systemd;
 use crate::schedule::Schedule;
+use crate::system::paths::Paths;
 
 use super::{LogFormat, Output, ScheduleCommand, ScheduleInstallArgs, ScheduleRemoveArgs, EXIT_OK};
 

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 use super::{ServeArgs, EXIT_OK};
 

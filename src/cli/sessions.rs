@@ -5,10 +5,10 @@ use chrono::Utc;
 use serde::Serialize;
 
 use crate::app::sessions::{AfterKill, Killed, Listed};
-use crate::installation;
-use crate::paths::Paths;
+use crate::config::installation;
 use crate::session::KillOutcome;
-use crate::templates::{clip, elapsed};
+use crate::system::paths::Paths;
+use crate::system::templates::{clip, elapsed};
 
 use super::{KillArgs, Output, EXIT_OK};
 

@@ -4,8 +4,8 @@
 use anyhow::Result;
 
 use crate::app::story::{self, Changed, Shown};
-use crate::installation;
-use crate::paths::Paths;
+use crate::config::installation;
+use crate::system::paths::Paths;
 use crate::worker::{Applied, Ending, WorkerRun};
 
 use clap::{Args, Subcommand};

@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use super::{SuperviseArgs, EXIT_FINDINGS, EXIT_OK};
 use crate::app::supervise::{self, Handled, Options};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 pub fn run(paths: &Paths, a: SuperviseArgs) -> Result<i32> {
     let sources = crate::app::events::sources(paths, a.project.as_deref())?;

@@ -3,8 +3,8 @@
 use anyhow::Result;
 use chrono::Utc;
 
-use crate::installation;
-use crate::paths::Paths;
+use crate::config::installation;
+use crate::system::paths::Paths;
 use crate::tick::{self, TickOptions, TickReport};
 
 use super::{Output, TickArgs, EXIT_OK};

@@ -78,7 +78,7 @@ impl Output for crate::worker::ask::Answer {
     }
 }
 
-pub fn run(paths: &crate::paths::Paths, a: ToolsArgs) -> Result<i32> {
+pub fn run(paths: &crate::system::paths::Paths, a: ToolsArgs) -> Result<i32> {
     let root = match a.dir {
         Some(d) => d,
         None => std::env::current_dir()?,

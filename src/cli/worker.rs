@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context, Result};
 use crate::config::Config;
 use crate::format;
 use crate::model::SpawnMessage;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 use crate::tick::observe::tracker_kind;
 use crate::tracker::{self, TrackerOptions};
 use crate::worker::{self, Ending, Worker};
@@ -50,7 +50,7 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
         )
         .map_err(|e| anyhow!("{e}"))?,
     );
-    let notifier = crate::notify::from_config(&config.notify);
+    let notifier = crate::notifier::from_config(&config.notify);
     let slug = worker::slug_for(paths, &msg.project);
     let executor = worker::executor_for(&config, &project, &slug, &msg.bead);
     let w = Worker {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod ask;
+pub mod installation;
 mod workspace;
 
 pub use ask::AskConfig;
@@ -122,8 +123,8 @@ pub struct WorkerConfig {
     /// The longest wait between two attempts of a bead.
     #[serde(deserialize_with = "span")]
     pub retry_backoff_max: std::time::Duration,
-    /// Where the agent may write (`off`, `landlock`, `bwrap`): see [`crate::sandbox`].
-    pub sandbox: crate::sandbox::Kind,
+    /// Where the agent may write (`off`, `landlock`, `bwrap`): see [`crate::system::sandbox`].
+    pub sandbox: crate::system::sandbox::Kind,
     /// More paths a sandboxed agent may write (`~/…` or absolute).
     pub sandbox_write: Vec<String>,
     /// The bubblewrap program for `sandbox = "bwrap"`: found on PATH unless a path is given.
@@ -138,7 +139,7 @@ impl Default for WorkerConfig {
             retries: 1,
             retry_backoff: std::time::Duration::from_secs(60),
             retry_backoff_max: std::time::Duration::from_secs(3600),
-            sandbox: crate::sandbox::Kind::Off,
+            sandbox: crate::system::sandbox::Kind::Off,
             sandbox_write: Vec::new(),
             bwrap: "bwrap".into(),
         }
@@ -355,7 +356,7 @@ fn fix_for(message: &str, text: &str, at: Option<usize>) -> String {
 impl Config {
     /// Reads the file; missing means defaults.
     pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
-        match crate::atomic::read(path) {
+        match crate::system::atomic::read(path) {
             Ok(bytes) => Config::parse(&String::from_utf8_lossy(&bytes), path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::default()),
             Err(e) => Err(ConfigError {
@@ -410,10 +411,10 @@ impl Config {
 impl Config {
     /// The agents' sandbox as `[worker]` sets it, with `state` (folders under the home an
     /// agent CLI keeps its state in) writable too.
-    pub fn sandbox_settings(&self, state: &[&str]) -> crate::sandbox::Settings {
-        crate::sandbox::Settings {
+    pub fn sandbox_settings(&self, state: &[&str]) -> crate::system::sandbox::Settings {
+        crate::system::sandbox::Settings {
             kind: self.worker.sandbox,
-            home: crate::paths::Paths::from_env()
+            home: crate::system::paths::Paths::from_env()
                 .map(|p| p.home)
                 .unwrap_or_default(),
             state: state.iter().map(|s| s.to_string()).collect(),
@@ -425,7 +426,7 @@ impl Config {
     /// The workspaces of `project`: where they live, its pool, what each gets.
     pub fn workspaces(
         &self,
-        paths: &crate::paths::Paths,
+        paths: &crate::system::paths::Paths,
         project: Option<&crate::format::project::ProjectConfig>,
     ) -> crate::workspace::GitWorktrees {
         crate::workspace::GitWorktrees {
@@ -581,7 +582,7 @@ pub fn missing_program(program: &str) -> Option<String> {
 }
 
 /// The commented file `braids init` writes: every key, at its default.
-pub const TEMPLATE: &str = crate::templates::CONFIG;
+pub const TEMPLATE: &str = crate::system::templates::CONFIG;
 
 #[cfg(test)]
 mod tests {

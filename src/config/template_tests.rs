@@ -75,7 +75,7 @@ fn section<'a>(text: &'a str, table: &str) -> &'a str {
 
 #[test]
 fn c1_2_the_init_template_lists_every_key_braids_reads_with_its_default() {
-    let text = crate::templates::CONFIG;
+    let text = crate::system::templates::CONFIG;
     let template: toml::Table = toml::from_str(text).expect("the template parses");
     let tables: Vec<(&str, Vec<&str>)> = vec![
         ("tick", keys::<TickConfig>()),

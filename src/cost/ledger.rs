@@ -30,7 +30,7 @@ impl Ledger {
     /// record must not stop a tick).
     pub fn day(&self, day: NaiveDate) -> Vec<Attempt> {
         let file = self.day_file(day);
-        match crate::atomic::read(&file) {
+        match crate::system::atomic::read(&file) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
                 tracing::warn!(
                     "{} is not a valid cost ledger ({e}); its costs are not counted",
@@ -59,11 +59,15 @@ impl Ledger {
     pub fn record(&self, attempt: Attempt) -> Result<(f64, f64)> {
         let day = attempt.at.date_naive();
         let file = self.day_file(day);
-        crate::atomic::update_json(&file, &self.dir.join(".lock"), |all: &mut Vec<Attempt>| {
-            let before = super::spent_on(all, &attempt.project, day);
-            all.push(attempt.clone());
-            (before, super::spent_on(all, &attempt.project, day))
-        })
+        crate::system::atomic::update_json(
+            &file,
+            &self.dir.join(".lock"),
+            |all: &mut Vec<Attempt>| {
+                let before = super::spent_on(all, &attempt.project, day);
+                all.push(attempt.clone());
+                (before, super::spent_on(all, &attempt.project, day))
+            },
+        )
     }
 
     /// Today's attempts (UTC).

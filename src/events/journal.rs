@@ -61,7 +61,7 @@ impl Entry {
     /// The event, or why it cannot be read (naming the file).
     pub fn read(&self) -> Result<Event> {
         let path = self.path();
-        let bytes = crate::atomic::read(&path)
+        let bytes = crate::system::atomic::read(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let event: Event = serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a valid event", path.display()))?;
@@ -236,16 +236,16 @@ impl Journal {
         }
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("cannot create {}", self.dir.display()))?;
-        crate::atomic::write_new(&self.dir.join(".gitignore"), b"*\n")?;
+        crate::system::atomic::write_new(&self.dir.join(".gitignore"), b"*\n")?;
         if let Some(claw) = self.dir.parent() {
-            crate::atomic::write_new(&claw.join(".gitignore"), GITIGNORE.as_bytes())?;
+            crate::system::atomic::write_new(&claw.join(".gitignore"), GITIGNORE.as_bytes())?;
         }
         Ok(())
     }
 
-    fn lock(&self) -> Result<crate::lock::TickLock> {
+    fn lock(&self) -> Result<crate::system::lock::TickLock> {
         let path = self.dir.join(LOCK);
-        crate::lock::TickLock::acquire(&path, LOCK_WAIT)
+        crate::system::lock::TickLock::acquire(&path, LOCK_WAIT)
             .with_context(|| format!("cannot lock {}", path.display()))?
             .ok_or_else(|| anyhow!("{} is held by another process", path.display()))
     }
@@ -319,12 +319,12 @@ impl Iterator for Windowed {
 
 /// The folder's lock for a reader, when the folder has one (a reader never creates it); `None`
 /// when there is none or it cannot be had in time (the listing goes on without it).
-fn read_lock(dir: &Path) -> Option<crate::lock::TickLock> {
+fn read_lock(dir: &Path) -> Option<crate::system::lock::TickLock> {
     let path = dir.join(LOCK);
     if !path.exists() {
         return None;
     }
-    crate::lock::TickLock::acquire(&path, LOCK_WAIT)
+    crate::system::lock::TickLock::acquire(&path, LOCK_WAIT)
         .ok()
         .flatten()
 }
@@ -332,7 +332,7 @@ fn read_lock(dir: &Path) -> Option<crate::lock::TickLock> {
 /// A held journal lock: see [`Journal::hold`].
 pub struct Held<'j> {
     journal: &'j Journal,
-    _lock: crate::lock::TickLock,
+    _lock: crate::system::lock::TickLock,
 }
 
 impl Held<'_> {
@@ -341,7 +341,7 @@ impl Held<'_> {
         let j = self.journal;
         let last = j.last_id();
         let n = drafts.len() as u64;
-        crate::atomic::write(&j.dir.join(SEQ), format!("{}\n", last + n).as_bytes())?;
+        crate::system::atomic::write(&j.dir.join(SEQ), format!("{}\n", last + n).as_bytes())?;
         crate::crash_point!("events::after_seq");
         let mut written = Vec::with_capacity(drafts.len());
         for (i, d) in drafts.into_iter().enumerate() {
@@ -357,7 +357,7 @@ impl Held<'_> {
             // One line: `cat *.event >> log.jsonl` is JSON Lines.
             let mut bytes = serde_json::to_vec(&event)?;
             bytes.push(b'\n');
-            crate::atomic::publish(&j.dir.join(name), &bytes)?;
+            crate::system::atomic::publish(&j.dir.join(name), &bytes)?;
             written.push(event);
         }
         let mut status = j.load_status(now);

@@ -247,7 +247,7 @@ fn one_or_list(items: impl Iterator<Item = String>) -> serde_json::Value {
 /// The file as it is, or a new status when it is missing or unreadable (it is derived
 /// data: the next update rebuilds what matters).
 pub fn load(path: &Path, now: DateTime<Utc>) -> Status {
-    crate::atomic::read(path)
+    crate::system::atomic::read(path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_else(|| Status::new(now))
@@ -257,10 +257,10 @@ pub fn load(path: &Path, now: DateTime<Utc>) -> Status {
 pub fn store(path: &Path, status: &Status) -> anyhow::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(status)?;
     bytes.push(b'\n');
-    if crate::atomic::read(path).is_ok_and(|old| old == bytes) {
+    if crate::system::atomic::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }
-    crate::atomic::write(path, &bytes)
+    crate::system::atomic::write(path, &bytes)
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::{Diagnostic, Diags};
 use crate::model::BeadId;
+use crate::system::diag::{Diagnostic, Diags};
 
 use super::md::Doc;
 

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 
-use crate::diag::{Diags, Parsed};
+use crate::system::diag::{Diags, Parsed};
 
 use super::md::{self, Doc, FIELD};
 

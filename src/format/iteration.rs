@@ -16,9 +16,9 @@ mod stories;
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::Diagnostic;
-use crate::diag::{Diags, Parsed};
 use crate::model::{BeadId, IterationName, IterationStatus};
+use crate::system::diag::Diagnostic;
+use crate::system::diag::{Diags, Parsed};
 
 use super::fields;
 use super::md::Doc;
@@ -271,7 +271,7 @@ pub fn read_iterations(project_root: &Path) -> Parsed<Vec<Iteration>> {
     read_iterations_with(
         project_root,
         list_iteration_dirs(project_root),
-        crate::atomic::read,
+        crate::system::atomic::read,
     )
 }
 
@@ -478,7 +478,7 @@ mod tests {
         assert_eq!(unknown.len(), 1);
         let (story, d) = &unknown[0];
         assert_eq!((story.id.as_str(), d.line), ("e-404", Some(8)));
-        assert_eq!(d.severity, crate::diag::Severity::Error);
+        assert_eq!(d.severity, crate::system::diag::Severity::Error);
         assert!(
             d.message.contains("iteration 001 can never complete"),
             "{d}"
@@ -490,7 +490,7 @@ mod tests {
         let prose = prose_entries(&it, known);
         assert_eq!(prose.len(), 1);
         assert_eq!(prose[0].line, Some(7));
-        assert_eq!(prose[0].severity, crate::diag::Severity::Warning);
+        assert_eq!(prose[0].severity, crate::system::diag::Severity::Warning);
         assert!(prose[0].message.contains("`TBD`"), "{}", prose[0]);
 
         let mut done = it.clone();

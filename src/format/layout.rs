@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::{Diagnostic, Diags, Parsed};
 use crate::model::{IterationName, Priority, ProjectStatus};
-use crate::paths::Paths;
+use crate::system::diag::{Diagnostic, Diags, Parsed};
+use crate::system::paths::Paths;
 
 use super::iteration::Iteration;
 use super::project::ProjectConfig;

@@ -2,7 +2,7 @@
 //! registry.md, PROJECT.md, ITERATION.md and deliverables (CONTRACTS 1.1–1.4), and the native
 //! tracker's WORKPLAN.md.
 //!
-//! Readers take text and return a typed model plus line-numbered [`crate::diag::Diagnostic`]s;
+//! Readers take text and return a typed model plus line-numbered [`crate::system::diag::Diagnostic`]s;
 //! they never panic and never fail on a missing or unknown field (3.9). Structure (tables,
 //! headings, lists, code blocks) comes from pulldown-cmark, so `Status: complete` inside a code
 //! block is never mistaken for a field. Writers change one thing and leave every other byte.
@@ -36,7 +36,7 @@ mod robustness {
 
     use super::*;
     use crate::model::{BeadId, IterationStatus, Priority, ProjectStatus};
-    use crate::paths::Paths;
+    use crate::system::paths::Paths;
 
     fn read_everything(text: &str) {
         let paths = Paths::new("/home/u".into(), None);

@@ -13,8 +13,8 @@ pub mod test_command;
 use std::fmt;
 use std::path::Path;
 
-use crate::diag::{Diags, Parsed};
 use crate::model::{Autonomy, Checkin, ParseEnumError, Priority, ProjectStatus};
+use crate::system::diag::{Diags, Parsed};
 
 use super::fields::{self, clean_value, normalize_key, Field, RawField};
 use super::md::Doc;
@@ -154,7 +154,7 @@ impl ProjectConfig {
 /// defaults.
 pub fn read_project(project_root: &Path) -> Parsed<ProjectConfig> {
     let file = super::layout::project_file(project_root);
-    match crate::atomic::read(&file) {
+    match crate::system::atomic::read(&file) {
         Ok(bytes) => super::layout::parse_project(&super::decode(&bytes), &file),
         Err(e) => {
             let msg = if e.kind() == std::io::ErrorKind::NotFound {
@@ -530,8 +530,8 @@ fn multiplier(unit: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::Severity;
     use crate::model::NotificationEvent;
+    use crate::system::diag::Severity;
 
     pub(super) fn parse(text: &str) -> Parsed<ProjectConfig> {
         parse_project(text, Path::new("/p/.braids/PROJECT.md"))

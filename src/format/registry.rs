@@ -15,9 +15,9 @@ mod upsert;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::diag::{Diagnostic, Diags, Parsed};
 use crate::model::{validate_slug, Priority, ProjectStatus};
-use crate::paths::Paths;
+use crate::system::diag::{Diagnostic, Diags, Parsed};
+use crate::system::paths::Paths;
 
 use super::fields::{clean_value, normalize_key, strip_decor};
 use super::md::{Doc, Row, Table};
@@ -338,7 +338,7 @@ pub fn parse_registry(text: &str, file: &Path, paths: &Paths) -> Parsed<Registry
 pub fn read_registry(paths: &Paths) -> Parsed<Registry> {
     let file = super::layout::registry_file(paths);
     let mut diags = Diags::new(&file, SECTION);
-    match crate::atomic::read(&file) {
+    match crate::system::atomic::read(&file) {
         Ok(bytes) => return super::layout::parse_registry(&super::decode(&bytes), &file, paths),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => diags.warn(
             None,
@@ -390,7 +390,7 @@ pub fn check_paths(registry: &Registry, file: &Path, paths: &Paths) -> Vec<Diagn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::Severity;
+    use crate::system::diag::Severity;
 
     fn paths() -> Paths {
         Paths::new("/home/u".into(), None)

@@ -98,7 +98,7 @@ pub fn push_debt(root: &Path) -> Option<PushDebt> {
 }
 
 fn remember(root: &Path, debt: &PushDebt) -> Result<()> {
-    crate::atomic::write(&marker(root), &serde_json::to_vec(debt)?)
+    crate::system::atomic::write(&marker(root), &serde_json::to_vec(debt)?)
 }
 
 /// Pushes `branch` and remembers the outcome: a failure adds to the debt the next tick finds
@@ -113,7 +113,7 @@ pub fn push_recorded(root: &Path, branch: &str, timeout: Duration) -> Result<Pus
                 all.extend(owed);
                 if let Err(e) = serde_json::to_vec(&all)
                     .map_err(anyhow::Error::from)
-                    .and_then(|b| crate::atomic::write(&owed_file(root), &b))
+                    .and_then(|b| crate::system::atomic::write(&owed_file(root), &b))
                 {
                     tracing::warn!(root = %root.display(), "cannot keep the notifications a push owed: {e:#}");
                 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 
 use super::{git, git_ok};
-use crate::proc::Invocation;
+use crate::system::proc::Invocation;
 
 /// An unpushed commit that conflicts with the upstream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,7 +317,7 @@ fn move_branch(root: &Path, branch: &str, from: &str, to: &str, dropped: bool) -
     }
     let out = git(root, &["reset", "--quiet", "--keep", to])?;
     for (rel, bytes) in &saved {
-        crate::beneath::write(root, Path::new(rel), bytes)?;
+        crate::system::beneath::write(root, Path::new(rel), bytes)?;
     }
     if !out.success() {
         bail!(

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::state::StoryState;
+use super::story_state::StoryState;
 use crate::model::{BeadId, BeadStatus};
 
 /// What the tracker says of one story's dependencies this run.

@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::rules::Rules;
-use super::state::StoryState;
 use super::step::{Status, Step};
+use super::story_state::StoryState;
 
 /// What to do with a story now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

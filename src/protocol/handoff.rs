@@ -14,8 +14,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::rules::Rule;
-use super::state::{StoryState, Tests};
 use super::step::{Reason, Status};
+use super::story_state::{StoryState, Tests};
 
 pub const EXECUTOR_RESULT: &str = ".ai/executor-result";
 pub const HANDOFF: &str = ".ai/HANDOFF.md";
@@ -78,7 +78,7 @@ fn reason_of(v: &str, warnings: &mut Vec<String>) -> Option<Reason> {
 }
 
 fn clip(v: &str) -> String {
-    crate::templates::clip(v, 80)
+    crate::system::templates::clip(v, 80)
 }
 
 fn clean(v: &str) -> String {
@@ -241,7 +241,7 @@ fn keywords(text: &str) -> Option<Handoff> {
 
 /// Reads a report from a file (a team role's own handoff, say); `None` when there is none.
 pub fn read_file(path: &Path) -> Option<Handoff> {
-    let bytes = crate::atomic::read(path).ok()?;
+    let bytes = crate::system::atomic::read(path).ok()?;
     parse_handoff(&String::from_utf8_lossy(&bytes))
 }
 
@@ -249,10 +249,10 @@ pub fn read_file(path: &Path) -> Option<Handoff> {
 /// `files_changed`, tests and commit come from the HANDOFF when the result file lacks them.
 /// Both are read beneath `dir`, never through a link the agent planted.
 pub fn read(dir: &Path, handoff_rel: &str) -> Option<Handoff> {
-    let result = crate::beneath::read(dir, Path::new(EXECUTOR_RESULT))
+    let result = crate::system::beneath::read(dir, Path::new(EXECUTOR_RESULT))
         .ok()
         .and_then(|b| parse_executor_result(&String::from_utf8_lossy(&b)));
-    let handoff = crate::beneath::read(dir, Path::new(handoff_rel))
+    let handoff = crate::system::beneath::read(dir, Path::new(handoff_rel))
         .ok()
         .and_then(|b| parse_handoff(&String::from_utf8_lossy(&b)));
     match (result, handoff) {
@@ -366,7 +366,7 @@ fn question(h: &Handoff) -> String {
                 .lines()
                 .map(str::trim)
                 .find(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(|l| crate::templates::clip(l, 300))
+                .map(|l| crate::system::templates::clip(l, 300))
         })
         .unwrap_or_else(|| format!("the executor asked a question (see {})", h.source))
 }
@@ -377,7 +377,7 @@ pub fn apply_post_check(state: &StoryState, passed: bool, detail: &str) -> Story
     let mut s = state.clone();
     s.lint_pass = Some(passed);
     if !passed {
-        let detail = crate::templates::clip(detail.trim(), 300);
+        let detail = crate::system::templates::clip(detail.trim(), 300);
         let why = if detail.is_empty() {
             "post_check failed".to_string()
         } else {

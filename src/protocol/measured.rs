@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::handoff::Handoff;
 use super::rules::Rule;
-use super::state::{StoryState, Tests};
 use super::step::{Status, Step};
+use super::story_state::{StoryState, Tests};
 use crate::format::project::test_command::TestCommand;
 use crate::testrun::Ran;
 
@@ -111,7 +111,7 @@ pub fn summary(s: &StoryState) -> Option<String> {
         true => String::new(),
         false => format!(
             "; failing: {}",
-            crate::templates::clip(&s.failing_tests.join(", "), 300)
+            crate::system::templates::clip(&s.failing_tests.join(", "), 300)
         ),
     };
     match (&s.tests_measured_by, s.tests) {
@@ -145,7 +145,7 @@ fn describe(command: &str, ran: &Ran, measured: Option<Tests>, failing: &[String
     if !failing.is_empty() {
         d.push_str(&format!(
             ": {}",
-            crate::templates::clip(&failing.join(", "), 300)
+            crate::system::templates::clip(&failing.join(", "), 300)
         ));
     }
     d

@@ -18,15 +18,15 @@ pub mod overrides;
 pub mod prompt;
 pub mod rules;
 pub mod single;
-pub mod state;
 pub mod step;
+pub mod story_state;
 pub mod team;
 pub mod tick;
 
 pub use dispatch::{dispatch, Action, Dispatch};
 pub use rules::{PostCheck, Rule, Rules, Runner};
-pub use state::StoryState;
 pub use step::{Reason, Status, Step};
+pub use story_state::StoryState;
 
 /// How a project's beads are worked: PROJECT.md `Pipeline:`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]

@@ -45,7 +45,7 @@ impl std::fmt::Display for Problem {
 
 /// The rules of the project at `root`: the defaults, overridden by its rules file if any.
 pub fn load(root: &Path) -> Result<Rules, Problem> {
-    match crate::atomic::read(&root.join(FILE)) {
+    match crate::system::atomic::read(&root.join(FILE)) {
         Ok(bytes) => parse(&String::from_utf8_lossy(&bytes)).map_err(|mut p| p.remove(0)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Rules::defaults()),
         Err(e) => Err(Problem {

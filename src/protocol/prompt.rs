@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use super::rules::{resolve, Role, Rule};
-use super::state::StoryState;
 use super::step::{Reason, Status, Step};
+use super::story_state::StoryState;
 
 /// The prompt of one dispatch of `state.step` (already marked running, attempt counted).
 /// `note` is a person's instruction, given once.
@@ -140,7 +140,7 @@ mod tests {
     use super::*;
     use crate::model::BeadId;
     use crate::protocol::rules::Rules;
-    use crate::protocol::state::Tests;
+    use crate::protocol::story_state::Tests;
 
     /// One prompt per step, as its first dispatch would build it; the retry, the note, the
     /// test results and the team role each in the step where they matter.

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::state::{StoryState, Tests};
+use super::story_state::{StoryState, Tests};
 
 pub const FILE: &str = ".ai/STATE.json";
 pub const EXTRA: &str = ".ai/STATE.braids.json";
@@ -60,7 +60,7 @@ impl Layout {
     /// The layout of the project at `root`, from its PROJECT.md (or its config.edn).
     pub fn read(root: &Path) -> Layout {
         let file = crate::format::layout::project_file(root);
-        match crate::atomic::read(&file) {
+        match crate::system::atomic::read(&file) {
             Ok(b) => Layout::of(
                 &crate::format::layout::parse_project(&crate::format::decode(&b), &file).value,
             ),
@@ -159,7 +159,7 @@ pub fn with_extra(mut s: StoryState, extra: &str) -> StoryState {
 mod tests {
     use super::*;
     use crate::model::BeadId;
-    use crate::protocol::state::parse;
+    use crate::protocol::story_state::parse;
     use crate::protocol::Step;
 
     /// The seed's pre-hook initial file (seed 001), verbatim.
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn braids_own_fields_survive_the_single_layout() {
-        use crate::protocol::state::{StoryState, Tests};
+        use crate::protocol::story_state::{StoryState, Tests};
         let mut s = StoryState::new("app", &BeadId::new("app-1").unwrap(), Step::Verify);
         s.last_error = Some("1 failing".into());
         s.tests_measured_by = Some("cargo test".into());

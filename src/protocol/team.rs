@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::handoff::Handoff;
 use super::rules::{Role, Rule};
-use super::state::{StoryState, Tests};
 use super::step::Status;
+use super::story_state::{StoryState, Tests};
 
 /// A story's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -5,8 +5,8 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::rules::Rules;
-use super::state::StoryState;
 use super::step::{Status, Step};
+use super::story_state::StoryState;
 use super::team::Mode;
 
 /// One story as the tick sees it.
@@ -65,8 +65,8 @@ pub struct StoryLine {
 
 /// The line of one story file: its state, or why it cannot be read.
 #[must_use]
-pub fn line(project: &str, bead: &str, loaded: &super::state::Loaded) -> Option<StoryLine> {
-    use super::state::Loaded;
+pub fn line(project: &str, bead: &str, loaded: &super::story_state::Loaded) -> Option<StoryLine> {
+    use super::story_state::Loaded;
     let s = match loaded {
         Loaded::Missing => return None,
         Loaded::Invalid(e) => {
@@ -92,14 +92,14 @@ pub fn line(project: &str, bead: &str, loaded: &super::state::Loaded) -> Option<
             s.attempt,
             s.last_error.as_deref().map_or(String::new(), |e| format!(
                 ", {}",
-                crate::templates::clip(e, 200)
+                crate::system::templates::clip(e, 200)
             )),
             s.step
         ))
     } else if s.status == Status::NeedsHuman && s.step != Step::Review {
         Some(format!(
             "a person's answer to: {} (`braids answer {project}:{bead} \"…\"`)",
-            crate::templates::clip(s.last_error.as_deref().unwrap_or("a question"), 200)
+            crate::system::templates::clip(s.last_error.as_deref().unwrap_or("a question"), 200)
         ))
     } else if s.status == Status::NeedsHuman {
         Some(format!(

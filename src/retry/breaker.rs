@@ -318,7 +318,7 @@ pub fn provider_signature(status: Option<u16>, what: &str) -> String {
         Some(s) => format!("provider: HTTP {s}"),
         None => format!(
             "provider: {}",
-            crate::templates::clip(&what.to_lowercase(), 60)
+            crate::system::templates::clip(&what.to_lowercase(), 60)
         ),
     }
 }

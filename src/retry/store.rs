@@ -33,7 +33,7 @@ impl Store {
 
     /// The file as it is now; empty when missing or unreadable (logged).
     pub fn load(&self) -> Attempts {
-        match crate::atomic::read(&self.file) {
+        match crate::system::atomic::read(&self.file) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
                 tracing::warn!(
                     "{} is not valid ({e}); the retry backoffs it held are forgotten",
@@ -51,7 +51,7 @@ impl Store {
 
     /// Applies `f` to the current file under the lock and writes the result.
     pub fn update<T>(&self, f: impl FnOnce(&mut Attempts) -> T) -> Result<T> {
-        let _lock = crate::lock::TickLock::acquire(&self.lock_path(), LOCK_WAIT)?
+        let _lock = crate::system::lock::TickLock::acquire(&self.lock_path(), LOCK_WAIT)?
             .ok_or_else(|| anyhow!("{} is held by another process", self.lock_path().display()))?;
         let mut attempts = self.load();
         let before = attempts.clone();
@@ -59,7 +59,7 @@ impl Store {
         if attempts != before {
             let mut text = serde_json::to_string_pretty(&attempts)?;
             text.push('\n');
-            crate::atomic::write(&self.file, text.as_bytes())?;
+            crate::system::atomic::write(&self.file, text.as_bytes())?;
         }
         Ok(out)
     }

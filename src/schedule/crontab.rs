@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::proc::Invocation;
+use crate::system::proc::Invocation;
 
 use super::TickCommand;
 
@@ -170,7 +170,7 @@ pub const NOT_INSTALLED: &str = "`crontab` is not installed; install cron (Debia
 pub fn read_if_installed() -> Result<Option<String>> {
     let out = match Invocation::new(["crontab", "-l"]).timeout(TIMEOUT).run() {
         Ok(o) => o,
-        Err(crate::proc::RunError::NotFound { .. }) => return Ok(None),
+        Err(crate::system::proc::RunError::NotFound { .. }) => return Ok(None),
         Err(e) => bail!("cannot run `crontab -l`: {e}"),
     };
     if out.success() {

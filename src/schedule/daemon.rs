@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use chrono::{DateTime, Local, Utc};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 use crate::tick::{self, TickOptions, TickReport};
 
 use super::Schedule;
@@ -155,11 +155,11 @@ async fn run_loop(paths: Paths, schedule: Schedule) -> Result<i32> {
         tracing::debug!("next run {}", describe(&due));
     };
     tracing::info!("daemon stopped ({stopped_by})");
-    Ok(crate::exit::EXIT_OK)
+    Ok(crate::system::exit::EXIT_OK)
 }
 
 /// One tick, as `braids tick` runs it.
 fn one_run(paths: &Paths) -> Result<TickReport> {
-    let inst = crate::installation::open(paths)?;
+    let inst = crate::config::installation::open(paths)?;
     tick::run(&inst, TickOptions::default(), Utc::now())
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::config::Config;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 pub use cronexpr::{CronError, CronExpr};
 

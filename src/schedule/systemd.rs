@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 use super::TickCommand;
 
@@ -201,7 +201,7 @@ fn argv(a: &[&str]) -> Vec<String> {
 /// Runs systemctl commands in order, stopping at the first failure.
 pub fn run_all(cmds: &[Vec<String>]) -> Result<()> {
     for c in cmds {
-        let out = crate::proc::Invocation::new(c.clone())
+        let out = crate::system::proc::Invocation::new(c.clone())
             .timeout(std::time::Duration::from_secs(60))
             .run()
             .map_err(|e| anyhow::anyhow!("cannot run `{}`: {e}", c.join(" ")))?;

@@ -35,8 +35,8 @@ use axum::Router;
 use tokio::sync::broadcast;
 
 use crate::app::dashboard::Picture;
-use crate::installation::Installation;
-use crate::paths::Paths;
+use crate::config::installation::Installation;
+use crate::system::paths::Paths;
 
 /// How long a snapshot of the picture serves reads when nothing happened.
 const FRESH: Duration = Duration::from_secs(1);
@@ -112,7 +112,7 @@ pub fn run(paths: &Paths, opts: Options) -> Result<()> {
         .clone()
         .unwrap_or_else(|| paths.braids_dir.join("serve.token"));
     let token = auth::load(&token_file, opts.token_file.is_none())?;
-    let inst = crate::installation::open(paths)?;
+    let inst = crate::config::installation::open(paths)?;
     let (events, _) = broadcast::channel(1024);
     let max_streams = inst.config.serve.max_event_streams;
     let server = Arc::new(Server {

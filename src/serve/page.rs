@@ -8,7 +8,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 use crate::app::beads::BeadRow;
 use crate::app::dashboard::{Picture, ProjectDetail};
 use crate::events::waiting::WaitKind;
-use crate::templates::{clip, elapsed};
+use crate::system::templates::{clip, elapsed};
 use crate::tick::observe::ProjectReport;
 
 /// What a page may carry: the token for its forms, only for a loopback client.

@@ -144,12 +144,12 @@ pub enum KillOutcome {
     AlreadyGone,
 }
 
-impl From<crate::proc::Stopped> for KillOutcome {
-    fn from(s: crate::proc::Stopped) -> Self {
+impl From<crate::system::proc::Stopped> for KillOutcome {
+    fn from(s: crate::system::proc::Stopped) -> Self {
         match s {
-            crate::proc::Stopped::Terminated => KillOutcome::Terminated,
-            crate::proc::Stopped::Killed => KillOutcome::Killed,
-            crate::proc::Stopped::AlreadyGone => KillOutcome::AlreadyGone,
+            crate::system::proc::Stopped::Terminated => KillOutcome::Terminated,
+            crate::system::proc::Stopped::Killed => KillOutcome::Killed,
+            crate::system::proc::Stopped::AlreadyGone => KillOutcome::AlreadyGone,
         }
     }
 }
@@ -330,7 +330,7 @@ pub fn log_stop(logs: &std::path::Path, session: &Session, why: &str, now: DateT
         "\n[braids {}] worker stopped: {why}\n",
         now.format("%Y-%m-%d %H:%M:%S UTC")
     );
-    if let Err(e) = crate::beneath::append(logs, log, line.as_bytes()) {
+    if let Err(e) = crate::system::beneath::append(logs, log, line.as_bytes()) {
         tracing::debug!(label = %session.label, "the stop is not in the worker's log: {e}");
     }
 }

@@ -49,10 +49,10 @@ use super::{
     Survey,
 };
 use crate::model::SessionLabel;
-use crate::proc::{reap_detached, Detach, ProcessGroup};
+use crate::system::proc::{reap_detached, Detach, ProcessGroup};
 
 /// Reaps every worker this process spawned that has exited, so none stays a defunct zombie.
-pub use crate::proc::reap_detached as reap_children;
+pub use crate::system::proc::reap_detached as reap_children;
 
 /// The environment variable that marks every process of a session (see the module docs).
 pub const SESSION_ENV: &str = "BRAIDS_SESSION";
@@ -254,7 +254,7 @@ impl ProcessBackend {
 
     /// Reads one record: `Ok(None)` when there is none, `Err` with a reason when it is unusable.
     fn load(&self, path: &Path) -> Result<Option<Record>, String> {
-        let text = match crate::atomic::read(path).and_then(|b| {
+        let text = match crate::system::atomic::read(path).and_then(|b| {
             String::from_utf8(b)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
         }) {
@@ -397,7 +397,7 @@ impl SessionBackend for ProcessBackend {
         }
 
         std::fs::create_dir_all(&self.dir)?;
-        crate::atomic::write(&message_path, spec.message.to_string().as_bytes())
+        crate::system::atomic::write(&message_path, spec.message.to_string().as_bytes())
             .map_err(|e| fail(format!("{e:#}")))?;
         let token = new_token();
         let mut rec = Record {
@@ -417,7 +417,7 @@ impl SessionBackend for ProcessBackend {
         let write = |rec: &Record| {
             serde_json::to_vec_pretty(rec)
                 .map_err(anyhow::Error::from)
-                .and_then(|json| crate::atomic::write(&record_path, &json))
+                .and_then(|json| crate::system::atomic::write(&record_path, &json))
         };
         // Written ahead: from here on, a worker that starts is findable by its token even if
         // this process dies before it learns the pid.

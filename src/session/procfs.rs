@@ -14,7 +14,7 @@ use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 
 use super::KillOutcome;
-use crate::proc::{reap_detached, ProcessGroup};
+use crate::system::proc::{reap_detached, ProcessGroup};
 
 /// How long to wait for a process group to vanish after SIGKILL before reporting anyway.
 const AFTER_KILL_WAIT: Duration = Duration::from_secs(5);
@@ -253,7 +253,7 @@ pub(crate) fn stop_group(group: &ProcessGroup, grace: Duration) -> io::Result<Ki
     let pgid = group.id() as i32;
     let outcome =
         group.terminate_watching(grace, AFTER_KILL_WAIT, |limit| wait_group_gone(pgid, limit))?;
-    if outcome == crate::proc::Stopped::AlreadyGone {
+    if outcome == crate::system::proc::Stopped::AlreadyGone {
         reap_detached();
     }
     Ok(outcome.into())

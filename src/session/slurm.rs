@@ -34,7 +34,7 @@ use super::{
     BackendKind, KillOutcome, Session, SessionBackend, SessionError, SessionProblem, SpawnSpec,
     Survey,
 };
-use crate::proc::Invocation;
+use crate::system::proc::Invocation;
 
 /// `[slurm]` in config.toml.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -250,7 +250,7 @@ impl SlurmBackend {
                 continue;
             };
             let label = label_from_stem(stem);
-            let read = crate::atomic::read(&e.path())
+            let read = crate::system::atomic::read(&e.path())
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice::<Record>(&b).map_err(|e| e.to_string()));
             match read {
@@ -275,7 +275,7 @@ impl SlurmBackend {
 
     fn write_record(&self, stem: &str, rec: &Record) -> Result<(), SessionError> {
         let bytes = serde_json::to_vec_pretty(rec).map_err(|e| Self::fail(e.to_string()))?;
-        crate::atomic::write(&self.record_path(stem), &bytes)
+        crate::system::atomic::write(&self.record_path(stem), &bytes)
             .map_err(|e| Self::fail(format!("{e:#}")))
     }
 
@@ -485,11 +485,11 @@ impl SessionBackend for SlurmBackend {
             )));
         }
         let script = self.script_path();
-        if crate::atomic::read(&script).ok().as_deref() != Some(JOB_SCRIPT.as_bytes()) {
-            crate::atomic::write(&script, JOB_SCRIPT.as_bytes())
+        if crate::system::atomic::read(&script).ok().as_deref() != Some(JOB_SCRIPT.as_bytes()) {
+            crate::system::atomic::write(&script, JOB_SCRIPT.as_bytes())
                 .map_err(|e| refuse(format!("{e:#}")))?;
         }
-        crate::atomic::write(&message, spec.message.to_string().as_bytes())
+        crate::system::atomic::write(&message, spec.message.to_string().as_bytes())
             .map_err(|e| refuse(format!("{e:#}")))?;
         if let Some(dir) = spec.log.parent() {
             std::fs::create_dir_all(dir)?;

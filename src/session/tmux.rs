@@ -49,7 +49,7 @@ use super::{
     Survey,
 };
 use crate::model::SessionLabel;
-use crate::proc::{Invocation, Output, RunError};
+use crate::system::proc::{Invocation, Output, RunError};
 
 mod wire;
 
@@ -374,7 +374,7 @@ impl SessionBackend for TmuxBackend {
         }
 
         std::fs::create_dir_all(&self.dir)?;
-        crate::atomic::write(&message_path, spec.message.to_string().as_bytes())
+        crate::system::atomic::write(&message_path, spec.message.to_string().as_bytes())
             .map_err(|e| fail(format!("{e:#}")))?;
         open_log(&log).map_err(|e| fail(format!("cannot open log {}: {e}", log.display())))?;
 

@@ -28,7 +28,7 @@ pub fn run(dir: &Path, cmd: &TestCommand, timeout: Duration) -> Ran {
         // A report left by an earlier run must not stand in for this one.
         let _ = std::fs::remove_file(r);
     }
-    let out = match crate::proc::Invocation::new(cmd.argv.iter().map(String::as_str))
+    let out = match crate::system::proc::Invocation::new(cmd.argv.iter().map(String::as_str))
         .cwd(dir)
         .timeout(timeout)
         .run()
@@ -45,7 +45,7 @@ pub fn run(dir: &Path, cmd: &TestCommand, timeout: Duration) -> Ran {
     };
     let output = format!("{}{}", out.stdout, out.stderr);
     let report = cmd.report.as_ref().and_then(|r| {
-        crate::beneath::read(dir, Path::new(r))
+        crate::system::beneath::read(dir, Path::new(r))
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     });

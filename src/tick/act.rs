@@ -16,10 +16,10 @@ use serde::Serialize;
 
 use crate::events::Kind;
 use crate::model::{BeadId, IterationName};
-use crate::paths::Paths;
 use crate::retry::{AfterFailure, Failure};
 use crate::session::{KillOutcome, SessionBackend, SpawnSpec};
-use crate::state::Claim;
+use crate::system::paths::Paths;
+use crate::tick::orchestrator_state::Claim;
 use crate::tracker::{ClaimOutcome, Tracker};
 
 pub use super::attempts::{Failed, Stopped};
@@ -185,7 +185,7 @@ pub fn act_with(
         }
         if let (false, ZombieReason::StepTimeout, Some(owner)) = (dry_run, z.reason, &z.owner) {
             let bead = z.session.label.bead();
-            let recorded = crate::protocol::state::update(&owner.path, bead, |cur| {
+            let recorded = crate::protocol::story_state::update(&owner.path, bead, |cur| {
                 let next = cur.and_then(|s| crate::protocol::tick::timed_out(s, now));
                 let why = next.as_ref().and_then(|s| s.last_error.clone());
                 (next, why)
@@ -224,7 +224,7 @@ pub fn act_with(
     }
 
     for o in plan.orphaned_steps.iter().filter(|_| !dry_run) {
-        let marked = crate::protocol::state::update(&o.path, &o.bead, |cur| {
+        let marked = crate::protocol::story_state::update(&o.path, &o.bead, |cur| {
             (
                 cur.and_then(|s| crate::protocol::tick::orphaned(s, now)),
                 (),
@@ -240,7 +240,9 @@ pub fn act_with(
 
     for u in plan.dependency_updates.iter().filter(|_| !dry_run) {
         let fresh = || crate::protocol::StoryState::new(&u.slug, &u.bead, u.first);
-        if let Err(e) = crate::protocol::state::set_blocked_by(&u.path, &u.bead, fresh, &u.open) {
+        if let Err(e) =
+            crate::protocol::story_state::set_blocked_by(&u.path, &u.bead, fresh, &u.open)
+        {
             out.errors.push(format!("{}: {}: {e:#}", u.slug, u.bead));
         }
     }
@@ -265,11 +267,10 @@ pub fn act_with(
                 "the worker ended before finishing (crashed, killed, or the machine restarted)",
             );
             // A protocol story counts its attempts itself, per step.
-            let story = r
-                .claim
-                .path
-                .as_deref()
-                .is_some_and(|dir| crate::protocol::state::path_of(dir, &r.bead).exists());
+            let story =
+                r.claim.path.as_deref().is_some_and(|dir| {
+                    crate::protocol::story_state::path_of(dir, &r.bead).exists()
+                });
             let verdict = fx
                 .retry
                 .filter(|_| !story)

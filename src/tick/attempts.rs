@@ -11,11 +11,11 @@ use super::decide::{Plan, Zombie, ZombieOwner, ZombieReason};
 use super::observe::Observed;
 use crate::config::Config;
 use crate::model::BeadId;
-use crate::paths::Paths;
 use crate::retry::breaker::Transition;
 use crate::retry::store::Store;
 use crate::retry::{AfterFailure, Attempts, Failure};
-use crate::state::OrchestratorState;
+use crate::system::paths::Paths;
+use crate::tick::orchestrator_state::OrchestratorState;
 
 /// How long the record of a bead that is no longer waiting is kept (retention).
 const KEEP: Duration = Duration::days(30);

@@ -21,7 +21,7 @@ use chrono::{
 use super::observe::ProjectReport;
 use crate::config::CheckinConfig;
 use crate::model::Checkin;
-use crate::state::OrchestratorState;
+use crate::tick::orchestrator_state::OrchestratorState;
 
 /// `[checkin] time` and `weekday`, read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,12 +165,12 @@ pub fn message(r: &ProjectReport, live_workers: usize) -> String {
 /// time to record. A check-in that could not be delivered is not recorded, so the next full
 /// run tries again.
 pub fn send_due(
-    inst: &crate::installation::Installation,
+    inst: &crate::config::installation::Installation,
     reports: &[ProjectReport],
     sessions: &[crate::session::Session],
     state: &OrchestratorState,
     now: DateTime<Utc>,
-    notifier: &dyn crate::notify::Notifier,
+    notifier: &dyn crate::notifier::Notifier,
 ) -> Vec<(String, DateTime<Utc>)> {
     let wanted: Vec<&ProjectReport> = reports
         .iter()
@@ -198,7 +198,7 @@ pub fn send_due(
             .filter(|s| s.running && s.label.slug() == r.slug)
             .count();
         let text = message(r, live);
-        if crate::notify::send_checkin(notifier, r.channel.as_deref(), &r.slug, &text) {
+        if crate::notifier::send_checkin(notifier, r.channel.as_deref(), &r.slug, &text) {
             sent.push((r.slug.clone(), now));
         }
     }

@@ -159,7 +159,7 @@ pub fn write(
     now: DateTime<Utc>,
 ) {
     let file = braids_dir.join("status-digests.json");
-    let before: BTreeMap<String, u64> = crate::atomic::read(&file)
+    let before: BTreeMap<String, u64> = crate::system::atomic::read(&file)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
@@ -197,7 +197,7 @@ pub fn write(
     }
     if after != before {
         if let Ok(bytes) = serde_json::to_vec(&after) {
-            if let Err(e) = crate::atomic::write(&file, &bytes) {
+            if let Err(e) = crate::system::atomic::write(&file, &bytes) {
                 tracing::warn!("cannot write {}: {e:#}", file.display());
             }
         }

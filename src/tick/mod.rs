@@ -15,6 +15,7 @@ pub mod events;
 mod landings;
 mod notices;
 pub mod observe;
+pub mod orchestrator_state;
 pub mod preflight;
 pub mod problems;
 mod pushes;
@@ -25,7 +26,7 @@ mod run;
 pub mod status_md;
 pub mod wake;
 
-pub use crate::installation::Installation;
+pub use crate::config::installation::Installation;
 pub use act::{Killed, Released, Spawned};
 pub use decide::{decide, Plan, Snapshot};
 pub use report::{Action, RunType, SkipReason, TickReport};

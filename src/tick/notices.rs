@@ -10,10 +10,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::state::UnknownStories;
+use crate::tick::orchestrator_state::UnknownStories;
 
 use crate::model::{BeadId, NotificationEvent};
-use crate::notify::{self, Notifier};
+use crate::notifier::{self, Notifier};
 
 use super::act::Outcome;
 use super::decide::{Eligibility, Plan};
@@ -31,7 +31,7 @@ pub fn send(
     for r in &outcome.released {
         if let Some(c) = config_of(&r.project) {
             let text = format!("[{}] {} was released back to open: its worker ended without closing or blocking it.", r.project, r.bead);
-            notify::send(
+            notifier::send(
                 notifier,
                 c,
                 &r.project,
@@ -45,7 +45,7 @@ pub fn send(
         if let Some(c) = config_of(slug) {
             let text =
                 format!("[{slug}] {bead}: {why}; the next dispatch counts it as a failed attempt.");
-            notify::send(
+            notifier::send(
                 notifier,
                 c,
                 slug,
@@ -76,7 +76,7 @@ pub fn send(
                 "[{}] No ready beads in iteration {iteration}: add beads or unblock one.",
                 view.slug
             );
-            notify::send(
+            notifier::send(
                 notifier,
                 c,
                 &view.slug,
@@ -105,7 +105,7 @@ pub fn kill_storm(
             let config = config_of(observed, slug);
             if let Some(c) = config {
                 let text = format!("[{slug}] {}", storm.message());
-                notify::send(notifier, c, slug, NotificationEvent::Blocker, None, &text);
+                notifier::send(notifier, c, slug, NotificationEvent::Blocker, None, &text);
             }
         }
     }
@@ -132,7 +132,7 @@ pub fn backend_ended(observed: &Observed, outcome: &Outcome, notifier: &dyn Noti
 /// A blocker notification about one bead, by its project's settings.
 fn blocker(observed: &Observed, notifier: &dyn Notifier, slug: &str, bead: &BeadId, text: &str) {
     if let Some(c) = config_of(observed, slug) {
-        notify::send(
+        notifier::send(
             notifier,
             c,
             slug,
@@ -149,11 +149,11 @@ fn blocker(observed: &Observed, notifier: &dyn Notifier, slug: &str, bead: &Bead
 pub fn installation(observed: &Observed, text: &str, notifier: &dyn Notifier) {
     let first = observed.reports.iter().find_map(|r| {
         let c = r.config.as_ref()?;
-        notify::compose(c, &r.slug, NotificationEvent::Blocker, None, text).map(|_| (c, &r.slug))
+        notifier::compose(c, &r.slug, NotificationEvent::Blocker, None, text).map(|_| (c, &r.slug))
     });
     match first {
         Some((c, slug)) => {
-            notify::send(notifier, c, slug, NotificationEvent::Blocker, None, text);
+            notifier::send(notifier, c, slug, NotificationEvent::Blocker, None, text);
         }
         None => {
             tracing::warn!("no project's channel takes blocker notifications; not sent: {text}")
@@ -190,7 +190,7 @@ pub fn iterations_completed(
                 .and_then(|p| crate::git::push_debt(p))
                 .is_some_and(|d| d.owed.iter().any(|o| o.text == text));
             if !waits {
-                notify::send(notifier, c, slug, event, None, &text);
+                notifier::send(notifier, c, slug, event, None, &text);
             }
         }
     }
@@ -209,7 +209,7 @@ pub fn owed(
         };
         for n in notices {
             if let Ok(event) = crate::model::NotificationEvent::parse(&n.event) {
-                notify::send(notifier, c, slug, event, None, &n.text);
+                notifier::send(notifier, c, slug, event, None, &n.text);
             }
         }
     }

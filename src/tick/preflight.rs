@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::config::Config;
 use crate::model::NotificationEvent;
-use crate::notify::{self, Notifier};
+use crate::notifier::{self, Notifier};
 
 use super::decide::Eligibility;
 use super::observe::Observed;
@@ -87,7 +87,7 @@ pub fn tell(
                 None => super::notices::config_of(observed, &view.slug),
             };
             if let Some(c) = config {
-                notify::send(
+                notifier::send(
                     notifier,
                     c,
                     &view.slug,

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::act::{Killed, Released, Spawned};
-use crate::state::IdleReason;
+use crate::tick::orchestrator_state::IdleReason;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -129,7 +129,7 @@ impl TickReport {
     /// in JSON logs, and each error as a WARN line. `braids tick` and `braids daemon` both log each run through here.
     pub fn log(&self) {
         let summary = self.summary();
-        if crate::logging::is_json() {
+        if crate::system::logging::is_json() {
             self.log_fields(&summary);
         } else {
             tracing::info!("{summary}{}", self.details());

@@ -57,10 +57,10 @@ pub fn plan(
 
 /// Applies retention once an hour, after a full run acted; returns when it ran.
 pub fn run(
-    inst: &crate::installation::Installation,
+    inst: &crate::config::installation::Installation,
     observed: &super::observe::Observed,
     outcome: &super::act::Outcome,
-    state: &crate::state::OrchestratorState,
+    state: &crate::tick::orchestrator_state::OrchestratorState,
     now: DateTime<Utc>,
 ) -> Option<DateTime<Utc>> {
     if state
@@ -113,7 +113,7 @@ fn chrono_span(d: std::time::Duration) -> Duration {
 fn needed(
     observed: &super::observe::Observed,
     outcome: &super::act::Outcome,
-    state: &crate::state::OrchestratorState,
+    state: &crate::tick::orchestrator_state::OrchestratorState,
 ) -> BTreeSet<(String, String)> {
     use crate::model::{BeadId, BeadStatus};
     let pair = |slug: &str, bead: &BeadId| (slug.to_string(), bead.to_string());

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use super::attempts::RetryEdge;
 use super::{act, checkin, decide, notices, observe, status_md};
 use super::{Installation, SkipReason, TickOptions, TickReport};
-use crate::lock::TickLock;
 use crate::model::BeadStatus;
-use crate::state::{OrchestratorState, RunKind};
+use crate::system::lock::TickLock;
+use crate::tick::orchestrator_state::{OrchestratorState, RunKind};
 
 /// One tick. Errors only when the run itself could not happen (the sessions cannot be listed,
 /// the state cannot be written); everything project-specific is reported in `errors`.
@@ -119,7 +119,7 @@ pub fn run(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Result
     if opts.dry_run {
         return Ok(report);
     }
-    let notifier = crate::notify::from_config(&inst.config.notify);
+    let notifier = crate::notifier::from_config(&inst.config.notify);
     let dry = notices::send(&observed, &plan, &outcome, &state.dry, &notifier);
     let storm_told = notices::kill_storm(&observed, &plan, state.kill_storm_told, &notifier);
     let (preflight_warnings, preflight) =
@@ -231,7 +231,7 @@ fn lock(inst: &Installation, opts: TickOptions) -> Result<Option<Option<TickLock
     };
     // Temp files of writes killed half-way (SIGKILL, power loss) would pile up run after run.
     for dir in [&inst.paths.braids_dir, &inst.paths.sessions_dir()] {
-        crate::atomic::sweep(dir, std::time::Duration::from_secs(3600));
+        crate::system::atomic::sweep(dir, std::time::Duration::from_secs(3600));
     }
     Ok(Some(Some(lock)))
 }
@@ -287,7 +287,7 @@ impl WriteAhead {
             act::Ahead::Claiming(c) => self.state.claims.push(c.clone()),
             act::Ahead::Refused(c) => self.state.claims.retain(|x| x != c),
         }
-        crate::atomic::write(&self.file, self.state.to_json().as_bytes())
+        crate::system::atomic::write(&self.file, self.state.to_json().as_bytes())
     }
 }
 
@@ -327,7 +327,7 @@ fn persist(
     report: &TickReport,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let saved = crate::atomic::write(&inst.paths.state(), next.to_json().as_bytes());
+    let saved = crate::system::atomic::write(&inst.paths.state(), next.to_json().as_bytes());
     let mut shown_errors = report.errors.clone();
     if let Err(e) = &saved {
         shown_errors.push(format!("the run's state was not recorded: {e:#}"));
@@ -342,7 +342,7 @@ fn persist(
         diagnostics: &observed.diagnostics,
         errors: &shown_errors,
     });
-    let shown = crate::atomic::write(&inst.paths.status(), text.as_bytes());
+    let shown = crate::system::atomic::write(&inst.paths.status(), text.as_bytes());
     saved?;
     shown?;
     Ok(())

@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use chrono::{DateTime, Utc};
 
-use crate::diag::Diagnostic;
 use crate::session::Session;
+use crate::system::diag::Diagnostic;
 
 use super::observe::ProjectReport;
 
@@ -237,7 +237,7 @@ fn waiting_of(o: &mut String, r: &ProjectReport) {
         }
         let _ = writeln!(o, "- {heading}:");
         for (bead, w) in beads {
-            let text = crate::templates::clip(&w.text, 300);
+            let text = crate::system::templates::clip(&w.text, 300);
             let command = command.replace("{}", &format!("{}:{bead}", r.slug));
             let _ = writeln!(o, "  - {bead}: {} (`{command}`)", cell(&text));
         }

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// How many projects a skipped run looks at.
 pub const SLICE: usize = 64;
@@ -102,7 +102,7 @@ pub fn changed(
         return Some("config.toml".into());
     }
     let file = crate::format::layout::registry_file(paths);
-    let text = crate::atomic::read(&file).ok()?;
+    let text = crate::system::atomic::read(&file).ok()?;
     let text = crate::format::decode(&text);
     let cut = (!crate::format::layout::is_edn(&file)).then(|| sliced_registry(&text, now));
     let rows = match cut.flatten() {

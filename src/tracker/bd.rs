@@ -38,7 +38,7 @@ use super::beads_cli::{
 use super::rules::{check_actor, claim_verdict, closed_is_final};
 use super::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use crate::model::{Bead, BeadId, BeadStatus};
-use crate::proc::Output;
+use crate::system::proc::Output;
 
 pub struct Bd {
     cli: BeadsCli,

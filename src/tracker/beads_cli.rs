@@ -1,5 +1,5 @@
 //! What the `br` and `bd` adapters share: running the tracker binary through
-//! [`crate::proc::Invocation`], turning its exit status and output into [`TrackerError`]s, and
+//! [`crate::system::proc::Invocation`], turning its exit status and output into [`TrackerError`]s, and
 //! mapping its issue JSON onto [`Bead`].
 //!
 //! The two CLIs descend from one design and print nearly the same issue objects, but their
@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::TrackerError;
 use crate::model::{Bead, BeadId, BeadStatus};
-use crate::proc::{Invocation, Output, RunError};
+use crate::system::proc::{Invocation, Output, RunError};
 
 /// Environment variables that would point the tracker at another database than the project's.
 /// Both br and bd treat an empty value as unset.

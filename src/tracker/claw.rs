@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::workplan::Workplan;
+use super::native::Workplan;
 use super::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use crate::model::{Bead, BeadId, BeadStatus};
 

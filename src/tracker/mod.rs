@@ -4,7 +4,7 @@
 //! The trackers differ in their list/show/ready JSON shapes, in close versus
 //! `update -s closed`, in where errors go and in their claim rules. Adapters hide all of that
 //! behind [`Tracker`], so the tick and the worker speak one vocabulary. No adapter writes a
-//! tracker's database directly, and every external call has a timeout (see [`crate::proc`]).
+//! tracker's database directly, and every external call has a timeout (see [`crate::system::proc`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,8 +21,8 @@ pub mod br;
 pub mod br_jsonl;
 pub mod br_native;
 pub mod claw;
+pub mod native;
 mod rules;
-pub mod workplan;
 
 /// Which tracker a project uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -182,7 +182,7 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
         TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
         TrackerKind::Claw => Box::new(claw::ClawTracker::new(&opts, false)),
         TrackerKind::Workplan | TrackerKind::Auto => {
-            Box::new(workplan::Workplan::with_options(&opts))
+            Box::new(native::Workplan::with_options(&opts))
         }
     })
 }
@@ -198,9 +198,9 @@ pub fn open_read_only(
         k => k,
     };
     match resolved {
-        TrackerKind::Workplan | TrackerKind::Auto => Ok(Box::new(
-            workplan::Workplan::with_options(&opts).read_only(),
-        )),
+        TrackerKind::Workplan | TrackerKind::Auto => {
+            Ok(Box::new(native::Workplan::with_options(&opts).read_only()))
+        }
         TrackerKind::Claw => Ok(Box::new(claw::ClawTracker::new(&opts, true))),
         k => open(k, opts),
     }

@@ -46,7 +46,7 @@ pub fn ask(
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work)?;
     let prompt_file = dir.path().join("prompt.md");
-    crate::atomic::write(&prompt_file, packet.as_bytes())?;
+    crate::system::atomic::write(&prompt_file, packet.as_bytes())?;
     let model = (!config.ask.model.is_empty()).then(|| config.ask.model.clone());
     let exec = PresetExecutor {
         preset,

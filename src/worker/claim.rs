@@ -132,7 +132,7 @@ impl Worker<'_> {
             &bead.id,
             "ask-first: waiting for a person to approve the plan",
         )?;
-        crate::atomic::write(&marker, plan.as_bytes())?;
+        crate::system::atomic::write(&marker, plan.as_bytes())?;
         run.step(
             "autonomy",
             "ask-first: plan posted, bead blocked until a person unblocks it",

@@ -20,7 +20,7 @@ use chrono::Utc;
 use super::{ExecRequest, Executor};
 use crate::claw::loopstate::{self, RunEnd};
 use crate::claw::status_block::{self, ClawStatus, Said};
-use crate::claw::workplan::Plan;
+use crate::claw::tasks::Plan;
 use crate::claw::{config, packet, turn_events};
 use crate::events::status::State;
 use crate::events::{Draft, Journal, Kind};
@@ -136,7 +136,7 @@ impl Turn<'_> {
                 &cfg.validation,
             );
             let prompt = root.join(".claw/context/current.md");
-            crate::atomic::write(&prompt, packet::render(&p).as_bytes())?;
+            crate::system::atomic::write(&prompt, packet::render(&p).as_bytes())?;
             if left().is_zero() {
                 let why = "the turn ran out of time before the coder could run".to_string();
                 return self.no_progress(root, &msg.bead, &task.title, &cfg, why, &tell);
@@ -200,7 +200,7 @@ impl Turn<'_> {
             if res.code != Some(0) || res.timed_out {
                 let why = match res.timed_out {
                     true => "the coder ran out of the turn's time".to_string(),
-                    false => format!("the coder {}", crate::proc::exit_text(res.code)),
+                    false => format!("the coder {}", crate::system::proc::exit_text(res.code)),
                 };
                 return self.no_progress(root, &msg.bead, &task.title, &cfg, why, &tell);
             }
@@ -267,7 +267,11 @@ impl Turn<'_> {
         let mut committed = Vec::new();
         let commit = match &before {
             Some(before) => {
-                let message = format!("{} ({})", crate::templates::clip(&task.title, 72), msg.bead);
+                let message = format!(
+                    "{} ({})",
+                    crate::system::templates::clip(&task.title, 72),
+                    msg.bead
+                );
                 committed = changed_since(before, &crate::git::dirty(root)?);
                 crate::git::commit_paths(root, &committed, &message)?.map(|o| o.to_string())
             }
@@ -431,7 +435,7 @@ fn run_checks(
         }
         // Each check counts as activity, so a quiet test suite is not stopped as stalled.
         let _ = super::tee::touch(activity);
-        let out = crate::proc::Invocation::new(argv)
+        let out = crate::system::proc::Invocation::new(argv)
             .cwd(root)
             .timeout(timeout)
             .run()
@@ -467,12 +471,12 @@ fn clip_line(l: &str) -> String {
 /// Appends an entry to `.claw/ISSUES.md` (created with a heading when missing).
 fn issue(root: &Path, task: &str, what: &str) -> Result<()> {
     let path = root.join(".claw/ISSUES.md");
-    let mut text = crate::beneath::read_within(root, &path).unwrap_or_else(|_| "# Issues\n\nProblems the claw loop stopped on, newest last. `braids resume <project> [--note \"…\"]` goes on.\n".into());
+    let mut text = crate::system::beneath::read_within(root, &path).unwrap_or_else(|_| "# Issues\n\nProblems the claw loop stopped on, newest last. `braids resume <project> [--note \"…\"]` goes on.\n".into());
     text.push_str(&format!(
         "\n## {} — {}\n\n```\n{}\n```\n",
         Utc::now().format("%Y-%m-%d %H:%M UTC"),
         task,
         what.trim_end()
     ));
-    crate::beneath::write_within(root, &path, text.as_bytes())
+    crate::system::beneath::write_within(root, &path, text.as_bytes())
 }

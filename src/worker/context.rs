@@ -8,7 +8,7 @@ use anyhow::{anyhow, Result};
 
 use crate::format::{self, deliverable, iteration::Iteration, project::ProjectConfig};
 use crate::model::{Autonomy, Bead, SpawnMessage};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 use super::{report, Run};
 
@@ -34,7 +34,7 @@ pub fn slug_for(paths: &Paths, root: &Path) -> String {
     let reg = format::registry::read_registry(paths).value;
     reg.entries
         .iter()
-        .find(|e| crate::paths::normalize(&e.path) == crate::paths::normalize(root))
+        .find(|e| crate::system::paths::normalize(&e.path) == crate::system::paths::normalize(root))
         .map(|e| e.slug.clone())
         .unwrap_or_else(|| {
             root.file_name()
@@ -134,8 +134,8 @@ fn rules(l: &Loaded) -> String {
         .iter()
         .map(|(p, t)| format!("## {}\n\n{}\n\n", p.display(), t.trim_end()))
         .collect();
-    crate::templates::render(
-        crate::templates::RULES,
+    crate::system::templates::render(
+        crate::system::templates::RULES,
         &[
             ("autonomy", l.project.autonomy.as_str()),
             ("guardrails", &guardrails(l)),
@@ -164,8 +164,8 @@ pub(super) fn prompt(
     let it = l.iteration.name.to_string();
     let path = work_in.to_string_lossy();
     let dl = deliverable.to_string_lossy();
-    crate::templates::render(
-        crate::templates::PROMPT,
+    crate::system::templates::render(
+        crate::system::templates::PROMPT,
         &[
             ("bead", bead.id.as_str()),
             ("project_name", l.project.name.as_deref().unwrap_or(&l.slug)),

@@ -124,8 +124,8 @@ impl Worker<'_> {
         // other changes are kept on a branch for a person when the run ends.
         if !ws.is_shared() && path.starts_with(&ws.dir) {
             let in_project = ws.in_project(&path);
-            let bytes = crate::beneath::read(&ws.dir, &path)?;
-            crate::beneath::write_within(&ws.project, &in_project, &bytes)?;
+            let bytes = crate::system::beneath::read(&ws.dir, &path)?;
+            crate::system::beneath::write_within(&ws.project, &in_project, &bytes)?;
             path = in_project;
         }
         run.step(
@@ -192,7 +192,7 @@ impl Worker<'_> {
         // A lock another worker held all along is a wait, not a failure: the bead is handed
         // back to be retried, uncounted, and nobody is paged.
         let closed = run.steps.iter().any(|s| s.name == "close");
-        if crate::lock::is_busy(e) && !closed {
+        if crate::system::lock::is_busy(e) && !closed {
             let why = format!("waited too long for a lock: {}", clip(&error, 200));
             match self.tracker.reopen(
                 &run.msg.bead,
@@ -256,11 +256,11 @@ fn write_partial(
     let details =
         format!("What was tried:\n\n{tried_text}\n\nThe session log has the agent's full output.");
     if let Some(p) = &failure.fresh {
-        let mut text = crate::beneath::read_within(root, p).unwrap_or_default();
+        let mut text = crate::system::beneath::read_within(root, p).unwrap_or_default();
         text.push_str(&format!(
             "\n\n## Not completed\n\n{why}; the bead is blocked until a person looks at it.\n\n{details}\n"
         ));
-        crate::beneath::write_within(root, p, text.as_bytes())?;
+        crate::system::beneath::write_within(root, p, text.as_bytes())?;
         return Ok(p.clone());
     }
     let p = deliverable::find(&l.iteration.dir, &bead.id)
@@ -268,8 +268,8 @@ fn write_partial(
         .next()
         .unwrap_or_else(|| expected.to_path_buf());
     let summary = format!("Not completed: {why}. The bead is blocked until a person looks at it.");
-    let text = crate::templates::render(
-        crate::templates::DELIVERABLE,
+    let text = crate::system::templates::render(
+        crate::system::templates::DELIVERABLE,
         &[
             ("title", &format!("Partial: {}", bead.title)),
             ("bead", bead.id.as_str()),
@@ -277,7 +277,7 @@ fn write_partial(
             ("details", &details),
         ],
     );
-    crate::beneath::write_within(root, &p, text.as_bytes())?;
+    crate::system::beneath::write_within(root, &p, text.as_bytes())?;
     Ok(p)
 }
 

@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::model::BeadId;
-use crate::notify::expand;
-use crate::proc::{Detach, ProcessGroup};
+use crate::notifier::expand;
+use crate::system::proc::{Detach, ProcessGroup};
 
 /// One executor run's inputs.
 #[derive(Debug, Clone)]
@@ -57,7 +57,7 @@ pub struct ArgvExecutor {
     pub template: Vec<String>,
     /// Between SIGTERM and SIGKILL on timeout.
     pub grace: Duration,
-    pub sandbox: crate::sandbox::Settings,
+    pub sandbox: crate::system::sandbox::Settings,
 }
 
 impl ArgvExecutor {
@@ -109,13 +109,13 @@ pub(super) fn run_agent(
     cmd: &mut Command,
     req: &ExecRequest,
     prompt_on_stdin: bool,
-    (grace, sandbox): (Duration, &crate::sandbox::Settings),
+    (grace, sandbox): (Duration, &crate::system::sandbox::Settings),
     lines: Option<super::tee::LineSink>,
 ) -> anyhow::Result<(ExecResult, String)> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut wrapped = None;
-    if sandbox.kind != crate::sandbox::Kind::Off {
-        if let Some(why) = crate::sandbox::unavailable(sandbox.kind, &sandbox.bwrap) {
+    if sandbox.kind != crate::system::sandbox::Kind::Off {
+        if let Some(why) = crate::system::sandbox::unavailable(sandbox.kind, &sandbox.bwrap) {
             anyhow::bail!(why);
         }
         // Its own temp folder, beside its prompt and outside every project.

@@ -15,8 +15,8 @@ use crate::model::{Bead, BeadId, NotificationEvent};
 
 use super::context::{self, Loaded};
 use super::report::{self, StatusReport};
-use crate::beneath;
-use crate::proc::exit_text;
+use crate::system::beneath;
+use crate::system::proc::exit_text;
 use crate::workspace::Workspace;
 
 use super::{stop, work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor, Run, Worker};
@@ -148,7 +148,7 @@ impl Worker<'_> {
             .unwrap_or_default();
         let answers = crate::answers::load(self.paths, &l.slug, bead_id);
         let prompt = context::prompt(l, bead, &ws.dir, &expected, &earlier, &answers);
-        crate::atomic::write(&prompt_file, prompt.as_bytes())?;
+        crate::system::atomic::write(&prompt_file, prompt.as_bytes())?;
         // A deliverable counts only if this run wrote it, not one left by an earlier run.
         let before = deliverables_now(&ws.dir, &iteration_dir, bead_id);
         let timeout = Duration::from_secs(l.project.worker_timeout);
@@ -391,14 +391,14 @@ fn from_agent(
         .unwrap_or("The agent finished its turn without a closing message; see the session log.")
         .to_string();
     let name = agent.preset.map_or("the agent", crate::agent::Preset::name);
-    let mut report = StatusReport::assumed(Some(crate::templates::clip(&summary, 300)));
+    let mut report = StatusReport::assumed(Some(crate::system::templates::clip(&summary, 300)));
     report.source = "the agent CLI's own result (no status report)";
     run.step("report", format!("no status report: {name} finished its turn without error, and its result counts as the report"));
     if fresh.is_some() {
         return (Some(report), fresh);
     }
-    let text = crate::templates::expand(
-        crate::templates::DELIVERABLE,
+    let text = crate::system::templates::expand(
+        crate::system::templates::DELIVERABLE,
         &[
             ("title", bead.title.as_str()),
             ("bead", bead.id.as_str()),

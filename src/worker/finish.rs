@@ -36,7 +36,7 @@ impl Worker<'_> {
         run.step("deliverable", format!("verified {}", deliverable.display()));
         let root = &run.msg.project;
         let summary = deliverable::summary(
-            &crate::beneath::read_string(&ws.dir, deliverable).unwrap_or_default(),
+            &crate::system::beneath::read_string(&ws.dir, deliverable).unwrap_or_default(),
         )
         .or(report.summary.clone())
         .unwrap_or_else(|| bead.title.clone());
@@ -116,7 +116,7 @@ impl Worker<'_> {
         // it, and the tick lands the work as this worker would have.
         let plan = self.paths.landing_plan(&l.slug, bead_id);
         if let Some(landing) = &landing {
-            crate::atomic::write(&plan, &serde_json::to_vec(landing)?)?;
+            crate::system::atomic::write(&plan, &serde_json::to_vec(landing)?)?;
         }
         let closed = self
             .tracker
@@ -262,7 +262,7 @@ impl Worker<'_> {
             tracker_files: Vec::new(),
             hooks: crate::workspace::hooks::enabled(&l.project),
         };
-        crate::atomic::write(
+        crate::system::atomic::write(
             &self.paths.held_landing(&l.slug, bead),
             &serde_json::to_vec(&held)?,
         )?;
@@ -504,7 +504,7 @@ pub(super) fn push(run: &mut Run<'_, '_>, root: &Path, branch: Option<&str>) -> 
                 "no upstream: beads land locally only; add a remote and `git push -u <remote> <branch>` once to have them pushed"
             );
             // Temp + rename: a link planted there is replaced, never written through.
-            let _ = crate::atomic::write(&told, b"");
+            let _ = crate::system::atomic::write(&told, b"");
         }
         return Push::NoUpstream;
     };

@@ -38,8 +38,8 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::model::{Autonomy, BeadId, NotificationEvent, SpawnMessage};
-use crate::notify::{self, Notifier};
-use crate::paths::Paths;
+use crate::notifier::{self, Notifier};
+use crate::system::paths::Paths;
 use crate::tracker::Tracker;
 use crate::workspace::{GitWorktrees, Workspace, WorkspaceMode, Workspaces};
 
@@ -166,7 +166,7 @@ impl Run<'_, '_> {
     }
 
     fn notify(&mut self, l: &Loaded, event: NotificationEvent, text: &str) {
-        let delivery = notify::deliver(
+        let delivery = notifier::deliver(
             self.w.notifier,
             &l.project,
             &l.slug,
@@ -247,12 +247,12 @@ impl Worker<'_> {
         // a question, a hand-back) go on under that approval. A state with no step dispatched
         // yet (written while the story waited for its dependencies) is not a start.
         let story_started = protocol
-            && match crate::protocol::state::load(&run.msg.project, bead_id) {
-                crate::protocol::state::Loaded::Valid(s) => {
+            && match crate::protocol::story_state::load(&run.msg.project, bead_id) {
+                crate::protocol::story_state::Loaded::Valid(s) => {
                     s.dispatched_at.is_some() || s.completed_at.is_some() || s.attempt > 1
                 }
-                crate::protocol::state::Loaded::Invalid(_) => true,
-                crate::protocol::state::Loaded::Missing => false,
+                crate::protocol::story_state::Loaded::Invalid(_) => true,
+                crate::protocol::story_state::Loaded::Missing => false,
             };
         if l.project.autonomy == Autonomy::AskFirst
             && !story_started
@@ -444,7 +444,7 @@ fn first_line(s: &str) -> String {
     clip(s.lines().find(|l| !l.trim().is_empty()).unwrap_or(""), 72)
 }
 
-pub use crate::templates::clip;
+pub use crate::system::templates::clip;
 
 #[cfg(test)]
 mod tests {

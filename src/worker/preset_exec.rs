@@ -18,7 +18,7 @@ pub struct PresetExecutor {
     pub model: Option<String>,
     /// Between SIGTERM and SIGKILL on timeout.
     pub grace: Duration,
-    pub sandbox: crate::sandbox::Settings,
+    pub sandbox: crate::system::sandbox::Settings,
 }
 
 impl PresetExecutor {
@@ -38,7 +38,7 @@ impl PresetExecutor {
             timeout_secs: req.timeout.as_secs(),
             title: req.bead.as_str(),
             provider: provider.as_deref(),
-            contained: self.sandbox.kind != crate::sandbox::Kind::Off,
+            contained: self.sandbox.kind != crate::system::sandbox::Kind::Off,
         };
         let command = self.preset.command(&self.settings, &launch);
         tracing::info!(bead = %req.bead, "agent: {}", command.display());
@@ -114,7 +114,7 @@ fn codex_provider(settings: &PresetSettings) -> Option<String> {
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("CODEX_HOME").map(std::path::PathBuf::from))
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".codex")))?;
-    let bytes = crate::atomic::read(&home.join("config.toml")).ok()?;
+    let bytes = crate::system::atomic::read(&home.join("config.toml")).ok()?;
     let text = String::from_utf8_lossy(&bytes);
     let config: toml::Value = toml::from_str(&text).ok()?;
     let name = config.get("model_provider")?.as_str()?;

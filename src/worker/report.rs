@@ -262,7 +262,7 @@ type Stamp = (Vec<u8>, Option<std::time::SystemTime>);
 
 /// `p` as it is now, read beneath the workspace `root` (never through a planted link).
 fn stamp(root: &Path, p: &Path) -> Option<Stamp> {
-    let bytes = crate::beneath::read(root, p).ok()?;
+    let bytes = crate::system::beneath::read(root, p).ok()?;
     let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok();
     Some((bytes, modified))
 }
@@ -305,7 +305,7 @@ impl Inbox {
     /// a HANDOFF.md it wrote about another story, or a shared report changed while other
     /// workers share the work tree, is a failing one (3.10).
     pub fn take(&self) -> Option<StatusReport> {
-        let read = |p: &Path| crate::beneath::read(&self.project, p).ok();
+        let read = |p: &Path| crate::system::beneath::read(&self.project, p).ok();
         let mut report = None;
         let mut unusable = (!self.alone && {
             let now = stamp(&self.project, &self.project.join(SHARED));

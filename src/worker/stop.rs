@@ -95,7 +95,7 @@ pub(crate) fn agent_gone(group: i32) {
 
 /// While alive, a termination signal waits; dropping it lets a pending one take effect.
 pub(crate) struct Hold {
-    /// The finishing mark the tick reads ([`crate::paths::Paths::finishing`]): a worker in its
+    /// The finishing mark the tick reads ([`crate::system::paths::Paths::finishing`]): a worker in its
     /// fixed steps is not a zombie because its bead was closed — it closed it.
     mark: Option<std::path::PathBuf>,
 }
@@ -121,7 +121,7 @@ impl Hold {
     /// [`Hold::new`], marking the worker as finishing at `mark` until it is dropped.
     pub(crate) fn marking(mark: std::path::PathBuf) -> Hold {
         let mut hold = Hold::new();
-        match crate::atomic::write(&mark, std::process::id().to_string().as_bytes()) {
+        match crate::system::atomic::write(&mark, std::process::id().to_string().as_bytes()) {
             Ok(()) => hold.mark = Some(mark),
             Err(e) => tracing::warn!("cannot mark the worker as finishing: {e:#}"),
         }

@@ -235,7 +235,7 @@ const HARMLESS: &[&str] = &[
 /// The admin folder git keeps for the worktree at `dir`, from its `.git` file (check
 /// [`foreign_gitfile`] first).
 pub(super) fn admin_of(dir: &Path) -> Result<PathBuf> {
-    let text = crate::beneath::read_string(dir, Path::new(".git"))?;
+    let text = crate::system::beneath::read_string(dir, Path::new(".git"))?;
     text.trim()
         .strip_prefix("gitdir:")
         .map(|s| PathBuf::from(s.trim()))
@@ -257,7 +257,7 @@ pub fn foreign_gitfile(project: &Path, dir: &Path) -> Result<Option<String>> {
             file.display()
         )));
     }
-    let text = crate::beneath::read_string(dir, Path::new(".git"))?;
+    let text = crate::system::beneath::read_string(dir, Path::new(".git"))?;
     let Some(admin) = text
         .trim()
         .strip_prefix("gitdir:")

@@ -101,7 +101,7 @@ pub(super) fn commit(
     ws: &Workspace,
     hooks: &Path,
     message: &str,
-    sandbox: &crate::sandbox::Settings,
+    sandbox: &crate::system::sandbox::Settings,
 ) -> Result<std::result::Result<bool, String>> {
     let dir = &ws.dir;
     if git(dir, &["diff", "--cached", "--quiet"])?.success() {
@@ -134,20 +134,20 @@ pub(super) fn commit(
 pub(super) fn sandboxed(
     ws: &Workspace,
     mut cmd: std::process::Command,
-    sandbox: &crate::sandbox::Settings,
+    sandbox: &crate::system::sandbox::Settings,
     timeout: std::time::Duration,
-) -> Result<crate::proc::Output> {
+) -> Result<crate::system::proc::Output> {
     let dir = &ws.dir;
     let tmp = std::env::temp_dir().join(format!(
         "braids-ws-{}-{}",
         std::process::id(),
         super::ready::workspace_id(dir)
     ));
-    if sandbox.kind != crate::sandbox::Kind::Off {
+    if sandbox.kind != crate::system::sandbox::Kind::Off {
         let writable = sandbox.writable(dir, &ws.project, &tmp);
         cmd = sandbox.wrap(&cmd, &writable, &tmp)?;
     }
-    let mut run = crate::proc::Invocation::new(
+    let mut run = crate::system::proc::Invocation::new(
         std::iter::once(cmd.get_program().to_os_string())
             .chain(cmd.get_args().map(|a| a.to_os_string())),
     )
@@ -174,7 +174,7 @@ pub(super) fn trial(
     base: &str,
     exclude: &[PathBuf],
     message: &str,
-    sandbox: &crate::sandbox::Settings,
+    sandbox: &crate::system::sandbox::Settings,
 ) -> Result<Option<String>> {
     let Some(hooks) = dir(&ws.project).filter(|d| !present(d).is_empty()) else {
         return Ok(None);

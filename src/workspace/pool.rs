@@ -137,7 +137,7 @@ impl PoolSeen {
                     .since
                     .map(|t| {
                         let s = (now - t).num_seconds().max(0) as u64;
-                        format!(" (idle {})", crate::templates::elapsed(s))
+                        format!(" (idle {})", crate::system::templates::elapsed(s))
                     })
                     .unwrap_or_default();
                 format!("{}{idle}", super::ready::workspace_id(&m.path))
@@ -187,7 +187,7 @@ impl Record {
     }
 
     pub(super) fn write(&self, dir: &Path) -> Result<()> {
-        crate::atomic::write(&record_of(dir), &serde_json::to_vec_pretty(self)?)
+        crate::system::atomic::write(&record_of(dir), &serde_json::to_vec_pretty(self)?)
     }
 }
 

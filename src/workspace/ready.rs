@@ -153,8 +153,8 @@ impl GitWorktrees {
 /// The project's patterns of files to copy: its `.worktreeinclude` (read without following
 /// a link) and `extra`.
 fn patterns(project: &Path, extra: &[String]) -> Vec<String> {
-    let from_file =
-        crate::beneath::read_string(project, Path::new(WORKTREE_INCLUDE)).unwrap_or_default();
+    let from_file = crate::system::beneath::read_string(project, Path::new(WORKTREE_INCLUDE))
+        .unwrap_or_default();
     from_file
         .lines()
         .map(str::trim)
@@ -213,7 +213,7 @@ fn copy_in(project: &Path, dir: &Path, extra: &[String]) -> Result<(Vec<String>,
                 false => format!("{f}\n"),
             })
             .collect();
-        crate::atomic::write(&copied_of(dir), text.as_bytes())?;
+        crate::system::atomic::write(&copied_of(dir), text.as_bytes())?;
     }
     Ok((copied, warnings))
 }
@@ -222,9 +222,9 @@ fn copy_in(project: &Path, dir: &Path, extra: &[String]) -> Result<(Vec<String>,
 fn copy_one(project: &Path, dir: &Path, rel: &Path) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let from = project.join(rel);
-    let bytes = crate::beneath::read(project, &from)
+    let bytes = crate::system::beneath::read(project, &from)
         .with_context(|| format!("cannot read {}", from.display()))?;
-    crate::beneath::write(dir, rel, &bytes)?;
+    crate::system::beneath::write(dir, rel, &bytes)?;
     let mode = std::fs::symlink_metadata(&from)?.permissions();
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -243,7 +243,7 @@ fn ignored(project: &Path, paths: &[String]) -> Result<Vec<String>> {
         .iter()
         .flat_map(|p| [p.as_bytes(), b"\0"].concat())
         .collect();
-    let out = crate::proc::Invocation::new(["git", "check-ignore", "-z", "--stdin"])
+    let out = crate::system::proc::Invocation::new(["git", "check-ignore", "-z", "--stdin"])
         .cwd(project)
         .stdin(input)
         .timeout(crate::git::GIT_TIMEOUT)

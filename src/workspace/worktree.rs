@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::{guard, Landing, Prepared, Swept, Workspace, Workspaces};
 use crate::git::{git, git_ok, RepoLock, GIT_TIMEOUT};
 use crate::model::BeadId;
-use crate::proc::Invocation;
+use crate::system::proc::Invocation;
 
 /// Worktrees under one directory (`<braids dir>/workspaces`), one folder per project.
 #[derive(Debug, Clone)]
@@ -20,7 +20,7 @@ pub struct GitWorktrees {
     pub root: PathBuf,
     /// The agents' sandbox, which the repository's commit hooks run in too (see
     /// [`super::hooks::commit`]).
-    pub sandbox: crate::sandbox::Settings,
+    pub sandbox: crate::system::sandbox::Settings,
     /// The project's pool and what its workspaces get (see [`super::pool`]); the default
     /// pools nothing.
     pub pooling: super::pool::Pooling,
@@ -179,7 +179,7 @@ impl GitWorktrees {
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
-            crate::atomic::write(
+            crate::system::atomic::write(
                 &parent.join(super::pool::PROJECT_FILE),
                 project.as_os_str().as_encoded_bytes(),
             )?;
@@ -189,7 +189,7 @@ impl GitWorktrees {
         }
         // What the agent is given, its worktree's own settings (a sparse checkout's) included.
         let config = guard::fingerprint(project, &dir)?;
-        crate::atomic::write(&guard::baseline_of(&dir), &config)?;
+        crate::system::atomic::write(&guard::baseline_of(&dir), &config)?;
         Ok(Workspace {
             project: project.to_path_buf(),
             dir,
@@ -281,13 +281,13 @@ impl GitWorktrees {
 /// bead blocked, seen with three workers starting at once. Apart from the repository lock, and
 /// held only for those commands, so a worker still starts while another lands; taken after the
 /// repository lock where both are held, never before it.
-pub(super) fn bookkeeping(project: &Path) -> Result<crate::lock::TickLock> {
+pub(super) fn bookkeeping(project: &Path) -> Result<crate::system::lock::TickLock> {
     let path = crate::git::lock_path(project)?.with_file_name("braids-worktrees.lock");
     let wait = Duration::from_secs(120);
-    crate::lock::TickLock::acquire(&path, wait)
+    crate::system::lock::TickLock::acquire(&path, wait)
         .with_context(|| format!("cannot lock {}", path.display()))?
         .ok_or_else(|| {
-            crate::lock::Busy {
+            crate::system::lock::Busy {
                 path: path.clone(),
                 waited: wait,
             }
@@ -394,9 +394,9 @@ impl Workspaces for GitWorktrees {
         for rel in &landing.tracker_files {
             for file in tracker_paths(&ws.project, rel)? {
                 let from = ws.project.join(&file);
-                let bytes = crate::beneath::read(&ws.project, &from)
+                let bytes = crate::system::beneath::read(&ws.project, &from)
                     .with_context(|| format!("cannot read {}", from.display()))?;
-                crate::beneath::write(&ws.dir, &file, &bytes)?;
+                crate::system::beneath::write(&ws.dir, &file, &bytes)?;
                 tracked.push((file, bytes));
             }
         }

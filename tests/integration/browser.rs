@@ -112,7 +112,10 @@ async fn type_into(c: &Client, css: &str, text: &str) {
         if held == json!(text) {
             return;
         }
-        assert!(start.elapsed() < PATIENCE, "`{css}` never held {text:?}: {held}");
+        assert!(
+            start.elapsed() < PATIENCE,
+            "`{css}` never held {text:?}: {held}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -2,7 +2,7 @@
 //! time, sent to the Channel through the notifier whatever the Notifications table says, never
 //! without a Channel, at most once per period, and remembered across runs in the state file.
 
-use braids::state::IdleReason;
+use braids::tick::orchestrator_state::IdleReason;
 use braids::tick::{RunType, TickReport};
 use chrono::{Datelike, Duration, Utc};
 

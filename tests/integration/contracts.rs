@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use braids::state::IdleReason;
+use braids::tick::orchestrator_state::IdleReason;
 use braids::tick::TickReport;
 
 use crate::support::files::walk;

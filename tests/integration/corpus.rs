@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use braids::format::{iteration, project, registry};
 use braids::model::NotificationEvent;
-use braids::paths::Paths;
+use braids::system::paths::Paths;
 use braids::tracker::Tracker;
 use serde_json::{json, Value};
 
@@ -71,7 +71,7 @@ fn read_installation(home: &Path) -> Value {
             .collect();
         let mut beads = BTreeMap::new();
         if e.path.join(".braids/WORKPLAN.md").is_file() {
-            let wp = braids::tracker::workplan::Workplan::new(&e.path);
+            let wp = braids::tracker::native::Workplan::new(&e.path);
             for b in wp.list().unwrap() {
                 beads.insert(b.id.to_string(), b.status.as_str());
             }

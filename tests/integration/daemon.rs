@@ -112,7 +112,7 @@ fn sigterm_during_a_run_lets_the_run_finish_then_exits_0() {
 fn c2_8_a_locked_run_is_skipped_and_writes_nothing_sighup_is_ignored_sigint_stops() {
     let sb = Install::new().build();
     // A cron-started tick holding the lock.
-    let lock = braids::lock::TickLock::try_acquire(&sb.braids_dir().join(".tick.lock"))
+    let lock = braids::system::lock::TickLock::try_acquire(&sb.braids_dir().join(".tick.lock"))
         .unwrap()
         .expect("free");
     let mut d = Daemon::start(&sb, &["--every", "1s"]);

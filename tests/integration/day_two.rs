@@ -376,7 +376,7 @@ printf 'status: pass\nsummary: did it\ntokens_in: 12,000\ntokens_out: 800\ncost_
     assert!(r.spawned_beads().is_empty(), "{r:#?}");
     assert_eq!(
         r.idle_reason,
-        Some(braids::state::IdleReason::AllAtCapacity),
+        Some(braids::tick::orchestrator_state::IdleReason::AllAtCapacity),
         "ready work waits as at capacity, checked again in 10 minutes: {r:#?}"
     );
     let status = sb.ok(&["status"]);

@@ -515,7 +515,7 @@ fn c8_6_a_second_supervisor_refuses_and_a_once_run_leaves_the_events_to_the_firs
         "the first supervisor to start",
         Duration::from_secs(60),
         || {
-            braids::lock::TickLock::holder(&lock)
+            braids::system::lock::TickLock::holder(&lock)
                 .filter(|pid| *pid == first.id())
                 .map(|_| ())
         },

@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use braids::diag::{Diagnostic, Severity};
 use braids::format::{decode, deliverable, fields, iteration, project, registry};
 use braids::model::{
     Autonomy, BeadId, Checkin, IterationStatus, NotificationEvent as Ev, Priority, ProjectStatus,
 };
-use braids::paths::Paths;
+use braids::system::diag::{Diagnostic, Severity};
+use braids::system::paths::Paths;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formats")

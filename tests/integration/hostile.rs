@@ -808,8 +808,8 @@ fn fuzz(name: &str, check: impl Fn(&str) + Sync) -> usize {
     n
 }
 
-fn paths() -> braids::paths::Paths {
-    braids::paths::Paths::new(PathBuf::from("/home/fuzz"), None)
+fn paths() -> braids::system::paths::Paths {
+    braids::system::paths::Paths::new(PathBuf::from("/home/fuzz"), None)
 }
 
 #[test]
@@ -972,7 +972,7 @@ fn c3_10_fuzz_status_reports() {
 
 #[test]
 fn c1_6_fuzz_config_and_state() {
-    use braids::state::OrchestratorState;
+    use braids::tick::orchestrator_state::OrchestratorState;
     fuzz("Config::parse/OrchestratorState", |t| {
         let _ = braids::config::Config::parse(t, Path::new("config.toml"));
         if let Ok(s) = serde_json::from_str::<OrchestratorState>(t) {
@@ -1002,7 +1002,7 @@ fn c4_6_fuzz_native_tracker_file() {
     use braids::tracker::Tracker;
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".braids")).unwrap();
-    let wp = braids::tracker::workplan::Workplan::new(dir.path());
+    let wp = braids::tracker::native::Workplan::new(dir.path());
     let file = dir.path().join(".braids/WORKPLAN.md");
     let n = AtomicUsize::new(0);
     let mut r = TestRunner::new_with_rng(
@@ -1043,7 +1043,7 @@ fn hostile_notification_templates_expand_once() {
         ("message", "{channel}"),
     ];
     assert_eq!(
-        braids::notify::expand("{channel}|{message}|{bead}", &vars),
+        braids::notifier::expand("{channel}|{message}|{bead}", &vars),
         "{bead}|{channel}|$(touch x)"
     );
 }

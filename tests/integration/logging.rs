@@ -77,7 +77,7 @@ fn a_tick_logs_exactly_one_info_line_saying_what_it_did() {
     assert!(info[0].contains(" until "), "{err}");
 
     // Locked: skipped, and why.
-    let _lock = braids::lock::TickLock::try_acquire(&sb.braids_dir().join(".tick.lock"))
+    let _lock = braids::system::lock::TickLock::try_acquire(&sb.braids_dir().join(".tick.lock"))
         .unwrap()
         .unwrap();
     let (_, err) = logged(sb.tick().human().force());

@@ -9,11 +9,11 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use braids::lock::TickLock;
 use braids::model::{BeadId, SessionLabel, SpawnMessage};
 use braids::session::process::ProcessBackend;
 use braids::session::tmux::TmuxBackend;
 use braids::session::{KillOutcome, Session, SessionBackend, SessionError, SpawnSpec};
+use braids::system::lock::TickLock;
 
 use crate::support::procs::{alive, group_members, stat, Bystander};
 use crate::support::{test_name, wait_for};

@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use braids::state::IdleReason;
 use braids::tick::decide::ZombieReason;
+use braids::tick::orchestrator_state::IdleReason;
 use braids::tick::{Action, RunType, SkipReason, TickReport};
 use chrono::{DateTime, Utc};
 use serde_json::Value;

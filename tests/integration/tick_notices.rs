@@ -1,8 +1,8 @@
 //! The tick's own notifications: `no-ready-beads` once per dry spell (1.2, 3.8), never without
 //! a Channel or when the event is off.
 
-use braids::state::IdleReason;
 use braids::tick::decide::ZombieReason;
+use braids::tick::orchestrator_state::IdleReason;
 use braids::tick::Action;
 
 use crate::support::Sandbox;

@@ -22,7 +22,7 @@ mod workspaces;
 
 use braids::config::Config;
 use braids::model::{Bead, BeadId, SpawnMessage};
-use braids::paths::Paths;
+use braids::system::paths::Paths;
 use braids::tracker::{self, ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use braids::worker::{ArgvExecutor, Ending, ExecRequest, ExecResult, Executor, Worker};
 use serde_json::Value;
@@ -1612,7 +1612,7 @@ fn c3_5_close_after_deliverable_and_commit_after_close() {
         },
         journal: &journal,
     };
-    let notifier = braids::notify::from_config(&config.notify);
+    let notifier = braids::notifier::from_config(&config.notify);
     let worker = Worker {
         paths: &paths,
         config: &config,
@@ -1680,7 +1680,7 @@ fn c3_7_the_iteration_completes_only_after_the_last_closed_bead_is_committed() {
     ));
     let paths = Paths::new(p.sb.home().to_path_buf(), None);
     let config = Config::load(&paths.config()).unwrap().config;
-    let notifier = braids::notify::from_config(&config.notify);
+    let notifier = braids::notifier::from_config(&config.notify);
     let argv = || ArgvExecutor {
         template: config.worker.executor.argv().to_vec(),
         grace: Duration::from_secs(5),

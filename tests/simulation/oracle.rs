@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use braids::model::{
     BeadId, BeadStatus, IterationStatus, Priority, ProjectStatus, SessionLabel, SpawnMessage,
 };
-use braids::state::{Claim, IdleReason};
 use braids::tick::decide::{BeadLookup, Eligibility, Plan, ProjectView, Snapshot, ZombieReason};
+use braids::tick::orchestrator_state::{Claim, IdleReason};
 use chrono::{DateTime, Duration, Utc};
 
 use crate::world::{SessM, World, ACTOR};

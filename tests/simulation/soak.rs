@@ -22,8 +22,8 @@ use braids::model::{Bead, BeadId, BeadStatus, Priority, SessionLabel};
 use braids::retry::breaker::{self, BreakerPolicy};
 use braids::retry::{AfterFailure, Attempts, Failure, Policy};
 use braids::session::{BackendKind, Session};
-use braids::state::{Claim, OrchestratorState, RunKind};
 use braids::tick::decide::{self, Eligibility, ProjectView, Slot, Snapshot, ZombieReason};
+use braids::tick::orchestrator_state::{Claim, OrchestratorState, RunKind};
 use braids::tick::retention;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 

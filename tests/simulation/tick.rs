@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use braids::format::registry::RegistryEntry;
 use braids::model::{BeadId, BeadStatus};
 use braids::session::Session;
-use braids::state::{Claim, IdleReason, OrchestratorState, RunKind};
 use braids::tick::decide::{
     decide, eligibility_of, BeadLookup, Eligibility, Plan, ProjectView, Slot, Snapshot,
     ZombieReason,
 };
+use braids::tick::orchestrator_state::{Claim, IdleReason, OrchestratorState, RunKind};
 use chrono::Duration;
 
 use crate::oracle::{backoff, due_slack, over};

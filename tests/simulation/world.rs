@@ -9,8 +9,8 @@ use braids::format::iteration::{parse_iteration, set_status, Iteration};
 use braids::format::project::{parse_project, ProjectConfig};
 use braids::format::registry::{parse_registry, RegistryEntry};
 use braids::model::{Bead, BeadId, BeadStatus, IterationStatus, SessionLabel};
-use braids::paths::Paths;
-use braids::state::OrchestratorState;
+use braids::system::paths::Paths;
+use braids::tick::orchestrator_state::OrchestratorState;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 use crate::generator::{gen_iteration_md, gen_project_md, mangle, new_bead, ProjectExpect, Rng};

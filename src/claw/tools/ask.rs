@@ -30,7 +30,7 @@ pub fn gather(root: &Path, files: &[PathBuf]) -> Result<Vec<Source>> {
                 root.display()
             );
         };
-        let bytes = match crate::beneath::read(root, &abs) {
+        let bytes = match crate::system::beneath::read(root, &abs) {
             Ok(b) => b,
             Err(e) => bail!(
                 "cannot read {} ({e}); --files names regular files inside {}, reached through no link",

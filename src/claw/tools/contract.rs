@@ -10,7 +10,7 @@ pub fn show_contract(root: &Path, file: &Path) -> anyhow::Result<Option<String>>
     } else {
         root.join(file)
     };
-    let bytes = crate::atomic::read(&path)
+    let bytes = crate::system::atomic::read(&path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     let text = String::from_utf8_lossy(&bytes);
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");

@@ -34,7 +34,7 @@ pub fn find_symbol(root: &Path, name: &str) -> anyhow::Result<Vec<Hit>> {
             &matcher,
             path,
             UTF8(|line, text| {
-                hits.push((line, crate::templates::clip(text, 200)));
+                hits.push((line, crate::system::templates::clip(text, 200)));
                 Ok(true)
             }),
         );

@@ -8,13 +8,13 @@ use std::path::Path;
 
 use clojure_reader::parse::{Node, NodeKind};
 
-use crate::diag::{Diagnostic, Parsed, Severity};
 use crate::format::fields::{self, normalize_key};
 use crate::format::iteration::{self as md_iteration, Iteration};
 use crate::format::project::{self as md_project, ProjectConfig, FIELDS};
 use crate::format::registry::{self as md_registry, Registry, REGISTRY_TEMPLATE};
 use crate::model::{IterationName, NotificationEvent, Priority, ProjectStatus};
-use crate::paths::Paths;
+use crate::system::diag::{Diagnostic, Parsed, Severity};
+use crate::system::paths::Paths;
 
 use super::edit::edn_string;
 use super::project::{kebab, one_line};

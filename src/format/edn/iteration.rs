@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::{Diags, Parsed};
 use crate::format::iteration::{self as md, Iteration};
 use crate::model::IterationName;
+use crate::system::diag::{Diags, Parsed};
 
 use super::project::{one_line, words};
 use super::{pairs, Synth};

@@ -18,7 +18,7 @@ use std::path::Path;
 use clojure_reader::edn::Edn;
 use clojure_reader::parse::{Node, NodeKind, SourceReader};
 
-use crate::diag::{Diagnostic, Diags, Parsed};
+use crate::system::diag::{Diagnostic, Diags, Parsed};
 
 pub use iteration::parse_iteration;
 pub use project::parse_project;

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use clojure_reader::parse::{Node, NodeKind};
 
-use crate::diag::Parsed;
 use crate::format::project::{self as md, ProjectConfig, FIELDS};
+use crate::system::diag::Parsed;
 
 use super::{pairs, text_of, Synth};
 

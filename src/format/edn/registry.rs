@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use crate::diag::{Diags, Parsed};
 use crate::format::registry::{self as md, Registry};
-use crate::paths::Paths;
+use crate::system::diag::{Diags, Parsed};
+use crate::system::paths::Paths;
 
 use super::project::one_line;
 use super::{pairs, Synth};

@@ -1,9 +1,9 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::diag::Severity;
 use crate::model::{IterationName, IterationStatus, NotificationEvent, Priority, ProjectStatus};
-use crate::paths::Paths;
+use crate::system::diag::Severity;
+use crate::system::paths::Paths;
 
 fn fixture(rel: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -12,7 +12,7 @@ fn fixture(rel: &str) -> String {
     std::fs::read_to_string(p).unwrap()
 }
 
-fn lines(d: &[crate::diag::Diagnostic]) -> Vec<(Severity, Option<usize>, String)> {
+fn lines(d: &[crate::system::diag::Diagnostic]) -> Vec<(Severity, Option<usize>, String)> {
     d.iter()
         .map(|d| (d.severity, d.line, d.message.clone()))
         .collect()
@@ -278,8 +278,8 @@ fn c1_7_edn_to_md_to_edn_keeps_every_value() {
 
 #[test]
 fn c1_7_md_to_edn_to_md_keeps_every_value() {
-    let project = crate::templates::render(
-        crate::templates::PROJECT,
+    let project = crate::system::templates::render(
+        crate::system::templates::PROJECT,
         &[
             ("name", "My app"),
             ("priority", "high"),

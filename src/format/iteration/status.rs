@@ -169,7 +169,7 @@ pub fn write_status(file: &Path, status: IterationStatus) -> anyhow::Result<()> 
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let out = with_status(&bytes, status, file)?;
     if out != bytes {
-        crate::atomic::write(file, &out)?;
+        crate::system::atomic::write(file, &out)?;
     }
     Ok(())
 }

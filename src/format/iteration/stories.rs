@@ -9,8 +9,8 @@
 
 use std::collections::HashMap;
 
-use crate::diag::Diags;
 use crate::model::BeadId;
+use crate::system::diag::Diags;
 
 use super::super::fields::{clean_value, normalize_key};
 use super::super::md::{self, Doc, Table, FIELD};
@@ -246,7 +246,7 @@ fn parse_story(s: &str) -> StoryLine {
 mod tests {
     use super::super::tests::parse;
     use super::*;
-    use crate::diag::Severity;
+    use crate::system::diag::Severity;
 
     fn id(s: &str) -> BeadId {
         BeadId::new(s).unwrap()

@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::diag::Diags;
 use crate::model::NotificationEvent;
+use crate::system::diag::Diags;
 
 use super::super::fields::{self, clean_value, normalize_key};
 use super::super::md::{Doc, Table, FIELD};
@@ -273,7 +273,7 @@ fn add_event(
 mod tests {
     use super::super::tests::parse;
     use super::*;
-    use crate::diag::Severity;
+    use crate::system::diag::Severity;
 
     #[test]
     fn notification_tables_in_many_shapes() {

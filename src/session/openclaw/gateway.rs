@@ -14,7 +14,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde_json::{json, Value};
 
 use super::OpenClawSettings;
-use crate::proc::Invocation;
+use crate::system::proc::Invocation;
 
 /// A client of one gateway, through the `openclaw` CLI.
 #[derive(Debug, Clone)]
@@ -84,13 +84,13 @@ impl Gateway {
     }
 
     /// [`Gateway::call`], telling `watch` the command's process group (see
-    /// [`crate::proc::Invocation::watch`]).
+    /// [`crate::system::proc::Invocation::watch`]).
     pub fn call_watched(
         &self,
         method: &str,
         params: &Value,
         wait: Duration,
-        watch: Option<crate::proc::GroupWatch>,
+        watch: Option<crate::system::proc::GroupWatch>,
     ) -> Result<Value, CallError> {
         let fail = |detail: String| CallError {
             method: method.to_string(),

@@ -6,8 +6,8 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use crate::proc::Output;
 use crate::session::SpawnSpec;
+use crate::system::proc::Output;
 
 /// Runs in the pane: `$1` message file, `$2` log, `$3` working directory, then the worker argv.
 /// The worker's output goes through `tee` to the log and to the pane, so a person who attaches

@@ -99,7 +99,7 @@ impl Reader {
 
 /// A cache file being written: entries as they come, then the index.
 pub struct Writer {
-    out: crate::atomic::Streamed,
+    out: crate::system::atomic::Streamed,
     generation: u64,
     at: u64,
     index: Enc,
@@ -109,7 +109,7 @@ pub struct Writer {
 impl Writer {
     pub fn create(path: &Path) -> anyhow::Result<Writer> {
         let generation = fresh_generation();
-        let mut out = crate::atomic::Streamed::create(path)?;
+        let mut out = crate::system::atomic::Streamed::create(path)?;
         let mut head = Vec::with_capacity(HEADER as usize);
         head.extend_from_slice(MAGIC);
         head.extend_from_slice(&VERSION.to_le_bytes());

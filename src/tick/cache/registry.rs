@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::codec::{Dec, Enc};
 use crate::format::registry::RegistryEntry;
 use crate::model::{Priority, ProjectStatus};
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 
 /// The registry's key in the cache file's index.
 pub const KEY: &str = "";

@@ -1,7 +1,7 @@
 //! Why a run that spawns nothing is idle (2.7): what it found, in the order a person looks
 //! for the cause. Pure.
 
-use crate::state::IdleReason;
+use crate::tick::orchestrator_state::IdleReason;
 
 /// What a run found while looking for work to start.
 #[derive(Debug, Clone, Copy, Default)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::model::{BeadId, IterationName, SessionLabel, SpawnMessage};
 use crate::session::Session;
-use crate::state::{Claim, IdleReason};
+use crate::tick::orchestrator_state::{Claim, IdleReason};
 
 use super::Zombie;
 
@@ -263,7 +263,7 @@ impl Plan {
     }
 
     /// The claims this run ends: released ones, and those whose bead left in_progress. The
-    /// state forgets them ([`crate::state::OrchestratorState::settle_claims`]).
+    /// state forgets them ([`crate::tick::orchestrator_state::OrchestratorState::settle_claims`]).
     pub fn settled(&self) -> impl Iterator<Item = &Claim> {
         self.settled_claims
             .iter()
@@ -272,7 +272,7 @@ impl Plan {
     }
 
     /// The old claims this run gave a directory, for
-    /// [`crate::state::OrchestratorState::settle_claims`].
+    /// [`crate::tick::orchestrator_state::OrchestratorState::settle_claims`].
     pub fn upgraded(&self) -> impl Iterator<Item = (&Claim, &Path)> {
         self.upgrades.iter().map(|u| (&u.claim, u.path.as_path()))
     }

@@ -10,7 +10,7 @@ use chrono::{DateTime, Duration, Utc};
 use super::{BeadLookup, Eligibility, Gate};
 use crate::model::{Bead, BeadId, Priority};
 use crate::session::{Session, SessionProblem};
-use crate::state::Claim;
+use crate::tick::orchestrator_state::Claim;
 use crate::workspace::WorkspaceMode;
 
 /// One registered project as observed this run.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::model::Priority;
 use crate::session::{Session, SessionProblem};
-use crate::state::{Claim, IdleReason};
+use crate::tick::orchestrator_state::{Claim, IdleReason};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
@@ -773,7 +773,7 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
             path: PathBuf::from("/p/web")
         }]
     );
-    let mut state = crate::state::OrchestratorState {
+    let mut state = crate::tick::orchestrator_state::OrchestratorState {
         claims: vec![old.clone()],
         ..Default::default()
     };

@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::diag::Parsed;
 use crate::format::registry::Registry;
 use crate::format::{self, iteration::Iteration, project::ProjectConfig};
-use crate::paths::Paths;
+use crate::system::diag::Parsed;
+use crate::system::paths::Paths;
 use crate::tick::cache::{self, registry, Entry};
 use crate::tick::reuse::{self, Answers, Stamp};
 use crate::tracker::TrackerKind;
@@ -54,7 +54,7 @@ pub fn cached(root: &Path, entry: Entry) -> Option<ProjectFiles> {
 /// project cannot be read (its PROJECT.md cannot).
 pub fn read(root: &Path, stamping: bool) -> Result<ProjectFiles, String> {
     let project_md = format::layout::project_file(root);
-    let (text, meta) = crate::atomic::read_with_meta(&project_md)
+    let (text, meta) = crate::system::atomic::read_with_meta(&project_md)
         .map_err(|e| format!("cannot read {}: {e}", project_md.display()))?;
     let (parsed, mut problems) =
         format::layout::parse_project(&format::decode(&text), &project_md).into_parts();
@@ -66,7 +66,7 @@ pub fn read(root: &Path, stamping: bool) -> Result<ProjectFiles, String> {
     let dirs = format::iteration::iteration_dirs(root, &entries);
     let mut seen: HashMap<PathBuf, Stamp> = HashMap::new();
     let iterations = format::iteration::read_iterations_with(root, dirs, |file| {
-        let (bytes, meta) = crate::atomic::read_with_meta(file)?;
+        let (bytes, meta) = crate::system::atomic::read_with_meta(file)?;
         if stamping {
             seen.insert(file.to_path_buf(), Stamp::of(&meta));
         }

@@ -24,14 +24,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::diag::Diagnostic;
 use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
 use crate::model::{
     Autonomy, BeadId, BeadStatus, Checkin, IterationName, IterationStatus, Priority, ProjectStatus,
 };
-use crate::paths::Paths;
 use crate::session::Session;
-use crate::state::Claim;
+use crate::system::diag::Diagnostic;
+use crate::system::paths::Paths;
+use crate::tick::orchestrator_state::Claim;
 use crate::tracker::{Tracker, TrackerKind};
 
 use super::cache;
@@ -157,8 +157,8 @@ pub struct Observed {
 /// `braids status` shows. `read_only` writes nothing (a dry run, `status`); `dashboard` keeps
 /// what only STATUS.md and `status` show (each Story with its title).
 pub fn observe_installation(
-    inst: &crate::installation::Installation,
-    state: &crate::state::OrchestratorState,
+    inst: &crate::config::installation::Installation,
+    state: &crate::tick::orchestrator_state::OrchestratorState,
     read_only: bool,
     dashboard: bool,
     now: chrono::DateTime<chrono::Utc>,

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use crate::format::registry::RegistryEntry;
 use crate::model::{Bead, BeadId, BeadStatus};
-use crate::paths::Paths;
 use crate::session::Session;
-use crate::state::Claim;
+use crate::system::paths::Paths;
 use crate::tick::cache::{self, Entry};
 use crate::tick::decide::{eligibility_of, BeadLookup, Eligibility};
+use crate::tick::orchestrator_state::Claim;
 use crate::tick::reuse;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 use crate::workspace::WorkspaceMode;
@@ -138,7 +138,7 @@ pub(super) fn observe_project(
     }
     if claw {
         report.loop_paused = loop_paused;
-        report.claw_phase = crate::claw::workplan::Plan::read(root).map(|p| p.now());
+        report.claw_phase = crate::claw::tasks::Plan::read(root).map(|p| p.now());
     }
     report.checkin = config.checkin;
     report.channel = config.channel.clone();
@@ -434,12 +434,12 @@ fn protocol_views(
     BTreeMap<BeadId, crate::protocol::tick::StoryView>,
     Vec<crate::protocol::tick::StoryLine>,
 ) {
-    use crate::protocol::{state, team, tick};
+    use crate::protocol::{story_state, team, tick};
     let mut views = BTreeMap::new();
     let mut lines = Vec::new();
-    for (bead, loaded) in state::load_all(root) {
-        if let state::Loaded::Valid(s) = &loaded {
-            let mode = match state::is_team(root, &bead) {
+    for (bead, loaded) in story_state::load_all(root) {
+        if let story_state::Loaded::Valid(s) = &loaded {
+            let mode = match story_state::is_team(root, &bead) {
                 true => team::Mode::Team,
                 false => team::Mode::Single,
             };

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use super::{observe, Context, Observed};
 use crate::config::Config;
-use crate::paths::Paths;
+use crate::system::paths::Paths;
 use crate::tick::cache;
 
 struct World {

@@ -6,7 +6,7 @@ use chrono::Utc;
 
 use crate::model::{Bead, BeadId, NotificationEvent};
 use crate::protocol::handoff;
-use crate::protocol::state::StoryState;
+use crate::protocol::story_state::StoryState;
 use crate::protocol::{Rules, Status, Step};
 use crate::workspace::Workspace;
 
@@ -145,10 +145,11 @@ impl Worker<'_> {
     ) -> Result<Ending> {
         let root = run.msg.project.clone();
         let expected = ws.here(&l.deliverable_for(bead));
-        let history = crate::beneath::read_string(&ws.dir, std::path::Path::new(handoff::HISTORY))
-            .unwrap_or_default();
+        let history =
+            crate::system::beneath::read_string(&ws.dir, std::path::Path::new(handoff::HISTORY))
+                .unwrap_or_default();
         let text = deliverable_text(bead, &s, &history);
-        crate::beneath::write_within(&ws.dir, &expected, text.as_bytes())?;
+        crate::system::beneath::write_within(&ws.dir, &expected, text.as_bytes())?;
         let summary = format!("{} walked the protocol to done", bead.title);
         let mut report = StatusReport::assumed(Some(summary));
         report.source = "the protocol pipeline";
@@ -210,8 +211,8 @@ fn deliverable_text(bead: &Bead, s: &StoryState, history: &str) -> String {
         },
         s.commit_hash.as_deref().unwrap_or("none"),
     );
-    crate::templates::render(
-        crate::templates::DELIVERABLE,
+    crate::system::templates::render(
+        crate::system::templates::DELIVERABLE,
         &[
             ("title", &bead.title),
             ("bead", bead.id.as_str()),

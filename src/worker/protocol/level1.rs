@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 
 use crate::app::beads;
-use crate::installation::Installation;
+use crate::config::installation::Installation;
 use crate::workspace::WorkspaceMode;
 
 /// Level 1: runs the story's next step now, in the foreground, as the tick's worker would
@@ -42,7 +42,7 @@ pub fn dispatch_one(
         p.config.channel.clone().unwrap_or_default(),
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let notifier = crate::notify::from_config(&inst.config.notify);
+    let notifier = crate::notifier::from_config(&inst.config.notify);
     let executor =
         crate::worker::executor_for(&inst.config, &p.config, &p.entry.slug, &found.bead.id);
     let worker = crate::worker::Worker {
@@ -77,7 +77,7 @@ pub fn apply_by_hand(
     file: Option<&std::path::Path>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Applied> {
-    use crate::protocol::state as story;
+    use crate::protocol::story_state as story;
     use crate::protocol::{dispatch, overrides, Action, Runner, Status};
 
     let held = beads::hold_ticks(&inst.paths)?;
@@ -179,7 +179,7 @@ pub fn apply_by_hand(
         crate::app::story::reopen_if_held(&found)?;
     }
     drop(held);
-    crate::state::wake(&inst.paths, crate::state::WAKE_WAIT);
+    crate::tick::orchestrator_state::wake(&inst.paths, crate::tick::orchestrator_state::WAKE_WAIT);
     Ok(Applied {
         step: running.step.to_string(),
         report: from,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::format::project::test_command::TestCommand;
 use crate::model::BeadId;
 use crate::protocol::handoff::Handoff;
-use crate::protocol::state::StoryState;
+use crate::protocol::story_state::StoryState;
 use crate::protocol::{measured, Rule};
 use crate::workspace::Workspace;
 
@@ -38,7 +38,7 @@ impl Worker<'_> {
         let ran = crate::testrun::run(&ws.dir, cmd, deadline);
         let file = work_dir(&self.paths.braids_dir, &l.slug, bead)
             .join(format!("tests-{}-{}.log", applied.step, applied.attempt));
-        let kept = match crate::atomic::write(&file, ran.output.as_bytes()) {
+        let kept = match crate::system::atomic::write(&file, ran.output.as_bytes()) {
             Ok(()) => format!("; output in {}", file.display()),
             Err(e) => {
                 tracing::warn!(bead = %bead, "cannot keep the test output: {e:#}");

@@ -25,7 +25,7 @@ use chrono::Utc;
 use crate::format::project::test_command::TestCommand;
 use crate::model::{Bead, BeadId, NotificationEvent};
 use crate::protocol::handoff::{self, Handoff};
-use crate::protocol::state::{self as story, StoryState};
+use crate::protocol::story_state::{self as story, StoryState};
 use crate::protocol::{dispatch, measured, overrides, team, Action, Rule, Status, Step};
 use crate::workspace::{Workspace, WorkspaceMode};
 
@@ -98,7 +98,7 @@ impl Worker<'_> {
         let budget = agent_budget(Duration::from_secs(l.project.worker_timeout));
         let mut dispatched = 0u32;
         // Held from the last executor step to the landing (see the module docs).
-        let mut memory: Option<crate::lock::TickLock> = None;
+        let mut memory: Option<crate::system::lock::TickLock> = None;
         loop {
             let now = Utc::now();
             let d = dispatch(&state, &rules, now);
@@ -244,7 +244,7 @@ impl Worker<'_> {
                 if let Some(setup) = wss.make_ready(&ws)?.setup.filter(|s| !s.ok) {
                     anyhow::bail!(
                         "the project's setup command failed in the new workspace: {}",
-                        crate::templates::clip(&setup.output, 1500)
+                        crate::system::templates::clip(&setup.output, 1500)
                     );
                 }
                 (ws, "new")
@@ -277,16 +277,17 @@ impl Worker<'_> {
         run: &mut Run<'_, '_>,
         l: &Loaded,
         ws: &Workspace,
-    ) -> Result<crate::lock::TickLock> {
+    ) -> Result<crate::system::lock::TickLock> {
         let root = &run.msg.project;
         let path = crate::git::lock_path(root)?.with_file_name("braids-memory.lock");
-        let held = crate::lock::TickLock::acquire(&path, MEMORY_WAIT)?.ok_or_else(|| {
-            anyhow::anyhow!(
-                "another story held {} for over {} min",
-                path.display(),
-                MEMORY_WAIT.as_secs() / 60
-            )
-        })?;
+        let held =
+            crate::system::lock::TickLock::acquire(&path, MEMORY_WAIT)?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "another story held {} for over {} min",
+                    path.display(),
+                    MEMORY_WAIT.as_secs() / 60
+                )
+            })?;
         if !ws.is_shared() {
             let _repo = crate::app::iteration::RepoLock::acquire(root)?;
             let prepared = crate::workspace::Workspaces::prepare_landing(
@@ -459,10 +460,10 @@ pub(super) enum Ran {
 /// file in the workspace `root` is read beneath it, and one that cannot be (a planted link) is
 /// replaced; braids' own files elsewhere are read as they are.
 pub(super) fn append(root: &Path, path: &Path, entry: &str) -> Result<()> {
-    let mut text = crate::beneath::read_within(root, path).unwrap_or_default();
+    let mut text = crate::system::beneath::read_within(root, path).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
     text.push_str(entry);
-    crate::beneath::write_within(root, path, text.as_bytes())
+    crate::system::beneath::write_within(root, path, text.as_bytes())
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use crate::model::{Bead, BeadId};
 use crate::protocol::handoff::{self, Handoff};
-use crate::protocol::state::StoryState;
+use crate::protocol::story_state::StoryState;
 use crate::protocol::{team, Rule, Runner, Status};
 use crate::workspace::Workspace;
 
@@ -54,8 +54,8 @@ impl Worker<'_> {
         let tag = format!("{}-{}", state.step, state.attempt);
         if roles.len() <= 1 {
             let prompt_file = wd.join(format!("prompt-{tag}.md"));
-            crate::atomic::write(&prompt_file, prompt.as_bytes())?;
-            crate::atomic::write(&wd.join("prompt.md"), prompt.as_bytes())?;
+            crate::system::atomic::write(&prompt_file, prompt.as_bytes())?;
+            crate::system::atomic::write(&wd.join("prompt.md"), prompt.as_bytes())?;
             let before = stamp(&ws.dir, &ws.dir.join(handoff::HANDOFF));
             let _ = std::fs::remove_file(ws.dir.join(handoff::EXECUTOR_RESULT));
             let res = self.exec(run, l, ws, &bead.id, &prompt_file, timeout);
@@ -77,7 +77,7 @@ impl Worker<'_> {
             let p = crate::protocol::prompt::build_for(state, rule, None, Some(role));
             let p = super::super::context::story_prompt(l, &carry_note(prompt, p));
             let file = wd.join(format!("prompt-{tag}-{}.md", role.name));
-            crate::atomic::write(&file, p.as_bytes())?;
+            crate::system::atomic::write(&file, p.as_bytes())?;
             let _ = std::fs::remove_file(ws.dir.join(team::handoff_of(&role.name)));
             jobs.push((role.name.clone(), file));
         }
@@ -135,7 +135,11 @@ impl Worker<'_> {
             })
             .collect();
         let merged = team::merge(state, &found);
-        crate::beneath::write(&ws.dir, Path::new(handoff::HANDOFF), merged.text.as_bytes())?;
+        crate::system::beneath::write(
+            &ws.dir,
+            Path::new(handoff::HANDOFF),
+            merged.text.as_bytes(),
+        )?;
         for (file, roles) in &merged.conflicts {
             run.step(
                 "team",
@@ -267,7 +271,7 @@ pub(super) fn with_exit(mut h: Handoff, res: &ExecResult) -> Handoff {
     if res.code != Some(0) && h.status == Some(Status::Pass) {
         h.warnings.push(format!(
             "the executor reported pass but exited with {}",
-            crate::proc::exit_text(res.code)
+            crate::system::proc::exit_text(res.code)
         ));
         h.status = Some(Status::Failing);
     }
@@ -277,7 +281,7 @@ pub(super) fn with_exit(mut h: Handoff, res: &ExecResult) -> Handoff {
 /// Runs a `post_check` argv in the workspace: never through a shell unless the project's own
 /// rules said `{shell: …}` (then it is `sh -c` with the string as one argument).
 pub(super) fn post_check(dir: &Path, argv: &[String]) -> (bool, String) {
-    let out = crate::proc::Invocation::new(argv.iter().map(String::as_str))
+    let out = crate::system::proc::Invocation::new(argv.iter().map(String::as_str))
         .cwd(dir)
         .timeout(Duration::from_secs(600))
         .run();
@@ -292,7 +296,7 @@ type Stamp = Option<(Vec<u8>, Option<std::time::SystemTime>)>;
 
 /// `p` as it is now, read beneath the workspace `root`.
 pub(super) fn stamp(root: &Path, p: &Path) -> Stamp {
-    let bytes = crate::beneath::read(root, p).ok()?;
+    let bytes = crate::system::beneath::read(root, p).ok()?;
     Some((bytes, std::fs::metadata(p).and_then(|m| m.modified()).ok()))
 }
 

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use braids::state::OrchestratorState;
+use braids::tick::orchestrator_state::OrchestratorState;
 use serde_json::Value;
 
 use super::{br_path, Sandbox};

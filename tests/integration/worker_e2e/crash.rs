@@ -1,5 +1,5 @@
 //! Crash safety (CONTRACTS 7.1, 7.2): braids killed by SIGKILL at each named crash point
-//! (`braids::failpoint::POINTS`), then real ticks until quiet, with real `br`, real git and a
+//! (`braids::system::failpoint::POINTS`), then real ticks until quiet, with real `br`, real git and a
 //! bare upstream, real worker processes and a stand-in agent.
 //!
 //! The first tick runs with `FAILPOINTS=<point>=return`, which its workers inherit: the tick
@@ -15,8 +15,8 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use braids::failpoint::POINTS;
-use braids::state::OrchestratorState;
+use braids::system::failpoint::POINTS;
+use braids::tick::orchestrator_state::OrchestratorState;
 
 use crate::support::checks::status_md_whole;
 use crate::support::procs::pids;

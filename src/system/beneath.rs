@@ -127,7 +127,7 @@ pub fn write_within(root: &Path, path: &Path, bytes: &[u8]) -> anyhow::Result<()
     if path.starts_with(root) {
         Ok(write(root, path, bytes)?)
     } else {
-        crate::atomic::write(path, bytes)
+        crate::system::atomic::write(path, bytes)
     }
 }
 

@@ -86,7 +86,7 @@ impl Plan {
 
     /// The project's plan, when it has a readable `.claw/WORKPLAN.md`.
     pub fn read(root: &std::path::Path) -> Option<Plan> {
-        let bytes = crate::atomic::read(&crate::tracker::claw::plan_file(root)).ok()?;
+        let bytes = crate::system::atomic::read(&crate::tracker::claw::plan_file(root)).ok()?;
         Some(Plan::parse(&crate::format::decode(&bytes)))
     }
 

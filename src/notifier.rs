@@ -15,8 +15,8 @@ use serde::Serialize;
 use crate::config::NotifyConfig;
 use crate::format::project::ProjectConfig;
 use crate::model::{BeadId, NotificationEvent};
-use crate::proc::Invocation;
-pub use crate::templates::expand;
+use crate::system::proc::Invocation;
+pub use crate::system::templates::expand;
 
 /// What a message is about: one of the 1.2 events, or a check-in. Shown to notifiers as the
 /// event's name (`{event}`, the webhook's `event`): `bead-complete`, …, `checkin`.

@@ -30,7 +30,7 @@ pub const POINTS: &[&str] = &[
 #[macro_export]
 macro_rules! crash_point {
     ($name:literal) => {
-        fail::fail_point!($name, |_| $crate::failpoint::die($name))
+        fail::fail_point!($name, |_| $crate::system::failpoint::die($name))
     };
 }
 

@@ -222,7 +222,7 @@ impl OrchestratorState {
     /// Reads the state file. `Ok(None)` when it does not exist; `Err` with a one-line reason
     /// when it exists but cannot be used, which the caller logs before doing a full run.
     pub fn load(path: &Path) -> Result<Option<OrchestratorState>, String> {
-        let bytes = match crate::atomic::read(path) {
+        let bytes = match crate::system::atomic::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
@@ -298,12 +298,12 @@ pub const WAKE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// away. Under the tick lock, waited for up to `wait`: a tick that was running when the command
 /// changed the files writes its state first (perhaps idle), and this comes after. Best effort,
 /// as the backoff only delays: says whether it was ended.
-pub fn wake(paths: &crate::paths::Paths, wait: std::time::Duration) -> bool {
+pub fn wake(paths: &crate::system::paths::Paths, wait: std::time::Duration) -> bool {
     let file = paths.state();
     if !file.exists() {
         return false;
     }
-    let Ok(Some(_lock)) = crate::lock::TickLock::acquire(&paths.lock(), wait) else {
+    let Ok(Some(_lock)) = crate::system::lock::TickLock::acquire(&paths.lock(), wait) else {
         return false;
     };
     let Ok(Some(mut state)) = OrchestratorState::load(&file) else {
@@ -314,7 +314,7 @@ pub fn wake(paths: &crate::paths::Paths, wait: std::time::Duration) -> bool {
     }
     state.idle_since = None;
     state.idle_reason = None;
-    crate::atomic::write(&file, state.to_json().as_bytes()).is_ok()
+    crate::system::atomic::write(&file, state.to_json().as_bytes()).is_ok()
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 use anyhow::Result;
 
 use crate::config::Config;
-use crate::paths::Paths;
 use crate::session::SessionBackend;
+use crate::system::paths::Paths;
 
 /// An installation as a tick sees it: where things are, the settings, and the session backend
 /// (a [`crate::session::Composite`]: spawns go to the configured backend, the sessions of every

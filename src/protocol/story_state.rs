@@ -308,14 +308,14 @@ pub fn held_by_other(project: &Path, bead: &BeadId) -> Option<String> {
 fn load_file(project: &Path, path: &Path) -> Loaded {
     let path = path.to_path_buf();
     let single = path.ends_with(single::FILE);
-    match crate::atomic::read(&path) {
+    match crate::system::atomic::read(&path) {
         Ok(bytes) => match parse(&String::from_utf8_lossy(&bytes), &shown(project, &path)) {
-            Ok(s) if single => {
-                Loaded::Valid(match crate::atomic::read(&project.join(single::EXTRA)) {
+            Ok(s) if single => Loaded::Valid(
+                match crate::system::atomic::read(&project.join(single::EXTRA)) {
                     Ok(extra) => single::with_extra(s, &String::from_utf8_lossy(&extra)),
                     Err(_) => s,
-                })
-            }
+                },
+            ),
             Ok(s) => Loaded::Valid(s),
             Err(e) => Loaded::Invalid(e),
         },
@@ -379,7 +379,7 @@ pub fn update<R>(
     let dir = project.join(STATES_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     exclude_from_git(project);
-    let _held = crate::lock::TickLock::acquire(
+    let _held = crate::system::lock::TickLock::acquire(
         &lock_of(project, bead, layout),
         std::time::Duration::from_secs(30),
     )?
@@ -400,16 +400,20 @@ pub fn update<R>(
         }
         match layout {
             Layout::Single => {
-                crate::beneath::write_within(project, &path, single::render(&next).as_bytes())?;
+                crate::system::beneath::write_within(
+                    project,
+                    &path,
+                    single::render(&next).as_bytes(),
+                )?;
                 let extra = project.join(single::EXTRA);
-                crate::beneath::write_within(
+                crate::system::beneath::write_within(
                     project,
                     &extra,
                     single::render_extra(&next).as_bytes(),
                 )?;
             }
             Layout::PerStory => {
-                crate::beneath::write_within(project, &path, render(&next).as_bytes())?
+                crate::system::beneath::write_within(project, &path, render(&next).as_bytes())?
             }
         }
     }
@@ -448,7 +452,7 @@ pub fn save(project: &Path, state: &StoryState, bead: &BeadId) -> Result<()> {
 pub fn set_team(project: &Path, bead: &BeadId, team: bool) -> Result<()> {
     let p = project.join(STATES_DIR).join(format!("{bead}.team"));
     match team {
-        true => crate::beneath::write_within(project, &p, b"team\n"),
+        true => crate::system::beneath::write_within(project, &p, b"team\n"),
         false => match std::fs::remove_file(&p) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
@@ -501,7 +505,7 @@ fn exclude_from_git(project: &Path) {
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    if let Err(e) = crate::atomic::write(&file, text.as_bytes()) {
+    if let Err(e) = crate::system::atomic::write(&file, text.as_bytes()) {
         tracing::warn!("cannot list {line} in {}: {e:#}", file.display());
     }
 }

@@ -72,7 +72,7 @@ where
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let _held = crate::lock::TickLock::acquire(lock, std::time::Duration::from_secs(30))?
+    let _held = crate::system::lock::TickLock::acquire(lock, std::time::Duration::from_secs(30))?
         .ok_or_else(|| anyhow::anyhow!("{} is held by another process", lock.display()))?;
     let mut value: V = match read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| {

@@ -11,9 +11,9 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use git2::{Repository, Signature};
 
-use crate::lock::TickLock;
 use crate::model::IterationStatus;
-use crate::proc::{Invocation, Output};
+use crate::system::lock::TickLock;
+use crate::system::proc::{Invocation, Output};
 
 mod debt;
 mod replay;
@@ -585,7 +585,7 @@ impl RepoLock {
         let path = lock_path(root)?;
         let lock = TickLock::acquire(&path, REPO_LOCK_WAIT)
             .with_context(|| format!("cannot lock {}", path.display()))?
-            .ok_or_else(|| crate::lock::Busy {
+            .ok_or_else(|| crate::system::lock::Busy {
                 path: path.clone(),
                 waited: REPO_LOCK_WAIT,
             })?;
@@ -612,8 +612,11 @@ mod tests {
                 let mut i = 0u64;
                 while !stop.load(Ordering::SeqCst) {
                     i += 1;
-                    crate::atomic::write(&root.join("WORKPLAN.md"), i.to_string().as_bytes())
-                        .unwrap();
+                    crate::system::atomic::write(
+                        &root.join("WORKPLAN.md"),
+                        i.to_string().as_bytes(),
+                    )
+                    .unwrap();
                 }
             });
             for i in 0..40 {

@@ -3,18 +3,18 @@
 //! so a value can never inject another placeholder; notifications and executor argv use the
 //! same function.
 
-pub const PROJECT: &str = include_str!("../templates/PROJECT.md");
-pub const ITERATION: &str = include_str!("../templates/ITERATION.md");
-pub const DELIVERABLE: &str = include_str!("../templates/deliverable.md");
-pub const AGENTS: &str = include_str!("../templates/AGENTS.md");
-pub const STATUS: &str = include_str!("../templates/STATUS.md");
-pub const REGISTRY: &str = include_str!("../templates/registry.md");
-pub const WORKPLAN: &str = include_str!("../templates/WORKPLAN.md");
-pub const CONFIG: &str = include_str!("../templates/config.toml");
-pub const PROMPT: &str = include_str!("../templates/prompt.md");
+pub const PROJECT: &str = include_str!("../../templates/PROJECT.md");
+pub const ITERATION: &str = include_str!("../../templates/ITERATION.md");
+pub const DELIVERABLE: &str = include_str!("../../templates/deliverable.md");
+pub const AGENTS: &str = include_str!("../../templates/AGENTS.md");
+pub const STATUS: &str = include_str!("../../templates/STATUS.md");
+pub const REGISTRY: &str = include_str!("../../templates/registry.md");
+pub const WORKPLAN: &str = include_str!("../../templates/WORKPLAN.md");
+pub const CONFIG: &str = include_str!("../../templates/config.toml");
+pub const PROMPT: &str = include_str!("../../templates/prompt.md");
 /// The rules every agent works under, a bead's or a protocol story's step: autonomy,
 /// guardrails, the project's context.
-pub const RULES: &str = include_str!("../templates/rules.md");
+pub const RULES: &str = include_str!("../../templates/rules.md");
 
 /// `s` trimmed, on one line, with no control character, at most `max` characters (an ellipsis
 /// marks a cut): how text from a file, a tracker or an agent goes into a log line, an event or

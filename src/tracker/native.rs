@@ -4,7 +4,7 @@
 //! The file's format (items, metadata, ids) and its byte-preserving edits are
 //! [`crate::format::workplan`]. This adapter adds the tracker's rules and the file handling:
 //! every write is a read-modify-write under an exclusive `flock` on `.braids/.workplan.lock`
-//! and goes through [`crate::atomic::write`].
+//! and goes through [`crate::system::atomic::write`].
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -75,7 +75,7 @@ impl Workplan {
 
     /// The file's text; a missing file is an empty checklist.
     fn read_text(&self) -> Result<String, TrackerError> {
-        match crate::atomic::read(&self.file) {
+        match crate::system::atomic::read(&self.file) {
             Ok(bytes) => {
                 String::from_utf8(bytes).map_err(|_| self.io("cannot read", "not UTF-8 text"))
             }
@@ -150,7 +150,7 @@ impl Workplan {
         let mut text = wp::assign_ids(&original);
         let result = edit(&mut text)?;
         if text != original {
-            crate::atomic::write(&self.file, text.as_bytes())
+            crate::system::atomic::write(&self.file, text.as_bytes())
                 .map_err(|e| self.io("cannot write", format!("{e:#}")))?;
         }
         Ok(result)
