@@ -15,7 +15,7 @@ pub fn history(
     since: DateTime<Utc>,
     limit: usize,
 ) -> Result<Vec<Event>> {
-    let sources = super::events::sources(paths, project)?;
+    let sources = super::event_feed::sources(paths, project)?;
     let mut all = Vec::new();
     for s in &sources {
         let mut entries = s.journal.listing();

@@ -11,7 +11,7 @@ mod check_config;
 pub mod claw;
 pub mod cost;
 pub mod dashboard;
-pub mod events;
+pub mod event_feed;
 pub mod held;
 pub mod history;
 pub mod init;

@@ -157,7 +157,7 @@ pub fn retry(paths: &Paths, a: BeadArgs) -> Result<i32> {
 pub fn logs(paths: &Paths, a: LogsArgs) -> Result<i32> {
     let inst = super::open_to_read(paths);
     let log = crate::app::logs::locate(&inst, &a.bead)?;
-    let stop = super::events::stop_on_signals();
+    let stop = super::stop_flag::stop_on_signals();
     let out = std::io::stdout().lock();
     if a.raw {
         let mut out = out;

@@ -20,7 +20,7 @@ mod check;
 mod cost;
 mod daemon;
 mod demo;
-mod events;
+mod event_feed;
 mod executors;
 mod held;
 mod init;
@@ -33,6 +33,7 @@ mod sandbox_exec;
 mod schedule;
 mod serve;
 mod sessions;
+mod stop_flag;
 mod story;
 pub use story::{
     ReportErrorArgs, ReviewArgs, ReviewCommand, StoryCommand, StoryNoteArgs, StoryResetArgs,
@@ -566,7 +567,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Worker(a) => worker::run(&paths, a),
         Command::Schedule(c) => schedule::run(&paths, c, cli.log_format),
         Command::Daemon(a) => daemon::run(&paths, a),
-        Command::Events(a) => events::run(&paths, a),
+        Command::Events(a) => event_feed::run(&paths, a),
         Command::Supervise(a) => supervise::run(&paths, a),
         Command::Tools(a) => tools::run(&paths, a),
         Command::Pause(a) => pause::pause(&paths, a),

@@ -7,7 +7,7 @@ use crate::app::supervise::{self, Handled, Options};
 use crate::system::paths::Paths;
 
 pub fn run(paths: &Paths, a: SuperviseArgs) -> Result<i32> {
-    let sources = crate::app::events::sources(paths, a.project.as_deref())?;
+    let sources = crate::app::event_feed::sources(paths, a.project.as_deref())?;
     let Some(_single) = supervise::single(paths)? else {
         if a.once {
             tracing::info!(
@@ -25,7 +25,7 @@ pub fn run(paths: &Paths, a: SuperviseArgs) -> Result<i32> {
         timeout: a.timeout,
         once: a.once,
     };
-    let stop = super::events::stop_on_signals();
+    let stop = super::stop_flag::stop_on_signals();
     let totals = supervise::run(&sources, &opts, stop, |h| match h {
         Handled::Acknowledged {
             event,

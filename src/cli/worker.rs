@@ -85,7 +85,7 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
     })
 }
 
-/// A claw project's worker: one turn of the loop (`worker::claw_turn`).
+/// A claw project's worker: one turn of the loop (`worker::claw`).
 fn claw_turn(
     paths: &Paths,
     config: &Config,
@@ -96,7 +96,7 @@ fn claw_turn(
     json: bool,
 ) -> Result<i32> {
     let slug = worker::slug_for(paths, &msg.project);
-    let turn = crate::worker::claw_turn::Turn {
+    let turn = crate::worker::claw::Turn {
         tracker,
         executor,
         actor: &config.tracker.actor,
@@ -112,7 +112,7 @@ fn claw_turn(
         println!("{line}");
     }
     Ok(match end {
-        crate::worker::claw_turn::TurnEnd::Completed { .. } => EXIT_OK,
+        crate::worker::claw::TurnEnd::Completed { .. } => EXIT_OK,
         _ => EXIT_STOPPED,
     })
 }

@@ -261,7 +261,7 @@ async fn guard(State(s): State<Arc<Server>>, req: Request, next: Next) -> Respon
 /// One thread follows every project's journal from now on: each event goes to the stream's
 /// clients and makes the snapshot stale.
 fn follow_events(server: &Arc<Server>) -> Result<()> {
-    let sources = crate::app::events::sources(&server.inst.paths, None)?;
+    let sources = crate::app::event_feed::sources(&server.inst.paths, None)?;
     let weak = Arc::downgrade(server);
     static NEVER: AtomicBool = AtomicBool::new(false);
     std::thread::Builder::new()
@@ -269,7 +269,7 @@ fn follow_events(server: &Arc<Server>) -> Result<()> {
         .spawn(move || {
             let all: Vec<&crate::events::stream::Source> = sources.iter().collect();
             let mut cursor = crate::events::stream::cursor_at_end(&all);
-            crate::app::events::follow(&sources, &mut cursor, &NEVER, |e| {
+            crate::app::event_feed::follow(&sources, &mut cursor, &NEVER, |e| {
                 let Some(s) = weak.upgrade() else {
                     return false;
                 };

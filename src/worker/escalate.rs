@@ -14,16 +14,16 @@ use crate::retry::{self, AfterFailure};
 
 use crate::workspace::Workspace;
 
+use super::bead::attempt::Failure;
+use super::bead::finish::push;
 use super::context::Loaded;
-use super::execute::Failure;
-use super::finish::push;
 use super::{clip, first_line, Ending, Run, Worker};
 use crate::lifecycle::tracker_files;
 
 impl Worker<'_> {
     /// A failed attempt: recorded, then the bead goes back to open to wait its backoff, or, when
     /// its breaker trips, it is given up ([`crate::retry`]).
-    pub(super) fn failed(
+    pub(super) fn after_failed_attempt(
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
@@ -187,7 +187,12 @@ impl Worker<'_> {
     }
 
     /// After an error past the claim: block the bead if it still can be, and tell a person.
-    pub(super) fn fail(&self, run: &mut Run<'_, '_>, l: &Loaded, e: &anyhow::Error) -> Ending {
+    pub(super) fn ended_by_error(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        e: &anyhow::Error,
+    ) -> Ending {
         let error = format!("{e:#}");
         // A lock another worker held all along is a wait, not a failure: the bead is handed
         // back to be retried, uncounted, and nobody is paged.

@@ -15,23 +15,20 @@
 //! to commit or push, and a termination signal waits until the fixed steps are done.
 
 pub mod ask;
+mod bead;
 mod claim;
-pub mod claw_turn;
+pub mod claw;
 mod context;
 mod escalate;
-mod events;
-mod exec;
-mod execute;
-mod finish;
-mod openclaw;
-mod preset_exec;
+pub mod executor;
 mod protocol;
 pub use protocol::{apply_by_hand, dispatch_one, Applied};
 pub mod report;
-mod stop;
-mod tee;
+mod task_events;
 
 use std::time::Instant;
+
+use executor::stop;
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
@@ -44,12 +41,11 @@ use crate::tracker::Tracker;
 use crate::workspace::{GitWorktrees, Workspace, WorkspaceMode, Workspaces};
 
 use context::Loaded;
-use execute::Attempts;
 
+pub use bead::attempt::executor_for;
 pub use context::slug_for;
-pub use exec::{work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor};
-pub use execute::executor_for;
-pub use preset_exec::PresetExecutor;
+pub use executor::preset::PresetExecutor;
+pub use executor::{work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor};
 
 /// How a worker run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -143,7 +139,7 @@ impl Run<'_, '_> {
         let detail = detail.into();
         tracing::info!(bead = %self.msg.bead, step = name, "{detail}");
         self.steps.push(Step { name, detail });
-        if let Some(state) = events::state_of(name).filter(|_| self.started) {
+        if let Some(state) = task_events::state_of(name).filter(|_| self.started) {
             let journal = crate::events::Journal::of_project(&self.msg.project);
             let now = chrono::Utc::now();
             let bead = self.msg.bead.as_str();
@@ -205,12 +201,12 @@ impl Worker<'_> {
             None => {
                 crate::crash_point!("worker::after_claim");
                 self.work(&mut run, &l, started)
-                    .unwrap_or_else(|e| self.fail(&mut run, &l, &e))
+                    .unwrap_or_else(|e| self.ended_by_error(&mut run, &l, &e))
             }
         };
         self.close_workspace(&mut run, &l, matches!(ending, Ending::Held { .. }));
         self.commit_tracker(&mut run, &ending);
-        let told = events::ending(
+        let told = task_events::ending(
             &ending,
             msg.bead.as_str(),
             &msg.iteration.to_string(),
@@ -263,54 +259,7 @@ impl Worker<'_> {
         if protocol {
             return self.protocol(run, l, &bead, started);
         }
-        let (ws, ready) = self.open_workspace(run, l)?;
-        if let Some(setup) = ready.setup.filter(|s| !s.ok) {
-            // The agent does not run; the next attempt's prompt shows what the setup said.
-            let why = format!(
-                "the project's setup command failed in the new workspace ({}): {}",
-                setup.ended,
-                clip(&setup.output, 1500)
-            );
-            return self.failed_before(run, l, &ws, &bead, &expected, why, setup.output);
-        }
-        run.started(l, &bead.title);
-        run.notify(
-            l,
-            NotificationEvent::BeadStart,
-            &format!("[{}] Started {bead_id}: {}", l.slug, bead.title),
-        );
-        let attempts = self.execute(run, l, &ws, &bead, &expected, started)?;
-        crate::crash_point!("worker::after_agent");
-        // The agent answered (a pass, a question, a guardrail): the provider works and the
-        // bead's earlier failures are behind it; a pass once its work got past the repository's
-        // commit hooks (a refusal there is a failure that counts).
-        let succeeded = || {
-            let store = crate::retry::store::Store::in_dir(&self.paths.braids_dir);
-            let now = chrono::Utc::now();
-            if let Err(e) = store.update(|a| a.succeed(&run.msg.project, bead_id, now)) {
-                tracing::warn!(bead = %bead_id, "cannot record the attempt: {e:#}");
-            }
-        };
-        if matches!(attempts, Attempts::Question | Attempts::Guardrail(_)) {
-            succeeded();
-        }
-        match attempts {
-            Attempts::Passed {
-                report,
-                deliverable,
-            } => {
-                let ending = self.finish(run, l, &ws, &bead, &report, &deliverable);
-                if !matches!(ending, Ok(Ending::Retrying { .. }) | Err(_))
-                    && !run.steps.iter().any(|s| s.name == "retry")
-                {
-                    succeeded();
-                }
-                ending
-            }
-            Attempts::Question => Ok(Ending::AwaitingHuman),
-            Attempts::Guardrail(report) => self.guardrail(run, l, &bead, report.summary.as_deref()),
-            Attempts::Failed(failure) => self.failed(run, l, &ws, &bead, &expected, failure),
-        }
+        self.bead(run, l, &bead, &expected, started)
     }
 
     /// Where workspaces live: outside every project (see [`crate::workspace`]).

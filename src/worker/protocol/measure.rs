@@ -34,7 +34,7 @@ impl Worker<'_> {
     ) -> StoryState {
         let deadline = Duration::from_secs(u64::from(rule.timeout_min.max(1)) * 60);
         // The run counts as activity, so a quiet suite is not stopped as stalled.
-        let _ = super::super::tee::touch(&self.paths.activity(&l.slug, bead));
+        let _ = super::super::executor::tee::touch(&self.paths.activity(&l.slug, bead));
         let ran = crate::testrun::run(&ws.dir, cmd, deadline);
         let file = work_dir(&self.paths.braids_dir, &l.slug, bead)
             .join(format!("tests-{}-{}.log", applied.step, applied.attempt));

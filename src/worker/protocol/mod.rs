@@ -30,7 +30,7 @@ use crate::protocol::{dispatch, measured, overrides, team, Action, Rule, Status,
 use crate::workspace::{Workspace, WorkspaceMode};
 
 use super::context::Loaded;
-use super::execute::agent_budget;
+use super::executor::agent_budget;
 use super::{clip, work_dir, Ending, Run, Worker};
 
 mod end;

@@ -14,7 +14,8 @@ use crate::protocol::{team, Rule, Runner, Status};
 use crate::workspace::Workspace;
 
 use super::super::context::Loaded;
-use super::super::{clip, stop, work_dir, ExecRequest, ExecResult, Run, Worker};
+use super::super::executor::stop;
+use super::super::{clip, work_dir, ExecRequest, ExecResult, Run, Worker};
 use super::Ran;
 
 /// Paths braids' own `commit` step leaves out: status reports, the executor's notes, and what

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::agent::{session, AgentOutcome, Launch, Preset, PresetSettings, Prompt};
 
-use super::exec::{run_agent, ExecRequest, ExecResult, Executor};
+use super::{run_agent, ExecRequest, ExecResult, Executor};
 
 /// A preset, its settings and the project's model.
 pub struct PresetExecutor {
@@ -130,7 +130,7 @@ fn codex_provider(settings: &PresetSettings) -> Option<String> {
 }
 
 /// The session to keep when an attempt ends with a question: the CLI's id and its totals.
-pub(super) fn keep_for_answer(work_dir: &std::path::Path, outcome: &AgentOutcome) {
+pub(in crate::worker) fn keep_for_answer(work_dir: &std::path::Path, outcome: &AgentOutcome) {
     let Some(id) = outcome.session.clone() else {
         return;
     };

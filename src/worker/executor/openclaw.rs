@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use serde_json::{json, Map, Value};
 
-use super::exec::{ExecRequest, ExecResult, Executor};
+use super::{ExecRequest, ExecResult, Executor};
 use crate::model::SessionLabel;
 use crate::session::openclaw::{session_key, Gateway, OpenClawSettings, Started, Waited};
 use crate::session::Placement;

@@ -1,7 +1,6 @@
-//! `braids events` and the stop flag the long-running commands share.
+//! `braids events`: every project's events printed as lines or JSON, once or followed.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 
@@ -12,8 +11,8 @@ use crate::system::paths::Paths;
 pub fn run(paths: &Paths, a: EventsArgs) -> Result<i32> {
     // Only for its warning: a person learns of a broken config.toml whatever they run.
     let _ = super::open_to_read(paths);
-    let sources = crate::app::events::sources(paths, a.project.as_deref())?;
-    let mut cursor = crate::app::events::cursor(&sources, a.since);
+    let sources = crate::app::event_feed::sources(paths, a.project.as_deref())?;
+    let mut cursor = crate::app::event_feed::cursor(&sources, a.since);
     let mut out = std::io::stdout().lock();
     // A reader that went away (`braids events | head`) ends the command, quietly.
     let mut each = |e: &Event| {
@@ -25,9 +24,14 @@ pub fn run(paths: &Paths, a: EventsArgs) -> Result<i32> {
         writeln!(out, "{line}").and_then(|()| out.flush()).is_ok()
     };
     if a.follow {
-        crate::app::events::follow(&sources, &mut cursor, stop_on_signals(), &mut each);
+        crate::app::event_feed::follow(
+            &sources,
+            &mut cursor,
+            super::stop_flag::stop_on_signals(),
+            &mut each,
+        );
     } else {
-        crate::app::events::list(&sources, &mut cursor, &mut each);
+        crate::app::event_feed::list(&sources, &mut cursor, &mut each);
     }
     Ok(EXIT_OK)
 }
@@ -54,28 +58,4 @@ pub fn text(e: &Event) -> String {
         line.push_str(&format!("  {}={v}", clip(k, 60)));
     }
     line
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn raise_stop(_: nix::libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// A flag raised by SIGTERM or SIGINT (the handler only stores to an atomic, which is
-/// async-signal-safe): long-running commands finish what they are doing and return.
-pub fn stop_on_signals() -> &'static AtomicBool {
-    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-    let action = SigAction::new(
-        SigHandler::Handler(raise_stop),
-        SaFlags::SA_RESTART,
-        SigSet::empty(),
-    );
-    for sig in [Signal::SIGTERM, Signal::SIGINT] {
-        // SAFETY: the handler only stores to a static atomic.
-        if let Err(e) = unsafe { sigaction(sig, &action) } {
-            tracing::warn!("cannot handle {sig}: {e}");
-        }
-    }
-    &STOP
 }

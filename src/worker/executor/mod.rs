@@ -7,6 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+pub mod openclaw;
+pub mod preset;
+pub mod stop;
+pub mod tee;
+
 use crate::model::BeadId;
 use crate::notifier::expand;
 use crate::system::proc::{Detach, ProcessGroup};
@@ -24,7 +29,7 @@ pub struct ExecRequest {
     /// Where the status report must be written (the bead's own `executor-result`).
     pub result_file: PathBuf,
     pub timeout: Duration,
-    /// Touched while the agent prints or changes files (see [`super::tee`]).
+    /// Touched while the agent prints or changes files (see [`tee`]).
     pub activity: PathBuf,
     /// The role, when this run is one of a protocol team step's agents running at once.
     pub role: Option<String>,
@@ -110,7 +115,7 @@ pub(super) fn run_agent(
     req: &ExecRequest,
     prompt_on_stdin: bool,
     (grace, sandbox): (Duration, &crate::system::sandbox::Settings),
-    lines: Option<super::tee::LineSink>,
+    lines: Option<tee::LineSink>,
 ) -> anyhow::Result<(ExecResult, String)> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut wrapped = None;
@@ -177,7 +182,7 @@ pub(super) fn run_agent(
     let mut group = ProcessGroup::spawn(cmd, Detach::Group)
         .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
     let pgid = group.id() as i32;
-    super::stop::agent_started(pgid);
+    stop::agent_started(pgid);
     let outputs: Vec<Box<dyn std::io::Read + Send>> = match group.leader() {
         Some(child) => {
             let out = child
@@ -192,8 +197,7 @@ pub(super) fn run_agent(
         }
         None => Vec::new(),
     };
-    let tee =
-        super::tee::Tee::start_with(outputs, req.activity.clone(), &req.workspace, true, lines);
+    let tee = tee::Tee::start_with(outputs, req.activity.clone(), &req.workspace, true, lines);
     let timed_out = !group.wait(Some(req.timeout));
     if timed_out {
         tracing::warn!(bead = %req.bead, "executor exceeded {}s; stopping it", req.timeout.as_secs());
@@ -201,7 +205,7 @@ pub(super) fn run_agent(
     }
     // Whatever the agent left running in its group goes with it.
     let status = group.finish();
-    super::stop::agent_gone(pgid);
+    stop::agent_gone(pgid);
     let status = status?;
     let (tail, stderr) = tee.finish_both();
     Ok((
@@ -220,6 +224,27 @@ pub fn work_dir(braids_dir: &Path, slug: &str, bead: &BeadId) -> PathBuf {
     braids_dir.join("work").join(slug).join(bead.as_str())
 }
 
+/// The part of WorkerTimeout the agent may use, counted from the worker's start: a tenth (at
+/// most five minutes) is kept for the fixed steps after it, so the worker blocks or completes
+/// the bead itself before the tick would stop it as a zombie (2.6).
+pub(in crate::worker) fn agent_budget(worker_timeout: Duration) -> Duration {
+    worker_timeout - (worker_timeout / 10).min(Duration::from_secs(300))
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn agent_budget_keeps_a_tenth_for_the_fixed_steps() {
+        let s = Duration::from_secs;
+        assert_eq!(agent_budget(s(3)), Duration::from_millis(2700));
+        assert_eq!(agent_budget(s(1000)), s(900));
+        assert_eq!(agent_budget(s(3600)), s(3300), "at most five minutes");
+        assert_eq!(agent_budget(s(36_000)), s(35_700));
+    }
+}
+
 #[cfg(test)]
 mod readme_tests {
     /// Every placeholder an argv template may use and every `BRAIDS_*` variable an agent gets
@@ -228,7 +253,7 @@ mod readme_tests {
     fn every_placeholder_and_variable_is_in_the_readme_table() {
         let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
             .expect("README.md");
-        let source = include_str!("exec.rs");
+        let source = include_str!("mod.rs");
         let quoted = |after: &str| -> Vec<String> {
             source
                 .split(after)

@@ -2,7 +2,7 @@
 //! code, its status report and a deliverable it wrote. A failed attempt is retried by a later
 //! worker after a backoff, or the bead blocked (3.10, [`crate::retry`]). A
 //! question from the agent blocks the bead until a person answers. Running the process is
-//! [`super::exec`]'s.
+//! [`crate::worker::executor`]'s.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -13,16 +13,17 @@ use crate::config::Config;
 use crate::format::{deliverable, project::ProjectConfig};
 use crate::model::{Bead, BeadId, NotificationEvent};
 
-use super::context::{self, Loaded};
-use super::report::{self, StatusReport};
 use crate::system::beneath;
 use crate::system::proc::exit_text;
+use crate::worker::context::{self, Loaded};
+use crate::worker::report::{self, StatusReport};
 use crate::workspace::Workspace;
 
-use super::{stop, work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor, Run, Worker};
+use crate::worker::executor::stop;
+use crate::worker::{work_dir, ArgvExecutor, ExecRequest, ExecResult, Executor, Run, Worker};
 
 /// How the attempts ended.
-pub(super) enum Attempts {
+pub(in crate::worker) enum AttemptEnd {
     /// An attempt passed with this report and deliverable.
     Passed {
         report: StatusReport,
@@ -37,14 +38,14 @@ pub(super) enum Attempts {
 }
 
 /// Why an attempt failed; when the bead is given up, what the partial deliverable says (3.10).
-pub(super) struct Failure {
+pub(in crate::worker) struct Failure {
     /// The bead's deliverable if this run's attempt wrote one.
-    pub(super) fresh: Option<PathBuf>,
-    pub(super) why: String,
+    pub(in crate::worker) fresh: Option<PathBuf>,
+    pub(in crate::worker) why: String,
     /// One line per attempt, oldest first.
-    pub(super) tried: Vec<String>,
+    pub(in crate::worker) tried: Vec<String>,
     /// How the agent's run ended (exit, timeout, output), for the failure's signature.
-    pub(super) result: ExecResult,
+    pub(in crate::worker) result: ExecResult,
 }
 
 /// The agent a worker runs for a project's bead: the gateway session of its label when the
@@ -60,7 +61,7 @@ pub fn executor_for(
     let backend = placement.backend_or(config.sessions.backend);
     if backend == crate::session::BackendKind::OpenClaw {
         if let Ok(label) = crate::model::SessionLabel::new(slug, bead.clone()) {
-            return Box::new(super::openclaw::SessionAgent::new(
+            return Box::new(crate::worker::executor::openclaw::SessionAgent::new(
                 &config.openclaw,
                 &placement,
                 label,
@@ -90,7 +91,7 @@ pub fn executor_for(
                 .collect();
             let mut state: Vec<&str> = preset.state_dirs().to_vec();
             state.extend(moved.iter().map(String::as_str));
-            Box::new(super::PresetExecutor {
+            Box::new(crate::worker::PresetExecutor {
                 preset,
                 settings,
                 model: placement.model,
@@ -106,17 +107,10 @@ pub fn executor_for(
     }
 }
 
-/// The part of WorkerTimeout the agent may use, counted from the worker's start: a tenth (at
-/// most five minutes) is kept for the fixed steps after it, so the worker blocks or completes
-/// the bead itself before the tick would stop it as a zombie (2.6).
-pub(super) fn agent_budget(worker_timeout: Duration) -> Duration {
-    worker_timeout - (worker_timeout / 10).min(Duration::from_secs(300))
-}
-
 impl Worker<'_> {
     /// Runs the agent once: a failed attempt is retried by a later worker, after a backoff
     /// ([`crate::retry`]). From then on a termination signal waits for the fixed steps.
-    pub(super) fn execute(
+    pub(in crate::worker) fn attempt(
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
@@ -124,11 +118,11 @@ impl Worker<'_> {
         bead: &Bead,
         expected: &Path,
         started: Instant,
-    ) -> Result<Attempts> {
+    ) -> Result<AttemptEnd> {
         let msg = run.msg;
         let bead_id = &msg.bead;
         if let Some(why) = self.executor.unavailable() {
-            return Ok(Attempts::Failed(Failure {
+            return Ok(AttemptEnd::Failed(Failure {
                 fresh: None,
                 why,
                 tried: Vec::new(),
@@ -152,14 +146,14 @@ impl Worker<'_> {
         // A deliverable counts only if this run wrote it, not one left by an earlier run.
         let before = deliverables_now(&ws.dir, &iteration_dir, bead_id);
         let timeout = Duration::from_secs(l.project.worker_timeout);
-        let deadline = started + agent_budget(timeout);
+        let deadline = started + crate::worker::executor::agent_budget(timeout);
         // In a worktree of its own the agent is alone, so the shared report file is its own.
         let alone = l.project.max_workers <= 1 || !ws.is_shared();
         let mut inbox = report::Inbox::new(&ws.dir, bead_id, alone);
         inbox.clear();
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Ok(Attempts::Failed(Failure {
+            return Ok(AttemptEnd::Failed(Failure {
                 fresh: None,
                 why: "the executor did not succeed".into(),
                 tried: vec![format!(
@@ -205,22 +199,22 @@ impl Worker<'_> {
             self.paths.finishing(&l.slug, &run.msg.bead),
         ));
         if let Some(r) = report.as_ref().filter(|r| r.guardrail_conflict()) {
-            return Ok(Attempts::Guardrail(r.clone()));
+            return Ok(AttemptEnd::Guardrail(r.clone()));
         }
         if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
             if let Some(a) = &agent {
-                super::preset_exec::keep_for_answer(&wd, a);
+                crate::worker::executor::preset::keep_for_answer(&wd, a);
             }
             self.ask(run, l, r)?;
-            return Ok(Attempts::Question);
+            return Ok(AttemptEnd::Question);
         }
         if let (Some(r), Some(p), true) = (report, fresh.clone(), verdict.starts_with("pass")) {
-            return Ok(Attempts::Passed {
+            return Ok(AttemptEnd::Passed {
                 report: r,
                 deliverable: p,
             });
         }
-        Ok(Attempts::Failed(Failure {
+        Ok(AttemptEnd::Failed(Failure {
             fresh,
             why: "the executor did not succeed".into(),
             tried: vec![verdict],
@@ -500,29 +494,14 @@ fn judge(
             "reported pass but wrote no deliverable with a Summary".into()
         }
         (code, status, _) => {
-            let said = rep
-                .summary
-                .as_deref()
-                .map_or(String::new(), |s| format!(": {}", super::clip(s, 200)));
+            let said = rep.summary.as_deref().map_or(String::new(), |s| {
+                format!(": {}", crate::worker::clip(s, 200))
+            });
             format!(
                 "{}, status {}{invalid}{said}",
                 exit_text(code),
                 status.as_str()
             )
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn agent_budget_keeps_a_tenth_for_the_fixed_steps() {
-        let s = Duration::from_secs;
-        assert_eq!(agent_budget(s(3)), Duration::from_millis(2700));
-        assert_eq!(agent_budget(s(1000)), s(900));
-        assert_eq!(agent_budget(s(3600)), s(3300), "at most five minutes");
-        assert_eq!(agent_budget(s(36_000)), s(35_700));
     }
 }

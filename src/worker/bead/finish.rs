@@ -15,15 +15,15 @@ use crate::lifecycle::{tracker_files, TRACKER_FILES};
 use crate::model::{Autonomy, Bead, IterationStatus, NotificationEvent};
 use crate::workspace::{Landing, Workspace, Workspaces};
 
-use super::context::Loaded;
-use super::report::{self, StatusReport};
-use super::{clip, first_line, Ending, Run, Worker};
+use crate::worker::context::Loaded;
+use crate::worker::report::{self, StatusReport};
+use crate::worker::{clip, first_line, Ending, Run, Worker};
 
 const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Worker<'_> {
     /// Closes, commits, completes the iteration when done, pushes and notifies.
-    pub(super) fn finish(
+    pub(in crate::worker) fn finish(
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
@@ -306,7 +306,7 @@ impl Worker<'_> {
     /// A failed attempt for `why` that is not the agent's run (a commit hook refused its work,
     /// the project's setup command failed): `output` reaches the next attempt's prompt.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn failed_before(
+    pub(in crate::worker) fn failed_before(
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
@@ -316,17 +316,17 @@ impl Worker<'_> {
         why: String,
         output: String,
     ) -> Result<Ending> {
-        let failure = super::execute::Failure {
+        let failure = crate::worker::bead::attempt::Failure {
             fresh: Some(deliverable.to_path_buf()),
             why: why.clone(),
             tried: vec![why],
-            result: super::exec::ExecResult {
+            result: crate::worker::executor::ExecResult {
                 code: Some(1),
                 tail: output,
                 ..Default::default()
             },
         };
-        self.failed(run, l, ws, bead, deliverable, failure)
+        self.after_failed_attempt(run, l, ws, bead, deliverable, failure)
     }
 
     /// Blocks the bead with `reason` and tells a person (a blocker notification).
@@ -462,7 +462,7 @@ fn relative(ws: &Workspace, p: &Path) -> PathBuf {
 }
 
 /// How a push went.
-pub(super) enum Push {
+pub(in crate::worker) enum Push {
     NoUpstream,
     /// Pushed, but for the commits that conflict with an upstream others pushed to.
     Pushed(Vec<crate::git::Kept>),
@@ -493,7 +493,7 @@ impl Push {
 /// 4.4: push when there is an upstream, retrying once (3.10). A failure is reported, not
 /// fatal: it is remembered (`git::push_recorded`) and the next tick retries it. The caller
 /// holds the repository lock. `branch` is the one the commit went onto.
-pub(super) fn push(run: &mut Run<'_, '_>, root: &Path, branch: Option<&str>) -> Push {
+pub(in crate::worker) fn push(run: &mut Run<'_, '_>, root: &Path, branch: Option<&str>) -> Push {
     // Said once while it lasts (a mark in `.git/`, never committed), not by every bead.
     let told = root.join(".git/braids-no-upstream");
     let Some(branch) = branch.filter(|b| crate::git::has_upstream(root, b)) else {

@@ -23,10 +23,10 @@ const WATCH_EVERY: Duration = Duration::from_secs(20);
 const LINE_MAX: usize = 4 * 1024 * 1024;
 
 /// What reads the agent's stdout a line at a time (a preset's [`crate::agent::StreamReader`]).
-pub(super) type LineSink = Arc<Mutex<Box<dyn crate::agent::StreamReader>>>;
+pub(in crate::worker) type LineSink = Arc<Mutex<Box<dyn crate::agent::StreamReader>>>;
 
 /// A running agent's output readers and workspace watcher.
-pub(super) struct Tee {
+pub(in crate::worker) struct Tee {
     tail: Arc<Mutex<VecDeque<u8>>>,
     /// The end of the last output alone (stderr), for a reader that explains a failure.
     err_tail: Arc<Mutex<VecDeque<u8>>>,
@@ -39,7 +39,7 @@ impl Tee {
     /// Starts copying `outputs` (the agent's stdout and stderr) to the worker's stderr (when
     /// `echo`; a test's output must not land in the test runner's), and watching `workspace`.
     /// `mark` is the activity file.
-    pub(super) fn start(
+    pub(in crate::worker) fn start(
         outputs: Vec<Box<dyn Read + Send>>,
         mark: PathBuf,
         workspace: &Path,
@@ -49,7 +49,7 @@ impl Tee {
     }
 
     /// [`Tee::start`], with `lines` fed every line of the first output (stdout) as it comes.
-    pub(super) fn start_with(
+    pub(in crate::worker) fn start_with(
         outputs: Vec<Box<dyn Read + Send>>,
         mark: PathBuf,
         workspace: &Path,
@@ -113,12 +113,12 @@ impl Tee {
 
     /// Waits (briefly: a process that escaped the agent's group may hold the pipe) for the
     /// readers to reach the end, stops the watcher, and returns the output's last kilobytes.
-    pub(super) fn finish(self) -> String {
+    pub(in crate::worker) fn finish(self) -> String {
         self.finish_both().0
     }
 
     /// [`Tee::finish`], with the end of stderr alone as well.
-    pub(super) fn finish_both(self) -> (String, String) {
+    pub(in crate::worker) fn finish_both(self) -> (String, String) {
         let deadline = Instant::now() + Duration::from_secs(2);
         for _ in 0..self.readers {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -185,7 +185,7 @@ impl Marker {
 }
 
 /// Sets `path`'s mtime to now, creating it (and its directory) when missing.
-pub(super) fn touch(path: &Path) -> std::io::Result<()> {
+pub(in crate::worker) fn touch(path: &Path) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }

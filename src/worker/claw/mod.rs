@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 use chrono::Utc;
 
-use super::{ExecRequest, Executor};
 use crate::claw::loopstate::{self, RunEnd};
 use crate::claw::status_block::{self, ClawStatus, Said};
 use crate::claw::tasks::Plan;
@@ -26,6 +25,7 @@ use crate::events::status::State;
 use crate::events::{Draft, Journal, Kind};
 use crate::model::{BeadId, SpawnMessage};
 use crate::tracker::{ClaimOutcome, Tracker};
+use crate::worker::{ExecRequest, Executor};
 
 /// How a turn ended, for the worker's exit code and `--json`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -85,7 +85,7 @@ impl Turn<'_> {
         let started = Instant::now();
         // One deadline for the whole turn, inside WorkerTimeout, with room for the fixed steps
         // after it: the tick never has to stop a turn as a zombie.
-        let deadline = started + super::execute::agent_budget(self.worker_timeout);
+        let deadline = started + crate::worker::executor::agent_budget(self.worker_timeout);
         let left = || deadline.saturating_duration_since(Instant::now());
         let journal = Journal::of_project(root);
         let tell = |drafts: Vec<Draft>| crate::events::emit(root, self.slug, drafts);
@@ -173,7 +173,7 @@ impl Turn<'_> {
                 Some(_) => None,
                 None => result_text
                     .as_deref()
-                    .and_then(super::report::parse_executor_result),
+                    .and_then(crate::worker::report::parse_executor_result),
             };
             let asked = said
                 .as_ref()
@@ -434,7 +434,7 @@ fn run_checks(
             return Err("the turn ran out of time before the checks could run".into());
         }
         // Each check counts as activity, so a quiet test suite is not stopped as stalled.
-        let _ = super::tee::touch(activity);
+        let _ = crate::worker::executor::tee::touch(activity);
         let out = crate::system::proc::Invocation::new(argv)
             .cwd(root)
             .timeout(timeout)
