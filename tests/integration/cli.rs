@@ -1,4 +1,4 @@
-//! The issue-2 commands as a person runs them: `init`, `new`, `iteration`, and `--help`.
+//! The first commands as a person runs them: `init`, `new`, `iteration`, and `--help`.
 
 use crate::support::{br_path, Sandbox};
 

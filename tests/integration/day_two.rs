@@ -1,4 +1,4 @@
-//! A person's day-two commands (issue 16): `beads`, `answer`, `retry`, `kill --requeue|--block`,
+//! A person's day-two commands: `beads`, `answer`, `retry`, `kill --requeue|--block`,
 //! `logs`, `history` and `sessions`, against real ticks, real `braids worker` processes, a real
 //! `br` and a scripted agent; and every error a person can run into.
 

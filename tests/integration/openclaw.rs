@@ -1,6 +1,6 @@
 //! The OpenClaw recipes in README.md and config.toml's template, and the `openclaw` executor
 //! preset's command, against the installed
-//! `openclaw` CLI (issue 17): every flag a recipe passes must be one the CLI's help lists, so a
+//! `openclaw` CLI: every flag a recipe passes must be one the CLI's help lists, so a
 //! recipe cannot rot silently when OpenClaw changes.
 //!
 //! `.ci/run` installs Node 24 and `openclaw` into /opt/openclaw (the machine's own Node is too

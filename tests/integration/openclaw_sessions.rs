@@ -1,4 +1,4 @@
-//! Workers whose agent is an OpenClaw session (issue 17), against the real OpenClaw CLI and a
+//! Workers whose agent is an OpenClaw session, against the real OpenClaw CLI and a
 //! real gateway on loopback: the real `braids` binary, real `br` and git, and a stand-in model
 //! ([`crate::support::standin_model`]) that the gateway calls as a custom provider.
 //!

@@ -1,4 +1,4 @@
-//! The protocol pipeline (issue 13) end to end: real ticks, real `braids worker` processes,
+//! The protocol pipeline end to end: real ticks, real `braids worker` processes,
 //! real `br`, real git with a bare upstream, and a scripted agent that reads each prompt and
 //! writes HANDOFF.md. Three stories of one project under MaxWorkers 3:
 //! - A walks all ten steps through a rejected review (needs_clarification → bdd, with a note

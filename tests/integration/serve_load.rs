@@ -1,7 +1,7 @@
 //! A bounded load test of `braids serve`, on loopback: 200 server-sent-event clients and 500
 //! API requests a second for 60 s, with a tick every 5 s whose workers write events. No request
 //! may fail and every stream client must see events; the latencies (p50, p99, max) and the
-//! server's memory are printed for the note.
+//! server's memory are printed for the performance notes.
 //!
 //! Long, so opt-in: `scripts/load` (or `cargo test --features failpoints --test integration
 //! -- --ignored serve_load`); `BRAIDS_LOAD_SECS` shortens it.

@@ -1,4 +1,4 @@
-//! Workers as jobs of a real single-node Slurm (issue 17): munged, slurmctld and slurmd started
+//! Workers as jobs of a real single-node Slurm: munged, slurmctld and slurmd started
 //! for each test by `scripts/slurm-cluster` under the test's own directory, the real `braids`
 //! binary, a real `br` and git, and stand-in agents.
 //!

@@ -1,4 +1,4 @@
-//! The worker end to end (issue 4, "Done means"): a real `br`, a real git repository pushing to
+//! The worker end to end: a real `br`, a real git repository pushing to
 //! a bare upstream, a real local HTTP server as the notification webhook, the real `braids`
 //! binary — and scripted `sh` agents standing in for the LLM, the only scripted part.
 //!
@@ -896,7 +896,7 @@ esac
         ids[0], ids[1], ids[2]
     ));
     // The stale HANDOFF.md is not read as this run's report: the run has none, and its exit
-    // 0 and fresh deliverable complete the bead (issue 15 item 8), saying so.
+    // 0 and fresh deliverable complete the bead, saying so.
     let out = p.worker(&ids[0]);
     assert_eq!(out.ending(), "completed", "unchanged HANDOFF.md: {out:?}");
     assert!(
@@ -1308,7 +1308,7 @@ fn c2_6_a_killed_worker_takes_its_agent_along() {
 fn c2_6_a_stop_signal_storm_during_the_fixed_steps_never_cuts_a_landing() {
     // A zombie kill signals the worker's whole process group. The worker holds the signal
     // over its fixed steps, but a signal arriving while it starts a helper (each landing runs
-    // a dozen `git`s) used to reach the new child before it left the group and kill it.
+    // a dozen `git`s) could reach the new child before it left the group and kill it.
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     let p = Project::new();
     let ids = p.plan("active", &["Land under fire"]);
