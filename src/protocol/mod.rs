@@ -41,15 +41,14 @@ pub enum Pipeline {
     Claw,
 }
 
+/// A field's value as a keyword: trimmed, unquoted from backticks, lowercase.
+fn keyword(s: &str) -> String {
+    s.trim().trim_matches('`').trim().to_ascii_lowercase()
+}
+
 impl Pipeline {
     pub fn parse(s: &str) -> Option<Pipeline> {
-        match s
-            .trim()
-            .trim_matches('`')
-            .trim()
-            .to_ascii_lowercase()
-            .as_str()
-        {
+        match keyword(s).as_str() {
             "single" | "worker" | "default" => Some(Pipeline::Single),
             "protocol" | "acp" => Some(Pipeline::Protocol),
             "claw" => Some(Pipeline::Claw),

@@ -28,13 +28,7 @@ pub enum Layout {
 
 impl Layout {
     pub fn parse(s: &str) -> Option<Layout> {
-        match s
-            .trim()
-            .trim_matches('`')
-            .trim()
-            .to_ascii_lowercase()
-            .as_str()
-        {
+        match super::keyword(s).as_str() {
             "single" | "state.json" => Some(Layout::Single),
             "per-story" | "per_story" | "perstory" | "states" => Some(Layout::PerStory),
             _ => None,

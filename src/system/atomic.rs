@@ -18,25 +18,13 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     };
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create directory {}", dir.display()))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".braids-tmp-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
     // An existing file keeps its mode; a new one gets what the process's umask allows, as a
     // plain `open(O_CREAT, 0666)` would (the temp file itself is created 0600).
     let mode = match std::fs::metadata(path) {
         Ok(meta) => meta.permissions(),
-        Err(_) => {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::Permissions::from_mode(0o666 & !umask())
-        }
+        Err(_) => new_file_mode(),
     };
-    let _ = tmp.as_file().set_permissions(mode);
-    tmp.as_file()
-        .sync_all()
-        .with_context(|| format!("cannot sync {}", path.display()))?;
+    let tmp = synced_temp(dir, path, bytes, mode)?;
     tmp.persist(path)
         .map_err(|e| e.error)
         .with_context(|| format!("cannot replace {}", path.display()))?;
@@ -44,6 +32,33 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// A temp file beside `path` holding `bytes` with `mode`, synced to disk: ready to be renamed
+/// or linked to its final name.
+fn synced_temp(
+    dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: std::fs::Permissions,
+) -> Result<tempfile::NamedTempFile> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".braids-tmp-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let _ = tmp.as_file().set_permissions(mode);
+    tmp.as_file()
+        .sync_all()
+        .with_context(|| format!("cannot sync {}", path.display()))?;
+    Ok(tmp)
+}
+
+/// What a new file's mode is under the process's umask.
+fn new_file_mode() -> std::fs::Permissions {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::Permissions::from_mode(0o666 & !umask())
 }
 
 /// The process's umask, read without changing it (`/proc/self/status`, Linux 4.7+); 022 when
@@ -207,19 +222,7 @@ pub fn publish(path: &Path, bytes: &[u8]) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".braids-tmp-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    use std::os::unix::fs::PermissionsExt;
-    let _ = tmp
-        .as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o666 & !umask()));
-    tmp.as_file()
-        .sync_all()
-        .with_context(|| format!("cannot sync {}", path.display()))?;
+    let tmp = synced_temp(dir, path, bytes, new_file_mode())?;
     std::fs::hard_link(tmp.path(), path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     // The temp name goes when `tmp` drops; a crash before that leaves it for `sweep`.

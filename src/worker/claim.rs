@@ -76,13 +76,7 @@ impl Worker<'_> {
     ) -> Result<Option<Ending>> {
         let open = self.open_dependencies(bead)?;
         if open.is_empty() {
-            run.step(
-                "dependencies",
-                format!(
-                    "{} direct dependencies, all closed",
-                    bead.dependencies.len()
-                ),
-            );
+            all_closed(run, bead);
             return Ok(None);
         }
         let bead_id = &run.msg.bead;
@@ -140,4 +134,13 @@ impl Worker<'_> {
         run.notify(l, NotificationEvent::Question, &plan);
         Ok(false)
     }
+}
+
+/// The dependency gate's step when nothing is left open, for every pipeline.
+pub(super) fn all_closed(run: &mut Run<'_, '_>, bead: &Bead) {
+    let n = bead.dependencies.len();
+    run.step(
+        "dependencies",
+        format!("{n} direct dependencies, all closed"),
+    );
 }

@@ -206,13 +206,7 @@ impl Worker<'_> {
         let fresh = || StoryState::new(&l.slug, &bead.id, Step::first_of(&bead.title));
         story::set_blocked_by(&run.msg.project, &bead.id, fresh, &open)?;
         if open.is_empty() {
-            run.step(
-                "dependencies",
-                format!(
-                    "{} direct dependencies, all closed",
-                    bead.dependencies.len()
-                ),
-            );
+            super::claim::all_closed(run, bead);
             return Ok(None);
         }
         let why = format!("waits for its dependencies {}", open.join(", "));
