@@ -229,15 +229,8 @@ pub(crate) fn reopen_if_held(found: &Located) -> Result<()> {
 
 /// The bead's dependencies the tracker does not say are closed.
 fn open_dependencies(found: &Located) -> Result<Vec<String>> {
-    let tracker = &found.project.tracker;
-    let mut status = std::collections::BTreeMap::new();
-    for d in &found.bead.dependencies {
-        status.insert(d.clone(), tracker.show(d)?.map(|b| b.status));
-    }
-    Ok(crate::protocol::deps::open_of(
-        &found.bead.dependencies,
-        |d| status.get(d).copied().flatten(),
-    ))
+    let open = crate::tracker::open_dependencies(found.project.tracker.as_ref(), &found.bead)?;
+    Ok(open.iter().map(|d| d.to_string()).collect())
 }
 
 fn refuse_running(found: &Located, s: Option<&StoryState>, force: bool, what: &str) -> Result<()> {

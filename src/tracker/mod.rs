@@ -95,6 +95,20 @@ pub enum TrackerError {
     Io(String),
 }
 
+/// The direct dependencies of `bead` the tracker does not say are closed (3.3): one it does
+/// not know counts as open. The worker's gate, a story's `blocked_by` and `story` commands all
+/// ask this.
+pub fn open_dependencies(tracker: &dyn Tracker, bead: &Bead) -> Result<Vec<BeadId>, TrackerError> {
+    let mut open = Vec::new();
+    for dep in &bead.dependencies {
+        let closed = matches!(tracker.show(dep)?, Some(d) if d.status == BeadStatus::Closed);
+        if !closed {
+            open.push(dep.clone());
+        }
+    }
+    Ok(open)
+}
+
 /// One project's bead tracker. Implementations are cheap to construct and hold no connection.
 pub trait Tracker: Send + Sync {
     fn kind(&self) -> TrackerKind;

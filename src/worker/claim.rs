@@ -55,15 +55,7 @@ impl Worker<'_> {
 
     /// The bead's direct dependencies that are not closed (3.3).
     pub(super) fn open_dependencies(&self, bead: &Bead) -> Result<Vec<BeadId>> {
-        let mut open = Vec::new();
-        for dep in &bead.dependencies {
-            let closed =
-                matches!(self.tracker.show(dep)?, Some(d) if d.status == BeadStatus::Closed);
-            if !closed {
-                open.push(dep.clone());
-            }
-        }
-        Ok(open)
+        Ok(crate::tracker::open_dependencies(self.tracker, bead)?)
     }
 
     /// 3.3: `Some(ending)` when a direct dependency is open; the claimed bead is then blocked
