@@ -1,5 +1,5 @@
 //! `braids executors` and `braids check` of the presets: each agent CLI preset as this installation would run it — the settings
-//! it reads, the command it builds, the version braids was tested with. The README's Agents
+//! it reads, the command it builds, the version braids was tested with. docs/agents.md's
 //! section is this output, so the recipes people copy are the ones braids runs.
 
 use std::path::Path;
@@ -64,7 +64,7 @@ fn config_snippet(preset: Preset) -> String {
     )
 }
 
-/// The recipes as the README shows them (a test keeps the README equal to this).
+/// The recipes as docs/agents.md shows them (a test keeps that page equal to this).
 pub fn markdown(recipes: &[Recipe]) -> String {
     let mut out = String::new();
     for r in recipes {
@@ -141,7 +141,7 @@ pub(super) fn check(
                 line,
                 "agents",
                 format!("{preset} {v} is newer than the {tested} braids was tested with"),
-                "it probably works; if its runs fail oddly, compare `braids logs --raw` with the README's Agents section",
+                "it probably works; if its runs fail oddly, compare `braids logs --raw` with docs/agents.md",
             )),
             VersionCheck::Older(v) => out.push(Diagnostic::warning(
                 file,

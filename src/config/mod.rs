@@ -345,11 +345,11 @@ fn fix_for(message: &str, text: &str, at: Option<usize>) -> String {
         String::new()
     };
     if !form.is_empty() {
-        format!("write {form} (the README's Configuration section gives every key's form)")
+        format!("write {form} (docs/configuration.md gives every key's form)")
     } else if message.contains("unknown variant") {
         format!("write one of the values listed for `{key}`")
     } else {
-        "correct that line (the README's Configuration section gives every key's form); the other settings in the file are kept".into()
+        "correct that line (docs/configuration.md gives every key's form); the other settings in the file are kept".into()
     }
 }
 
@@ -559,7 +559,7 @@ impl Config {
         }
         match choice.argv().first() {
             None => Some(
-                "no executor is configured: set [worker] executor in config.toml to a preset (claude-code, codex, opencode, aider, openclaw; the README's Agents section) or `Executor:` in PROJECT.md".into(),
+                "no executor is configured: set [worker] executor in config.toml to a preset (claude-code, codex, opencode, aider, openclaw; see docs/agents.md) or `Executor:` in PROJECT.md".into(),
             ),
             Some(program) => missing_program(program).map(|why| {
                 let like = (choice.argv().len() == 1)

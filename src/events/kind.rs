@@ -102,9 +102,10 @@ impl std::fmt::Display for Kind {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn every_event_type_is_in_the_readme_table() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-            .expect("README.md");
+    fn every_event_type_is_in_the_docs_event_table() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/events.md"))
+                .expect("docs/events.md");
         let missing: Vec<&str> = Kind::ALL
             .iter()
             .map(|k| k.as_str())
@@ -119,7 +120,7 @@ mod tests {
             .collect();
         assert!(
             missing.is_empty(),
-            "event types the README's table lacks: {missing:?}"
+            "event types the table of docs/events.md lacks: {missing:?}"
         );
     }
 

@@ -35,7 +35,7 @@ pub const DEFAULT_STALL_TIMEOUT: u64 = 15 * 60;
 /// Sections whose lines are content, not fields.
 const CONTENT_SECTIONS: &[&str] = &["notifications", "goal", "guardrails"];
 
-/// Every field braids reads from PROJECT.md, as the README spells it.
+/// Every field braids reads from PROJECT.md, as docs/files.md spells it.
 pub const FIELDS: &[&str] = &[
     "Status",
     "Priority",

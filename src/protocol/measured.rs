@@ -124,7 +124,7 @@ pub fn summary(s: &StoryState) -> Option<String> {
         }
         (Some(cmd), None) => Some(format!("`{cmd}` gave no test results braids can read")),
         (None, Some(t)) => Some(format!(
-            "{}{failing} (the agent's claim: no test command measured them; see TestCommand in the README)",
+            "{}{failing} (the agent's claim: no test command measured them; see TestCommand in docs/protocol.md)",
             counts(t)
         )),
         (None, None) => None,

@@ -700,14 +700,14 @@ fn check_runs_each_preset_in_use_and_a_cli_that_prints_garbage_fails_with_the_fi
 }
 
 #[test]
-fn executors_prints_the_recipes_the_readme_shows() {
+fn executors_prints_the_recipes_the_docs_show() {
     let sb = Install::new().build();
     let recipes = sb.ok(&["executors", "--defaults"]);
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/agents.md")).unwrap();
     assert!(
         readme.contains(recipes.trim()),
-        "README.md's Agents section differs from `braids executors --defaults`; paste its output there:\n{recipes}"
+        "docs/agents.md differs from `braids executors --defaults`; paste its output there:\n{recipes}"
     );
     for preset in ["claude-code", "codex", "opencode", "aider", "openclaw"] {
         assert!(

@@ -2,7 +2,7 @@
 //! here): a worker appears live without a reload, a question is answered in the page and the
 //! bead is spawned again, a blocked bead is retried from its button, and an action without the
 //! token is refused. The screenshot it takes (in cargo's test temporary directory, and at
-//! `$BRAIDS_SCREENSHOT` when set) is the README's `docs/dashboard.png`.
+//! `$BRAIDS_SCREENSHOT` when set) is `docs/dashboard.png`, which docs/day-two.md shows.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without them the
 //! test fails and says so, unless `BRAIDS_BROWSER_TESTS=skip` asks for it to be skipped.

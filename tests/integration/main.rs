@@ -33,6 +33,7 @@ mod contracts;
 mod corpus;
 mod daemon;
 mod day_two;
+mod docs_paths;
 mod edn_layout;
 mod events;
 mod faults;

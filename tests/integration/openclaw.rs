@@ -1,4 +1,4 @@
-//! The OpenClaw recipes in README.md and config.toml's template, and the `openclaw` executor
+//! The OpenClaw recipes in README.md, docs/*.md and config.toml's template, and the `openclaw` executor
 //! preset's command, against the installed
 //! `openclaw` CLI: every flag a recipe passes must be one the CLI's help lists, so a
 //! recipe cannot rot silently when OpenClaw changes.
@@ -59,11 +59,18 @@ fn recipes(text: &str) -> Vec<(Vec<String>, Vec<String>)> {
 fn the_openclaw_recipes_use_only_flags_the_installed_cli_has() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut all = Vec::new();
-    for file in ["README.md", "templates/config.toml"] {
+    let mut files = vec!["README.md".to_string(), "templates/config.toml".to_string()];
+    for page in std::fs::read_dir(root.join("docs")).unwrap() {
+        let name = page.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    for file in &files {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         // The template's recipe is a comment folded over two lines.
         let text = text.replace("\n#               ", " ");
-        all.extend(recipes(&text).into_iter().map(|r| (file, r)));
+        all.extend(recipes(&text).into_iter().map(|r| (file.as_str(), r)));
     }
     // The `openclaw` executor preset's own command.
     let preset = braids::agent::Preset::OpenClaw.command(

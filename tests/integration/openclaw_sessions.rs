@@ -323,14 +323,15 @@ impl Watcher {
     }
 }
 
-/// The README's notifier recipe through OpenClaw, as an argv.
-fn readme_notify_recipe() -> Vec<String> {
+/// The notifier recipe through OpenClaw that docs/backends.md shows, as an argv.
+fn docs_notify_recipe() -> Vec<String> {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/backends.md"))
+            .unwrap();
     let line = readme
         .lines()
         .find(|l| l.contains("\"openclaw\", \"message\", \"send\""))
-        .expect("README.md has the `openclaw message send` recipe");
+        .expect("docs/backends.md has the `openclaw message send` recipe");
     let list = &line[line.find('[').unwrap()..=line.find(']').unwrap()];
     serde_json::from_str(list).unwrap()
 }
@@ -395,7 +396,7 @@ fn a_bead_complete_notification_reaches_an_irc_channel_through_openclaw_message_
     sb.config(&format!(
         "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\n[notify]\ncommand = {}\ntimeout_secs = 120\n",
         agent.display().to_string(),
-        serde_json::to_string(&readme_notify_recipe()).unwrap()
+        serde_json::to_string(&docs_notify_recipe()).unwrap()
     ));
     let app = sb
         .new_project("app")

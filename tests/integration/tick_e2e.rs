@@ -27,7 +27,7 @@ use crate::support::{label, wait_for, Install, ReportExt, Sandbox, QUITTER, SLEE
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/// The keys `braids tick --json` prints, as README.md ("`braids tick --json`") documents them.
+/// The keys `braids tick --json` prints, as docs/commands.md ("`braids tick --json`") documents them.
 const REPORT_KEYS: &[&str] = &[
     "run",
     "action",
@@ -1073,13 +1073,14 @@ fn tick_json_has_exactly_the_documented_keys() {
     with_skip.extend(SKIPPED_KEYS);
     assert_eq!(keys(&skipped), with_skip, "{skipped:#}");
 
-    // The README documents every key.
+    // docs/commands.md documents every key.
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/commands.md"))
+            .unwrap();
     let section = readme
-        .split("### `braids tick --json`")
+        .split("## `braids tick --json`")
         .nth(1)
-        .expect("README.md has a `braids tick --json` section");
+        .expect("docs/commands.md has a `braids tick --json` section");
     let section = section.split("\n## ").next().unwrap();
     for k in REPORT_KEYS
         .iter()
@@ -1090,7 +1091,7 @@ fn tick_json_has_exactly_the_documented_keys() {
     {
         assert!(
             section.contains(&format!("`{k}`")),
-            "README does not document `{k}`"
+            "docs/commands.md does not document `{k}`"
         );
     }
 }

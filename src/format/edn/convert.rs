@@ -93,7 +93,7 @@ fn md_value(text: &str, key: &str, node: &Node<'_>) -> String {
     }
 }
 
-/// The markdown key for an EDN key: the README's spelling for a setting braids reads.
+/// The markdown key for an EDN key: the documented spelling for a setting braids reads.
 fn md_key(key: &str) -> String {
     FIELDS
         .iter()

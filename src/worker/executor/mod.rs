@@ -246,13 +246,14 @@ mod budget_tests {
 }
 
 #[cfg(test)]
-mod readme_tests {
+mod docs_tests {
     /// Every placeholder an argv template may use and every `BRAIDS_*` variable an agent gets
-    /// has a row in the README's table.
+    /// has a row in the placeholder table of docs/agents.md.
     #[test]
-    fn every_placeholder_and_variable_is_in_the_readme_table() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-            .expect("README.md");
+    fn every_placeholder_and_variable_is_in_the_docs_placeholder_table() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/agents.md"))
+                .expect("docs/agents.md");
         let source = include_str!("mod.rs");
         let quoted = |after: &str| -> Vec<String> {
             source
@@ -288,7 +289,7 @@ mod readme_tests {
             .collect();
         assert!(
             missing.is_empty(),
-            "not in the README's placeholder table: {missing:?}"
+            "not in the placeholder table of docs/agents.md: {missing:?}"
         );
     }
 }
