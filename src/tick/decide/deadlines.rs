@@ -45,3 +45,28 @@ pub fn earliest(snap: &Snapshot, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         })
         .min()
 }
+
+/// When the next full run is due at the latest (2.7): the provider breaker's next probe, the
+/// end of a kept claim's grace, the first worker deadline, a retry backoff's end, or now when
+/// this run released or held a claim (the next scheduled run looks again). Pure.
+#[must_use]
+pub fn wake_at(
+    snap: &Snapshot,
+    grace_ends: Option<DateTime<Utc>>,
+    backoff: Option<DateTime<Utc>>,
+    looks_again: bool,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    [
+        (snap.gate != super::Gate::Open)
+            .then_some(snap.next_probe)
+            .flatten(),
+        grace_ends,
+        earliest(snap, now),
+        backoff,
+        looks_again.then_some(now),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+}

@@ -4,7 +4,7 @@
 use crate::state::IdleReason;
 
 /// What a run found while looking for work to start.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Found {
     /// Some project has an active iteration.
     pub eligible: bool,

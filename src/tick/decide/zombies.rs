@@ -1,12 +1,14 @@
-//! Contract 2.6 for one session: the zombie order (bead status before runtime, then the
-//! stall), as one pure function the tick and the simulation share.
+//! Contract 2.6: the zombie order for one session (bead status before runtime, then the
+//! stall), as one pure function the tick and the simulation share, and the rule that sorts
+//! every session of a run by it.
 
 use std::path::PathBuf;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::BeadLookup;
+use super::owners::{lookup, Owners};
+use super::{BeadLookup, Snapshot, Workers};
 use crate::model::BeadStatus;
 use crate::session::Session;
 
@@ -146,4 +148,79 @@ pub struct ZombieOwner {
     /// WorkerTimeout and StallTimeout, seconds.
     pub timeout_secs: u64,
     pub stall_secs: u64,
+}
+
+/// Every session through 2.6: ended ones forgotten, zombies to kill, the rest counted as the
+/// workers of their project (a team step's session as its roles). A session of no registered
+/// project is an orphan: it counts against the global cap, and the zombie rules that need no
+/// PROJECT.md still apply (ended → forgotten, too old → killed). A healthy protocol step past
+/// its own `timeout_min` is a zombie before its WorkerTimeout (seed 002, the poller). Pure.
+#[must_use]
+pub fn find_zombies<'a>(
+    snap: &'a Snapshot,
+    owners: &Owners<'a>,
+    now: DateTime<Utc>,
+) -> Workers<'a> {
+    let mut w = Workers {
+        healthy: snap.projects.iter().map(|p| (p.slug.clone(), 0)).collect(),
+        ..Workers::default()
+    };
+    for s in &snap.sessions {
+        let bead = s.label.bead();
+        if s.running && !owners.is_registered(s.label.slug()) {
+            w.orphan_live.insert(bead);
+        }
+        let Some(p) = owners.of_label(&s.label) else {
+            let timeout = snap.orphan_timeout_secs;
+            match classify(s, BeadLookup::Unknown, timeout, (0, None), false, now) {
+                SessionVerdict::Ended => w.ended.push(s.clone()),
+                SessionVerdict::Kill(reason) => w.zombies.push(Zombie::new(s, reason, None)),
+                SessionVerdict::Healthy => w.unmanaged.push(s.clone()),
+            }
+            continue;
+        };
+        if s.running {
+            w.live.insert((p.slug.as_str(), bead));
+        }
+        let label = s.label.to_string();
+        let stall = (p.stall_timeout, snap.activity.get(&label).copied());
+        let finishing = snap.finishing.contains(&label);
+        let owner = || Some(ZombieOwner::of(p));
+        match classify(s, lookup(p, bead), p.worker_timeout, stall, finishing, now) {
+            SessionVerdict::Ended => w.ended.push(s.clone()),
+            SessionVerdict::Kill(reason) => w.zombies.push(Zombie::new(s, reason, owner())),
+            SessionVerdict::Healthy => match p.protocol.get(bead) {
+                Some(v) if v.deadline.is_some_and(|d| now > d) => {
+                    let reason = ZombieReason::StepTimeout;
+                    w.zombies.push(Zombie::new(s, reason, owner()));
+                }
+                story => {
+                    let slots = story.map_or(1, |v| v.weight);
+                    *w.healthy.entry(p.slug.clone()).or_default() += slots;
+                }
+            },
+        }
+    }
+    w
+}
+
+impl Zombie {
+    fn new(session: &Session, reason: ZombieReason, owner: Option<ZombieOwner>) -> Self {
+        Zombie {
+            session: session.clone(),
+            reason,
+            owner,
+        }
+    }
+}
+
+impl ZombieOwner {
+    fn of(p: &super::ProjectView) -> Self {
+        ZombieOwner {
+            slug: p.slug.clone(),
+            path: p.path.clone(),
+            timeout_secs: p.worker_timeout,
+            stall_secs: p.stall_timeout,
+        }
+    }
 }
