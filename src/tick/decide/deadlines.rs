@@ -70,3 +70,33 @@ pub fn wake_at(
     .flatten()
     .min()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::super::Gate;
+    use super::*;
+
+    #[test]
+    fn wake_at_table() {
+        let at = |s: i64| Some(now() + Duration::seconds(s));
+        // (breaker, next probe, grace ends, backoff ends, released or held) → wake at
+        let rows = [
+            (Gate::Open, None, None, None, false, None),
+            (Gate::Open, at(10), None, None, false, None), // no probe while closed
+            (Gate::Shut, at(10), at(20), None, false, at(10)),
+            (Gate::Open, None, at(20), at(5), false, at(5)),
+            (Gate::Open, None, at(20), None, true, at(0)), // the next run looks again
+        ];
+        for (gate, probe, grace, backoff, again, want) in rows {
+            let mut s = snap(vec![project("a")], vec![]);
+            s.gate = gate;
+            s.next_probe = probe;
+            let got = wake_at(&s, grace, backoff, again, now());
+            assert_eq!(
+                got, want,
+                "{gate:?} {probe:?} {grace:?} {backoff:?} {again}"
+            );
+        }
+    }
+}

@@ -32,3 +32,37 @@ pub fn reason(f: Found) -> IdleReason {
         IdleReason::NoReadyBeads
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_table() {
+        let f = |eligible, ready, starved, unstartable, paused| Found {
+            eligible,
+            ready,
+            starved,
+            unstartable,
+            paused,
+        };
+        // (what the run found) → why it is idle
+        let rows = [
+            (
+                f(false, true, true, true, true),
+                IdleReason::NoActiveIterations,
+            ),
+            (f(true, true, true, false, true), IdleReason::SpawningPaused),
+            (f(true, true, true, true, false), IdleReason::AllAtCapacity),
+            (
+                f(true, false, false, true, false),
+                IdleReason::NoWorkerCanStart,
+            ),
+            (f(true, true, false, false, false), IdleReason::NoReadyBeads),
+            (f(true, false, false, false, true), IdleReason::NoReadyBeads),
+        ];
+        for (found, want) in rows {
+            assert_eq!(reason(found), want, "{found:?}");
+        }
+    }
+}

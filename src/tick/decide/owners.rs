@@ -83,3 +83,55 @@ impl<'a> Owners<'a> {
 pub fn lookup(p: &ProjectView, bead: &BeadId) -> BeadLookup {
     p.beads.get(bead).copied().unwrap_or(BeadLookup::Unknown)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::super::test_support::*;
+    use super::*;
+
+    fn label(l: &str) -> SessionLabel {
+        SessionLabel::parse(l).unwrap()
+    }
+
+    #[test]
+    fn owners_table() {
+        let mut s = snap(vec![project("a"), project("b")], vec![]);
+        // a-1 was claimed under the slug a0, renamed a since; b-1 by an older braids (no path)
+        let mut renamed = claim("a0", "a-1", 1);
+        renamed.path = Some(PathBuf::from("/p/a"));
+        let mut by_slug = claim("b", "b-1", 1);
+        by_slug.path = None;
+        let lost = claim("gone", "g-1", 1);
+        s.claims = vec![renamed.clone(), by_slug.clone(), lost.clone()];
+        let o = Owners::of(&s);
+        // (label, owner's slug)
+        let labels = [
+            ("project:a:a-1", Some("a")),
+            ("project:a0:a-1", Some("a")), // its claim names the old label
+            ("project:a0:a-2", None),      // no claim says whose it is
+            ("project:zz:z-1", None),
+        ];
+        for (l, want) in labels {
+            let got = o.of_label(&label(l)).map(|p| p.slug.as_str());
+            assert_eq!(got, want, "{l}");
+        }
+        // (claim, owner's slug)
+        let claims = [
+            (renamed, Some("a")), // by directory
+            (by_slug, Some("b")), // by slug
+            (lost, None),         // the registry lost it
+        ];
+        for (c, want) in claims {
+            let got = o.of_claim(&c).map(|p| p.slug.as_str());
+            assert_eq!(got, want, "{c:?}");
+        }
+        assert!(o.is_registered("a") && !o.is_registered("a0"));
+        let p = ProjectView::builder("a", "/p/a")
+            .bead(id("a-1"), BeadLookup::Missing)
+            .build();
+        assert_eq!(lookup(&p, &id("a-1")), BeadLookup::Missing);
+        assert_eq!(lookup(&p, &id("a-2")), BeadLookup::Unknown, "not asked");
+    }
+}

@@ -128,3 +128,124 @@ pub fn of_claims(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn of_stopped_table() {
+        use BeadLookup::Known;
+        use BeadStatus::*;
+        // (why it was stopped, its bead, a claim on it) → released at once
+        let rows = [
+            (ZombieReason::Timeout, Known(InProgress), true, true),
+            (ZombieReason::Stalled, Known(InProgress), true, true),
+            (ZombieReason::StepTimeout, Known(InProgress), true, true),
+            (ZombieReason::WorkerGone, Known(InProgress), true, true),
+            (ZombieReason::BeadClosed, Known(InProgress), true, false), // closed by hand
+            (ZombieReason::Timeout, Known(Closed), true, false),
+            (ZombieReason::Timeout, Known(InProgress), false, false), // nothing claimed
+        ];
+        for (reason, status, claimed, released) in rows {
+            let mut s = snap(vec![project("a").bead(id("a-1"), status)], vec![]);
+            if claimed {
+                s.claims = vec![claim("a", "a-1", 1)];
+            }
+            let z = Zombie {
+                session: session("a", "a-1", true, 60),
+                reason,
+                owner: None,
+            };
+            let got = of_stopped(&s, &Owners::of(&s), &[z]);
+            let want: Vec<Release> = match released {
+                true => vec![release("a", &claim("a", "a-1", 1))],
+                false => vec![],
+            };
+            assert_eq!(got, want, "{reason} {status:?} claimed={claimed}");
+        }
+    }
+
+    #[derive(Debug, PartialEq)]
+    enum Fate {
+        Released,
+        Settled,
+        Kept,
+        /// Kept until its grace ends, this many seconds from now.
+        Grace(i64),
+    }
+
+    #[test]
+    fn of_claims_table() {
+        use crate::protocol::{Status, Step};
+        use BeadLookup::Known;
+        use BeadStatus::*;
+        let review = story(Step::Review, Status::NeedsHuman, 1);
+        // (claim's age in minutes, its bead, its worker: running / ended / none, waits for a
+        // person, backend error) → fate; the grace is 120 s
+        let rows = [
+            (5, Known(InProgress), None, false, false, Fate::Released),
+            (1, Known(InProgress), None, false, false, Fate::Grace(60)),
+            (
+                1,
+                Known(InProgress),
+                Some(false),
+                false,
+                false,
+                Fate::Released,
+            ), // it ended
+            (5, Known(InProgress), Some(true), false, false, Fate::Kept), // it runs
+            (5, Known(InProgress), None, true, false, Fate::Kept),        // a review
+            (5, Known(InProgress), None, false, true, Fate::Kept),        // its workers unseen
+            (5, Known(Closed), None, false, false, Fate::Settled),
+            (5, Known(Open), None, false, false, Fate::Settled),
+            (5, BeadLookup::Missing, None, false, false, Fate::Settled),
+            (5, BeadLookup::Unknown, None, false, false, Fate::Kept), // the tracker failed
+        ];
+        for (mins, status, worker, waits, unseen, want) in rows {
+            let mut p = project("a").bead(id("a-1"), status);
+            if waits {
+                p = p.story(id("a-1"), review.clone());
+            }
+            if unseen {
+                p = p.backend_error(Some("slurmctld is down".into()));
+            }
+            let sessions = worker.map(|running| session("a", "a-1", running, 30));
+            let mut s = snap(vec![p], sessions.into_iter().collect());
+            let c = claim("a", "a-1", mins);
+            s.claims = vec![c.clone()];
+            let owners = Owners::of(&s);
+            let w = super::super::zombies::find_zombies(&s, &owners, now());
+            let f = of_claims(&s, &owners, &w, vec![], now());
+            let got = match (&f.releases[..], &f.settled[..], f.grace_ends) {
+                ([r], [], None) if *r == release("a", &c) => Fate::Released,
+                ([], [r], None) if *r == release("a", &c) => Fate::Settled,
+                ([], [], Some(t)) => Fate::Grace((t - now()).num_seconds()),
+                ([], [], None) => Fate::Kept,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(got, want, "{mins} min, {status:?}, worker {worker:?}");
+        }
+    }
+
+    #[test]
+    fn an_old_claim_found_by_slug_learns_its_directory() {
+        use BeadLookup::Known;
+        // (the tracker's answer) → upgraded
+        for (status, upgraded) in [
+            (Known(BeadStatus::InProgress), true),
+            (BeadLookup::Unknown, false), // the slug may have found the wrong project
+            (Known(BeadStatus::Closed), false), // settled, nothing to remember
+        ] {
+            let mut s = snap(vec![project("a").bead(id("a-1"), status)], vec![]);
+            let mut c = claim("a", "a-1", 1);
+            c.path = None;
+            s.claims = vec![c];
+            let owners = Owners::of(&s);
+            let w = super::super::zombies::find_zombies(&s, &owners, now());
+            let f = of_claims(&s, &owners, &w, vec![], now());
+            assert_eq!(f.upgrades.len(), usize::from(upgraded), "{status:?}");
+        }
+    }
+}

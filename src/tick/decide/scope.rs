@@ -104,3 +104,131 @@ pub fn startable<'p>(
     );
     (ready, wake)
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::super::test_support::*;
+    use super::super::{owners::Owners, zombies::find_zombies};
+    use super::*;
+
+    #[test]
+    fn c6_1_spawn_order_is_the_stories_first_place_then_the_trackers_short_or_long() {
+        // The reference: each bead at its story's first place, the rest after, in tracker order.
+        fn reference<'a>(stories: &[BeadId], ready: &'a [Bead]) -> Vec<&'a Bead> {
+            let mut v: Vec<(usize, usize, &Bead)> = ready
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let at = stories.iter().position(|s| *s == b.id);
+                    (at.unwrap_or(usize::MAX), i, b)
+                })
+                .collect();
+            v.sort_by_key(|(s, i, _)| (*s, *i));
+            v.into_iter().map(|(_, _, b)| b).collect()
+        }
+        for (n_stories, n_ready) in [(3, 4), (20, 6), (30, 20), (40, 40)] {
+            // stories in a scrambled order with repeats, ready beads partly outside them
+            let stories: Vec<BeadId> = (0..n_stories)
+                .map(|i| id(&format!("a-{}", (i * 7) % (n_stories - 1))))
+                .collect();
+            let ready: Vec<Bead> = (0..n_ready)
+                .map(|i| {
+                    Bead::new(
+                        id(&format!("a-{}", (i * 5 + 3) % (n_stories + 5))),
+                        "t",
+                        BeadStatus::Open,
+                    )
+                })
+                .collect();
+            let got: Vec<&BeadId> = spawn_order(&stories, &ready)
+                .iter()
+                .map(|b| &b.id)
+                .collect();
+            let want: Vec<&BeadId> = reference(&stories, &ready).iter().map(|b| &b.id).collect();
+            assert_eq!(got, want, "{n_stories} stories, {n_ready} ready");
+        }
+    }
+
+    #[test]
+    fn in_scope_and_backoff_table() {
+        // (Stories, bead) → in scope
+        let rows: [(&[&str], &str, bool); 3] = [
+            (&[], "a-1", true), // no Stories: every ready bead
+            (&["a-1", "a-2"], "a-2", true),
+            (&["a-1"], "a-2", false),
+        ];
+        for (stories, bead, want) in rows {
+            assert_eq!(
+                in_scope(&ids(stories), &id(bead)),
+                want,
+                "{stories:?} {bead}"
+            );
+        }
+        let later = now() + Duration::seconds(30);
+        let waiting = BTreeMap::from([(id("a-1"), later), (id("a-2"), now())]);
+        // (bead) → when it may run again
+        for (bead, want) in [("a-1", Some(later)), ("a-2", None), ("a-3", None)] {
+            assert_eq!(
+                backoff_ends(Some(&waiting), &id(bead), now()),
+                want,
+                "{bead}"
+            );
+        }
+        assert_eq!(backoff_ends(None, &id("a-1"), now()), None);
+    }
+
+    #[test]
+    fn startable_table() {
+        use crate::protocol::deps::Waits;
+        use crate::protocol::Step;
+        let later = now() + Duration::seconds(30);
+        // (what holds a-1 back) → startable, and the wake for a backoff
+        let rows = [
+            ("nothing", true, None),
+            ("out of scope", false, None),
+            ("not open", false, None),
+            ("a live session", false, None),
+            ("a session under another slug", false, None),
+            ("released this run", false, None),
+            ("its dependencies", false, None),
+            ("a retry backoff", false, Some(later)),
+        ];
+        for (why, want, wake) in rows {
+            let mut p = project("a").ready(open(&["a-1"]));
+            let mut sessions = vec![];
+            let mut releases = vec![];
+            let mut waiting = BTreeMap::new();
+            match why {
+                "out of scope" => p = p.stories(ids(&["a-2"])),
+                "not open" => {
+                    p = p.ready([Bead::new(id("a-1"), "t", BeadStatus::InProgress)]);
+                }
+                "a live session" => sessions.push(session("a", "a-1", true, 60)),
+                "a session under another slug" => sessions.push(session("zz", "a-1", true, 60)),
+                "released this run" => releases.push(release("a", &claim("a", "a-1", 5))),
+                "its dependencies" => {
+                    let w = Waits {
+                        open: vec!["a-0".into()],
+                        first: Step::Impl,
+                    };
+                    p = p.dependencies([(id("a-1"), w)]);
+                }
+                "a retry backoff" => {
+                    waiting.insert(
+                        std::path::PathBuf::from("/p/a"),
+                        BTreeMap::from([(id("a-1"), later)]),
+                    );
+                }
+                _ => {}
+            }
+            let mut s = snap(vec![p], sessions);
+            s.waiting = waiting;
+            let w = find_zombies(&s, &Owners::of(&s), now());
+            let (ready, got_wake) = startable(&s, &s.projects[0], &w, &releases, now());
+            assert_eq!(!ready.is_empty(), want, "{why}");
+            assert_eq!(got_wake, wake, "{why}");
+        }
+    }
+}

@@ -159,3 +159,152 @@ pub fn candidates(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::super::{owners::Owners, zombies::find_zombies, BeadLookup};
+    use super::*;
+    use crate::model::Priority;
+
+    #[test]
+    fn gated_table() {
+        // (global slots left, breaker) → slots it lets through
+        let rows = [
+            (None, Gate::Open, None),
+            (Some(3), Gate::Open, Some(3)),
+            (None, Gate::Probe, Some(1)),
+            (Some(3), Gate::Probe, Some(1)),
+            (Some(0), Gate::Probe, Some(0)),
+            (None, Gate::Shut, Some(0)),
+            (Some(3), Gate::Shut, Some(0)),
+        ];
+        for (global, gate, want) in rows {
+            assert_eq!(gated(global, gate), want, "{global:?} {gate:?}");
+        }
+    }
+
+    #[test]
+    fn project_slots_table() {
+        // (MaxWorkers, healthy, budget reached, single state file) → free slots
+        let rows = [
+            (3, 1, false, false, 2),
+            (3, 3, false, false, 0),
+            (1, 3, false, false, 0), // MaxWorkers lowered below what runs
+            (3, 0, true, false, 0),  // its DailyBudget holds it
+            (3, 0, false, true, 1),  // one `.ai/STATE.json`, one story
+            (3, 1, false, true, 0),
+        ];
+        for (max, healthy, budget, single, want) in rows {
+            let p = project("a")
+                .max_workers(max)
+                .held_by_budget(budget.then(|| "its daily budget is reached".into()))
+                .single_state(single)
+                .build();
+            let what = format!("max {max}, {healthy} running, budget {budget}, single {single}");
+            assert_eq!(project_slots(&p, healthy), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn global_slots_table() {
+        // (global cap, running sessions of a, orphans) → global slots left
+        let rows = [
+            (0, 2, 0, None),
+            (5, 2, 0, Some(3)),
+            (5, 2, 2, Some(1)), // orphans count too
+            (2, 2, 1, Some(0)),
+        ];
+        for (cap, mine, orphans, want) in rows {
+            let mut sessions = Vec::new();
+            let mut p = project("a").max_workers(10);
+            for i in 0..mine {
+                let b = format!("a-{i}");
+                p = p.bead(id(&b), BeadLookup::Known(BeadStatus::InProgress));
+                sessions.push(session("a", &b, true, 60));
+            }
+            for i in 0..orphans {
+                sessions.push(session("zz", &format!("z-{i}"), true, 60));
+            }
+            let mut s = snap(vec![p], sessions);
+            s.global_max_workers = cap;
+            let w = find_zombies(&s, &Owners::of(&s), now());
+            assert_eq!(global_slots(&s, &w), want, "cap {cap}, {mine} + {orphans}");
+        }
+    }
+
+    #[test]
+    fn spawns_table() {
+        // (projects as (slug, priority, MaxWorkers, ready), global slots) →
+        // (projects offered in order with their slots, found ready, starved)
+        use Priority::*;
+        type Row<'a> = (&'a [(&'a str, Priority, u32, &'a [&'a str])], Option<usize>);
+        let rows: [(Row, &[(&str, usize)], bool, bool); 4] = [
+            (
+                (&[("a", Normal, 2, &["a-1"])], None),
+                &[("a", 2)],
+                true,
+                false,
+            ),
+            (
+                (&[("a", Low, 1, &["a-1"]), ("b", High, 1, &["b-1"])], None),
+                &[("b", 1), ("a", 1)],
+                true,
+                false,
+            ),
+            ((&[("a", Normal, 0, &["a-1"])], None), &[], true, true), // at capacity
+            (
+                (&[("a", Normal, 1, &["a-1"])], Some(0)),
+                &[("a", 1)],
+                true,
+                true,
+            ), // the global cap
+        ];
+        for ((projects, global), want, ready, starved) in rows {
+            let views = projects
+                .iter()
+                .map(|(slug, prio, max, beads)| {
+                    project(slug)
+                        .priority(*prio)
+                        .max_workers(*max)
+                        .ready(open(beads))
+                })
+                .collect();
+            let s = snap(views, vec![]);
+            let w = find_zombies(&s, &Owners::of(&s), now());
+            let got = spawns(&s, &w, &[], global, now());
+            let offered: Vec<(&str, usize)> = got
+                .spawns
+                .iter()
+                .map(|p| (p.slug.as_str(), p.slots))
+                .collect();
+            assert_eq!(offered, want, "{projects:?}");
+            assert_eq!(
+                (got.found.ready, got.found.starved),
+                (ready, starved),
+                "{projects:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn candidates_table() {
+        // (ready, wanted) → candidates, each bead once
+        let rows: [(&[&str], usize, &[&str]); 3] = [
+            (&["a-1", "a-2", "a-3"], 2, &["a-1", "a-2"]),
+            (&["a-1", "a-1", "a-2"], 5, &["a-1", "a-2"]),
+            (&[], 5, &[]),
+        ];
+        for (ready, wanted, want) in rows {
+            let p = project("a").build();
+            let beads = open(ready);
+            let got = candidates(&p, 1.into(), beads.iter().collect(), wanted).unwrap();
+            let got: Vec<&str> = got.iter().map(|c| c.bead.as_str()).collect();
+            assert_eq!(got, want, "{ready:?} {wanted}");
+        }
+        // A directory a spawn message cannot carry is an error, not a candidate.
+        let p = project("a").path("/p/a\nBead: evil").build();
+        let beads = open(&["a-1"]);
+        assert!(candidates(&p, 1.into(), beads.iter().collect(), 5).is_err());
+    }
+}

@@ -96,3 +96,90 @@ pub fn held_key(r: &Release) -> String {
         .map_or(r.claim.project.clone(), |p| p.display().to_string());
     format!("{owner}/{}", r.claim.bead)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::super::BeadLookup;
+    use super::*;
+    use crate::model::BeadStatus;
+
+    #[test]
+    fn kill_storm_table() {
+        // (running, would kill, storm)
+        for (running, killing, storm) in [
+            (0, 0, false),
+            (2, 2, false), // fewer than three
+            (3, 3, true),  // all of them
+            (5, 3, true),  // more than half
+            (6, 3, false), // exactly half
+            (7, 3, false),
+            (10, 6, true),
+        ] {
+            assert_eq!(
+                is_mass_loss(running, killing),
+                storm,
+                "{killing} of {running}"
+            );
+        }
+    }
+
+    #[test]
+    fn hold_kills_table() {
+        // (running sessions, of them on a closed bead, --allow-mass-kill) →
+        // (killed, storm told, slots held by a)
+        let rows = [
+            (5, 2, false, 2, false, 3),
+            (5, 3, false, 0, true, 5), // the spared count as the workers they may be
+            (5, 3, true, 3, false, 2),
+            (6, 3, false, 3, false, 3), // exactly half: no storm
+        ];
+        for (running, closed, allow, killed, told, healthy) in rows {
+            let mut p = project("a").max_workers(10);
+            let mut sessions = Vec::new();
+            for i in 0..running {
+                let (b, status) = match i < closed {
+                    true => (format!("a-{i}"), BeadStatus::Closed),
+                    false => (format!("a-{i}"), BeadStatus::InProgress),
+                };
+                p = p.bead(id(&b), BeadLookup::Known(status));
+                sessions.push(session("a", &b, true, 60));
+            }
+            let mut s = snap(vec![p], sessions);
+            s.allow_mass_kill = allow;
+            let owners = Owners::of(&s);
+            let found = super::super::zombies::find_zombies(&s, &owners, now());
+            let (w, storm) = hold_kills(&s, &owners, found);
+            let what = format!("{closed} closed of {running}, allow={allow}");
+            assert_eq!(w.zombies.len(), killed, "{what}");
+            assert_eq!(storm.is_some(), told, "{what}");
+            assert_eq!(w.healthy["a"], healthy, "{what}");
+            assert_eq!(w.live.len(), running, "{what}: every bead stays live");
+        }
+    }
+
+    #[test]
+    fn partition_held_table() {
+        let r = |b: &str| release("a", &claim("a", b, 10));
+        let four = || vec![r("a-1"), r("a-2"), r("a-3"), r("a-4")];
+        let key = |b: &str| held_key(&r(b));
+        // (claims, releases, held last run) → (released, held)
+        let rows: [(usize, Vec<Release>, Vec<String>, usize, usize); 5] = [
+            (8, four(), vec![], 4, 0), // half of the claims: no storm
+            (7, four(), vec![], 0, 4), // more than half: all held
+            (7, four(), vec![key("a-1"), key("a-3")], 2, 2), // held last run: released now
+            (3, vec![r("a-1"), r("a-2")], vec![], 2, 0), // fewer than three
+            (0, vec![], vec![], 0, 0),
+        ];
+        for (claims, releases, before, go, held) in rows {
+            let before = before.into_iter().collect();
+            let (g, h) = partition_held(releases, claims, &before);
+            assert_eq!(
+                (g.len(), h.len()),
+                (go, held),
+                "{claims} claims, {before:?}"
+            );
+        }
+        assert_eq!(key("a-1"), "/p/a/a-1");
+    }
+}

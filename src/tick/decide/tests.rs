@@ -7,7 +7,7 @@ use chrono::Duration;
 
 use super::test_support::*;
 use super::*;
-use crate::model::{Bead, BeadId, Priority, SessionLabel};
+use crate::model::{BeadId, Priority, SessionLabel};
 use crate::session::SessionProblem;
 use crate::state::{Claim, IdleReason};
 
@@ -839,26 +839,6 @@ fn c2_10_a_worker_under_its_old_slug_is_its_projects_worker() {
 // ---- the kill-storm guard ----
 
 #[test]
-fn kill_storm_table() {
-    // (running, would kill, storm)
-    for (running, killing, storm) in [
-        (0, 0, false),
-        (2, 2, false), // fewer than three
-        (3, 3, true),  // all of them
-        (5, 3, true),  // more than half
-        (6, 3, false), // exactly half
-        (7, 3, false),
-        (10, 6, true),
-    ] {
-        assert_eq!(
-            is_mass_loss(running, killing),
-            storm,
-            "{killing} of {running}"
-        );
-    }
-}
-
-#[test]
 fn a_kill_storm_kills_none_and_holds_the_beads_of_the_spared() {
     // Four workers whose beads a misreporting tracker calls closed, one healthy one.
     let p = project("a")
@@ -1077,44 +1057,6 @@ fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_nothing()
     let plan = decide(&one, now());
     assert_eq!(plan.releases.len(), 1);
     assert!(plan.held.is_empty());
-}
-
-#[test]
-fn c6_1_spawn_order_is_the_stories_first_place_then_the_trackers_short_or_long() {
-    // The reference: each bead at its story's first place, the rest after, in tracker order.
-    fn reference<'a>(stories: &[BeadId], ready: &'a [Bead]) -> Vec<&'a Bead> {
-        let mut v: Vec<(usize, usize, &Bead)> = ready
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let at = stories.iter().position(|s| *s == b.id);
-                (at.unwrap_or(usize::MAX), i, b)
-            })
-            .collect();
-        v.sort_by_key(|(s, i, _)| (*s, *i));
-        v.into_iter().map(|(_, _, b)| b).collect()
-    }
-    for (n_stories, n_ready) in [(3, 4), (20, 6), (30, 20), (40, 40)] {
-        // stories in a scrambled order with repeats, ready beads partly outside them
-        let stories: Vec<BeadId> = (0..n_stories)
-            .map(|i| id(&format!("a-{}", (i * 7) % (n_stories - 1))))
-            .collect();
-        let ready: Vec<Bead> = (0..n_ready)
-            .map(|i| {
-                Bead::new(
-                    id(&format!("a-{}", (i * 5 + 3) % (n_stories + 5))),
-                    "t",
-                    BeadStatus::Open,
-                )
-            })
-            .collect();
-        let got: Vec<&BeadId> = spawn_order(&stories, &ready)
-            .iter()
-            .map(|b| &b.id)
-            .collect();
-        let want: Vec<&BeadId> = reference(&stories, &ready).iter().map(|b| &b.id).collect();
-        assert_eq!(got, want, "{n_stories} stories, {n_ready} ready");
-    }
 }
 
 // ---- 10.5 / 10.6 protocol stories ----

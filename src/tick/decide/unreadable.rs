@@ -35,3 +35,51 @@ pub fn hold_unreadable<'a>(
     }
     w
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use crate::session::SessionProblem;
+
+    #[test]
+    fn hold_unreadable_table() {
+        // (labels the unreadable records name, a running session on a-1) →
+        // (slots held by a, beads held everywhere)
+        let rows: [(&[Option<&str>], bool, usize, &[&str]); 6] = [
+            (&[Some("project:a:a-2")], false, 1, &[]),
+            (
+                &[Some("project:a:a-2"), Some("project:a:a-2")],
+                false,
+                1,
+                &[],
+            ), // once per bead
+            (&[Some("project:a:a-1")], true, 1, &[]), // its worker is already counted
+            (&[Some("project:zz:z-1")], false, 0, &["z-1"]), // no registered project's
+            (&[None], false, 0, &[]),
+            (&[Some("not a label")], false, 0, &[]),
+        ];
+        for (names, running, healthy, orphans) in rows {
+            let sessions = match running {
+                true => vec![session("a", "a-1", true, 60)],
+                false => vec![],
+            };
+            let mut s = snap(vec![project("a")], sessions);
+            s.unreadable = names
+                .iter()
+                .map(|l| SessionProblem {
+                    label: l.map(str::to_string),
+                    location: "sessions/x".into(),
+                    detail: "corrupt record".into(),
+                })
+                .collect();
+            let owners = Owners::of(&s);
+            let found = super::super::zombies::find_zombies(&s, &owners, now());
+            let labels = labels(&s);
+            let w = hold_unreadable(&labels, &owners, found);
+            assert_eq!(w.healthy["a"], healthy, "{names:?}");
+            let held: Vec<&str> = w.orphan_live.iter().map(|b| b.as_str()).collect();
+            assert_eq!(held, orphans, "{names:?}");
+        }
+    }
+}

@@ -224,3 +224,120 @@ impl ZombieOwner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::super::test_support::*;
+    use super::*;
+    use crate::protocol::{Status, Step};
+
+    #[derive(Debug, PartialEq)]
+    enum Fate {
+        Ended,
+        Kill(ZombieReason, Option<&'static str>),
+        Unmanaged,
+        Healthy(usize),
+    }
+
+    #[test]
+    fn find_zombies_table() {
+        use BeadLookup::Known;
+        use BeadStatus::*;
+        let late = {
+            let mut v = story(Step::Impl, Status::Running, 1);
+            v.deadline = Some(now() - Duration::seconds(1));
+            v
+        };
+        let team = story(Step::Impl, Status::Running, 3);
+        // (session's slug, running, age s, its bead's status, its story) → fate
+        let rows = [
+            ("a", true, 60, Known(InProgress), None, Fate::Healthy(1)),
+            ("a", false, 60, Known(InProgress), None, Fate::Ended),
+            (
+                "a",
+                true,
+                60,
+                Known(Closed),
+                None,
+                Fate::Kill(ZombieReason::BeadClosed, Some("a")),
+            ),
+            (
+                "a",
+                true,
+                60,
+                BeadLookup::Missing,
+                None,
+                Fate::Kill(ZombieReason::BeadClosed, Some("a")),
+            ),
+            (
+                "a",
+                true,
+                4000,
+                Known(InProgress),
+                None,
+                Fate::Kill(ZombieReason::Timeout, Some("a")),
+            ),
+            (
+                "a",
+                true,
+                60,
+                Known(InProgress),
+                Some(late),
+                Fate::Kill(ZombieReason::StepTimeout, Some("a")),
+            ),
+            (
+                "a",
+                true,
+                60,
+                Known(InProgress),
+                Some(team),
+                Fate::Healthy(3),
+            ),
+            // an orphan: no PROJECT.md, so only its age and whether it runs count
+            ("z", true, 60, Known(Closed), None, Fate::Unmanaged),
+            (
+                "z",
+                true,
+                4000,
+                Known(InProgress),
+                None,
+                Fate::Kill(ZombieReason::Timeout, None),
+            ),
+            ("z", false, 60, Known(InProgress), None, Fate::Ended),
+        ];
+        for (slug, running, age, status, story, want) in rows {
+            let mut p = project("a").bead(id("a-1"), status);
+            if let Some(v) = story.clone() {
+                p = p.story(id("a-1"), v);
+            }
+            let bead = if slug == "a" { "a-1" } else { "z-1" };
+            let s = snap(vec![p], vec![session(slug, bead, running, age)]);
+            let w = find_zombies(&s, &Owners::of(&s), now());
+            let got = match (&w.zombies[..], &w.ended[..], &w.unmanaged[..]) {
+                ([z], [], []) => Fate::Kill(
+                    z.reason,
+                    z.owner
+                        .as_ref()
+                        .map(|o| if o.slug == "a" { "a" } else { "?" }),
+                ),
+                ([], [_], []) => Fate::Ended,
+                ([], [], [_]) => Fate::Unmanaged,
+                _ => Fate::Healthy(w.healthy["a"]),
+            };
+            assert_eq!(
+                got, want,
+                "{slug} running={running} age={age} {status:?} {story:?}"
+            );
+            let live = w.live.contains(&("a", &id("a-1")));
+            assert_eq!(
+                live,
+                slug == "a" && running,
+                "a running session's bead is live"
+            );
+            let orphan = w.orphan_live.contains(&id("z-1"));
+            assert_eq!(orphan, slug == "z" && running, "an orphan's bead is held");
+        }
+    }
+}
