@@ -239,28 +239,25 @@ mod tests {
         // (projects offered in order with their slots, found ready, starved)
         use Priority::*;
         type Row<'a> = (&'a [(&'a str, Priority, u32, &'a [&'a str])], Option<usize>);
-        let rows: [(Row, &[(&str, usize)], bool, bool); 4] = [
+        type Want<'a> = (&'a [(&'a str, usize)], bool, bool);
+        let rows: [(Row, Want); 4] = [
             (
                 (&[("a", Normal, 2, &["a-1"])], None),
-                &[("a", 2)],
-                true,
-                false,
+                (&[("a", 2)], true, false),
             ),
             (
                 (&[("a", Low, 1, &["a-1"]), ("b", High, 1, &["b-1"])], None),
-                &[("b", 1), ("a", 1)],
-                true,
-                false,
+                (&[("b", 1), ("a", 1)], true, false),
             ),
-            ((&[("a", Normal, 0, &["a-1"])], None), &[], true, true), // at capacity
+            // at capacity
+            ((&[("a", Normal, 0, &["a-1"])], None), (&[], true, true)),
+            // no global slot left
             (
                 (&[("a", Normal, 1, &["a-1"])], Some(0)),
-                &[("a", 1)],
-                true,
-                true,
-            ), // the global cap
+                (&[("a", 1)], true, true),
+            ),
         ];
-        for ((projects, global), want, ready, starved) in rows {
+        for ((projects, global), (want, ready, starved)) in rows {
             let views = projects
                 .iter()
                 .map(|(slug, prio, max, beads)| {

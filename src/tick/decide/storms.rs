@@ -164,7 +164,8 @@ mod tests {
         let four = || vec![r("a-1"), r("a-2"), r("a-3"), r("a-4")];
         let key = |b: &str| held_key(&r(b));
         // (claims, releases, held last run) → (released, held)
-        let rows: [(usize, Vec<Release>, Vec<String>, usize, usize); 5] = [
+        type Row = (usize, Vec<Release>, Vec<String>, usize, usize);
+        let rows: [Row; 5] = [
             (8, four(), vec![], 4, 0), // half of the claims: no storm
             (7, four(), vec![], 0, 4), // more than half: all held
             (7, four(), vec![key("a-1"), key("a-3")], 2, 2), // held last run: released now

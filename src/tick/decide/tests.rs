@@ -1334,7 +1334,8 @@ fn c2_7_the_backoff_wakes_for_the_first_deadline() {
     use BeadLookup::Known;
     use BeadStatus::*;
     // (worker timeout, stall, quiet for, claim age without a worker) → wake in
-    let cases: [(u64, u64, i64, Option<i64>, Option<i64>); 5] = [
+    type Case = (u64, u64, i64, Option<i64>, Option<i64>);
+    let cases: [Case; 5] = [
         (3600, 0, 0, None, Some(3600 - 100)), // the WorkerTimeout of a worker 100 s old
         (3600, 300, 20, None, Some(300 - 20)), // its StallTimeout from its last output
         (150, 300, 20, None, Some(50)),       // whichever comes first

@@ -46,7 +46,8 @@ mod tests {
     fn hold_unreadable_table() {
         // (labels the unreadable records name, a running session on a-1) →
         // (slots held by a, beads held everywhere)
-        let rows: [(&[Option<&str>], bool, usize, &[&str]); 6] = [
+        type Row<'a> = (&'a [Option<&'a str>], bool, usize, &'a [&'a str]);
+        let rows: [Row; 6] = [
             (&[Some("project:a:a-2")], false, 1, &[]),
             (
                 &[Some("project:a:a-2"), Some("project:a:a-2")],

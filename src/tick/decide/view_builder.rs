@@ -153,7 +153,7 @@ mod tests {
         let bare = ProjectView::builder("a", "/p/a").build();
         let rows: [(&str, bool); 8] = [
             ("slug", bare.slug == "a"),
-            ("path", bare.path == PathBuf::from("/p/a")),
+            ("path", bare.path == std::path::Path::new("/p/a")),
             ("max_workers", bare.max_workers == 1),
             ("worker_timeout", bare.worker_timeout == 3600),
             ("stall", bare.stall_timeout == 0),

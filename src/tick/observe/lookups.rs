@@ -79,13 +79,44 @@ mod tests {
     #[test]
     fn bead_lookups_table() {
         // (what exists) → the beads project `a` at /p/a looks up
-        let rows: [(&str, Vec<Session>, Vec<Claim>, &[&str]); 7] = [
-            ("its running session", vec![session("project:a:a-1", true)], vec![], &["a-1"]),
-            ("an ended session", vec![session("project:a:a-1", false)], vec![], &[]),
-            ("another project's session", vec![session("project:b:b-1", true)], vec![], &[]),
-            ("its claim by directory", vec![], vec![claim("a0", Some("/p/a"), "a-2")], &["a-2"]),
-            ("an old claim by slug", vec![], vec![claim("a", None, "a-3")], &["a-3"]),
-            ("its slug, another directory", vec![], vec![claim("a", Some("/p/b"), "b-2")], &[]),
+        type Row<'a> = (&'a str, Vec<Session>, Vec<Claim>, &'a [&'a str]);
+        let rows: [Row; 7] = [
+            (
+                "its running session",
+                vec![session("project:a:a-1", true)],
+                vec![],
+                &["a-1"],
+            ),
+            (
+                "an ended session",
+                vec![session("project:a:a-1", false)],
+                vec![],
+                &[],
+            ),
+            (
+                "another project's session",
+                vec![session("project:b:b-1", true)],
+                vec![],
+                &[],
+            ),
+            (
+                "its claim by directory",
+                vec![],
+                vec![claim("a0", Some("/p/a"), "a-2")],
+                &["a-2"],
+            ),
+            (
+                "an old claim by slug",
+                vec![],
+                vec![claim("a", None, "a-3")],
+                &["a-3"],
+            ),
+            (
+                "its slug, another directory",
+                vec![],
+                vec![claim("a", Some("/p/b"), "b-2")],
+                &[],
+            ),
             (
                 "a session and a claim on one bead",
                 vec![session("project:a:a-1", true)],
@@ -101,6 +132,10 @@ mod tests {
         let s = [session("project:a:a-1", true)];
         let c = [claim("a", Some("/p/a"), "a-1")];
         let got = bead_lookups("a", Path::new("/p/a"), &s, &c);
-        assert_eq!((got.sessions, got.claims), (1, 1), "both count towards reach");
+        assert_eq!(
+            (got.sessions, got.claims),
+            (1, 1),
+            "both count towards reach"
+        );
     }
 }
