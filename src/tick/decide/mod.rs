@@ -61,7 +61,7 @@ pub use scope::{in_scope, spawn_order};
 pub use snapshot::{ProjectView, Snapshot};
 pub use storms::{held_key, is_mass_loss};
 pub use view_builder::ProjectViewBuilder;
-pub use workers::Workers;
+use workers::Workers;
 pub use zombies::{classify, SessionVerdict, Zombie, ZombieOwner, ZombieReason};
 
 /// What a tracker said about one bead.
