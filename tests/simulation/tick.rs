@@ -1,7 +1,7 @@
-//! The tick as the model runs it: observe (a model of the I/O; `eligibility_of` real) → decide
-//! (real) → act (`Plan::walk` real; claims, spawns and kills on the model) → persist
-//! (`after_run` and `settle_claims` real), with the oracle checking the plan and the state after
-//! each step.
+//! The tick as the model runs it: observe (a model of the I/O; `eligibility_of` and observe's
+//! `bead_lookups` real) → decide (real) → act (`Plan::walk` real; claims, spawns and kills on the
+//! model) → persist (`after_run` and `settle_claims` real), with the oracle checking the plan and
+//! the state after each step.
 
 use std::collections::{BTreeMap, BTreeSet};
 
