@@ -23,6 +23,7 @@ use braids::retry::breaker::{self, BreakerPolicy};
 use braids::retry::{AfterFailure, Attempts, Failure, Policy};
 use braids::session::{BackendKind, Session};
 use braids::tick::decide::{self, Eligibility, ProjectView, Slot, Snapshot, ZombieReason};
+use braids::tick::observe::lookups::bead_lookups;
 use braids::tick::orchestrator_state::{Claim, OrchestratorState, RunKind};
 use braids::tick::retention;
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -339,60 +340,6 @@ impl Soak {
     }
 
     fn snapshot(&self) -> Snapshot {
-        let views = self
-            .projects
-            .iter()
-            .map(|p| {
-                let wanted: BTreeSet<&BeadId> = self
-                    .workers
-                    .iter()
-                    .filter(|w| w.running && self.projects[w.project].slug == p.slug)
-                    .map(|w| &w.bead)
-                    .chain(
-                        self.state
-                            .claims
-                            .iter()
-                            .filter(|c| c.belongs_to(&p.slug, &p.path))
-                            .map(|c| &c.bead),
-                    )
-                    .collect();
-                ProjectView {
-                    slug: p.slug.clone(),
-                    path: p.path.clone(),
-                    priority: Priority::Normal,
-                    max_workers: p.max_workers,
-                    worker_timeout: WORKER_TIMEOUT,
-                    stall_timeout: STALL,
-                    channel: None,
-                    eligibility: Eligibility::Eligible {
-                        iteration: 1.into(),
-                    },
-                    stories: Vec::new(),
-                    ready: p
-                        .beads
-                        .iter()
-                        .filter(|b| b.arrives <= self.now && b.status == BeadStatus::Open)
-                        .map(|b| Bead::new(b.id.clone(), "work", BeadStatus::Open))
-                        .collect(),
-                    beads: wanted
-                        .into_iter()
-                        .map(|id| {
-                            let b = p.beads.iter().find(|b| &b.id == id).unwrap();
-                            (id.clone(), decide::BeadLookup::Known(b.status))
-                        })
-                        .collect(),
-                    tracker_error: None,
-                    preflight_error: None,
-                    workspace: braids::workspace::WorkspaceMode::Worktree,
-                    held_by_budget: None,
-                    protocol: Default::default(),
-                    dependencies: Default::default(),
-                    single_state: false,
-                    placement: Default::default(),
-                    backend_error: None,
-                }
-            })
-            .collect();
         let sessions: Vec<Session> = self
             .workers
             .iter()
@@ -408,6 +355,33 @@ impl Soak {
                 queued: false,
                 ended: None,
                 log: None,
+            })
+            .collect();
+        let views = self
+            .projects
+            .iter()
+            .map(|p| {
+                // The beads observe asks the tracker about, by observe's own rule.
+                let wanted = bead_lookups(&p.slug, &p.path, &sessions, &self.state.claims);
+                let status = |id: &BeadId| {
+                    let b = p.beads.iter().find(|b| &b.id == id).unwrap();
+                    decide::BeadLookup::Known(b.status)
+                };
+                ProjectView::builder(p.slug.clone(), p.path.clone())
+                    .priority(Priority::Normal)
+                    .max_workers(p.max_workers)
+                    .worker_timeout(WORKER_TIMEOUT)
+                    .stall_timeout(STALL)
+                    .eligibility(Eligibility::Eligible {
+                        iteration: 1.into(),
+                    })
+                    .ready(
+                        (p.beads.iter())
+                            .filter(|b| b.arrives <= self.now && b.status == BeadStatus::Open)
+                            .map(|b| Bead::new(b.id.clone(), "work", BeadStatus::Open)),
+                    )
+                    .beads(wanted.beads.into_iter().map(|id| (id.clone(), status(id))))
+                    .build()
             })
             .collect();
         // A working agent prints; a hung one has been silent since its start.

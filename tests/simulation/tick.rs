@@ -1,7 +1,7 @@
-//! The tick as the model runs it: observe (a model of the I/O; `eligibility_of` real) → decide
-//! (real) → act (`Plan::walk` real; claims, spawns and kills on the model) → persist
-//! (`after_run` and `settle_claims` real), with the oracle checking the plan and the state after
-//! each step.
+//! The tick as the model runs it: observe (a model of the I/O; `eligibility_of` and observe's
+//! `bead_lookups` real) → decide (real) → act (`Plan::walk` real; claims, spawns and kills on the
+//! model) → persist (`after_run` and `settle_claims` real), with the oracle checking the plan and
+//! the state after each step.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,6 +12,7 @@ use braids::tick::decide::{
     decide, eligibility_of, BeadLookup, Eligibility, Plan, ProjectView, Slot, Snapshot,
     ZombieReason,
 };
+use braids::tick::observe::lookups::bead_lookups;
 use braids::tick::orchestrator_state::{Claim, IdleReason, OrchestratorState, RunKind};
 use chrono::Duration;
 
@@ -61,98 +62,78 @@ impl World {
     }
 
     pub fn observe(&self) -> Snapshot {
+        // The sessions the backend can read; observe's rule picks the beads to look up from
+        // them, whatever the HideLiveSessions breakage then keeps from decide.
+        let readable: Vec<Session> = self
+            .sessions
+            .iter()
+            .filter(|s| !s.unreadable)
+            .map(|s| Session {
+                label: s.label.clone(),
+                id: s.id.clone(),
+                backend: braids::session::BackendKind::Process,
+                pid: Some(1000 + s.id.len() as u32),
+                started_at: s.started,
+                running: s.running,
+                worker_gone: false,
+                queued: false,
+                ended: None,
+                log: None,
+            })
+            .collect();
         let mut views = Vec::new();
         for e in &self.registry {
-            let mut v = ProjectView {
-                slug: e.slug.clone(),
-                path: e.path.clone(),
-                priority: e.priority.unwrap_or_default(),
-                max_workers: 1,
-                worker_timeout: 3600,
-                stall_timeout: 0,
-                channel: None,
-                eligibility: Eligibility::Broken("no such directory".into()),
-                stories: Vec::new(),
-                ready: Vec::new(),
-                beads: BTreeMap::new(),
-                tracker_error: None,
-                preflight_error: None,
-                workspace: braids::workspace::WorkspaceMode::Worktree,
-                held_by_budget: None,
-                protocol: Default::default(),
-                dependencies: Default::default(),
-                single_state: false,
-                placement: Default::default(),
-                backend_error: None,
-            };
+            let v = ProjectView::builder(e.slug.clone(), e.path.clone())
+                .priority(e.priority.unwrap_or_default())
+                .eligibility(Eligibility::Broken("no such directory".into()));
             let Some(p) = self.project_at(&e.path) else {
-                views.push(v);
+                views.push(v.build());
                 continue;
             };
             let proj = &self.projects[p];
-            v.priority = proj.cfg.priority;
-            v.max_workers = proj.cfg.max_workers;
-            v.worker_timeout = proj.cfg.worker_timeout;
-            v.channel = proj.cfg.channel.clone();
-            v.eligibility = self.eligibility(e, p);
-            if let Eligibility::Eligible { iteration } = v.eligibility {
-                v.stories = proj
+            let eligibility = self.eligibility(e, p);
+            let stories = match eligibility {
+                Eligibility::Eligible { iteration } => proj
                     .iters
                     .iter()
                     .find(|i| i.number == iteration.number())
                     .map(|i| i.stories.clone())
-                    .unwrap_or_default();
-            }
-            let wanted: BTreeSet<BeadId> = self
-                .sessions
-                .iter()
-                .filter(|s| s.running && !s.unreadable && s.label.slug() == e.slug)
-                .map(|s| s.label.bead().clone())
-                .chain(
-                    self.state
-                        .claims
-                        .iter()
-                        .filter(|c| c.belongs_to(&e.slug, &e.path))
-                        .map(|c| c.bead.clone()),
-                )
-                .collect();
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let eligible = matches!(eligibility, Eligibility::Eligible { .. });
+            let mut v = v
+                .priority(proj.cfg.priority)
+                .max_workers(proj.cfg.max_workers)
+                .worker_timeout(proj.cfg.worker_timeout)
+                .channel(proj.cfg.channel.clone())
+                .eligibility(eligibility)
+                .stories(stories);
+            let wanted = bead_lookups(&e.slug, &e.path, &readable, &self.state.claims).beads;
             if proj.tracker_down {
-                for b in wanted {
-                    v.beads.insert(b, BeadLookup::Unknown);
-                }
-                v.tracker_error = Some("`br list --json` timed out after 1s".into());
+                v = v
+                    .beads(wanted.into_iter().map(|b| (b.clone(), BeadLookup::Unknown)))
+                    .tracker_error("`br list --json` timed out after 1s");
             } else {
-                for b in wanted {
+                v = v.beads(wanted.into_iter().map(|b| {
                     let l = self
-                        .bead(p, &b)
+                        .bead(p, b)
                         .map_or(BeadLookup::Missing, |x| BeadLookup::Known(x.status));
-                    v.beads.insert(b, l);
-                }
-                if matches!(v.eligibility, Eligibility::Eligible { .. }) {
-                    v.ready = self.ready(p);
+                    (b.clone(), l)
+                }));
+                if eligible {
+                    v = v.ready(self.ready(p));
                 }
             }
-            views.push(v);
+            views.push(v.build());
         }
         let hide = self.mutation == Mutation::HideLiveSessions;
         Snapshot {
             projects: views,
-            sessions: self
-                .sessions
+            sessions: readable
                 .iter()
-                .filter(|s| !s.unreadable && (!hide || !s.running))
-                .map(|s| Session {
-                    label: s.label.clone(),
-                    id: s.id.clone(),
-                    backend: braids::session::BackendKind::Process,
-                    pid: Some(1000 + s.id.len() as u32),
-                    started_at: s.started,
-                    running: s.running,
-                    worker_gone: false,
-                    queued: false,
-                    ended: None,
-                    log: None,
-                })
+                .filter(|s| !hide || !s.running)
+                .cloned()
                 .collect(),
             unreadable: self
                 .sessions

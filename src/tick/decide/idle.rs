@@ -4,7 +4,7 @@
 use crate::tick::orchestrator_state::IdleReason;
 
 /// What a run found while looking for work to start.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Found {
     /// Some project has an active iteration.
     pub eligible: bool,
@@ -30,5 +30,39 @@ pub fn reason(f: Found) -> IdleReason {
         IdleReason::NoWorkerCanStart
     } else {
         IdleReason::NoReadyBeads
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_table() {
+        let f = |eligible, ready, starved, unstartable, paused| Found {
+            eligible,
+            ready,
+            starved,
+            unstartable,
+            paused,
+        };
+        // (what the run found) → why it is idle
+        let rows = [
+            (
+                f(false, true, true, true, true),
+                IdleReason::NoActiveIterations,
+            ),
+            (f(true, true, true, false, true), IdleReason::SpawningPaused),
+            (f(true, true, true, true, false), IdleReason::AllAtCapacity),
+            (
+                f(true, false, false, true, false),
+                IdleReason::NoWorkerCanStart,
+            ),
+            (f(true, true, false, false, false), IdleReason::NoReadyBeads),
+            (f(true, false, false, false, true), IdleReason::NoReadyBeads),
+        ];
+        for (found, want) in rows {
+            assert_eq!(reason(found), want, "{found:?}");
+        }
     }
 }

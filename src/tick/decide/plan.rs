@@ -187,7 +187,7 @@ pub struct DependencyUpdate {
     pub first: crate::protocol::Step,
 }
 
-/// Kills the kill-storm guard held ([`super::is_kill_storm`]).
+/// Kills the kill-storm guard held ([`super::is_mass_loss`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KillStorm {
     pub would_kill: usize,

@@ -1,6 +1,6 @@
 //! What `decide` looks at: every registered project as observed this run, and the sessions,
-//! claims and retry state beside them. Plain data, built by observe (and by the tests and the
-//! simulation).
+//! claims and retry state beside them. Plain data; every `ProjectView` is made with
+//! [`ProjectView::builder`], by observe, the tests and the simulation alike.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

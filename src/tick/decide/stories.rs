@@ -75,3 +75,56 @@ pub fn dependency_updates(snap: &Snapshot) -> Vec<DependencyUpdate> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::super::test_support::*;
+    use super::*;
+    use crate::protocol::{Status, Step};
+
+    #[test]
+    fn orphaned_steps_table() {
+        // (step running for s, a live session carries its bead) → a failed attempt now
+        let rows = [
+            (300, false, true),
+            (300, true, false),
+            (60, false, false), // inside the grace a new worker needs to show up
+        ];
+        for (secs, held, orphaned) in rows {
+            let mut v = story(Step::Impl, Status::Running, 1);
+            v.running_since = Some(now() - Duration::seconds(secs));
+            let s = snap(vec![project("a").story(id("a-1"), v)], vec![]);
+            let bead = id("a-1");
+            let live: BTreeSet<&BeadId> = held.then_some(&bead).into_iter().collect();
+            let got = orphaned_steps(&s, &live, now());
+            assert_eq!(got.len(), usize::from(orphaned), "{secs}s, held={held}");
+        }
+    }
+
+    #[test]
+    fn waits_for_the_state_file_table() {
+        let done = {
+            let mut v = story(Step::Done, Status::Pass, 1);
+            v.done = true;
+            v
+        };
+        let under_way = story(Step::Review, Status::NeedsHuman, 1);
+        // (single state file, another story's state) → a-2 waits
+        let rows = [
+            (true, Some(under_way.clone()), true),
+            (true, Some(done), false),
+            (true, None, false),
+            (false, Some(under_way), false),
+        ];
+        for (single, other, waits) in rows {
+            let mut p = project("a").single_state(single);
+            if let Some(v) = other.clone() {
+                p = p.story(id("a-1"), v);
+            }
+            let got = waits_for_the_state_file(&p.build(), &id("a-2"));
+            assert_eq!(got, waits, "single={single} {other:?}");
+        }
+    }
+}

@@ -1,155 +1,15 @@
 //! Table tests for `decide`, one group per rule of CONTRACTS 2.x, in the contract's words.
 
-use super::*;
-use chrono::{Duration, TimeZone};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::model::Priority;
-use crate::session::{Session, SessionProblem};
+use chrono::Duration;
+
+use super::test_support::*;
+use super::*;
+use crate::model::{BeadId, Priority, SessionLabel};
+use crate::session::SessionProblem;
 use crate::tick::orchestrator_state::{Claim, IdleReason};
-
-fn now() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
-}
-fn id(s: &str) -> BeadId {
-    BeadId::new(s).unwrap()
-}
-
-struct P(ProjectView);
-
-fn project(slug: &str) -> P {
-    P(ProjectView {
-        slug: slug.into(),
-        path: PathBuf::from(format!("/p/{slug}")),
-        priority: Priority::Normal,
-        max_workers: 1,
-        worker_timeout: 3600,
-        stall_timeout: 0,
-        channel: None,
-        eligibility: Eligibility::Eligible {
-            iteration: 1.into(),
-        },
-        stories: vec![],
-        ready: vec![],
-        beads: BTreeMap::new(),
-        tracker_error: None,
-        preflight_error: None,
-        workspace: crate::workspace::WorkspaceMode::Worktree,
-        held_by_budget: None,
-        protocol: BTreeMap::new(),
-        dependencies: BTreeMap::new(),
-        single_state: false,
-        placement: Default::default(),
-        backend_error: None,
-    })
-}
-
-impl P {
-    fn max(mut self, n: u32) -> Self {
-        self.0.max_workers = n;
-        self
-    }
-    fn priority(mut self, p: Priority) -> Self {
-        self.0.priority = p;
-        self
-    }
-    fn timeout(mut self, secs: u64) -> Self {
-        self.0.worker_timeout = secs;
-        self
-    }
-    fn eligibility(mut self, e: Eligibility) -> Self {
-        self.0.eligibility = e;
-        self
-    }
-    fn over_budget(mut self) -> Self {
-        self.0.held_by_budget = Some("its daily budget is reached".into());
-        self
-    }
-    fn ready(mut self, ids: &[&str]) -> Self {
-        self.0.ready = ids
-            .iter()
-            .map(|i| Bead::new(id(i), format!("title {i}"), BeadStatus::Open))
-            .collect();
-        self
-    }
-    fn stories(mut self, ids: &[&str]) -> Self {
-        self.0.stories = ids.iter().map(|i| id(i)).collect();
-        self
-    }
-    fn bead(mut self, i: &str, l: BeadLookup) -> Self {
-        self.0.beads.insert(id(i), l);
-        self
-    }
-    /// The project's directory (`/p/<slug>` unless given).
-    fn at(mut self, path: &str) -> Self {
-        self.0.path = PathBuf::from(path);
-        self
-    }
-    fn tracker_error(mut self) -> Self {
-        self.0.tracker_error = Some("br timed out".into());
-        self
-    }
-}
-
-fn session(slug: &str, bead: &str, running: bool, age_secs: i64) -> Session {
-    Session {
-        label: SessionLabel::new(slug, id(bead)).unwrap(),
-        id: format!("pid:{bead}"),
-        backend: crate::session::BackendKind::Process,
-        pid: Some(100),
-        started_at: now() - Duration::seconds(age_secs),
-        running,
-        worker_gone: false,
-        queued: false,
-        ended: None,
-        log: None,
-    }
-}
-
-/// A claim made `mins` ago in the project `slug` at `/p/<slug>`.
-fn claim(slug: &str, bead: &str, mins: i64) -> Claim {
-    Claim {
-        project: slug.into(),
-        path: Some(PathBuf::from(format!("/p/{slug}"))),
-        bead: id(bead),
-        claimed_at: now() - Duration::minutes(mins),
-    }
-}
-
-/// `c` released or forgotten under the project's slug of this run.
-fn release(slug: &str, c: &Claim) -> Release {
-    Release {
-        slug: slug.into(),
-        bead: c.bead.clone(),
-        claim: c.clone(),
-    }
-}
-
-fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
-    Snapshot {
-        projects: projects.into_iter().map(|p| p.0).collect(),
-        sessions,
-        claims: vec![],
-        global_max_workers: 0,
-        orphan_timeout_secs: 3600,
-        claim_grace: Duration::seconds(120),
-        unreadable: vec![],
-        allow_mass_kill: false,
-        waiting: BTreeMap::new(),
-        activity: BTreeMap::new(),
-        finishing: Default::default(),
-        gate: Gate::Open,
-        next_probe: None,
-        held_before: BTreeSet::new(),
-    }
-}
-
-fn spawned(plan: &Plan) -> Vec<String> {
-    plan.intended()
-        .iter()
-        .map(|c| c.label().to_string())
-        .collect()
-}
 
 // ---- 2.2 Concurrency enforcement ----
 
@@ -165,11 +25,11 @@ fn c2_2_spawns_up_to_max_workers_and_no_further() {
     ];
     for &(max, running, expected) in cases {
         let ready = ["a-1", "a-2", "a-3", "a-4", "a-5"];
-        let mut p = project("a").max(max).ready(&ready);
+        let mut p = project("a").max_workers(max).ready(open(&ready));
         let mut sessions = vec![];
         for i in 0..running {
             let b = format!("a-r{i}");
-            p = p.bead(&b, BeadLookup::Known(BeadStatus::InProgress));
+            p = p.bead(id(&b), BeadLookup::Known(BeadStatus::InProgress));
             sessions.push(session("a", &b, true, 60));
         }
         let plan = decide(&snap(vec![p], sessions), now());
@@ -188,7 +48,10 @@ fn c2_2_candidates_are_the_slots_plus_a_few_stand_ins_in_order() {
     let ids: Vec<String> = (0..20).map(|i| format!("a-{i:02}")).collect();
     let ready: Vec<&str> = ids.iter().map(String::as_str).collect();
     let plan = decide(
-        &snap(vec![project("a").max(2).ready(&ready)], vec![]),
+        &snap(
+            vec![project("a").max_workers(2).ready(open(&ready))],
+            vec![],
+        ),
         now(),
     );
     let c: Vec<&str> = plan.spawns[0]
@@ -200,8 +63,8 @@ fn c2_2_candidates_are_the_slots_plus_a_few_stand_ins_in_order() {
     assert_eq!(spawned(&plan), ["project:a:a-00", "project:a:a-01"]);
 
     // At capacity, ready work still makes the reason all-at-capacity (2.7).
-    let mut p = project("a").max(1).ready(&ready);
-    p = p.bead("a-x", BeadLookup::Known(BeadStatus::InProgress));
+    let mut p = project("a").max_workers(1).ready(open(&ready));
+    p = p.bead(id("a-x"), BeadLookup::Known(BeadStatus::InProgress));
     let plan = decide(&snap(vec![p], vec![session("a", "a-x", true, 5)]), now());
     assert!(plan.spawns.is_empty());
     assert_eq!(plan.idle_reason, IdleReason::AllAtCapacity);
@@ -215,7 +78,9 @@ fn c2_2_an_unreadable_session_record_counts_as_running() {
         detail: "not a session record".into(),
     };
     let mut s = snap(
-        vec![project("a").max(2).ready(&["a-1", "a-2", "a-3"])],
+        vec![project("a")
+            .max_workers(2)
+            .ready(open(&["a-1", "a-2", "a-3"]))],
         vec![],
     );
     s.unreadable = vec![problem(Some("project:a:a-1"))];
@@ -248,9 +113,9 @@ fn c2_2_an_unreadable_session_record_counts_as_running() {
 #[test]
 fn c2_2_zombies_do_not_count_against_capacity() {
     let p = project("a")
-        .max(1)
-        .ready(&["a-2"])
-        .bead("a-1", BeadLookup::Known(BeadStatus::Closed));
+        .max_workers(1)
+        .ready(open(&["a-2"]))
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::Closed));
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 60)]), now());
     assert_eq!(plan.zombies.len(), 1);
     assert_eq!(spawned(&plan), ["project:a:a-2"]);
@@ -258,11 +123,13 @@ fn c2_2_zombies_do_not_count_against_capacity() {
 
 #[test]
 fn c2_2_global_cap_across_projects() {
-    let a = project("a").max(3).ready(&["a-1", "a-2", "a-3"]);
+    let a = project("a")
+        .max_workers(3)
+        .ready(open(&["a-1", "a-2", "a-3"]));
     let b = project("b")
-        .max(3)
-        .ready(&["b-1"])
-        .bead("b-0", BeadLookup::Known(BeadStatus::InProgress));
+        .max_workers(3)
+        .ready(open(&["b-1"]))
+        .bead(id("b-0"), BeadLookup::Known(BeadStatus::InProgress));
     let mut s = snap(vec![a, b], vec![session("b", "b-0", true, 5)]);
     s.global_max_workers = 3;
     let plan = decide(&s, now());
@@ -298,7 +165,7 @@ fn c2_3_only_projects_with_exactly_one_active_iteration() {
     for (e, expected) in cases {
         let plan = decide(
             &snap(
-                vec![project("a").ready(&["a-1"]).eligibility(e.clone())],
+                vec![project("a").ready(open(&["a-1"])).eligibility(e.clone())],
                 vec![],
             ),
             now(),
@@ -314,8 +181,8 @@ fn c2_3_only_projects_with_exactly_one_active_iteration() {
 
 #[test]
 fn c2_4_c2_5_candidate_carries_label_and_four_field_message() {
-    let mut p = project("web").ready(&["web-x1y"]);
-    p.0.channel = Some("#web".into());
+    let mut p = project("web").ready(open(&["web-x1y"]));
+    p = p.channel(Some("#web".into()));
     let plan = decide(&snap(vec![p], vec![]), now());
     let c = plan.intended()[0];
     assert_eq!(c.label().to_string(), "project:web:web-x1y");
@@ -327,8 +194,8 @@ fn c2_4_c2_5_candidate_carries_label_and_four_field_message() {
 
 #[test]
 fn c2_4_a_path_that_would_break_the_message_is_an_error_not_a_spawn() {
-    let mut p = project("a").ready(&["a-1"]);
-    p.0.path = PathBuf::from("/p/a\nBead: evil");
+    let mut p = project("a").ready(open(&["a-1"]));
+    p = p.path(PathBuf::from("/p/a\nBead: evil"));
     let plan = decide(&snap(vec![p], vec![]), now());
     assert!(plan.intended().is_empty());
     assert_eq!(plan.errors.len(), 1, "{:?}", plan.errors);
@@ -434,7 +301,7 @@ fn c2_6_a_finishing_worker_is_stopped_only_by_its_worker_timeout() {
     }
     // decide reads the mark from the snapshot.
     let mut p = project("a");
-    p.0.beads.insert(id("a-1"), Known(Closed));
+    p = p.bead(id("a-1"), Known(Closed));
     let mut sn = snap(vec![p], vec![session("a", "a-1", true, 10)]);
     assert_eq!(decide(&sn, now()).zombies.len(), 1);
     sn.finishing.insert("project:a:a-1".into());
@@ -444,12 +311,12 @@ fn c2_6_a_finishing_worker_is_stopped_only_by_its_worker_timeout() {
 #[test]
 fn c2_6_plan_kills_zombies_and_forgets_ended_sessions() {
     let p = project("a")
-        .max(3)
-        .timeout(600)
-        .bead("a-1", BeadLookup::Known(BeadStatus::Closed))
-        .bead("a-2", BeadLookup::Known(BeadStatus::InProgress))
-        .bead("a-3", BeadLookup::Known(BeadStatus::InProgress))
-        .bead("a-4", BeadLookup::Known(BeadStatus::InProgress));
+        .max_workers(3)
+        .worker_timeout(600)
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::Closed))
+        .bead(id("a-2"), BeadLookup::Known(BeadStatus::InProgress))
+        .bead(id("a-3"), BeadLookup::Known(BeadStatus::InProgress))
+        .bead(id("a-4"), BeadLookup::Known(BeadStatus::InProgress));
     let sessions = vec![
         session("a", "a-1", true, 5),
         session("a", "a-2", true, 601),
@@ -479,7 +346,7 @@ fn c2_6_paused_projects_still_get_their_zombies_killed() {
         .eligibility(Eligibility::Inactive {
             why: "paused".into(),
         })
-        .bead("a-1", BeadLookup::Known(BeadStatus::Closed));
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::Closed));
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 5)]), now());
     assert_eq!(plan.zombies.len(), 1);
 }
@@ -488,7 +355,9 @@ fn c2_6_paused_projects_still_get_their_zombies_killed() {
 fn c2_2_orphan_sessions_count_against_the_global_cap_and_time_out() {
     // a young orphan: reported, left running, and it holds one of the global slots
     let mut s = snap(
-        vec![project("a").max(3).ready(&["a-1", "a-2", "a-3"])],
+        vec![project("a")
+            .max_workers(3)
+            .ready(open(&["a-1", "a-2", "a-3"]))],
         vec![session("gone", "g-1", true, 60)],
     );
     s.global_max_workers = 2;
@@ -520,10 +389,12 @@ fn c2_2_orphan_sessions_count_against_the_global_cap_and_time_out() {
 #[test]
 fn projects_in_priority_order_ties_in_registry_order() {
     let projects = vec![
-        project("low").priority(Priority::Low).ready(&["l-1"]),
-        project("n1").ready(&["n-1"]),
-        project("high").priority(Priority::High).ready(&["h-1"]),
-        project("n2").ready(&["m-1"]),
+        project("low").priority(Priority::Low).ready(open(&["l-1"])),
+        project("n1").ready(open(&["n-1"])),
+        project("high")
+            .priority(Priority::High)
+            .ready(open(&["h-1"])),
+        project("n2").ready(open(&["m-1"])),
     ];
     let mut s = snap(projects, vec![]);
     s.global_max_workers = 3;
@@ -539,20 +410,25 @@ fn c6_1_iteration_scope_stories_in_order_and_nothing_else() {
     // Stories listed: only those beads, in Stories order; a-9 and a-2 are ready but out of
     // scope; a-x is not ready and waits.
     let p = project("a")
-        .max(5)
-        .ready(&["a-9", "a-1", "a-5", "a-2"])
-        .stories(&["a-5", "a-x", "a-1"]);
+        .max_workers(5)
+        .ready(open(&["a-9", "a-1", "a-5", "a-2"]))
+        .stories(ids(&["a-5", "a-x", "a-1"]));
     let plan = decide(&snap(vec![p], vec![]), now());
     assert_eq!(spawned(&plan), ["project:a:a-5", "project:a:a-1"]);
     // No Stories: every ready bead, in the tracker's order (4.3).
-    let p = project("a").max(5).ready(&["a-9", "a-1", "a-5"]);
+    let p = project("a")
+        .max_workers(5)
+        .ready(open(&["a-9", "a-1", "a-5"]));
     let plan = decide(&snap(vec![p], vec![]), now());
     assert_eq!(
         spawned(&plan),
         ["project:a:a-9", "project:a:a-1", "project:a:a-5"]
     );
     // Only out-of-scope beads ready: nothing spawns and the run idles for want of ready work.
-    let p = project("a").max(5).ready(&["a-9"]).stories(&["a-1"]);
+    let p = project("a")
+        .max_workers(5)
+        .ready(open(&["a-9"]))
+        .stories(ids(&["a-1"]));
     let plan = decide(&snap(vec![p], vec![]), now());
     assert!(spawned(&plan).is_empty());
     assert_eq!(plan.idle_reason, IdleReason::NoReadyBeads);
@@ -562,13 +438,13 @@ fn c6_1_iteration_scope_stories_in_order_and_nothing_else() {
 fn a_bead_with_a_live_session_is_never_spawned_twice() {
     // the tracker still lists a-1 as ready (a stale answer), but a session runs it
     let p = project("a")
-        .max(3)
-        .ready(&["a-1", "a-2"])
-        .bead("a-1", BeadLookup::Known(BeadStatus::InProgress));
+        .max_workers(3)
+        .ready(open(&["a-1", "a-2"]))
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::InProgress));
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 5)]), now());
     assert_eq!(spawned(&plan), ["project:a:a-2"]);
     // duplicates in a tracker answer are spawned once
-    let p = project("a").max(3).ready(&["a-1", "a-1"]);
+    let p = project("a").max_workers(3).ready(open(&["a-1", "a-1"]));
     assert_eq!(
         spawned(&decide(&snap(vec![p], vec![]), now())),
         ["project:a:a-1"]
@@ -578,8 +454,8 @@ fn a_bead_with_a_live_session_is_never_spawned_twice() {
 #[test]
 fn an_ended_session_does_not_block_a_respawn() {
     let p = project("a")
-        .ready(&["a-1"])
-        .bead("a-1", BeadLookup::Known(BeadStatus::Open));
+        .ready(open(&["a-1"]))
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::Open));
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", false, 5)]), now());
     assert_eq!(spawned(&plan), ["project:a:a-1"]);
 }
@@ -589,8 +465,10 @@ fn a_failing_tracker_skips_only_its_project() {
     let plan = decide(
         &snap(
             vec![
-                project("a").ready(&["a-1"]).tracker_error(),
-                project("b").ready(&["b-1"]),
+                project("a")
+                    .ready(open(&["a-1"]))
+                    .tracker_error("br timed out"),
+                project("b").ready(open(&["b-1"])),
             ],
             vec![],
         ),
@@ -606,8 +484,11 @@ fn c9_4_a_project_over_its_budget_gets_no_worker_and_its_work_waits_as_at_capaci
     let plan = decide(
         &snap(
             vec![
-                project("a").max(3).ready(&["a-1", "a-2"]).over_budget(),
-                project("b").ready(&["b-1"]),
+                project("a")
+                    .max_workers(3)
+                    .ready(open(&["a-1", "a-2"]))
+                    .held_by_budget(Some("its daily budget is reached".into())),
+                project("b").ready(open(&["b-1"])),
             ],
             vec![],
         ),
@@ -615,7 +496,12 @@ fn c9_4_a_project_over_its_budget_gets_no_worker_and_its_work_waits_as_at_capaci
     );
     assert_eq!(spawned(&plan), ["project:b:b-1"]);
     let plan = decide(
-        &snap(vec![project("a").ready(&["a-1"]).over_budget()], vec![]),
+        &snap(
+            vec![project("a")
+                .ready(open(&["a-1"]))
+                .held_by_budget(Some("its daily budget is reached".into()))],
+            vec![],
+        ),
         now(),
     );
     assert!(spawned(&plan).is_empty());
@@ -635,7 +521,7 @@ fn c2_7_idle_reason_table() {
         (
             vec![project("a")
                 .eligibility(Eligibility::NoActiveIteration)
-                .ready(&["a-1"])],
+                .ready(open(&["a-1"]))],
             IdleReason::NoActiveIterations,
         ),
         (vec![project("a")], IdleReason::NoReadyBeads),
@@ -648,9 +534,9 @@ fn c2_7_idle_reason_table() {
         ),
         (
             vec![project("a")
-                .max(1)
-                .ready(&["a-1"])
-                .bead("a-0", BeadLookup::Known(BeadStatus::InProgress))],
+                .max_workers(1)
+                .ready(open(&["a-1"]))
+                .bead(id("a-0"), BeadLookup::Known(BeadStatus::InProgress))],
             IdleReason::AllAtCapacity,
         ),
     ];
@@ -673,12 +559,12 @@ fn c2_7_idle_reason_table() {
 fn stranded_claims_are_released_after_the_grace_period() {
     let claim = |bead: &str, mins: i64| claim("a", bead, mins);
     let p = project("a")
-        .max(5)
-        .bead("a-1", BeadLookup::Known(BeadStatus::InProgress)) // worker gone, past grace → release
-        .bead("a-2", BeadLookup::Known(BeadStatus::InProgress)) // worker gone, within grace → wait
-        .bead("a-3", BeadLookup::Known(BeadStatus::InProgress)) // worker alive → keep
-        .bead("a-4", BeadLookup::Known(BeadStatus::Closed)) // finished → forget the claim
-        .bead("a-5", BeadLookup::Unknown); // tracker down → wait
+        .max_workers(5)
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::InProgress)) // worker gone, past grace → release
+        .bead(id("a-2"), BeadLookup::Known(BeadStatus::InProgress)) // worker gone, within grace → wait
+        .bead(id("a-3"), BeadLookup::Known(BeadStatus::InProgress)) // worker alive → keep
+        .bead(id("a-4"), BeadLookup::Known(BeadStatus::Closed)) // finished → forget the claim
+        .bead(id("a-5"), BeadLookup::Unknown); // tracker down → wait
     let mut s = snap(vec![p], vec![session("a", "a-3", true, 600)]);
     s.claims = vec![
         claim("a-1", 10),
@@ -697,8 +583,10 @@ fn stranded_claims_are_released_after_the_grace_period() {
 fn decide_is_deterministic() {
     let s = snap(
         vec![
-            project("a").max(2).ready(&["a-1", "a-2", "a-3"]),
-            project("b").ready(&["b-1"]),
+            project("a")
+                .max_workers(2)
+                .ready(open(&["a-1", "a-2", "a-3"])),
+            project("b").ready(open(&["b-1"])),
         ],
         vec![session("a", "a-0", false, 1)],
     );
@@ -716,7 +604,7 @@ fn claims_survive_a_registry_that_lost_their_project_for_a_while() {
     assert!(plan.settled_claims.is_empty() && plan.releases.is_empty());
     // the row is back and the worker is gone: the claim is released
     let mut s = snap(
-        vec![project("a").bead("a-1", BeadLookup::Known(BeadStatus::InProgress))],
+        vec![project("a").bead(id("a-1"), BeadLookup::Known(BeadStatus::InProgress))],
         vec![],
     );
     s.claims = vec![claim];
@@ -730,11 +618,16 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
     // `web` at /p/web claimed w-1 and w-2; the registry now calls the project `site`
     let w1 = claim("web", "w-1", 30);
     let w2 = claim("web", "w-2", 30);
-    let site = || project("site").at("/p/web").max(3).ready(&["w-3"]);
+    let site = || {
+        project("site")
+            .path("/p/web")
+            .max_workers(3)
+            .ready(open(&["w-3"]))
+    };
     let mut s = snap(
         vec![site()
-            .bead("w-1", BeadLookup::Known(BeadStatus::InProgress))
-            .bead("w-2", BeadLookup::Known(BeadStatus::Closed))],
+            .bead(id("w-1"), BeadLookup::Known(BeadStatus::InProgress))
+            .bead(id("w-2"), BeadLookup::Known(BeadStatus::Closed))],
         vec![],
     );
     s.claims = vec![w1.clone(), w2.clone()];
@@ -749,7 +642,7 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
     );
 
     // within the grace, or with the tracker down, the claim is kept and its worktree too
-    let mut s = snap(vec![site().bead("w-1", BeadLookup::Unknown)], vec![]);
+    let mut s = snap(vec![site().bead(id("w-1"), BeadLookup::Unknown)], vec![]);
     s.claims = vec![w1.clone()];
     let plan = decide(&s, now());
     assert!(plan.releases.is_empty() && plan.settled_claims.is_empty());
@@ -761,7 +654,7 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
         path: None,
         ..w1.clone()
     };
-    let web = || project("web").bead("w-1", BeadLookup::Known(BeadStatus::InProgress));
+    let web = || project("web").bead(id("w-1"), BeadLookup::Known(BeadStatus::InProgress));
     let mut s = snap(vec![web()], vec![session("web", "w-1", true, 60)]);
     s.claims = vec![old.clone()];
     let plan = decide(&s, now());
@@ -785,13 +678,13 @@ fn c2_10_a_renamed_slug_keeps_its_claims() {
     );
     // ... but not when the tracker cannot say (nothing proves the slug found the right project)
     let mut s = snap(
-        vec![project("web").bead("w-1", BeadLookup::Unknown)],
+        vec![project("web").bead(id("w-1"), BeadLookup::Unknown)],
         vec![],
     );
     s.claims = vec![old.clone()];
     assert!(decide(&s, now()).upgrades.is_empty());
     // and an old claim under a slug that is gone stays as it is, as it always did
-    let mut s = snap(vec![site().bead("w-1", BeadLookup::Missing)], vec![]);
+    let mut s = snap(vec![site().bead(id("w-1"), BeadLookup::Missing)], vec![]);
     s.claims = vec![old];
     let plan = decide(&s, now());
     assert!(plan.settled_claims.is_empty() && plan.releases.is_empty() && plan.upgrades.is_empty());
@@ -805,9 +698,9 @@ fn c2_10_a_row_pointing_a_slug_at_another_directory_does_not_settle_its_claims()
     let w1 = claim("web", "w-1", 30);
     let mut s = snap(
         vec![project("web")
-            .at("/p/api")
-            .bead("w-1", BeadLookup::Missing)
-            .ready(&["a-1"])],
+            .path("/p/api")
+            .bead(id("w-1"), BeadLookup::Missing)
+            .ready(open(&["a-1"]))],
         vec![],
     );
     s.claims = vec![w1.clone()];
@@ -825,8 +718,8 @@ fn c2_10_a_row_pointing_a_slug_at_another_directory_does_not_settle_its_claims()
     // the row is right again and the worker gone: the claim is released where it belongs
     let mut s = snap(
         vec![
-            project("web").bead("w-1", BeadLookup::Known(BeadStatus::InProgress)),
-            project("api").bead("w-1", BeadLookup::Missing),
+            project("web").bead(id("w-1"), BeadLookup::Known(BeadStatus::InProgress)),
+            project("api").bead(id("w-1"), BeadLookup::Missing),
         ],
         vec![],
     );
@@ -840,11 +733,11 @@ fn c2_10_a_live_session_under_another_label_holds_its_bead() {
     let w1 = claim("web", "w-1", 30);
     let site = || {
         project("site")
-            .at("/p/web")
-            .max(2)
-            .bead("w-1", BeadLookup::Known(BeadStatus::InProgress))
+            .path("/p/web")
+            .max_workers(2)
+            .bead(id("w-1"), BeadLookup::Known(BeadStatus::InProgress))
             // a stale ready list, or a person who reopened it: still not spawned twice
-            .ready(&["w-1", "w-2"])
+            .ready(open(&["w-1", "w-2"]))
     };
     for label in ["project:web:w-1", "project:api:w-1"] {
         let l = SessionLabel::parse(label).unwrap();
@@ -893,9 +786,9 @@ fn c2_10_a_worker_under_its_old_slug_is_its_projects_worker() {
     let w1 = claim("web", "w-1", 30);
     let site = |w1: BeadStatus| {
         project("site")
-            .at("/p/web")
-            .bead("w-1", BeadLookup::Known(w1))
-            .ready(&["w-2"])
+            .path("/p/web")
+            .bead(id("w-1"), BeadLookup::Known(w1))
+            .ready(open(&["w-2"]))
     };
     let mut s = snap(
         vec![site(BeadStatus::InProgress)],
@@ -919,7 +812,7 @@ fn c2_10_a_worker_under_its_old_slug_is_its_projects_worker() {
         ZombieReason::BeadClosed
     );
     let mut s = snap(
-        vec![site(BeadStatus::InProgress).timeout(300)],
+        vec![site(BeadStatus::InProgress).worker_timeout(300)],
         vec![session("web", "w-1", true, 600)],
     );
     s.claims = vec![w1.clone()];
@@ -946,36 +839,16 @@ fn c2_10_a_worker_under_its_old_slug_is_its_projects_worker() {
 // ---- the kill-storm guard ----
 
 #[test]
-fn kill_storm_table() {
-    // (running, would kill, storm)
-    for (running, killing, storm) in [
-        (0, 0, false),
-        (2, 2, false), // fewer than three
-        (3, 3, true),  // all of them
-        (5, 3, true),  // more than half
-        (6, 3, false), // exactly half
-        (7, 3, false),
-        (10, 6, true),
-    ] {
-        assert_eq!(
-            is_kill_storm(running, killing),
-            storm,
-            "{killing} of {running}"
-        );
-    }
-}
-
-#[test]
 fn a_kill_storm_kills_none_and_holds_the_beads_of_the_spared() {
     // Four workers whose beads a misreporting tracker calls closed, one healthy one.
     let p = project("a")
-        .max(5)
-        .ready(&["a-9"])
-        .bead("a-1", BeadLookup::Known(BeadStatus::Closed))
-        .bead("a-2", BeadLookup::Known(BeadStatus::Closed))
-        .bead("a-3", BeadLookup::Known(BeadStatus::Closed))
-        .bead("a-4", BeadLookup::Known(BeadStatus::Closed))
-        .bead("a-5", BeadLookup::Known(BeadStatus::InProgress));
+        .max_workers(5)
+        .ready(open(&["a-9"]))
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::Closed))
+        .bead(id("a-2"), BeadLookup::Known(BeadStatus::Closed))
+        .bead(id("a-3"), BeadLookup::Known(BeadStatus::Closed))
+        .bead(id("a-4"), BeadLookup::Known(BeadStatus::Closed))
+        .bead(id("a-5"), BeadLookup::Known(BeadStatus::InProgress));
     let sessions = (1..=5)
         .map(|i| session("a", &format!("a-{i}"), true, 60))
         .collect();
@@ -1040,8 +913,10 @@ fn c2_6_a_worker_quiet_for_its_stall_timeout_is_stalled() {
         );
     }
     // in a plan: the zombie names its project, for the failed attempt it stands for
-    let mut p = project("a").max(2).bead("a-1", Known(InProgress));
-    p.0.stall_timeout = 900;
+    let mut p = project("a")
+        .max_workers(2)
+        .bead(id("a-1"), Known(InProgress));
+    p = p.stall_timeout(900);
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 1000)]), now());
     assert_eq!(plan.zombies.len(), 1);
     assert_eq!(plan.zombies[0].reason, ZombieReason::Stalled);
@@ -1051,7 +926,9 @@ fn c2_6_a_worker_quiet_for_its_stall_timeout_is_stalled() {
 
 #[test]
 fn c2_13_a_bead_in_its_retry_backoff_is_not_spawned_and_wakes_the_run() {
-    let p = project("a").max(3).ready(&["a-1", "a-2", "a-3"]);
+    let p = project("a")
+        .max_workers(3)
+        .ready(open(&["a-1", "a-2", "a-3"]));
     let mut s = snap(vec![p], vec![]);
     let later = now() + Duration::minutes(4);
     let soon = now() + Duration::minutes(2);
@@ -1080,8 +957,8 @@ fn c2_14_the_provider_breaker_gates_every_spawn() {
     let s = |gate| {
         let mut s = snap(
             vec![
-                project("a").max(2).ready(&["a-1", "a-2"]),
-                project("b").ready(&["b-1"]),
+                project("a").max_workers(2).ready(open(&["a-1", "a-2"])),
+                project("b").ready(open(&["b-1"])),
             ],
             vec![],
         );
@@ -1115,18 +992,21 @@ fn c2_14_the_provider_breaker_gates_every_spawn() {
 
 #[test]
 fn c2_7_ready_work_no_worker_can_start_is_its_own_idle_reason() {
-    let mut unstartable = project("a").ready(&["a-1"]);
-    unstartable.0.preflight_error = Some("no executor is configured".into());
+    let mut unstartable = project("a").ready(open(&["a-1"]));
+    unstartable = unstartable.preflight_error("no executor is configured");
     let plan = decide(&snap(vec![unstartable], vec![]), now());
     assert!(plan.intended().is_empty());
     assert_eq!(plan.idle_reason, IdleReason::NoWorkerCanStart);
     // Another project with work it can start is busy, not idle for this reason.
-    let mut unstartable = project("a").ready(&["a-1"]);
-    unstartable.0.preflight_error = Some("no executor is configured".into());
+    let mut unstartable = project("a").ready(open(&["a-1"]));
+    unstartable = unstartable.preflight_error("no executor is configured");
     let plan = decide(&snap(vec![unstartable, project("b")], vec![]), now());
     assert_eq!(plan.idle_reason, IdleReason::NoWorkerCanStart);
     let plan = decide(
-        &snap(vec![project("a"), project("b").ready(&["b-1"])], vec![]),
+        &snap(
+            vec![project("a"), project("b").ready(open(&["b-1"]))],
+            vec![],
+        ),
         now(),
     );
     assert_eq!(spawned(&plan), ["project:b:b-1"]);
@@ -1137,11 +1017,11 @@ fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_nothing()
     use BeadLookup::Known;
     use BeadStatus::InProgress;
     let p = project("a")
-        .max(3)
-        .ready(&["a-4"])
-        .bead("a-1", Known(InProgress))
-        .bead("a-2", Known(InProgress))
-        .bead("a-3", Known(InProgress));
+        .max_workers(3)
+        .ready(open(&["a-4"]))
+        .bead(id("a-1"), Known(InProgress))
+        .bead(id("a-2"), Known(InProgress))
+        .bead(id("a-3"), Known(InProgress));
     let mut s = snap(vec![p], vec![]); // the backend says: no session at all
     s.claims = vec![
         claim("a", "a-1", 10),
@@ -1163,10 +1043,10 @@ fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_nothing()
     // one stranded claim among several live workers is released at once
     let mut one = snap(
         vec![project("a")
-            .max(3)
-            .bead("a-1", Known(InProgress))
-            .bead("a-2", Known(InProgress))
-            .bead("a-3", Known(InProgress))],
+            .max_workers(3)
+            .bead(id("a-1"), Known(InProgress))
+            .bead(id("a-2"), Known(InProgress))
+            .bead(id("a-3"), Known(InProgress))],
         vec![session("a", "a-2", true, 10), session("a", "a-3", true, 10)],
     );
     one.claims = vec![
@@ -1179,83 +1059,19 @@ fn c2_12_a_backend_that_reports_every_worker_gone_for_one_run_releases_nothing()
     assert!(plan.held.is_empty());
 }
 
-#[test]
-fn c6_1_spawn_order_is_the_stories_first_place_then_the_trackers_short_or_long() {
-    // The reference: each bead at its story's first place, the rest after, in tracker order.
-    fn reference<'a>(stories: &[BeadId], ready: &'a [Bead]) -> Vec<&'a Bead> {
-        let mut v: Vec<(usize, usize, &Bead)> = ready
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let at = stories.iter().position(|s| *s == b.id);
-                (at.unwrap_or(usize::MAX), i, b)
-            })
-            .collect();
-        v.sort_by_key(|(s, i, _)| (*s, *i));
-        v.into_iter().map(|(_, _, b)| b).collect()
-    }
-    for (n_stories, n_ready) in [(3, 4), (20, 6), (30, 20), (40, 40)] {
-        // stories in a scrambled order with repeats, ready beads partly outside them
-        let stories: Vec<BeadId> = (0..n_stories)
-            .map(|i| id(&format!("a-{}", (i * 7) % (n_stories - 1))))
-            .collect();
-        let ready: Vec<Bead> = (0..n_ready)
-            .map(|i| {
-                Bead::new(
-                    id(&format!("a-{}", (i * 5 + 3) % (n_stories + 5))),
-                    "t",
-                    BeadStatus::Open,
-                )
-            })
-            .collect();
-        let got: Vec<&BeadId> = spawn_order(&stories, &ready)
-            .iter()
-            .map(|b| &b.id)
-            .collect();
-        let want: Vec<&BeadId> = reference(&stories, &ready).iter().map(|b| &b.id).collect();
-        assert_eq!(got, want, "{n_stories} stories, {n_ready} ready");
-    }
-}
-
 // ---- 10.5 / 10.6 protocol stories ----
-
-fn story(
-    step: crate::protocol::Step,
-    status: crate::protocol::Status,
-    weight: usize,
-) -> crate::protocol::tick::StoryView {
-    let running = status == crate::protocol::Status::Running;
-    crate::protocol::tick::StoryView {
-        step,
-        status,
-        attempt: 1,
-        waits_for_human: status == crate::protocol::Status::NeedsHuman,
-        deadline: running.then(|| now() + Duration::minutes(5)),
-        running_since: running.then(|| now() - Duration::minutes(5)),
-        done: step == crate::protocol::Step::Done,
-        weight,
-        blocked_by: vec![],
-    }
-}
-
-impl P {
-    fn story(mut self, bead: &str, v: crate::protocol::tick::StoryView) -> Self {
-        self.0.protocol.insert(id(bead), v);
-        self
-    }
-}
 
 #[test]
 fn c10_5_a_story_waiting_for_review_keeps_its_claim_and_no_slot() {
     use crate::protocol::{Status, Step};
     // a-1 waits for a review: claimed long ago, no session. a-2 ran, its worker vanished.
     let p = project("a")
-        .max(1)
-        .ready(&["a-3"])
-        .bead("a-1", BeadLookup::Known(BeadStatus::InProgress))
-        .bead("a-2", BeadLookup::Known(BeadStatus::InProgress))
-        .story("a-1", story(Step::Review, Status::NeedsHuman, 1))
-        .story("a-2", story(Step::Impl, Status::Running, 1));
+        .max_workers(1)
+        .ready(open(&["a-3"]))
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::InProgress))
+        .bead(id("a-2"), BeadLookup::Known(BeadStatus::InProgress))
+        .story(id("a-1"), story(Step::Review, Status::NeedsHuman, 1))
+        .story(id("a-2"), story(Step::Impl, Status::Running, 1));
     let mut s = snap(vec![p], vec![]);
     s.claims = vec![claim("a", "a-1", 600), claim("a", "a-2", 600)];
     let plan = decide(&s, now());
@@ -1290,9 +1106,9 @@ fn c10_5_a_story_waiting_for_review_keeps_its_claim_and_no_slot() {
     let mut late = story(Step::Impl, Status::Running, 1);
     late.deadline = Some(now() - Duration::seconds(1));
     let p = project("a")
-        .max(2)
-        .bead("a-1", BeadLookup::Known(BeadStatus::InProgress))
-        .story("a-1", late);
+        .max_workers(2)
+        .bead(id("a-1"), BeadLookup::Known(BeadStatus::InProgress))
+        .story(id("a-1"), late);
     let plan = decide(&snap(vec![p], vec![session("a", "a-1", true, 60)]), now());
     assert_eq!(plan.zombies.len(), 1);
     assert_eq!(plan.zombies[0].reason, ZombieReason::StepTimeout);
@@ -1311,19 +1127,17 @@ fn c10_10_a_story_waiting_for_its_dependencies_holds_no_slot() {
     held.blocked_by = vec!["a-1".into()];
     // a-2 waits for a-1 (even if its tracker lists it ready); a-3's dependency closed; a-4 is
     // not started and waits; a-5 is ready with nothing to wait for.
-    let mut p = project("a")
-        .max(2)
-        .ready(&["a-2", "a-3", "a-5"])
-        .story("a-2", held.clone())
-        .story("a-3", held);
-    p.0.dependencies = [
-        (id("a-2"), waits(&["a-1"])),
-        (id("a-3"), waits(&[])),
-        (id("a-4"), waits(&["a-1", "a-9"])),
-        (id("a-5"), waits(&[])),
-    ]
-    .into_iter()
-    .collect();
+    let p = project("a")
+        .max_workers(2)
+        .ready(open(&["a-2", "a-3", "a-5"]))
+        .story(id("a-2"), held.clone())
+        .story(id("a-3"), held)
+        .dependencies([
+            (id("a-2"), waits(&["a-1"])),
+            (id("a-3"), waits(&[])),
+            (id("a-4"), waits(&["a-1", "a-9"])),
+            (id("a-5"), waits(&[])),
+        ]);
     let plan = decide(&snap(vec![p], vec![]), now());
     assert_eq!(
         spawned(&plan),
@@ -1352,10 +1166,10 @@ fn c10_6_a_team_step_waits_for_all_its_slots() {
     // place; nothing overtakes it.
     let p = || {
         project("a")
-            .max(3)
-            .ready(&["a-team", "a-2", "a-3"])
-            .bead("a-1", BeadLookup::Known(BeadStatus::InProgress))
-            .story("a-team", story(Step::Impl, Status::Pending, 3))
+            .max_workers(3)
+            .ready(open(&["a-team", "a-2", "a-3"]))
+            .bead(id("a-1"), BeadLookup::Known(BeadStatus::InProgress))
+            .story(id("a-team"), story(Step::Impl, Status::Pending, 3))
     };
     let plan = decide(&snap(vec![p()], vec![session("a", "a-1", true, 60)]), now());
     assert!(spawned(&plan).is_empty(), "{:?}", spawned(&plan));
@@ -1364,10 +1178,10 @@ fn c10_6_a_team_step_waits_for_all_its_slots() {
     assert_eq!(spawned(&plan), ["project:a:a-team"]);
     // A running team session counts as its roles.
     let p = project("a")
-        .max(4)
-        .ready(&["a-2", "a-3"])
-        .bead("a-team", BeadLookup::Known(BeadStatus::InProgress))
-        .story("a-team", story(Step::Impl, Status::Running, 3));
+        .max_workers(4)
+        .ready(open(&["a-2", "a-3"]))
+        .bead(id("a-team"), BeadLookup::Known(BeadStatus::InProgress))
+        .story(id("a-team"), story(Step::Impl, Status::Running, 3));
     let plan = decide(
         &snap(vec![p], vec![session("a", "a-team", true, 60)]),
         now(),
@@ -1397,9 +1211,9 @@ fn c2_2_a_queued_job_holds_its_slot_and_is_never_timed_out_or_stalled() {
     );
     // It counts against MaxWorkers: the second ready bead waits, and the first is not doubled.
     let p = project("a")
-        .max(1)
-        .ready(&["a-1", "a-2"])
-        .bead("a-1", Known(InProgress));
+        .max_workers(1)
+        .ready(open(&["a-1", "a-2"]))
+        .bead(id("a-1"), Known(InProgress));
     let plan = decide(&snap(vec![p], vec![queued]), now());
     assert!(plan.intended().is_empty(), "{:?}", spawned(&plan));
     assert_eq!(plan.healthy["a"], 1);
@@ -1409,8 +1223,8 @@ fn c2_2_a_queued_job_holds_its_slot_and_is_never_timed_out_or_stalled() {
 fn c2_9_a_project_whose_backend_cannot_be_asked_is_left_untouched() {
     let mut s = snap(
         vec![
-            project("a").max(2).ready(&["a-1", "a-2"]),
-            project("b").max(1).ready(&["b-1"]),
+            project("a").max_workers(2).ready(open(&["a-1", "a-2"])),
+            project("b").max_workers(1).ready(open(&["b-1"])),
         ],
         vec![],
     );
@@ -1435,10 +1249,10 @@ fn c2_5_a_gone_workers_claim_is_released_at_once_and_a_fresh_one_waits_its_grace
     use BeadLookup::Known;
     use BeadStatus::*;
     let mut p = project("a");
-    p.0.stall_timeout = 60;
-    p.0.max_workers = 10;
+    p = p.stall_timeout(60);
+    p = p.max_workers(10);
     for b in ["a-1", "a-2", "a-3", "a-4", "a-5", "a-6", "a-7", "a-8"] {
-        p.0.beads.insert(id(b), Known(InProgress));
+        p = p.bead(id(b), Known(InProgress));
     }
     let c1 = claim("a", "a-1", 1); // its worker is stalled: stopped and released now
     let c2 = claim("a", "a-2", 1); // its worker ended: released now, inside the grace
@@ -1474,7 +1288,7 @@ fn c2_5_a_gone_workers_claim_is_released_at_once_and_a_fresh_one_waits_its_grace
     assert_eq!(plan.wake_at, Some(now()));
     // A worker stopped for a bead closed by hand leaves no claim to release.
     let mut p = project("a");
-    p.0.beads.insert(id("a-1"), Known(Closed));
+    p = p.bead(id("a-1"), Known(Closed));
     let mut sn = snap(vec![p], vec![session("a", "a-1", true, 10)]);
     sn.claims = vec![claim("a", "a-1", 1)];
     assert!(decide(&sn, now()).releases.is_empty());
@@ -1498,8 +1312,8 @@ fn c2_6_an_agent_that_outlived_its_worker_is_stopped_first_and_its_claim_release
             "bead={bead:?} finishing={finishing}"
         );
     }
-    let mut p = project("a").ready(&["a-2"]);
-    p.0.beads.insert(id("a-1"), Known(InProgress));
+    let mut p = project("a").ready(open(&["a-2"]));
+    p = p.bead(id("a-1"), Known(InProgress));
     let c1 = claim("a", "a-1", 1);
     let mut sn = snap(vec![p], vec![gone]);
     sn.claims = vec![c1.clone()];
@@ -1520,7 +1334,8 @@ fn c2_7_the_backoff_wakes_for_the_first_deadline() {
     use BeadLookup::Known;
     use BeadStatus::*;
     // (worker timeout, stall, quiet for, claim age without a worker) → wake in
-    let cases: [(u64, u64, i64, Option<i64>, Option<i64>); 5] = [
+    type Case = (u64, u64, i64, Option<i64>, Option<i64>);
+    let cases: [Case; 5] = [
         (3600, 0, 0, None, Some(3600 - 100)), // the WorkerTimeout of a worker 100 s old
         (3600, 300, 20, None, Some(300 - 20)), // its StallTimeout from its last output
         (150, 300, 20, None, Some(50)),       // whichever comes first
@@ -1529,10 +1344,10 @@ fn c2_7_the_backoff_wakes_for_the_first_deadline() {
     ];
     for (timeout, stall, quiet, claim_age, want) in cases {
         let mut p = project("a");
-        p.0.worker_timeout = if timeout == 0 { 3600 } else { timeout };
-        p.0.stall_timeout = stall;
-        p.0.beads.insert(id("a-1"), Known(InProgress));
-        p.0.beads.insert(id("a-2"), Known(InProgress));
+        p = p.worker_timeout(if timeout == 0 { 3600 } else { timeout });
+        p = p.stall_timeout(stall);
+        p = p.bead(id("a-1"), Known(InProgress));
+        p = p.bead(id("a-2"), Known(InProgress));
         let sessions = if timeout == 0 {
             vec![]
         } else {
@@ -1563,10 +1378,10 @@ fn c10_12_in_single_mode_a_second_story_waits_for_the_state_file_without_a_slot(
     let under_way = story(Step::Review, Status::NeedsHuman, 1);
     let build = |single: bool, holder: crate::protocol::tick::StoryView| {
         let mut p = project("a")
-            .max(3)
-            .ready(&["a-2", "a-3"])
-            .story("a-1", holder);
-        p.0.single_state = single;
+            .max_workers(3)
+            .ready(open(&["a-2", "a-3"]))
+            .story(id("a-1"), holder);
+        p = p.single_state(single);
         p
     };
     // a-1 is under way in the one STATE.json: nothing else starts, and no slot is taken.

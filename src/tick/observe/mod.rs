@@ -14,6 +14,7 @@
 //! `project.rs` observes one project, `files.rs` reads its files or takes them from the cache.
 
 mod files;
+pub mod lookups;
 mod named;
 mod pool;
 mod project;
@@ -36,7 +37,6 @@ use crate::tracker::{Tracker, TrackerKind};
 
 use super::cache;
 use super::decide::{Eligibility, ProjectView, Snapshot};
-use crate::workspace::WorkspaceMode;
 use project::{observe_project, Reading};
 
 /// What STATUS.md says about one project.
@@ -396,28 +396,10 @@ pub fn observe(
 }
 
 fn base_view(entry: &RegistryEntry, eligibility: Eligibility) -> ProjectView {
-    ProjectView {
-        slug: entry.slug.clone(),
-        path: entry.path.clone(),
-        priority: entry.priority.unwrap_or_default(),
-        max_workers: 1,
-        worker_timeout: 3600,
-        stall_timeout: 0,
-        channel: None,
-        eligibility,
-        stories: Vec::new(),
-        ready: Vec::new(),
-        beads: BTreeMap::new(),
-        tracker_error: None,
-        preflight_error: None,
-        workspace: WorkspaceMode::default(),
-        held_by_budget: None,
-        protocol: BTreeMap::new(),
-        dependencies: BTreeMap::new(),
-        single_state: false,
-        placement: Default::default(),
-        backend_error: None,
-    }
+    ProjectView::builder(entry.slug.clone(), entry.path.clone())
+        .priority(entry.priority.unwrap_or_default())
+        .eligibility(eligibility)
+        .build()
 }
 
 /// Fills each report's pool, as STATUS.md, `braids status` and the dashboard show it: a

@@ -192,15 +192,8 @@ pub(super) fn observe_project(
     };
 
     let slug = entry.slug.as_str();
-    let mine: Vec<&Session> = sessions
-        .iter()
-        .filter(|s| s.label.slug() == slug && s.running)
-        .collect();
-    let claimed: Vec<&BeadId> = claims
-        .iter()
-        .filter(|c| c.belongs_to(slug, root))
-        .map(|c| &c.bead)
-        .collect();
+    // Bead statuses: for sessions, claims, counts and the Stories list.
+    let wanted = super::lookups::bead_lookups(slug, root, sessions, claims);
 
     let kind = tracker_kind(&config, default_kind, root);
     let options = TrackerOptions {
@@ -221,12 +214,6 @@ pub(super) fn observe_project(
     let kind = tracker.kind();
     report.tracker = Some(kind.as_str());
 
-    // Bead statuses: for sessions, claims, counts and the Stories list.
-    let wanted: BTreeSet<&BeadId> = mine
-        .iter()
-        .map(|s| s.label.bead())
-        .chain(claimed.iter().copied())
-        .collect();
     let state_files = tracker.state_files();
     let stamps = project_stamps
         .filter(|_| !state_files.is_empty())
@@ -248,7 +235,7 @@ pub(super) fn observe_project(
     ) {
         Ok(read) => read,
         Err(e) => {
-            for id in &wanted {
+            for id in &wanted.beads {
                 view.beads.insert((*id).clone(), BeadLookup::Unknown);
             }
             view.stories = listed_stories();
@@ -273,7 +260,7 @@ pub(super) fn observe_project(
         Ok(at) => Some(by_id[at].2),
         Err(_) => None,
     };
-    for id in &wanted {
+    for id in &wanted.beads {
         let l = status(id).map_or(BeadLookup::Missing, BeadLookup::Known);
         view.beads.insert((*id).clone(), l);
     }
@@ -351,8 +338,8 @@ pub(super) fn observe_project(
             // for every project until the plan is made, was most of a large tick's memory.
             let reach = view.max_workers as usize
                 + crate::tick::decide::STAND_INS
-                + mine.len()
-                + claimed.len()
+                + wanted.sessions
+                + wanted.claims
                 + unreadable;
             let mut seen = BTreeSet::new();
             view.ready = Vec::with_capacity(reach.min(ready.len()));
