@@ -433,6 +433,7 @@ impl Soak {
             gate: self.attempts.breaker.gate(self.now),
             next_probe: self.attempts.breaker.next_probe,
             held_before: self.state.held_claims.clone(),
+            story_claims: Default::default(),
         }
     }
 

@@ -37,6 +37,7 @@ mod eligibility;
 mod guards;
 mod idle;
 mod plan;
+mod retries;
 mod snapshot;
 mod stories;
 mod zombie;
@@ -47,6 +48,7 @@ pub use plan::{
     DependencyUpdate, KillStorm, OrphanedStep, Plan, ProjectSpawns, Release, Slot, SpawnCandidate,
     SpawnProject, Sweep, Upgrade, STAND_INS,
 };
+pub use retries::{kill_failure, FailedAttempt, Retries};
 pub use snapshot::{ProjectView, Snapshot};
 pub use zombie::{classify, SessionVerdict, Zombie, ZombieOwner, ZombieReason};
 
@@ -570,7 +572,9 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
             }
         })
         .collect();
+    let retries = retries::decide(snap, &zombies, &releases, now);
     Plan {
+        retries,
         orphaned_steps,
         dependency_updates,
         sweeps,

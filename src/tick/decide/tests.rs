@@ -141,6 +141,7 @@ fn snap(projects: Vec<P>, sessions: Vec<Session>) -> Snapshot {
         gate: Gate::Open,
         next_probe: None,
         held_before: BTreeSet::new(),
+        story_claims: BTreeSet::new(),
     }
 }
 

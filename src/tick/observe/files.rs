@@ -15,7 +15,7 @@ use crate::diag::Parsed;
 use crate::format::registry::Registry;
 use crate::format::{self, iteration::Iteration, project::ProjectConfig};
 use crate::paths::Paths;
-use crate::tick::cache::{self, registry, Entry};
+use crate::tick::observe::cache::{self, registry, Entry};
 use crate::tick::reuse::{self, Answers, Stamp};
 use crate::tracker::TrackerKind;
 

@@ -18,10 +18,10 @@ use chrono::{
     Weekday,
 };
 
-use super::observe::ProjectReport;
 use crate::config::CheckinConfig;
 use crate::model::Checkin;
 use crate::state::OrchestratorState;
+use crate::tick::observe::ProjectReport;
 
 /// `[checkin] time` and `weekday`, read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
