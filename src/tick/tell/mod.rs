@@ -218,3 +218,6 @@ fn errors(
     errors.extend(outcome.errors.iter().cloned());
     errors
 }
+
+#[cfg(test)]
+mod tests;
