@@ -49,17 +49,7 @@ fn act(
     let retry = super::attempts::RetryEdge::new(&inst.paths, &inst.config);
     let argv = inst.config.worker_command();
     let workspaces = inst.config.workspaces(&inst.paths, None);
-    let mut live = act::Live::new(
-        inst.backend.as_ref(),
-        &observed.trackers,
-        &inst.paths,
-        &argv,
-        &inst.config.tracker.actor,
-        std::time::Duration::from_secs(inst.config.sessions.kill_grace_secs),
-        &workspaces,
-        &retry,
-        state,
-    );
+    let mut live = act::Live::new(inst, &observed.trackers, &argv, &workspaces, &retry, state);
     act::act(plan, &mut live, now)
 }
 

@@ -21,48 +21,46 @@ use crate::tick::decide::{
     DependencyUpdate, FailedAttempt, OrphanedStep, Plan, Release, Slot, SpawnCandidate, Zombie,
     ZombieReason,
 };
+use crate::tick::Installation;
 use crate::tracker::{ClaimOutcome, Tracker};
 
 /// The I/O edges a live run drives.
 pub struct Live<'a> {
-    pub backend: &'a dyn SessionBackend,
-    pub trackers: &'a BTreeMap<String, Arc<dyn Tracker>>,
-    pub paths: &'a Paths,
-    pub worker_argv: &'a [String],
-    pub actor: &'a str,
-    pub kill_grace: Duration,
-    pub workspaces: &'a dyn crate::workspace::Workspaces,
+    pub(super) backend: &'a dyn SessionBackend,
+    pub(super) trackers: &'a BTreeMap<String, Arc<dyn Tracker>>,
+    pub(super) paths: &'a Paths,
+    pub(super) worker_argv: &'a [String],
+    pub(super) actor: &'a str,
+    pub(super) kill_grace: Duration,
+    pub(super) workspaces: &'a dyn crate::workspace::Workspaces,
     /// Where failed attempts and the breaker's probe are recorded.
-    pub retry: &'a RetryEdge,
+    pub(super) retry: &'a RetryEdge,
     ahead: RefCell<WriteAhead>,
 }
 
 impl<'a> Live<'a> {
-    /// `state` is the run's state as loaded: every claim is written into it before it is made.
-    #[allow(clippy::too_many_arguments)]
+    /// The installation's edges, with this run's trackers. `state` is the run's state as
+    /// loaded: every claim is written into it before it is made.
     pub fn new(
-        backend: &'a dyn SessionBackend,
+        inst: &'a Installation,
         trackers: &'a BTreeMap<String, Arc<dyn Tracker>>,
-        paths: &'a Paths,
         worker_argv: &'a [String],
-        actor: &'a str,
-        kill_grace: Duration,
         workspaces: &'a dyn crate::workspace::Workspaces,
         retry: &'a RetryEdge,
         state: &OrchestratorState,
     ) -> Live<'a> {
         Live {
-            backend,
+            backend: inst.backend.as_ref(),
             trackers,
-            paths,
+            paths: &inst.paths,
             worker_argv,
-            actor,
-            kill_grace,
+            actor: &inst.config.tracker.actor,
+            kill_grace: Duration::from_secs(inst.config.sessions.kill_grace_secs),
             workspaces,
             retry,
             ahead: RefCell::new(WriteAhead {
                 state: state.clone(),
-                file: paths.state(),
+                file: inst.paths.state(),
             }),
         }
     }
