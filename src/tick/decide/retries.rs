@@ -30,8 +30,8 @@ pub struct FailedAttempt {
 /// The retry verdicts of one run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Retries {
-    /// Zombies whose stop is a failed attempt, by session label.
-    pub stops: BTreeMap<String, FailedAttempt>,
+    /// Zombies whose stop is a failed attempt, by session label and id.
+    pub stops: BTreeMap<(String, String), FailedAttempt>,
     /// Claims to release whose worker ended before finishing, by (slug, bead).
     pub releases: BTreeMap<(String, BeadId), FailedAttempt>,
 }
@@ -39,7 +39,8 @@ pub struct Retries {
 impl Retries {
     #[must_use]
     pub fn of_stop(&self, z: &Zombie) -> Option<&FailedAttempt> {
-        self.stops.get(&z.session.label.to_string())
+        self.stops
+            .get(&(z.session.label.to_string(), z.session.id.clone()))
     }
 
     #[must_use]
@@ -69,7 +70,7 @@ pub fn decide(
                 failure,
                 ran_secs: Some(ran),
             };
-            Some((z.session.label.to_string(), attempt))
+            Some(((z.session.label.to_string(), z.session.id.clone()), attempt))
         })
         .collect();
     let releases = releases
