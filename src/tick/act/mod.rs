@@ -171,3 +171,6 @@ pub fn act(plan: &Plan, fx: &mut dyn Effects, now: DateTime<Utc>) -> Outcome {
     fx.spawn(plan, now, &mut out);
     out
 }
+
+#[cfg(test)]
+mod tests;
