@@ -138,10 +138,19 @@ impl Effects for Scripted {
     }
 }
 
+/// (unkillable, tripped, calls, killed, released, still held)
+type Row = (
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
 #[test]
 fn act_hands_each_step_its_retry_verdict_and_keeps_what_a_failed_stop_holds() {
-    // (unkillable, tripped, calls, killed, released, still held)
-    let table: [(&[&str], &[&str], &[&str], &[&str], &[&str], &[&str]); 3] = [
+    let table: [Row; 3] = [
         (
             &[],
             &[],
