@@ -66,26 +66,25 @@ enum Lock {
 fn lock(inst: &Installation, opts: TickOptions) -> Result<Lock> {
     std::fs::create_dir_all(&inst.paths.braids_dir)
         .with_context(|| format!("cannot create {}", inst.paths.braids_dir.display()))?;
-    if !opts.dry_run {
-        // Said when the folder itself was open to others (so the person learns of it once);
-        // files a run creates with the usual umask are tightened quietly.
-        match inst.paths.make_private() {
-            Ok(t) if t.contains(&inst.paths.braids_dir) => tracing::warn!(
-                "made braids' files private to you (0700 folders, 0600 files): {}",
-                t.iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(
-                "cannot make {} private: {e}",
-                inst.paths.braids_dir.display()
-            ),
-        }
-    }
+    // A dry run writes nothing, so it needs no lock.
     if opts.dry_run {
         return Ok(Lock::NotNeeded);
+    }
+    // Said when the folder itself was open to others (so the person learns of it once);
+    // files a run creates with the usual umask are tightened quietly.
+    match inst.paths.make_private() {
+        Ok(t) if t.contains(&inst.paths.braids_dir) => tracing::warn!(
+            "made braids' files private to you (0700 folders, 0600 files): {}",
+            t.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(
+            "cannot make {} private: {e}",
+            inst.paths.braids_dir.display()
+        ),
     }
     let lock = TickLock::try_acquire(&inst.paths.lock())
         .with_context(|| format!("cannot open the lock {}", inst.paths.lock().display()))?;
