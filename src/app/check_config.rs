@@ -28,7 +28,8 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
             "remove the key or correct its spelling (config.toml as `braids init` writes it lists every key)",
         )
     });
-    let (_, warnings) = crate::tick::checkin::CheckinTime::from_config(&loaded.config.checkin);
+    let (_, warnings) =
+        crate::tick::tell::checkin::CheckinTime::from_config(&loaded.config.checkin);
     let mut out: Vec<Diagnostic> = unknown.collect();
     // A sandbox that cannot run is an error before any agent runs without it.
     let worker = &loaded.config.worker;

@@ -7,13 +7,13 @@ use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::decide::{Plan, Zombie, ZombieOwner, ZombieReason};
+use super::decide::{FailedAttempt, Plan};
 use super::observe::Observed;
 use crate::config::Config;
 use crate::model::BeadId;
 use crate::retry::breaker::Transition;
 use crate::retry::store::Store;
-use crate::retry::{AfterFailure, Attempts, Failure};
+use crate::retry::{AfterFailure, Attempts};
 use crate::system::paths::Paths;
 use crate::tick::orchestrator_state::OrchestratorState;
 
@@ -24,20 +24,19 @@ const KEEP: Duration = Duration::days(30);
 pub struct RetryEdge {
     store: Store,
     config: Config,
-    dry_run: bool,
 }
 
 impl RetryEdge {
-    pub fn new(paths: &Paths, config: &Config, dry_run: bool) -> RetryEdge {
+    pub fn new(paths: &Paths, config: &Config) -> RetryEdge {
         RetryEdge {
             store: Store::in_dir(&paths.braids_dir),
             config: config.clone(),
-            dry_run,
         }
     }
 
-    /// Looks at the breaker (recording what it decides unless a dry run), prunes old records,
-    /// and fills the snapshot's `waiting`, `gate`, `next_probe`, `activity` and `held_before`.
+    /// Looks at the breaker (recording what it decides unless `read_only`), prunes old
+    /// records, and fills the snapshot's `waiting`, `gate`, `next_probe`, `activity`,
+    /// `finishing`, `held_before` and `story_claims`.
     /// Returns a breaker transition to tell people about, and the breaker's status line.
     pub fn observe(
         &self,
@@ -45,6 +44,7 @@ impl RetryEdge {
         observed: &mut Observed,
         state: &OrchestratorState,
         now: DateTime<Utc>,
+        read_only: bool,
     ) -> (Option<Transition>, Option<String>) {
         let policy = self.config.breaker.policy();
         // The workers running now, by when they started: a probe spawned before all of them
@@ -72,7 +72,7 @@ impl RetryEdge {
             a.prune(now, KEEP);
             (a.clone(), t)
         };
-        let (attempts, transition) = if self.dry_run {
+        let (attempts, transition) = if read_only {
             look(&mut self.store.load())
         } else {
             self.store.update(look).unwrap_or_else(|e| {
@@ -111,38 +111,53 @@ impl RetryEdge {
             })
             .map(|s| s.label.to_string())
             .collect();
+        snap.story_claims = snap
+            .claims
+            .iter()
+            .filter_map(|c| Some((c.path.clone()?, c.bead.clone())))
+            .filter(|(dir, bead)| crate::protocol::story_state::path_of(dir, bead).exists())
+            .collect();
         (transition, attempts.breaker.status_line())
     }
 
-    /// Records a failed attempt the tick saw; `None` in a dry run, when it cannot be recorded
-    /// (logged), or when the attempt of the claim made at `claimed_at` is already recorded (a
-    /// worker that recorded its failure and died before releasing its bead).
-    pub fn failed(
-        &self,
-        dir: &Path,
-        bead: &BeadId,
-        claimed_at: Option<DateTime<Utc>>,
-        failure: Failure,
-    ) -> Option<AfterFailure> {
-        if self.dry_run {
-            return None;
-        }
+    /// Records a failed attempt the tick saw (`decide::retries` says which), and a stopped
+    /// worker's attempt in the cost ledger under `braids_dir` like any other (its time spent,
+    /// its tokens unknown). `None` when it cannot be recorded (logged), or when the attempt of
+    /// its claim is already recorded (a worker that recorded its failure and died before
+    /// releasing its bead).
+    pub fn record(&self, a: &FailedAttempt, braids_dir: &Path) -> Option<AfterFailure> {
         let policy = self.config.worker.retry_policy();
-        let recorded = self.store.update(|a| {
-            if claimed_at.is_some_and(|t| a.failed_since(dir, bead, t)) {
+        let recorded = self.store.update(|r| {
+            if a.claimed_at
+                .is_some_and(|t| r.failed_since(&a.dir, &a.bead, t))
+            {
                 return None;
             }
-            Some(a.fail(dir, bead, failure, &policy, false))
+            Some(r.fail(&a.dir, &a.bead, a.failure.clone(), &policy, false))
         });
-        recorded.unwrap_or_else(|e| {
-            tracing::warn!(%bead, "cannot record the failed attempt: {e:#}");
+        let verdict = recorded.unwrap_or_else(|e| {
+            tracing::warn!(bead = %a.bead, "cannot record the failed attempt: {e:#}");
             None
-        })
+        })?;
+        if let Some(secs) = a.ran_secs {
+            let attempt = crate::cost::Attempt {
+                at: a.failure.at,
+                project: a.slug.clone(),
+                bead: a.bead.to_string(),
+                outcome: a.failure.signature.clone().unwrap_or_default(),
+                duration_seconds: secs,
+                usage: Default::default(),
+            };
+            if let Err(e) = crate::cost::ledger::Ledger::in_dir(braids_dir).record(attempt) {
+                tracing::warn!(bead = %a.bead, "the stopped attempt is not in the cost ledger: {e:#}");
+            }
+        }
+        Some(verdict)
     }
 
     /// The probe the breaker let through was spawned: no other until its outcome is known.
     pub fn probing(&self, plan: &Plan, spawned: usize, now: DateTime<Utc>) {
-        if self.dry_run || !plan.probe || spawned == 0 {
+        if !plan.probe || spawned == 0 {
             return;
         }
         if let Err(e) = self.store.update(|a| a.breaker.probing_since = Some(now)) {
@@ -160,79 +175,6 @@ pub struct Failed {
     /// Failures in a row, this one included.
     pub failures: u32,
     pub retry_at: DateTime<Utc>,
-}
-
-/// What a tick's stop of a worker did to its bead.
-#[derive(Debug, Clone)]
-pub enum Stopped {
-    /// Its failures in a row tripped its breaker: to be blocked, in project `slug`.
-    Blocked { slug: String, reason: String },
-    /// Open again, retried from a time.
-    Retried(Failed),
-}
-
-impl RetryEdge {
-    /// Records the stop of zombie `z` when it is a failed attempt (its WorkerTimeout, a
-    /// stall): in the retry store, and in the cost ledger under `braids_dir` as an attempt
-    /// like any other (its time spent, its tokens unknown). `None` when it is not one, or in
-    /// a dry run.
-    pub fn stopped(&self, z: &Zombie, now: DateTime<Utc>, braids_dir: &Path) -> Option<Stopped> {
-        let (owner, failure) = kill_failure(z, now)?;
-        let bead = z.session.label.bead();
-        let cause = failure.why.clone();
-        let outcome = failure.signature.clone().unwrap_or_default();
-        let recorded = self.failed(&owner.path, bead, None, failure)?;
-        let attempt = crate::cost::Attempt {
-            at: now,
-            project: owner.slug.clone(),
-            bead: bead.to_string(),
-            outcome,
-            duration_seconds: u64::try_from((now - z.session.started_at).num_seconds())
-                .unwrap_or(0),
-            usage: Default::default(),
-        };
-        if let Err(e) = crate::cost::ledger::Ledger::in_dir(braids_dir).record(attempt) {
-            tracing::warn!(%bead, "the stopped attempt is not in the cost ledger: {e:#}");
-        }
-        Some(match recorded {
-            AfterFailure::Block { reason, .. } => Stopped::Blocked {
-                slug: owner.slug.clone(),
-                reason,
-            },
-            AfterFailure::Retry {
-                not_before,
-                failures,
-            } => Stopped::Retried(Failed {
-                project: owner.slug.clone(),
-                bead: bead.clone(),
-                cause,
-                failures,
-                retry_at: not_before,
-            }),
-        })
-    }
-}
-
-/// The failure a zombie's kill stands for, when it is one: a worker stopped for its
-/// WorkerTimeout or a stall did not finish its bead.
-pub fn kill_failure(z: &Zombie, now: DateTime<Utc>) -> Option<(&ZombieOwner, Failure)> {
-    let owner = z.owner.as_ref()?;
-    let sig = match z.reason {
-        ZombieReason::Timeout => "timed out",
-        ZombieReason::Stalled => "stalled",
-        // A protocol step's timeout is an attempt of the story's own count, not the bead's; a
-        // gone worker's attempt is counted when its claim is released.
-        ZombieReason::SessionEnded
-        | ZombieReason::WorkerGone
-        | ZombieReason::BeadClosed
-        | ZombieReason::StepTimeout => return None,
-    };
-    let why = z.why();
-    let f = Failure {
-        signature: Some(sig.into()),
-        ..Failure::new(now, why)
-    };
-    Some((owner, f))
 }
 
 fn mtime(p: &Path) -> Option<DateTime<Utc>> {

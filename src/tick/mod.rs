@@ -1,29 +1,28 @@
-//! The orchestrator tick, one straight line: lock → load → observe → decide → act → persist.
+//! The orchestrator tick, one straight line: lock → load → observe → decide → act → tell →
+//! persist.
 //!
-//! [`run`] (in `run.rs`) is that line and nothing else; `report.rs` is what a run says it did. `observe` and `act` are the only places with I/O
-//! (through the tracker and session-backend traits); [`decide()`] is pure. A run that finds the
-//! lock held, or that idle backoff says to skip (2.7), returns at once and writes nothing —
-//! STATUS.md is rewritten on full runs only (2.8). Check-ins ([`checkin`]) are sent
-//! after act and recorded with the state, on full runs that are not dry runs.
+//! [`run`] (in `run.rs`) is that line and nothing else. `observe/` reads everything decide
+//! looks at (the projects, the preflight, the retry inputs; `observe/cache/` keeps what
+//! unchanged projects' files said); [`decide()`] is pure and its [`Plan`] holds every decision;
+//! `act/` carries the plan out through [`act::Effects`] ([`act::Live`], or [`act::DryRun`],
+//! which records what it would do); `tell/` completes, pushes, notifies, checks in, journals
+//! and prunes, returning one [`tell::Told`]; `persist.rs` stores it with the state and writes
+//! STATUS.md. A run that finds the lock held, or that idle backoff says to skip (2.7), returns
+//! at once and writes nothing — STATUS.md is rewritten on full runs only (2.8). `report.rs`
+//! is what a run says it did.
 
 pub mod act;
 pub mod attempts;
-pub mod cache;
-pub mod checkin;
 pub mod decide;
-pub mod events;
-mod landings;
-mod notices;
 pub mod observe;
 pub mod orchestrator_state;
+mod persist;
 pub mod preflight;
 pub mod problems;
-mod pushes;
 mod report;
-pub mod retention;
-pub mod reuse;
 mod run;
 pub mod status_md;
+pub mod tell;
 pub mod wake;
 
 pub use crate::config::installation::Installation;

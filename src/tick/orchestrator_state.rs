@@ -107,8 +107,8 @@ pub struct OrchestratorState {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub checkins: BTreeMap<String, DateTime<Utc>>,
     /// Projects already told `no-ready-beads` in their current dry spell.
-    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
-    pub dry: BTreeSet<String>,
+    #[serde(default, alias = "dry", skip_serializing_if = "BTreeSet::is_empty")]
+    pub told_no_ready: BTreeSet<String>,
     /// Stories already warned about as unknown to their tracker (1.3), per project slug and
     /// iteration name, so the tick log warns once, not on every run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -144,7 +144,7 @@ pub struct OrchestratorState {
     /// or changed at WARN.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub told: BTreeSet<String>,
-    /// When retention last ran (`tick::retention`), at most once an hour.
+    /// When retention last ran (`tick::tell::retention`), at most once an hour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_at: Option<DateTime<Utc>>,
     /// The generation of the observation cache the last full run wrote (`tick::cache`), which
@@ -164,7 +164,7 @@ impl Default for OrchestratorState {
             last_run_at: None,
             claims: Vec::new(),
             checkins: BTreeMap::new(),
-            dry: BTreeSet::new(),
+            told_no_ready: BTreeSet::new(),
             unknown_stories: BTreeMap::new(),
             orphans: BTreeSet::new(),
             kill_storm_told: false,

@@ -84,7 +84,7 @@ pub fn tell(
             // Its report is at the same place (see `check`), else found by slug.
             let config = match observed.reports.get(i).filter(|r| r.slug == view.slug) {
                 Some(r) => r.config.as_deref(),
-                None => super::notices::config_of(observed, &view.slug),
+                None => super::tell::notices::config_of(observed, &view.slug),
             };
             if let Some(c) = config {
                 notifier::send(

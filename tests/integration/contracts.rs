@@ -230,7 +230,7 @@ fn c4_3_ready_comes_from_the_tracker() {
                 "lastRunAt",
                 "claims",
                 "checkins",
-                "dry",
+                "toldNoReady",
                 "unknownStories",
                 // the generation of the observation cache kept beside the state, which holds
                 // what the files said with their fingerprints (5.2)

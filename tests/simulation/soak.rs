@@ -6,7 +6,7 @@
 //! Everything that decides is braids' own code, called as the tick and the worker call it:
 //! `decide` (zombies with the stall and the timeout, slots, the retry backoff, the breaker's
 //! gate, the release-storm guard), `retry::Attempts` (a failed attempt and the per-bead
-//! breaker), `breaker::assess` and `breaker::signature`, `tick::attempts::kill_failure`,
+//! breaker), `breaker::assess` and `breaker::signature`, `tick::decide::kill_failure`,
 //! `retention::plan`, and the state's `run_kind`, `after_run` and `settle_claims`. The model is
 //! the world around them: a tracker, worker processes, the log files, the clock.
 //!
@@ -25,7 +25,7 @@ use braids::session::{BackendKind, Session};
 use braids::tick::decide::{self, Eligibility, ProjectView, Slot, Snapshot, ZombieReason};
 use braids::tick::observe::lookups::bead_lookups;
 use braids::tick::orchestrator_state::{Claim, OrchestratorState, RunKind};
-use braids::tick::retention;
+use braids::tick::tell::retention;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 use crate::generator::Rng;
@@ -407,6 +407,7 @@ impl Soak {
             gate: self.attempts.breaker.gate(self.now),
             next_probe: self.attempts.breaker.next_probe,
             held_before: self.state.held_claims.clone(),
+            story_claims: Default::default(),
         }
     }
 
@@ -458,7 +459,7 @@ impl Soak {
                 ZombieReason::Timeout => self.report.timeout_kills += 1,
                 _ => {}
             }
-            if let Some((owner, f)) = braids::tick::attempts::kill_failure(z, now) {
+            if let Some((owner, f)) = braids::tick::decide::kill_failure(z, now) {
                 let p = by_slug[&owner.slug];
                 let dir = owner.path.clone();
                 self.report.failed_attempts += 1;

@@ -156,6 +156,7 @@ impl World {
             gate: braids::tick::decide::Gate::Open,
             next_probe: None,
             held_before: self.state.held_claims.clone(),
+            story_claims: Default::default(),
         }
     }
 

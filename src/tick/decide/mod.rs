@@ -29,6 +29,8 @@
 //! 10. `idle::reason` (2.7) when nothing spawns: no-active-iterations, else all-at-capacity
 //!     when a project had ready beads but no room, else no-ready-beads.
 //! 11. `sweeps`: the workspaces no worker can still be using.
+//! 12. `retries::decide` (2.13): which ends of workers this run are failed attempts of their
+//!     beads (a stop for time or a stall, a claim whose worker vanished).
 
 use chrono::{DateTime, Utc};
 
@@ -41,6 +43,7 @@ mod idle;
 mod owners;
 mod plan;
 mod releases;
+mod retries;
 mod scope;
 mod slots;
 mod snapshot;
@@ -57,6 +60,7 @@ pub use plan::{
     DependencyUpdate, KillStorm, OrphanedStep, Plan, ProjectSpawns, Release, Slot, SpawnCandidate,
     SpawnProject, Sweep, Upgrade, STAND_INS,
 };
+pub use retries::{kill_failure, FailedAttempt, Retries};
 pub use scope::{in_scope, spawn_order};
 pub use snapshot::{ProjectView, Snapshot};
 pub use storms::{held_key, is_mass_loss};
@@ -92,7 +96,9 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let looks_again = !releases.is_empty() || !held.is_empty();
     let wake_at = deadlines::wake_at(snap, claims.grace_ends, found.backoff, looks_again, now);
     let sweeps = sweeps::sweeps(snap, &workers, &releases, &claims.settled);
+    let retries = retries::decide(snap, &workers.zombies, &releases, now);
     Plan {
+        retries,
         orphaned_steps,
         dependency_updates,
         sweeps,

@@ -165,6 +165,8 @@ pub struct Plan {
     pub wake_at: Option<chrono::DateTime<chrono::Utc>>,
     /// The provider breaker let one probe spawn through this run.
     pub probe: bool,
+    /// Which stops and releases are failed attempts to record.
+    pub retries: super::Retries,
 }
 
 /// A protocol story whose running step lost its worker.
@@ -326,6 +328,7 @@ mod tests {
             kill_storm: None,
             held: vec![],
             wake_at: None,
+            retries: Default::default(),
             probe: false,
         }
     }

@@ -89,4 +89,7 @@ pub struct Snapshot {
     /// Claims the release-storm guard held last run (`<path or slug>/<bead>`): still stranded
     /// this run, they are released.
     pub held_before: BTreeSet<String>,
+    /// Claims (project directory, bead) whose bead has a protocol story file: the story counts
+    /// its attempts itself.
+    pub story_claims: BTreeSet<(PathBuf, BeadId)>,
 }

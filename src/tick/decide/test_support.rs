@@ -89,6 +89,7 @@ pub fn snap(projects: Vec<ProjectViewBuilder>, sessions: Vec<Session>) -> Snapsh
         gate: Gate::Open,
         next_probe: None,
         held_before: BTreeSet::new(),
+        story_claims: BTreeSet::new(),
     }
 }
 

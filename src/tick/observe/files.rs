@@ -15,8 +15,8 @@ use crate::format::registry::Registry;
 use crate::format::{self, iteration::Iteration, project::ProjectConfig};
 use crate::system::diag::Parsed;
 use crate::system::paths::Paths;
-use crate::tick::cache::{self, registry, Entry};
-use crate::tick::reuse::{self, Answers, Stamp};
+use crate::tick::observe::cache::reuse::{self, Answers, Stamp};
+use crate::tick::observe::cache::{self, registry, Entry};
 use crate::tracker::TrackerKind;
 
 /// Files and their stamps (`None`: absent), in the order [`reuse::project_files`] lists them.

@@ -9,15 +9,17 @@
 //! `ready` is asked even when the project is at capacity: whether ready work is waiting decides
 //! between `all-at-capacity` and `no-ready-beads` (2.7).
 //!
-//! An unchanged project is observed from the last full run's cache ([`super::cache`]): its
+//! An unchanged project is observed from the last full run's cache ([`cache`]): its
 //! stats, and no read of its files; a full run writes the next cache as projects finish.
 //! `project.rs` observes one project, `files.rs` reads its files or takes them from the cache.
 
+pub mod cache;
 mod files;
 pub mod lookups;
 mod named;
 mod pool;
 mod project;
+mod tick;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,9 +37,9 @@ use crate::system::paths::Paths;
 use crate::tick::orchestrator_state::Claim;
 use crate::tracker::{Tracker, TrackerKind};
 
-use super::cache;
 use super::decide::{Eligibility, ProjectView, Snapshot};
 use project::{observe_project, Reading};
+pub use tick::tick;
 
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -151,6 +153,10 @@ pub struct Observed {
     /// Problems of the installation, not of one project (config.toml's executor missing):
     /// listed once, however many projects they stop.
     pub installation: std::collections::BTreeSet<String>,
+    /// A change of the provider breaker this run, for people to be told (a tick's observe).
+    pub breaker_change: Option<crate::retry::breaker::Transition>,
+    /// Why spawning is paused by the provider breaker, while it is.
+    pub paused: Option<String>,
 }
 
 /// Surveys the sessions, then observes every project: the observe step of a tick, and what
@@ -383,6 +389,7 @@ pub fn observe(
         gate: crate::retry::breaker::Gate::Open,
         next_probe: None,
         held_before: Default::default(),
+        story_claims: Default::default(),
     };
     Observed {
         snapshot,
@@ -392,6 +399,8 @@ pub fn observe(
         cache: written,
         from_cache,
         installation: Default::default(),
+        breaker_change: None,
+        paused: None,
     }
 }
 

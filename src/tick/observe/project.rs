@@ -9,10 +9,10 @@ use crate::format::registry::RegistryEntry;
 use crate::model::{Bead, BeadId, BeadStatus};
 use crate::session::Session;
 use crate::system::paths::Paths;
-use crate::tick::cache::{self, Entry};
 use crate::tick::decide::{eligibility_of, BeadLookup, Eligibility};
+use crate::tick::observe::cache::reuse;
+use crate::tick::observe::cache::{self, Entry};
 use crate::tick::orchestrator_state::Claim;
-use crate::tick::reuse;
 use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
 use crate::workspace::WorkspaceMode;
 

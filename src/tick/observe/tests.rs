@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use super::{observe, Context, Observed};
 use crate::config::Config;
 use crate::system::paths::Paths;
-use crate::tick::cache;
+use crate::tick::observe::cache;
 
 struct World {
     _dir: tempfile::TempDir,

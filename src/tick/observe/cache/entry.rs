@@ -21,7 +21,7 @@ use crate::model::{
     Autonomy, Bead, BeadId, BeadStatus, Checkin, IterationName, IterationStatus, NotificationEvent,
     Priority, ProjectStatus,
 };
-use crate::tick::reuse::Answers;
+use crate::tick::observe::cache::reuse::Answers;
 use crate::tracker::TrackerKind;
 
 const STATUSES: &[BeadStatus] = &[

@@ -15,9 +15,9 @@ use crate::tick::orchestrator_state::UnknownStories;
 use crate::model::{BeadId, NotificationEvent};
 use crate::notifier::{self, Notifier};
 
-use super::act::Outcome;
-use super::decide::{Eligibility, Plan};
-use super::observe::{Observed, ProjectReport};
+use crate::tick::act::Outcome;
+use crate::tick::decide::{Eligibility, Plan};
+use crate::tick::observe::{Observed, ProjectReport};
 
 /// Sends what this run owes and returns the projects now known to be dry.
 pub fn send(
@@ -275,7 +275,7 @@ pub fn unknown_stories(
 }
 
 /// PROJECT.md as this run read it, for a project's notifications (`None` in read-only runs).
-pub(super) fn config_of<'a>(
+pub(in crate::tick) fn config_of<'a>(
     observed: &'a Observed,
     slug: &str,
 ) -> Option<&'a crate::format::project::ProjectConfig> {

@@ -18,9 +18,9 @@ use chrono::{
     Weekday,
 };
 
-use super::observe::ProjectReport;
 use crate::config::CheckinConfig;
 use crate::model::Checkin;
+use crate::tick::observe::ProjectReport;
 use crate::tick::orchestrator_state::OrchestratorState;
 
 /// `[checkin] time` and `weekday`, read.

@@ -58,8 +58,8 @@ pub fn plan(
 /// Applies retention once an hour, after a full run acted; returns when it ran.
 pub fn run(
     inst: &crate::config::installation::Installation,
-    observed: &super::observe::Observed,
-    outcome: &super::act::Outcome,
+    observed: &crate::tick::observe::Observed,
+    outcome: &crate::tick::act::Outcome,
     state: &crate::tick::orchestrator_state::OrchestratorState,
     now: DateTime<Utc>,
 ) -> Option<DateTime<Utc>> {
@@ -89,7 +89,11 @@ pub fn run(
 
 /// Removes the events supervisors marked processed longer ago than `age`, project by project
 /// (only projects with an events folder cost more than a `stat`). Unprocessed events stay.
-fn prune_events(reports: &[super::observe::ProjectReport], age: Duration, now: DateTime<Utc>) {
+fn prune_events(
+    reports: &[crate::tick::observe::ProjectReport],
+    age: Duration,
+    now: DateTime<Utc>,
+) {
     let cutoff = now - age;
     let mut removed = 0;
     for r in reports {
@@ -111,8 +115,8 @@ fn chrono_span(d: std::time::Duration) -> Duration {
 /// The beads whose files a worker or a person may still need: running sessions, claims
 /// (remembered and made this run), and the blocked beads the run saw.
 fn needed(
-    observed: &super::observe::Observed,
-    outcome: &super::act::Outcome,
+    observed: &crate::tick::observe::Observed,
+    outcome: &crate::tick::act::Outcome,
     state: &crate::tick::orchestrator_state::OrchestratorState,
 ) -> BTreeSet<(String, String)> {
     use crate::model::{BeadId, BeadStatus};
@@ -270,7 +274,7 @@ mod tests {
         let beads: BTreeSet<(String, String)> = items.iter().map(|i| i.bead.clone()).collect();
         assert_eq!(beads, BTreeSet::from([("app".into(), "app-1".into())]));
         assert_eq!(items.len(), 2);
-        let (n, bytes) = apply(&items, &[prompt.clone()]);
+        let (n, bytes) = apply(&items, std::slice::from_ref(&prompt));
         assert_eq!((n, bytes), (1, 1));
         assert!(
             !prompt.parent().unwrap().exists(),

@@ -6,7 +6,7 @@
 //! run that finds the same fingerprint reuses that run's tracker answers (bead statuses and
 //! the ready list) instead of asking the tracker. Sessions are still surveyed every run. The
 //! answers are kept with the rest of the project's observation in the observation cache
-//! ([`super::cache`]), each entry carrying its own fingerprints.
+//! ([`super`]), each entry carrying its own fingerprints.
 //!
 //! Answers are only recorded when they can be trusted to stay true: the tracker says how long
 //! ([`Tracker::answers_valid`]: forever for WORKPLAN.md, until the next deferral ends for br's

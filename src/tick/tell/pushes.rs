@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::decide::Plan;
+use crate::tick::decide::Plan;
 
 /// Retries the pushes that failed earlier (4.4), in projects with no worker running (a running
 /// worker pushes its own commits).
@@ -11,7 +11,7 @@ use super::decide::Plan;
 /// A push that keeps failing is retried with a backoff (`PushDebt::next_try`), unless the run
 /// was forced; while it waits, the project's one problem says so.
 pub fn retry_pushes(
-    reports: &[super::observe::ProjectReport],
+    reports: &[crate::tick::observe::ProjectReport],
     plan: &Plan,
     timeout: Duration,
     now: chrono::DateTime<chrono::Utc>,

@@ -14,13 +14,13 @@ use std::hash::{Hash, Hasher};
 
 use chrono::{DateTime, Utc};
 
-use super::act::Outcome;
-use super::decide::{Eligibility, ProjectView};
-use super::observe::ProjectReport;
 use crate::events::status::{Observation, Progress};
 use crate::events::{Draft, Kind};
 use crate::model::{BeadStatus, IterationName, IterationStatus, SessionLabel};
 use crate::session::Session;
+use crate::tick::act::Outcome;
+use crate::tick::decide::{Eligibility, ProjectView};
+use crate::tick::observe::ProjectReport;
 
 /// What this run did, as the events to write per project (slug).
 pub fn drafts(

@@ -7,12 +7,12 @@
 //! answers) with fingerprints of the files, in `observe-cache.bin` beside the state. The next
 //! run stats the same files; when PROJECT.md, the iterations directory and every ITERATION.md
 //! are as they were, the entry stands in for them, and the tracker's answers stand in for the
-//! tracker under the rules of [`super::reuse`] (their own fingerprint, over the tracker's files
+//! tracker under the rules of [`reuse`] (their own fingerprint, over the tracker's files
 //! too). A changed project is read as if there were no cache, and sessions are surveyed every
 //! run.
 //!
 //! Trust, as for the tracker answers: an entry is written only when none of its files was
-//! written within [`super::reuse::RACY`] of the observation; it carries its own fingerprints;
+//! written within [`reuse::RACY`] of the observation; it carries its own fingerprints;
 //! the file's generation must be the one the state recorded, and the state is written after the
 //! file, so a run killed between the two costs a re-read, never a wrong answer. A missing, old
 //! or damaged file, or a damaged entry, is no cache. The registry's rows are kept the same way
@@ -22,6 +22,7 @@ mod codec;
 mod entry;
 mod file;
 pub mod registry;
+pub mod reuse;
 
 pub use entry::{slim_config, slim_iterations, Entry};
 pub use file::{Loc, Reader, Writer};

@@ -2,9 +2,9 @@
 //! closes its bead (`Paths::landing_plan`), so one killed between the close and the landing
 //! leaves its plan, and the tick's sweep lands that work as the worker would have.
 
-use super::act::{Effects, Outcome};
-use super::decide::Sweep;
+use super::{Live, Outcome};
 use crate::model::BeadId;
+use crate::tick::decide::Sweep;
 
 /// Lands the work of workers killed between closing their bead and landing it, as they would
 /// have (the plan they recorded before the close), and pushes it: the bead's work reaches the
@@ -12,7 +12,7 @@ use crate::model::BeadId;
 /// worker died before the close, so the bead is done again) and dropped; one whose work can no
 /// longer land blocks its bead, its work kept on a branch. Returns the beads whose plan waits
 /// for a later run: the sweep leaves their worktrees alone.
-pub(super) fn finish(s: &Sweep, fx: &Effects<'_>, out: &mut Outcome) -> Vec<BeadId> {
+pub(super) fn finish(s: &Sweep, fx: &Live<'_>, out: &mut Outcome) -> Vec<BeadId> {
     let mut pending = Vec::new();
     let Ok(entries) = std::fs::read_dir(fx.paths.braids_dir.join("work").join(&s.slug)) else {
         return pending;
