@@ -31,9 +31,9 @@
 //! (2.10), so the oracle checks that a bead braids claimed is never stranded (a worker holds it,
 //! or a remembered claim will release it), that every claim whose worker is gone is released
 //! through whatever slug its directory has now, that nothing is released while a session under
-//! any label carries the bead, and that no bead ever has two live workers. (This closes the gap
-//! `BRAIDS_SIM_SEED=16002` once showed: a claim made under a garbled row was looked up in the
-//! wrong project later, forgotten as settled, and its bead stranded.)
+//! any label carries the bead, and that no bead ever has two live workers.
+//! A claim made under a garbled row must be found through its directory later, never
+//! forgotten as settled while its bead is stranded.
 //!
 //! The suite runs once per process and each `c*_sim_*` test asserts its own invariant over it,
 //! so the coverage table shows which invariant failed. `sim_oracle_catches_broken_decides`

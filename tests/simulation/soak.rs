@@ -1,4 +1,4 @@
-//! A month unattended, in simulated time (issue 15's soak). 20 projects receive beads over the
+//! A month unattended, in simulated time. 20 projects receive beads over the
 //! month; their agents fail, hang, crash or forget their report; the model provider is down for
 //! two hours on day 10, the git remote for an hour on day 20, the disk is full for ten minutes
 //! on day 15. A cron tick runs every minute under the real idle backoff.
