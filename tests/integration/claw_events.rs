@@ -6,9 +6,9 @@
 //! before its checks could check it off, and `status: needs_human` asks a person.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use crate::support::{wait_for, Install, Sandbox};
+use crate::claw_loop::turn;
+use crate::support::{Install, Sandbox};
 
 const WORKPLAN: &str = "# WORKPLAN
 
@@ -65,14 +65,6 @@ fn setup(sb: &Sandbox) -> PathBuf {
     sb.git(&root, &["add", "-A"]);
     sb.git(&root, &["commit", "-qm", "plan"]);
     root
-}
-
-fn turn(sb: &Sandbox) -> usize {
-    let r = sb.tick().force().run();
-    wait_for("the worker to end", Duration::from_secs(120), || {
-        sb.live_labels().is_empty().then_some(())
-    });
-    r.spawns.len()
 }
 
 /// Every event file of the project, parsed as the seed's supervisor reads it (`cat *.event`).

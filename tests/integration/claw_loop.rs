@@ -62,7 +62,7 @@ fn project(sb: &Sandbox) -> PathBuf {
 }
 
 /// One tick, then until its worker is done.
-fn turn(sb: &Sandbox) -> usize {
+pub(crate) fn turn(sb: &Sandbox) -> usize {
     let r = sb.tick().force().run();
     wait_for("the worker to end", Duration::from_secs(120), || {
         sb.live_labels().is_empty().then_some(())

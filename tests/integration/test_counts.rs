@@ -33,6 +33,12 @@ exit 101
 "#;
 
 fn setup() -> (Sandbox, std::path::PathBuf, String) {
+    setup_measured(true)
+}
+
+/// A protocol project whose agent claims the counts in `$HOME/claim`; with `measured`, its
+/// `TestCommand:` is the scripted runner.
+fn setup_measured(measured: bool) -> (Sandbox, std::path::PathBuf, String) {
     let sb = Install::new().build();
     let agent = sb.script("bin/agent", AGENT);
     let tests = sb.script("bin/project-tests", TESTS);
@@ -40,13 +46,15 @@ fn setup() -> (Sandbox, std::path::PathBuf, String) {
         "[worker]\nexecutor = [{:?}, \"{{prompt_file}}\"]\n",
         agent.display().to_string()
     ));
-    let app = sb
+    let mut app = sb
         .new_project("app")
         .br()
         .titled(&["Coupons"])
-        .field("Pipeline", "protocol")
-        .field("TestCommand", &format!("{} --quiet", tests.display()))
-        .create();
+        .field("Pipeline", "protocol");
+    if measured {
+        app = app.field("TestCommand", &format!("{} --quiet", tests.display()));
+    }
+    let app = app.create();
     let root = app.root.clone();
     sb.git(&root, &["add", "-A"]);
     sb.git(
@@ -128,28 +136,11 @@ fn c10_9_when_the_agent_and_the_tests_agree_verify_passes() {
 
 #[test]
 fn c10_9_without_a_test_command_the_counts_are_the_agents_claim() {
-    let sb = Install::new().build();
-    let agent = sb.script("bin/agent", AGENT);
-    sb.config(&format!(
-        "[worker]\nexecutor = [{:?}, \"{{prompt_file}}\"]\n",
-        agent.display().to_string()
-    ));
-    let app = sb
-        .new_project("app")
-        .br()
-        .titled(&["Coupons"])
-        .field("Pipeline", "protocol")
-        .create();
-    sb.git(&app.root, &["add", "-A"]);
-    sb.git(
-        &app.root,
-        &["commit", "-qm", "protocol project", "--allow-empty"],
-    );
-    let id = app.beads[0].clone();
+    let (sb, root, id) = setup_measured(false);
     std::fs::write(sb.home().join("claim"), "7 0\n").unwrap();
     sb.ok(&["story", "reset", "app", &id, "--step", "verify"]);
     sb.ok(&["story", "dispatch", "app", &id]);
-    let s = state(&app.root, &id);
+    let s = state(&root, &id);
     assert_eq!(s["step"], "commit", "{s:#}");
     assert_eq!(counts(&s["tests"]), (7, 0, 0), "{s:#}");
     assert!(s.get("tests_measured_by").is_none(), "{s:#}");

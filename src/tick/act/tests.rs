@@ -1,4 +1,3 @@
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::*;
@@ -6,7 +5,6 @@ use crate::model::SessionLabel;
 use crate::retry::Failure;
 use crate::session::BackendKind;
 use crate::tick::decide::{Retries, ZombieOwner};
-use crate::tick::orchestrator_state::IdleReason;
 
 fn now() -> DateTime<Utc> {
     "2026-03-01T12:00:00Z".parse().unwrap()
@@ -66,25 +64,10 @@ fn attempt(b: &str) -> FailedAttempt {
 
 fn plan(zombies: Vec<Zombie>, releases: Vec<Release>, retries: Retries) -> Plan {
     Plan {
-        orphaned_steps: vec![],
-        dependency_updates: vec![],
         zombies,
-        ended: vec![],
-        unmanaged: vec![],
-        healthy: BTreeMap::new(),
-        spawns: vec![],
-        global_slots: None,
-        sweeps: vec![],
         releases,
-        settled_claims: vec![],
-        upgrades: vec![],
-        idle_reason: IdleReason::NoReadyBeads,
-        errors: vec![],
-        kill_storm: None,
-        held: vec![],
-        wake_at: None,
-        probe: false,
         retries,
+        ..Plan::nothing()
     }
 }
 

@@ -223,6 +223,32 @@ pub enum Slot {
 }
 
 impl Plan {
+    /// A plan that does nothing, for tests to fill in the fields they are about.
+    #[cfg(test)]
+    pub(in crate::tick) fn nothing() -> Plan {
+        Plan {
+            orphaned_steps: vec![],
+            dependency_updates: vec![],
+            zombies: vec![],
+            ended: vec![],
+            unmanaged: vec![],
+            healthy: BTreeMap::new(),
+            spawns: vec![],
+            global_slots: None,
+            sweeps: vec![],
+            releases: vec![],
+            settled_claims: vec![],
+            upgrades: vec![],
+            idle_reason: IdleReason::NoReadyBeads,
+            errors: vec![],
+            kill_storm: None,
+            held: vec![],
+            wake_at: None,
+            retries: Default::default(),
+            probe: false,
+        }
+    }
+
     /// Offers candidates in scheduling order to `f`, within each project's slots and the
     /// global cap: the one place those limits are applied when acting.
     pub fn walk<'a>(&'a self, mut f: impl FnMut(&'a SpawnCandidate) -> Slot) {
@@ -304,12 +330,6 @@ mod tests {
 
     fn plan(spawns: &[(&str, usize, &[&str])], global: Option<usize>) -> Plan {
         Plan {
-            orphaned_steps: vec![],
-            dependency_updates: vec![],
-            zombies: vec![],
-            ended: vec![],
-            unmanaged: vec![],
-            healthy: BTreeMap::new(),
             spawns: spawns
                 .iter()
                 .map(|(slug, slots, beads)| ProjectSpawns {
@@ -319,17 +339,7 @@ mod tests {
                 })
                 .collect(),
             global_slots: global,
-            sweeps: vec![],
-            releases: vec![],
-            settled_claims: vec![],
-            upgrades: vec![],
-            idle_reason: IdleReason::NoReadyBeads,
-            errors: vec![],
-            kill_storm: None,
-            held: vec![],
-            wake_at: None,
-            retries: Default::default(),
-            probe: false,
+            ..Plan::nothing()
         }
     }
 
