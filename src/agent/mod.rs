@@ -15,6 +15,7 @@ mod choice;
 mod claude;
 mod codex;
 mod command;
+mod network;
 mod opencode;
 pub mod outcome;
 mod preset;
@@ -22,6 +23,7 @@ pub mod render;
 pub mod session;
 mod settings;
 
+pub use network::provider_ports;
 pub use check::{preflight, running_as_root, version_check, VersionCheck};
 pub use choice::Choice;
 pub use command::{AgentCommand, Launch, Prompt};

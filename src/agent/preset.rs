@@ -76,7 +76,7 @@ impl Preset {
     /// The folders under the home the CLI keeps its state in, which a sandbox leaves writable.
     pub fn state_dirs(self) -> &'static [&'static str] {
         match self {
-            Preset::ClaudeCode => &[".claude"],
+            Preset::ClaudeCode => &[".claude", ".claude.json"],
             Preset::Codex => &[".codex"],
             Preset::Opencode => &[
                 ".local/share/opencode",

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::config::Config;
 
-pub use super::check_config::check_config;
+pub use super::check_config::{check_config, sandbox_summary, SandboxSummary};
 use super::check_config::{capitalised, line_named, unreadable};
 use crate::format::iteration::Iteration;
 use crate::format::{self, deliverable};

@@ -6,6 +6,43 @@ use std::path::Path;
 
 use crate::system::diag::Diagnostic;
 
+/// Which sandbox holds the agents here, why, and what it and the process container confine:
+/// what `braids check` says first.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SandboxSummary {
+    /// `landlock`, `bwrap`, or `none`.
+    pub runs: String,
+    pub why: String,
+    pub confines: String,
+    pub processes: String,
+}
+
+/// The [`SandboxSummary`] of the installation's config.toml (its defaults when it cannot be
+/// read: that is a finding of its own).
+pub fn sandbox_summary(paths: &crate::system::paths::Paths) -> SandboxSummary {
+    let worker = crate::config::Config::load(&paths.config())
+        .map(|l| l.config.worker)
+        .unwrap_or_default();
+    let processes = crate::system::container::describe();
+    match crate::system::sandbox::choose(worker.sandbox, &worker.bwrap) {
+        Ok(c) => SandboxSummary {
+            runs: match c.kind {
+                crate::system::sandbox::Kind::Off => "none".into(),
+                k => k.as_str().into(),
+            },
+            why: c.why.clone(),
+            confines: c.confines(),
+            processes,
+        },
+        Err(why) => SandboxSummary {
+            runs: "none".into(),
+            why: format!("{why}; no agent starts until it is fixed"),
+            confines: "nothing, since no agent runs".into(),
+            processes,
+        },
+    }
+}
+
 /// Findings in config.toml: a file that does not parse, and `[checkin]` values a tick would
 /// replace with its defaults (each run would warn about them).
 pub fn check_config(file: &Path) -> Vec<Diagnostic> {
@@ -33,14 +70,41 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = unknown.collect();
     // A sandbox that cannot run is an error before any agent runs without it.
     let worker = &loaded.config.worker;
-    if let Some(why) = crate::system::sandbox::unavailable(worker.sandbox, &worker.bwrap) {
-        out.push(Diagnostic::error(
+    let line = key_line(&text, "worker", "sandbox");
+    match crate::system::sandbox::choose(worker.sandbox, &worker.bwrap) {
+        Err(why) => out.push(Diagnostic::error(
             file,
-            key_line(&text, "worker", "sandbox"),
+            line,
             "11.6",
             why,
-            "choose a sandbox this machine has, or \"off\"",
-        ));
+            "choose a sandbox this machine has, or \"auto\"",
+        )),
+        Ok(c) if c.fell_back => out.push(Diagnostic::warning(
+            file,
+            line,
+            "11.6",
+            format!("agents run without a sandbox: {}", c.why),
+            "install bubblewrap, or use a kernel with Landlock (ABI 3 or later; 4 confines connections too)",
+        )),
+        Ok(c) if !c.is_on() => out.push(Diagnostic::warning(
+            file,
+            line,
+            "11.6",
+            "[worker] sandbox = \"off\": agents run unconfined, able to read the person's keys and braids' own folder and to reach every local service".to_string(),
+            "remove the line (the default, \"auto\", takes Landlock or bubblewrap)",
+        )),
+        Ok(_) => {}
+    }
+    for (i, entry) in worker.sandbox_connect.iter().enumerate() {
+        if entry.port() == 0 {
+            out.push(Diagnostic::error(
+                file,
+                key_line(&text, "worker", "sandbox_connect"),
+                "11.6",
+                format!("[worker] sandbox_connect entry {} names no port", i + 1),
+                "write a port (8080) or \"host:port\"",
+            ));
+        }
     }
     // What `Backend: openclaw` sessions would be started with: caught here, not at a spawn.
     let oc = &loaded.config.openclaw;

@@ -13,6 +13,7 @@ use super::{CheckArgs, Output, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 
 #[derive(Serialize)]
 struct CheckReport {
+    sandbox: check::SandboxSummary,
     errors: usize,
     warnings: usize,
     findings: Vec<Diagnostic>,
@@ -20,7 +21,12 @@ struct CheckReport {
 
 impl Output for CheckReport {
     fn text(&self) -> String {
-        let mut o: String = self.findings.iter().map(|d| format!("{d}\n")).collect();
+        let sb = &self.sandbox;
+        let mut o = format!(
+            "sandbox: {} ({})\n  confines: {}\n  processes: {}\n",
+            sb.runs, sb.why, sb.confines, sb.processes
+        );
+        o.extend(self.findings.iter().map(|d| format!("{d}\n")));
         if self.findings.is_empty() {
             o.push_str("ok: no findings\n");
         } else {
@@ -43,6 +49,7 @@ pub fn run(paths: &Paths, args: CheckArgs) -> Result<i32> {
         // Only what is wrong with config.toml: every other finding would come from defaults.
         Err(check::Unusable::Config(d)) => {
             CheckReport {
+                sandbox: check::sandbox_summary(paths),
                 errors: 1,
                 warnings: 0,
                 findings: vec![d],
@@ -53,6 +60,7 @@ pub fn run(paths: &Paths, args: CheckArgs) -> Result<i32> {
     };
     let (errors, warnings) = check::tally(&findings);
     CheckReport {
+        sandbox: check::sandbox_summary(paths),
         errors,
         warnings,
         findings,

@@ -123,10 +123,15 @@ pub struct WorkerConfig {
     /// The longest wait between two attempts of a bead.
     #[serde(deserialize_with = "span")]
     pub retry_backoff_max: std::time::Duration,
-    /// Where the agent may write (`off`, `landlock`, `bwrap`): see [`crate::system::sandbox`].
+    /// The agent's sandbox (`auto`, `off`, `landlock`, `bwrap`): see [`crate::system::sandbox`].
     pub sandbox: crate::system::sandbox::Kind,
     /// More paths a sandboxed agent may write (`~/…` or absolute).
     pub sandbox_write: Vec<String>,
+    /// More paths a sandboxed agent may read (`~/…` or absolute).
+    pub sandbox_read: Vec<String>,
+    /// More TCP ports a sandboxed agent may connect to (`8080`, or `"host:8080"` for the
+    /// reader's sake: Landlock confines ports, not hosts).
+    pub sandbox_connect: Vec<SandboxPort>,
     /// The bubblewrap program for `sandbox = "bwrap"`: found on PATH unless a path is given.
     pub bwrap: String,
 }
@@ -139,8 +144,10 @@ impl Default for WorkerConfig {
             retries: 1,
             retry_backoff: std::time::Duration::from_secs(60),
             retry_backoff_max: std::time::Duration::from_secs(3600),
-            sandbox: crate::system::sandbox::Kind::Off,
+            sandbox: crate::system::sandbox::Kind::Auto,
             sandbox_write: Vec::new(),
+            sandbox_read: Vec::new(),
+            sandbox_connect: Vec::new(),
             bwrap: "bwrap".into(),
         }
     }
@@ -153,6 +160,28 @@ impl WorkerConfig {
             retries: self.retries,
             base: chrono_span(self.retry_backoff),
             cap: chrono_span(self.retry_backoff_max),
+        }
+    }
+}
+
+/// One `sandbox_connect` entry: a port, or `"host:port"`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum SandboxPort {
+    Port(u16),
+    Named(String),
+}
+
+impl SandboxPort {
+    /// The port; 0 (which nothing listens on) for an entry `braids check` names as wrong.
+    pub fn port(&self) -> u16 {
+        match self {
+            SandboxPort::Port(p) => *p,
+            SandboxPort::Named(s) => s
+                .rsplit_once(':')
+                .map_or(s.as_str(), |(_, p)| p)
+                .parse()
+                .unwrap_or(0),
         }
     }
 }
@@ -414,6 +443,8 @@ impl Config {
     pub fn sandbox_settings(&self, state: &[&str]) -> crate::system::sandbox::Settings {
         crate::system::sandbox::Settings {
             kind: self.worker.sandbox,
+            read: self.worker.sandbox_read.clone(),
+            ports: self.worker.sandbox_connect.iter().map(SandboxPort::port).collect(),
             home: crate::system::paths::Paths::from_env()
                 .map(|p| p.home)
                 .unwrap_or_default(),
@@ -421,6 +452,19 @@ impl Config {
             extra: self.worker.sandbox_write.clone(),
             bwrap: self.worker.bwrap.clone(),
         }
+    }
+
+    /// The sandbox of an agent run by `preset`, with `state` its CLI's state folders: its
+    /// provider's ports reachable too.
+    pub fn preset_sandbox(
+        &self,
+        preset: crate::agent::Preset,
+        state: &[&str],
+    ) -> crate::system::sandbox::Settings {
+        let mut out = self.sandbox_settings(state);
+        out.ports
+            .extend(crate::agent::provider_ports(preset, &self.preset_settings(preset)));
+        out
     }
 
     /// The workspaces of `project`: where they live, its pool, what each gets.

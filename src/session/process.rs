@@ -296,7 +296,9 @@ impl SessionBackend for ProcessBackend {
             .map(|s| {
                 s.sessions
                     .into_iter()
-                    .filter(|s| !s.running)
+                    // A dead worker whose agent left processes has ended too: the full run
+                    // this wakes stops them.
+                    .filter(|s| !s.running || s.worker_gone)
                     .map(|s| s.label)
                     .collect()
             })

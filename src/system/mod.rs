@@ -6,6 +6,7 @@
 
 pub mod atomic;
 pub mod beneath;
+pub mod container;
 pub mod diag;
 pub mod exit;
 pub mod failpoint;

@@ -17,6 +17,19 @@ use super::observe::Observed;
 /// Checks every scheduled project the run read in full (a dry run reads no PROJECT.md for
 /// notifications, and claims nothing anyway), marking the ones no worker could serve.
 pub fn check(config: &Config, observed: &mut Observed) {
+    // The agents' sandbox is config.toml's: one that was asked for and cannot run stops every
+    // project; "auto" finding none lets agents run, said on every run.
+    let sandbox = match crate::system::sandbox::choose(config.worker.sandbox, &config.worker.bwrap) {
+        Err(why) => Some(why),
+        Ok(c) if c.fell_back => {
+            tracing::warn!("agents run without a sandbox: {}", c.why);
+            observed
+                .installation
+                .insert(format!("agents run without a sandbox: {}", c.why));
+            None
+        }
+        Ok(_) => None,
+    };
     // Views and reports are made in the same (registry) order, one each: pairing them by
     // position, not by a search per view, keeps a 10,000-project tick linear.
     let reports = &mut observed.reports;
@@ -35,7 +48,11 @@ pub fn check(config: &Config, observed: &mut Observed) {
             continue;
         };
         let project_md = crate::format::layout::project_file(&report.path);
-        let (why, shared) = match config.preflight_at(project, &project_md) {
+        let preflight = match &sandbox {
+            Some(why) => Some((why.clone(), None)),
+            None => config.preflight_at(project, &project_md),
+        };
+        let (why, shared) = match preflight {
             // config.toml's: the same for every project that uses it, listed once.
             Some((why, None)) => (Some(why), true),
             Some((why, Some(_))) => (Some(why), false),

@@ -108,6 +108,8 @@ enum Load {
 /// still goes when a project's files changed since the last full run (`wake`).
 fn load(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Load {
     let state = load_state(inst);
+    // What a dead worker's agent left in its container, stopped by every run, skipped or not.
+    crate::system::container::sweep_dead();
     let RunKind::Skipped {
         reason,
         next_full_run,

@@ -53,7 +53,7 @@ pub fn ask(
         settings: config.preset_settings(preset),
         model: model.clone(),
         grace: Duration::from_secs(config.sessions.kill_grace_secs),
-        sandbox: config.sandbox_settings(preset.state_dirs()),
+        sandbox: config.preset_sandbox(preset, preset.state_dirs()),
     };
     let req = ExecRequest {
         project: work.clone(),

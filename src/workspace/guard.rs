@@ -242,6 +242,20 @@ pub(super) fn admin_of(dir: &Path) -> Result<PathBuf> {
         .with_context(|| format!("{} names no repository", dir.join(".git").display()))
 }
 
+/// The files of the worktree at `dir`'s admin folder that say where its git looks (its
+/// branch, its repository, its own settings): a sandbox that can keeps them read-only for the
+/// agent, who still writes the rest of the folder (the index, its logs) through git.
+pub fn redirecting_admin_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(admin) = admin_of(dir) else {
+        return Vec::new();
+    };
+    ["HEAD", "commondir", "gitdir", "config.worktree", "info/sparse-checkout"]
+        .iter()
+        .map(|f| admin.join(f))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()))
+        .collect()
+}
+
 /// Why the worktree at `dir` no longer belongs to the project's repository, if it does not:
 /// its `.git` must be the file git wrote, naming an admin folder under the repository's
 /// `worktrees/` that names `dir` back.

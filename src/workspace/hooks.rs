@@ -143,9 +143,16 @@ pub(super) fn sandboxed(
         std::process::id(),
         super::ready::workspace_id(dir)
     ));
-    if sandbox.kind != crate::system::sandbox::Kind::Off {
-        let writable = sandbox.writable(dir, &ws.project, &tmp);
-        cmd = sandbox.wrap(&cmd, &writable, &tmp)?;
+    let choice = sandbox.choice().map_err(anyhow::Error::msg)?;
+    if choice.is_on() {
+        let place = crate::system::sandbox::Place {
+            workspace: dir.clone(),
+            project: ws.project.clone(),
+            tmp: tmp.clone(),
+            own: crate::system::sandbox::policy::named_paths(&cmd),
+            protect: super::guard::redirecting_admin_files(dir),
+        };
+        cmd = sandbox.wrap(&choice, &cmd, &sandbox.policy(&place), &tmp)?;
     }
     let mut run = crate::system::proc::Invocation::new(
         std::iter::once(cmd.get_program().to_os_string())
@@ -159,6 +166,8 @@ pub(super) fn sandboxed(
         }
     }
     let out = run.run().map_err(|e| anyhow::anyhow!("{e}"));
+    // What it started and left behind, however it left its group, ends with it.
+    crate::system::container::stop_holders(&[dir.clone(), tmp.clone()]);
     let _ = std::fs::remove_dir_all(&tmp);
     out
 }

@@ -76,15 +76,12 @@ pub(super) fn drop_stashes(dir: &Path, branch: &str) -> Result<()> {
     }
 }
 
-/// A process whose working directory is in `dir` (one its agent left running): the worktree
-/// would carry it to the next bead.
+/// A process that still holds the folder at `dir` (its working directory, root, program or an
+/// open file there), however it left the bead's session: such a workspace is never pooled.
 pub(super) fn process_in(dir: &Path) -> Option<u32> {
-    let dir = dir.canonicalize().ok()?;
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
-        cwd.starts_with(&dir).then_some(pid)
-    })
+    crate::system::container::holders(&[dir.to_path_buf()])
+        .first()
+        .map(|p| *p as u32)
 }
 
 /// Why the index of the scrubbed worktree at `dir` cannot be vouched for: an entry git is told

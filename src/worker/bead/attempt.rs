@@ -69,7 +69,6 @@ pub fn executor_for(
         }
     }
     let grace = Duration::from_secs(config.sessions.kill_grace_secs);
-    let sandbox = |state: &[&str]| config.sandbox_settings(state);
     // A malformed `Executor:` is the tick's preflight error; it never reaches a worker.
     match config
         .agent_for(project, Path::new(".braids/PROJECT.md"))
@@ -96,13 +95,13 @@ pub fn executor_for(
                 settings,
                 model: placement.model,
                 grace,
-                sandbox: sandbox(&state),
+                sandbox: config.preset_sandbox(preset, &state),
             })
         }
         crate::agent::Choice::Argv(template) => Box::new(ArgvExecutor {
             template,
             grace,
-            sandbox: sandbox(&[]),
+            sandbox: config.sandbox_settings(&[]),
         }),
     }
 }

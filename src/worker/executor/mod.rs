@@ -118,19 +118,27 @@ pub(super) fn run_agent(
     lines: Option<tee::LineSink>,
 ) -> anyhow::Result<(ExecResult, String)> {
     let program = cmd.get_program().to_string_lossy().into_owned();
+    let choice = sandbox.choice().map_err(anyhow::Error::msg)?;
+    // Its own temp folder, beside its prompt and outside every project.
+    let work = req.prompt_file.parent().unwrap_or(&req.workspace);
+    let tmp = work.join("tmp");
+    let container = crate::system::container::Container::create(
+        &format!("{}_{}", dir_name(&req.project), req.bead),
+        vec![req.workspace.clone(), tmp.clone()],
+    );
     let mut wrapped = None;
-    if sandbox.kind != crate::system::sandbox::Kind::Off {
-        if let Some(why) = crate::system::sandbox::unavailable(sandbox.kind, &sandbox.bwrap) {
-            anyhow::bail!(why);
-        }
-        // Its own temp folder, beside its prompt and outside every project.
-        let tmp = req
-            .prompt_file
-            .parent()
-            .unwrap_or(&req.workspace)
-            .join("tmp");
-        let writable = sandbox.writable(&req.workspace, &req.project, &tmp);
-        wrapped = Some(sandbox.wrap(cmd, &writable, &tmp)?);
+    if choice.is_on() {
+        let mut own = vec![work.to_path_buf()];
+        own.extend(crate::system::sandbox::policy::named_paths(cmd));
+        let place = crate::system::sandbox::Place {
+            workspace: req.workspace.clone(),
+            project: req.project.clone(),
+            tmp: tmp.clone(),
+            own,
+            protect: crate::workspace::guard::redirecting_admin_files(&req.workspace),
+        };
+        let policy = sandbox.policy(&place);
+        wrapped = Some(sandbox.wrap(&choice, cmd, &policy, &tmp)?);
     }
     let cmd = wrapped.as_mut().unwrap_or(cmd);
     let stdin = if prompt_on_stdin {
@@ -178,6 +186,7 @@ pub(super) fn run_agent(
             Ok(())
         });
     }
+    container.join_on_exec(cmd);
     // A group of its own, so a timeout stops everything the agent started but not the worker.
     let mut group = ProcessGroup::spawn(cmd, Detach::Group)
         .map_err(|e| anyhow::anyhow!("cannot start executor `{program}`: {e}"))?;
@@ -203,8 +212,13 @@ pub(super) fn run_agent(
         tracing::warn!(bead = %req.bead, "executor exceeded {}s; stopping it", req.timeout.as_secs());
         let _ = group.terminate(grace);
     }
-    // Whatever the agent left running in its group goes with it.
+    // Whatever the agent left running goes with it: its group, its container, and anything
+    // still in its workspace however it got away.
     let status = group.finish();
+    let ended = container.end();
+    if ended != Default::default() {
+        tracing::info!(bead = %req.bead, "stopped what the agent left running: {ended:?}");
+    }
     stop::agent_gone(pgid);
     let status = status?;
     let (tail, stderr) = tee.finish_both();
@@ -217,6 +231,13 @@ pub(super) fn run_agent(
         },
         stderr,
     ))
+}
+
+/// The last part of `dir`, for names.
+fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Where the worker keeps a bead's prompt: outside the project, so it is never committed.

@@ -38,7 +38,7 @@ impl PresetExecutor {
             timeout_secs: req.timeout.as_secs(),
             title: req.bead.as_str(),
             provider: provider.as_deref(),
-            contained: self.sandbox.kind != crate::system::sandbox::Kind::Off,
+            contained: self.sandbox.is_on(),
         };
         let command = self.preset.command(&self.settings, &launch);
         tracing::info!(bead = %req.bead, "agent: {}", command.display());

@@ -1,0 +1,381 @@
+//! Every process of a bead ends with it. An agent may leave children that leave its process
+//! group, drop braids' session mark and call `setsid`; each agent therefore runs in a
+//! container braids can account for and empty:
+//!
+//! - a cgroup v2 of its own where braids can make one (as root, or in a delegated subtree),
+//!   which `cgroup.kill` empties whatever the processes did to their groups and sessions;
+//! - always, a scan for processes whose working directory, root, program or open files lie in
+//!   the bead's folders (its workspace, its temp folder), which catches what a missing cgroup
+//!   lets go.
+//!
+//! A container is named for its worker (pid and start time), so any later run of the tick,
+//! skipped for the backoff or not, stops what a dead worker's agent left: [`sweep_dead`].
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// Where braids' cgroups live on this machine, if it can make them.
+pub fn cgroup_root() -> Option<PathBuf> {
+    let mount = cgroup2_mount()?;
+    let mut candidates = Vec::new();
+    if nix::unistd::geteuid().is_root() {
+        candidates.push(mount.join("braids"));
+    }
+    // A delegated subtree (a systemd user service's): the highest folder of our own cgroup we
+    // own.
+    if let Some(own) = own_cgroup() {
+        let uid = nix::unistd::geteuid().as_raw();
+        let mut top = None;
+        let mut at = mount.join(own.trim_start_matches('/'));
+        while at.starts_with(&mount) && at != mount {
+            use std::os::unix::fs::MetadataExt;
+            match std::fs::metadata(&at) {
+                Ok(m) if m.uid() == uid => top = Some(at.clone()),
+                _ => break,
+            }
+            at = at.parent().map(Path::to_path_buf).unwrap_or_default();
+        }
+        candidates.extend(top.map(|t| t.join("braids")));
+    }
+    candidates
+        .into_iter()
+        .find(|c| std::fs::create_dir(c).is_ok() || c.join("cgroup.procs").exists())
+}
+
+/// The cgroup v2 file system's mount point, from `/proc/self/mountinfo`.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let point = left.split_whitespace().nth(4)?;
+        (right.split_whitespace().next()? == "cgroup2").then(|| PathBuf::from(point))
+    })
+}
+
+/// This process's cgroup v2 path (`0::/…`).
+fn own_cgroup() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_string)
+}
+
+/// What holds one agent's processes.
+#[derive(Debug)]
+pub struct Container {
+    cgroup: Option<PathBuf>,
+    /// `cgroup.procs`, opened before the fork so the child only writes to it.
+    procs: Option<File>,
+    /// The bead's folders: a process inside them after the end is the bead's.
+    folders: Vec<PathBuf>,
+}
+
+/// What ending a container stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// Processes the cgroup still held.
+    pub cgroup: usize,
+    /// Processes found in the bead's folders outside it.
+    pub scanned: usize,
+}
+
+impl Container {
+    /// A container for an agent of the worker running this, named for `name` (the bead's
+    /// label), watching `folders`; a cgroup where one can be made.
+    pub fn create(name: &str, folders: Vec<PathBuf>) -> Container {
+        let cgroup = cgroup_root().and_then(|root| {
+            let me = std::process::id();
+            let dir = root.join(format!("{}.{me}.{}", safe(name), starttime(me)?));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => Some(dir),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Some(dir),
+                Err(e) => {
+                    tracing::debug!("no cgroup for {name}: {e}");
+                    None
+                }
+            }
+        });
+        let procs = cgroup.as_ref().and_then(|d| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(d.join("cgroup.procs"))
+                .ok()
+        });
+        Container {
+            cgroup: procs.as_ref().and(cgroup),
+            procs,
+            folders,
+        }
+    }
+
+    /// The cgroup, when there is one.
+    pub fn cgroup(&self) -> Option<&Path> {
+        self.cgroup.as_deref()
+    }
+
+    /// Has the child `cmd` starts join the cgroup before it executes anything.
+    pub fn join_on_exec(&self, cmd: &mut std::process::Command) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let Some(fd) = self.procs.as_ref().map(|f| f.as_raw_fd()) else {
+            return;
+        };
+        // SAFETY: write(2) is async-signal-safe, and the buffer is static.
+        unsafe {
+            cmd.pre_exec(move || {
+                if nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Stops everything left in the cgroup and in the bead's folders, and removes the cgroup.
+    pub fn end(self) -> Ended {
+        let cgroup = self.cgroup.as_deref().map_or(0, empty);
+        let scanned = stop_holders(&self.folders);
+        Ended { cgroup, scanned }
+    }
+}
+
+/// Kills what `dir` (a cgroup) holds, waits for it to be empty, and removes it; returns how
+/// many processes it held.
+fn empty(dir: &Path) -> usize {
+    let held = procs_of(dir).len();
+    let kill_file = dir.join("cgroup.kill");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = procs_of(dir);
+        if left.is_empty() {
+            break;
+        }
+        if kill_file.exists() {
+            let _ = File::options()
+                .write(true)
+                .open(&kill_file)
+                .and_then(|mut f| f.write_all(b"1"));
+        } else {
+            for p in &left {
+                let _ = kill(Pid::from_raw(*p), Signal::SIGKILL);
+            }
+        }
+        if Instant::now() > deadline {
+            tracing::warn!(cgroup = %dir.display(), "processes outlived SIGKILL: {left:?}");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Its sub-cgroups first (an agent in a delegated tree may make some).
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.path().is_dir() {
+                empty(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+    held
+}
+
+fn procs_of(dir: &Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Stops the containers whose worker is gone (its pid dead or now another process's), and
+/// removes them: what a SIGKILLed worker's agent left. Returns how many processes it stopped.
+pub fn sweep_dead() -> usize {
+    let Some(root) = cgroup_root() else {
+        return 0;
+    };
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return 0;
+    };
+    let mut stopped = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((pid, start)) = owner(&name) else {
+            continue;
+        };
+        if starttime(pid) != Some(start) {
+            let n = empty(&e.path());
+            if n > 0 {
+                tracing::info!("stopped {n} processes a dead worker's agent left ({name})");
+            }
+            stopped += n;
+        }
+    }
+    stopped
+}
+
+/// The worker pid and start time a container's name carries.
+fn owner(name: &str) -> Option<(u32, u64)> {
+    let mut parts = name.rsplitn(3, '.');
+    let start = parts.next()?.parse().ok()?;
+    let pid = parts.next()?.parse().ok()?;
+    parts.next()?;
+    Some((pid, start))
+}
+
+/// `name` as a cgroup's name: letters, digits, `-` and `_` kept.
+fn safe(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(120)
+        .collect()
+}
+
+/// A process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
+fn starttime(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &text[text.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The processes (but this one and its ancestors) whose working directory, root, program or
+/// open files lie in one of `folders`.
+pub fn holders(folders: &[PathBuf]) -> Vec<i32> {
+    let folders: Vec<PathBuf> = folders
+        .iter()
+        .filter_map(|f| f.canonicalize().ok())
+        .collect();
+    if folders.is_empty() {
+        return Vec::new();
+    }
+    let spared = ancestors();
+    let inside = |p: PathBuf| folders.iter().any(|f| p.starts_with(f));
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in procs.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if spared.contains(&pid) {
+            continue;
+        }
+        let base = e.path();
+        let held = ["cwd", "root", "exe"]
+            .iter()
+            .filter_map(|l| std::fs::read_link(base.join(l)).ok())
+            .any(inside)
+            || std::fs::read_dir(base.join("fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .any(inside);
+        if held {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// This process and the processes it descends from.
+fn ancestors() -> Vec<i32> {
+    let mut out = vec![std::process::id() as i32];
+    let mut at = std::process::id();
+    for _ in 0..64 {
+        let Some(parent) = std::fs::read_to_string(format!("/proc/{at}/stat"))
+            .ok()
+            .and_then(|t| {
+                let after = t[t.rfind(')')? + 1..].to_string();
+                after.split_whitespace().nth(1)?.parse::<u32>().ok()
+            })
+        else {
+            break;
+        };
+        if parent <= 1 {
+            break;
+        }
+        out.push(parent as i32);
+        at = parent;
+    }
+    out
+}
+
+/// SIGKILLs every process holding one of `folders` until none does (a few rounds: a dying
+/// parent's child may be found in the next); returns how many it stopped.
+pub fn stop_holders(folders: &[PathBuf]) -> usize {
+    let mut stopped = std::collections::BTreeSet::new();
+    for _ in 0..5 {
+        let found = holders(folders);
+        if found.is_empty() {
+            break;
+        }
+        for p in &found {
+            if kill(Pid::from_raw(*p), Signal::SIGKILL).is_ok() {
+                stopped.insert(*p);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !stopped.is_empty() {
+        tracing::info!("stopped {} processes still in the bead's folders", stopped.len());
+    }
+    stopped.len()
+}
+
+/// How this machine contains an agent's processes, for `braids check`.
+pub fn describe() -> String {
+    match cgroup_root() {
+        Some(root) => format!(
+            "a cgroup v2 per bead under {} (emptied with cgroup.kill at its end), and a scan of \
+             the bead's folders",
+            root.display()
+        ),
+        None => "a scan for processes in the bead's workspace and temp folder at its end (no \
+                 cgroup v2 braids may make here: run as root, or in a delegated systemd user \
+                 service)"
+            .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_container_name_carries_its_worker() {
+        assert_eq!(owner("project_app_app-w1.1234.98765"), Some((1234, 98765)));
+        assert_eq!(owner("a.b.c.12.34"), Some((12, 34)));
+        assert_eq!(owner("nope"), None);
+        assert_eq!(owner("x.y"), None);
+        assert_eq!(safe("project:app:a/b c"), "project_app_a_b_c");
+    }
+
+    #[test]
+    fn a_process_that_left_its_session_but_holds_the_folder_is_stopped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("ws");
+        std::fs::create_dir_all(&dir).unwrap();
+        // A child that leaves for `/` but keeps the folder open, in a session of its own.
+        let child = std::process::Command::new("setsid")
+            .args(["sh", "-c", "exec 3<\"$0\"; cd /; exec sleep 600"])
+            .arg(&dir)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        crate::system::proc::reap_detached();
+        let seen = (0..500).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            holders(std::slice::from_ref(&dir)).contains(&pid)
+        });
+        assert!(seen, "the holder was not found");
+        assert!(stop_holders(std::slice::from_ref(&dir)) >= 1);
+        let mut child = child;
+        let _ = child.wait();
+        assert!(holders(&[dir]).is_empty());
+    }
+}
