@@ -234,11 +234,15 @@ fn safe(name: &str) -> String {
         .collect()
 }
 
-/// A process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
+/// A running process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22);
+/// `None` for a zombie, which runs nothing however long nobody reaps it.
 fn starttime(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &text[text.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = text[text.rfind(')')? + 1..].split_whitespace();
+    if matches!(fields.next()?, "Z" | "X") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// The processes (but this one and its ancestors) whose working directory, root, program or

@@ -35,6 +35,7 @@ mod daemon;
 mod day_two;
 mod docs_paths;
 mod edn_layout;
+mod escape;
 mod events;
 mod faults;
 mod formats;

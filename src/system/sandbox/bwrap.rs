@@ -17,8 +17,6 @@ pub(super) fn args(policy: &Policy, tmp: &Path, exe: &Path) -> Vec<OsString> {
         "--dev-bind",
         "/dev",
         "/dev",
-        "--tmpfs",
-        "/tmp",
     ]
     .map(OsString::from)
     .to_vec();
@@ -41,6 +39,9 @@ pub(super) fn args(policy: &Policy, tmp: &Path, exe: &Path) -> Vec<OsString> {
     for p in &policy.protect {
         out.extend(["--ro-bind".into(), p.into(), p.into()]);
     }
+    // The folders bubblewrap made to hold the binds are its own tmpfs: read-only too, so a
+    // write outside the allowed paths fails as it does under Landlock, not into thin air.
+    out.extend(["--remount-ro".into(), "/".into()]);
     out
 }
 
@@ -64,7 +65,8 @@ mod tests {
         assert!(at("/p/.git") < at("/p/.git/objects"), "{a:?}");
         assert_eq!(a[at("/p/.git/objects") - 1], "--bind");
         assert_eq!(a[at("/p/.git") - 1], "--ro-bind");
-        assert_eq!(a.last().map(String::as_str), Some("/p/.git/worktrees/a/HEAD"));
+        assert!(at("/p/.git/worktrees/a/HEAD") > at("/ws"), "{a:?}");
+        assert_eq!(a[a.len() - 2..], ["--remount-ro", "/"]);
         assert!(!a.windows(2).any(|w| w[0] == "--bind" && w[1] == "/dev"), "{a:?}");
     }
 }
