@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 mod ask;
 pub mod installation;
+pub mod sandbox;
 mod workspace;
 
 pub use ask::AskConfig;
@@ -131,7 +132,7 @@ pub struct WorkerConfig {
     pub sandbox_read: Vec<String>,
     /// More TCP ports a sandboxed agent may connect to (`8080`, or `"host:8080"` for the
     /// reader's sake: Landlock confines ports, not hosts).
-    pub sandbox_connect: Vec<SandboxPort>,
+    pub sandbox_connect: Vec<sandbox::SandboxPort>,
     /// The bubblewrap program for `sandbox = "bwrap"`: found on PATH unless a path is given.
     pub bwrap: String,
 }
@@ -160,28 +161,6 @@ impl WorkerConfig {
             retries: self.retries,
             base: chrono_span(self.retry_backoff),
             cap: chrono_span(self.retry_backoff_max),
-        }
-    }
-}
-
-/// One `sandbox_connect` entry: a port, or `"host:port"`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum SandboxPort {
-    Port(u16),
-    Named(String),
-}
-
-impl SandboxPort {
-    /// The port; 0 (which nothing listens on) for an entry `braids check` names as wrong.
-    pub fn port(&self) -> u16 {
-        match self {
-            SandboxPort::Port(p) => *p,
-            SandboxPort::Named(s) => s
-                .rsplit_once(':')
-                .map_or(s.as_str(), |(_, p)| p)
-                .parse()
-                .unwrap_or(0),
         }
     }
 }
@@ -438,35 +417,6 @@ impl Config {
 }
 
 impl Config {
-    /// The agents' sandbox as `[worker]` sets it, with `state` (folders under the home an
-    /// agent CLI keeps its state in) writable too.
-    pub fn sandbox_settings(&self, state: &[&str]) -> crate::system::sandbox::Settings {
-        crate::system::sandbox::Settings {
-            kind: self.worker.sandbox,
-            read: self.worker.sandbox_read.clone(),
-            ports: self.worker.sandbox_connect.iter().map(SandboxPort::port).collect(),
-            home: crate::system::paths::Paths::from_env()
-                .map(|p| p.home)
-                .unwrap_or_default(),
-            state: state.iter().map(|s| s.to_string()).collect(),
-            extra: self.worker.sandbox_write.clone(),
-            bwrap: self.worker.bwrap.clone(),
-        }
-    }
-
-    /// The sandbox of an agent run by `preset`, with `state` its CLI's state folders: its
-    /// provider's ports reachable too.
-    pub fn preset_sandbox(
-        &self,
-        preset: crate::agent::Preset,
-        state: &[&str],
-    ) -> crate::system::sandbox::Settings {
-        let mut out = self.sandbox_settings(state);
-        out.ports
-            .extend(crate::agent::provider_ports(preset, &self.preset_settings(preset)));
-        out
-    }
-
     /// The workspaces of `project`: where they live, its pool, what each gets.
     pub fn workspaces(
         &self,
