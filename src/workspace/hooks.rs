@@ -149,7 +149,7 @@ pub(super) fn sandboxed(
             workspace: dir.clone(),
             project: ws.project.clone(),
             tmp: tmp.clone(),
-            own: crate::system::sandbox::policy::named_paths(&cmd),
+            own: crate::system::sandbox::policy::named_paths(&cmd, &sandbox.home),
             protect: super::guard::redirecting_admin_files(dir),
         };
         cmd = sandbox.wrap(&choice, &cmd, &sandbox.policy(&place), &tmp)?;

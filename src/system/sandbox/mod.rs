@@ -193,8 +193,9 @@ fn bwrap_missing(bwrap: &str) -> Option<String> {
     })
 }
 
-/// The sandbox settings a worker's executor carries.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The sandbox settings a worker's executor carries. Their `Default` is no sandbox, for code
+/// that runs no agent; config.toml's default is `"auto"` ([`crate::config`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// As configured; [`Settings::choice`] says what runs.
     pub kind: Kind,
@@ -210,6 +211,20 @@ pub struct Settings {
     pub ports: Vec<u16>,
     /// The bubblewrap program.
     pub bwrap: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            kind: Kind::Off,
+            home: PathBuf::new(),
+            state: Vec::new(),
+            extra: Vec::new(),
+            read: Vec::new(),
+            ports: Vec::new(),
+            bwrap: "bwrap".into(),
+        }
+    }
 }
 
 impl Settings {
@@ -234,13 +249,27 @@ impl Settings {
         policy: &Policy,
         tmp: &Path,
     ) -> Result<Command> {
+        let me = std::env::current_exe()
+            .context("cannot find braids' own program for the sandbox")?;
+        self.wrap_as(&me, choice, cmd, policy, tmp)
+    }
+
+    /// [`Settings::wrap`] with `braids` as the program that enters Landlock (`braids
+    /// sandbox-exec`), for a caller that is not braids itself (a benchmark).
+    pub fn wrap_as(
+        &self,
+        braids: &Path,
+        choice: &Choice,
+        cmd: &Command,
+        policy: &Policy,
+        tmp: &Path,
+    ) -> Result<Command> {
         let mut inner: Vec<OsString> = vec![cmd.get_program().to_os_string()];
         inner.extend(cmd.get_args().map(|a| a.to_os_string()));
-        let me = || std::env::current_exe().context("cannot find braids' own program for the sandbox");
         let mut out = match choice.kind {
             Kind::Off | Kind::Auto => bail!("no sandbox to wrap in"),
             Kind::Landlock => {
-                let mut c = Command::new(me()?);
+                let mut c = Command::new(braids);
                 c.arg("sandbox-exec")
                     .args(Rules::of(policy, true, choice.network).to_args())
                     .arg("--")
@@ -248,14 +277,14 @@ impl Settings {
                 c
             }
             Kind::Bwrap => {
-                let exe = me()?;
+                let exe = braids;
                 let mut c = Command::new(&self.bwrap);
-                c.args(bwrap::args(policy, tmp, &exe));
+                c.args(bwrap::args(policy, tmp, exe));
                 c.arg("--");
                 // The network rules and the signal scope, which bubblewrap has no way to say,
                 // from Landlock inside it where the kernel has them.
                 if landlock_abi() >= 4 {
-                    c.arg(&exe)
+                    c.arg(exe)
                         .arg("sandbox-exec")
                         .args(Rules::of(policy, false, true).to_args())
                         .arg("--");

@@ -208,28 +208,43 @@ fn worktree_admin(git: &Path, workspace: &Path) -> Option<PathBuf> {
 }
 
 /// What the person's command for the agent names, which the agent must read to run at all:
-/// the program's folder (as found on the command's PATH, and where a link leads) and every
-/// absolute path among its arguments (a model-settings file, say). The person wrote these in
-/// config.toml; nothing of the agent's chooses them.
-pub fn named_paths(cmd: &Command) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let program = Path::new(cmd.get_program());
+/// the program (as found on the command's PATH) and, for a script, its interpreter, each with
+/// its folder, the folder a link leads to and, outside `home`, the installation it belongs to
+/// (`<prefix>` of `<prefix>/bin/<program>`: a virtualenv, a pyenv or nvm version, with their
+/// libraries); and every absolute path among its arguments (a model-settings file, say). The
+/// person wrote these in config.toml; nothing of the agent's chooses them.
+pub fn named_paths(cmd: &Command, home: &Path) -> Vec<PathBuf> {
     let path_var = cmd
         .get_envs()
         .find(|(k, _)| *k == "PATH")
         .and_then(|(_, v)| v.map(|v| v.to_os_string()))
         .or_else(|| std::env::var_os("PATH"));
-    let found = if program.components().count() > 1 {
-        Some(program.to_path_buf())
-    } else {
-        let cwd = std::env::current_dir().unwrap_or_default();
-        which::which_in(program, path_var, cwd).ok()
-    };
-    if let Some(found) = found {
-        out.extend(found.parent().map(Path::to_path_buf));
-        if let Ok(real) = found.canonicalize() {
-            out.extend(real.parent().map(Path::to_path_buf));
+    let find = |program: &Path| -> Option<PathBuf> {
+        if program.components().count() > 1 {
+            return Some(program.to_path_buf());
         }
+        let cwd = std::env::current_dir().unwrap_or_default();
+        which::which_in(program, path_var.clone(), cwd).ok()
+    };
+    let mut programs: Vec<PathBuf> = find(Path::new(cmd.get_program())).into_iter().collect();
+    if let Some(interpreter) = programs.first().and_then(|p| interpreter(p)) {
+        programs.extend(find(&interpreter));
+    }
+    let mut out = Vec::new();
+    for found in programs {
+        out.extend(found.parent().map(Path::to_path_buf));
+        let Ok(real) = found.canonicalize() else {
+            continue;
+        };
+        let dir = real.parent().map(Path::to_path_buf);
+        let prefix = dir
+            .as_deref()
+            .filter(|d| d.file_name().is_some_and(|n| n == "bin"))
+            .and_then(Path::parent)
+            .filter(|p| p.components().count() > 2 && !p.starts_with(home) && !home.starts_with(p))
+            .map(Path::to_path_buf);
+        out.extend(dir);
+        out.extend(prefix);
     }
     out.extend(
         cmd.get_args()
@@ -238,6 +253,21 @@ pub fn named_paths(cmd: &Command) -> Vec<PathBuf> {
             .map(Path::to_path_buf),
     );
     out
+}
+
+/// The interpreter a script's `#!` line names (the program after `env`).
+fn interpreter(script: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.lines().next()?.split_whitespace();
+    let first = words.next()?;
+    match first.rsplit('/').next() {
+        Some("env") => words.find(|w| !w.starts_with('-')).map(PathBuf::from),
+        _ => Some(PathBuf::from(first)),
+    }
 }
 
 #[cfg(test)]
@@ -330,9 +360,20 @@ mod tests {
         std::fs::set_permissions(bin.join("agent"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut cmd = Command::new("agent");
         cmd.env("PATH", &bin).args(["--meta", meta.to_str().unwrap(), "/nowhere/at/all"]);
-        let named = named_paths(&cmd);
+        let named = named_paths(&cmd, &tmp.path().join("home"));
         assert!(named.contains(&bin), "{named:?}");
         assert!(named.contains(&meta), "{named:?}");
         assert!(!named.iter().any(|p| p.starts_with("/nowhere")), "{named:?}");
+        // A script's interpreter comes with its installation, unless that is the home.
+        let venv = tmp.path().join("opt/venv/bin");
+        std::fs::create_dir_all(&venv).unwrap();
+        std::fs::write(venv.join("python3"), "").unwrap();
+        std::fs::set_permissions(venv.join("python3"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = format!("#!{}\n", venv.join("python3").display());
+        crate::system::atomic::write(&bin.join("agent"), script.as_bytes()).unwrap();
+        let named = named_paths(&cmd, &tmp.path().join("home"));
+        assert!(named.contains(&tmp.path().join("opt/venv")), "{named:?}");
+        let named = named_paths(&cmd, tmp.path());
+        assert!(!named.contains(&tmp.path().join("opt/venv")), "{named:?}");
     }
 }
