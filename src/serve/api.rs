@@ -14,8 +14,8 @@ use serde::Deserialize;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::StreamExt;
 
-use super::page::{self, Ctx};
 use super::login::Credential;
+use super::page::{self, Ctx};
 use super::{auth, Server};
 
 /// Runs `f` on the blocking pool and turns its error into a response.
@@ -148,10 +148,7 @@ async fn picture_page(
     }
 }
 
-pub async fn index(
-    State(s): State<Arc<Server>>,
-    cred: Option<Extension<Credential>>,
-) -> Response {
+pub async fn index(State(s): State<Arc<Server>>, cred: Option<Extension<Credential>>) -> Response {
     picture_page(&s, cred, page::dashboard).await
 }
 
@@ -267,7 +264,7 @@ async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Res
             .0
     };
     let refuse = |code: StatusCode, why: &str| {
-        Err((code, Json(serde_json::json!({ "error": why }))).into_response())
+        (code, Json(serde_json::json!({ "error": why }))).into_response()
     };
     match cred {
         Some(Credential::Token) => Ok((body, false)),
@@ -277,22 +274,28 @@ async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Res
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("same-origin");
             let own_script = headers.contains_key(auth::REQUEST_HEADER);
-            let own_form = body.csrf.as_deref().is_some_and(|c| auth::matches(&csrf, c));
+            let own_form = body
+                .csrf
+                .as_deref()
+                .is_some_and(|c| auth::matches(&csrf, c));
             if !matches!(site, "same-origin" | "none") {
-                refuse(StatusCode::FORBIDDEN, "an action from another site is refused")
+                Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "an action from another site is refused",
+                ))
             } else if own_form || own_script {
                 Ok((body, own_form))
             } else {
-                refuse(
+                Err(refuse(
                     StatusCode::FORBIDDEN,
                     "a browser's action needs the dashboard's form or the X-Braids-Request header",
-                )
+                ))
             }
         }
-        None => refuse(
+        None => Err(refuse(
             StatusCode::UNAUTHORIZED,
             "actions need the server's token in the Authorization header",
-        ),
+        )),
     }
 }
 

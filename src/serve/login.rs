@@ -56,7 +56,10 @@ impl Logins {
         let mut codes = self.codes.lock().unwrap_or_else(|p| p.into_inner());
         codes.retain(|_, at| at.elapsed() < CODE_TTL);
         if codes.len() >= MAX_CODES {
-            let oldest = codes.iter().min_by_key(|(_, at)| **at).map(|(c, _)| c.clone());
+            let oldest = codes
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(c, _)| c.clone());
             codes.remove(&oldest.unwrap_or_default());
         }
         codes.insert(code.clone(), Instant::now());

@@ -69,7 +69,10 @@ pub fn printable(s: &str) -> String {
         match kind {
             // Parameters and intermediates, up to the final character.
             Seq::Csi => {
-                while chars.next_if(|c| matches!(c, '0'..='?' | ' '..='/')).is_some() {}
+                while chars
+                    .next_if(|c| matches!(c, '0'..='?' | ' '..='/'))
+                    .is_some()
+                {}
                 chars.next_if(|c| matches!(c, '@'..='~'));
             }
             // A string ends at BEL or ST (ESC \ or C1 ST); one left open ends with the text.

@@ -32,7 +32,12 @@ pub struct Answer {
 /// lies inside a registered project or a worktree braids made for one; from an agent
 /// (`workspace`: its `BRAIDS_WORKSPACE`), inside that workspace only. The packet leaves the
 /// machine, so a hostile bead must not be able to point it at the person's other files.
-pub fn scope(paths: &Paths, config: &Config, dir: &Path, workspace: Option<&Path>) -> Result<PathBuf> {
+pub fn scope(
+    paths: &Paths,
+    config: &Config,
+    dir: &Path,
+    workspace: Option<&Path>,
+) -> Result<PathBuf> {
     let real = |p: &Path| std::fs::canonicalize(p).ok();
     let Some(tree) = real(dir) else {
         bail!(
@@ -52,7 +57,10 @@ pub fn scope(paths: &Paths, config: &Config, dir: &Path, workspace: Option<&Path
     }
     let inside = |roots: &[PathBuf]| roots.iter().any(|r| tree.starts_with(r));
     if let Some(w) = workspace {
-        let own: Vec<PathBuf> = real(w).into_iter().filter(|w| inside_any(w, &allowed)).collect();
+        let own: Vec<PathBuf> = real(w)
+            .into_iter()
+            .filter(|w| inside_any(w, &allowed))
+            .collect();
         if !inside(&own) {
             bail!(
                 "{} is outside this bead's workspace {}: an agent's braids tools ask reads only its own workspace, so give --dir inside it",

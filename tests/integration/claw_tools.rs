@@ -210,10 +210,18 @@ fn c11_8_tools_ask_reads_only_inside_registered_projects() {
     let app_dir = app.display().to_string();
     let ask = |dir: &str, file: &str| {
         let _ = std::fs::remove_file(&asked);
-        sb.command(&["tools", "ask", "What is here?", "--dir", dir, "--files", file])
-            .env_remove("BRAIDS_WORKSPACE")
-            .output()
-            .unwrap()
+        sb.command(&[
+            "tools",
+            "ask",
+            "What is here?",
+            "--dir",
+            dir,
+            "--files",
+            file,
+        ])
+        .env_remove("BRAIDS_WORKSPACE")
+        .output()
+        .unwrap()
     };
     let refused = |out: &std::process::Output, says: &str| {
         assert_eq!(out.status.code(), Some(2), "{out:?}");
@@ -227,14 +235,25 @@ fn c11_8_tools_ask_reads_only_inside_registered_projects() {
     let out = ask(&app_dir, "src/a.rs");
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("It is fine."));
-    assert!(std::fs::read_to_string(&asked).unwrap().contains("fn answer() -> u8"));
+    assert!(std::fs::read_to_string(&asked)
+        .unwrap()
+        .contains("fn answer() -> u8"));
 
-    refused(&ask("/", "etc/passwd"), "is outside every registered project");
-    refused(&ask(&format!("{app_dir}/root"), "etc/passwd"), "is outside every registered project");
+    refused(
+        &ask("/", "etc/passwd"),
+        "is outside every registered project",
+    );
+    refused(
+        &ask(&format!("{app_dir}/root"), "etc/passwd"),
+        "is outside every registered project",
+    );
     refused(&ask(&app_dir, "/etc/passwd"), "is outside");
     refused(&ask(&app_dir, "src/leak.txt"), "reached through no link");
     refused(&ask(&app_dir, "../secret.txt"), "climbs out with `..`");
-    refused(&ask(&app_dir, "src/../../secret.txt"), "climbs out with `..`");
+    refused(
+        &ask(&app_dir, "src/../../secret.txt"),
+        "climbs out with `..`",
+    );
 
     // An agent's own ask, from its workspace (a real worker's worktree): its workspace, and
     // never another project.
@@ -263,7 +282,10 @@ printf 'status: pass\nsummary: did it\n' > "$BRAIDS_RESULT_FILE"
     sb.tick().force().run();
     crate::day_two::workers_end(&sb);
     let own = sb.read("ask-own");
-    assert!(own.contains("It is fine.") && own.ends_with("exit 0\n"), "{own}");
+    assert!(
+        own.contains("It is fine.") && own.ends_with("exit 0\n"),
+        "{own}"
+    );
     let theirs = sb.read("ask-other");
     assert!(
         theirs.contains("is outside this bead's workspace") && theirs.ends_with("exit 2\n"),

@@ -3,7 +3,6 @@
 //! `--raw` into a pipe is the log byte for byte.
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -26,7 +25,7 @@ printf 'status: pass\nsummary: did it\n' > "$BRAIDS_RESULT_FILE"
 fn on_terminal(sb: &Sandbox, args: &[&str]) -> Vec<u8> {
     let pty = nix::pty::openpty(None, None).unwrap();
     let mut cmd = sb.command(args);
-    cmd.stdout(Stdio::from(OwnedFd::from(pty.slave)));
+    cmd.stdout(Stdio::from(pty.slave));
     let mut child = cmd.spawn().unwrap();
     // The child holds the only other end now: reading ends (EIO) once it exits.
     drop(cmd);
@@ -103,7 +102,10 @@ fn c11_7_logs_never_write_the_agents_escapes_to_a_terminal() {
         String::from_utf8_lossy(&readable)
     );
     assert_inert("logs --raw", &on_terminal(&sb, &["logs", "--raw", bead]));
-    assert_inert("logs -f --raw", &on_terminal(&sb, &["logs", "-f", "--raw", bead]));
+    assert_inert(
+        "logs -f --raw",
+        &on_terminal(&sb, &["logs", "-f", "--raw", bead]),
+    );
     // Piped, the readable rendering is clean too.
     let piped = sb.run(&["logs", bead]);
     assert!(piped.status.success(), "{piped:?}");

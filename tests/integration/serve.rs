@@ -439,11 +439,7 @@ fn c11_4_a_slow_client_is_cut_off_and_connections_and_streams_are_capped() {
         s.token
     );
     let mut first = connect();
-    send(
-        &mut first,
-        &stream_request,
-    )
-    .unwrap();
+    send(&mut first, &stream_request).unwrap();
     let mut head = [0u8; 12];
     std::io::Read::read_exact(&mut first, &mut head).unwrap();
     assert_eq!(&head, b"HTTP/1.1 200");
@@ -457,8 +453,7 @@ fn c11_4_a_slow_client_is_cut_off_and_connections_and_streams_are_capped() {
         Duration::from_secs(60),
         || {
             let mut c = connect();
-            send(&mut c, &stream_request)
-            .unwrap();
+            send(&mut c, &stream_request).unwrap();
             let mut head = [0u8; 12];
             let ok =
                 std::io::Read::read_exact(&mut c, &mut head).is_ok() && &head == b"HTTP/1.1 200";
@@ -490,11 +485,21 @@ fn c11_9_the_dashboard_never_hands_out_the_token_and_logs_in_once() {
         .create();
     let bead = app.beads[0].as_str();
     let s = sb.serve();
-    for path in ["/", "/fragment", "/status", &format!("/beads/{bead}"), "/api/v1/state"] {
+    for path in [
+        "/",
+        "/fragment",
+        "/status",
+        &format!("/beads/{bead}"),
+        "/api/v1/state",
+    ] {
         let r = s.get_anon(path);
         assert_eq!(r.status, 401, "{path}: {r:?}");
         assert!(!r.body.contains(&s.token), "{path} carries the token");
-        assert!(!r.body.contains("Secret plan"), "{path} shows a bead: {}", r.body);
+        assert!(
+            !r.body.contains("Secret plan"),
+            "{path} shows a bead: {}",
+            r.body
+        );
         assert!(!r.body.contains(bead), "{path} shows a bead: {}", r.body);
     }
     assert!(s.get_anon("/").body.contains("braids serve --login"));
@@ -524,7 +529,11 @@ fn c11_9_the_dashboard_never_hands_out_the_token_and_logs_in_once() {
     let one = s.with_cookie("GET", &format!("/beads/{bead}"), &cookie, &[], None);
     assert!(one.body.contains("Secret plan"), "{one:?}");
     let csrf = csrf_of(&page.body);
-    assert_eq!(s.with_cookie("GET", "/api/v1/state", &cookie, &[], None).status, 200);
+    assert_eq!(
+        s.with_cookie("GET", "/api/v1/state", &cookie, &[], None)
+            .status,
+        200
+    );
     // An action needs the page's proof, and never comes from another site.
     let pause = "/api/v1/projects/app/pause";
     let r = s.with_cookie("POST", pause, &cookie, &[], None);
@@ -539,7 +548,9 @@ fn c11_9_the_dashboard_never_hands_out_the_token_and_logs_in_once() {
         None,
     );
     assert_eq!(r.status, 403, "{r:?}");
-    assert!(!sb.read("Projects/app/.braids/PROJECT.md").contains("paused"));
+    assert!(!sb
+        .read("Projects/app/.braids/PROJECT.md")
+        .contains("paused"));
     let r = s.with_cookie("POST", pause, &cookie, &[("X-Braids-Request", "1")], None);
     assert_eq!(r.json()["to"], "paused", "{r:?}");
     let r = s.with_cookie(
@@ -551,12 +562,21 @@ fn c11_9_the_dashboard_never_hands_out_the_token_and_logs_in_once() {
     );
     assert_eq!(r.status, 303, "{r:?}");
     // A session cannot make login links; the token's holder can, from the command line.
-    let r = s.with_cookie("POST", "/api/v1/login", &cookie, &[("X-Braids-Request", "1")], None);
+    let r = s.with_cookie(
+        "POST",
+        "/api/v1/login",
+        &cookie,
+        &[("X-Braids-Request", "1")],
+        None,
+    );
     assert_eq!(r.status, 403, "{r:?}");
     let port = s.base.rsplit_once(':').unwrap().1;
     let fresh = sb.ok(&["serve", "--login", "--listen", &format!("127.0.0.1:{port}")]);
     let fresh = fresh.trim();
-    assert!(fresh.starts_with(&format!("{}/login?once=", s.base)), "{fresh}");
+    assert!(
+        fresh.starts_with(&format!("{}/login?once=", s.base)),
+        "{fresh}"
+    );
     assert_eq!(s.visit_login(fresh).0, 303);
     assert_eq!(s.visit_login(fresh).0, 401);
     // Scripts: the token in `Authorization: Bearer`.

@@ -128,12 +128,12 @@ impl Served {
     /// (`name=value`) with its attributes.
     pub fn visit_login(&self, link: &str) -> (u16, Option<String>, Option<String>) {
         let r = agent().get(link).call().unwrap();
-        let header = |n: &str| {
-            r.headers()
-                .get(n)
-                .map(|v| v.to_str().unwrap().to_string())
-        };
-        (r.status().as_u16(), header("set-cookie"), header("location"))
+        let header = |n: &str| r.headers().get(n).map(|v| v.to_str().unwrap().to_string());
+        (
+            r.status().as_u16(),
+            header("set-cookie"),
+            header("location"),
+        )
     }
 
     /// Logs in with the link printed at start, as a browser: the session cookie (`name=value`).
