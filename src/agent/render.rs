@@ -1,13 +1,20 @@
 //! A session log as a person reads it: the JSON events the agent CLIs print, one line each
 //! (messages, tool calls with their target, results, errors, the final verdict), and every
-//! other line as it was. `braids logs --raw` skips this.
+//! other line as it was, each without terminal escapes or control characters. `braids logs
+//! --raw` to a file or pipe skips this.
 
 use serde_json::Value;
 
 /// What one line of a session log shows: `None` drops an event with nothing to read (a
-/// stream delta, a start marker), anything that is not a CLI's JSON event passes unchanged.
+/// stream delta, a start marker), anything that is not a CLI's JSON event passes as written.
+/// Either way only printable text remains: the agent wrote the log, a person's terminal
+/// shows it.
 #[must_use]
 pub fn readable(line: &str) -> Option<String> {
+    shown(line).map(|s| crate::system::templates::printable(&s))
+}
+
+fn shown(line: &str) -> Option<String> {
     let t = line.trim_end_matches(['\r', '\n']);
     if !t.trim_start().starts_with('{') {
         return Some(t.to_string());

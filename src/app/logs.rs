@@ -63,10 +63,12 @@ pub fn locate(inst: &Installation, target: &str) -> Result<Log> {
 }
 
 /// A writer that shows each line of a session log as a person reads it
-/// ([`crate::agent::render::readable`]): agent CLIs' JSON events one line each, the rest as is.
+/// ([`crate::agent::render::readable`]): agent CLIs' JSON events one line each, the rest as
+/// written; never a terminal escape or control character but tab.
 pub struct Readable<W: Write> {
     out: W,
     line: Vec<u8>,
+    show: fn(&str) -> Option<String>,
 }
 
 impl<W: Write> Readable<W> {
@@ -74,6 +76,17 @@ impl<W: Write> Readable<W> {
         Readable {
             out,
             line: Vec::new(),
+            show: crate::agent::render::readable,
+        }
+    }
+
+    /// Every line as written, JSON too, only with the escapes and control characters removed:
+    /// `--raw` to a terminal.
+    pub fn printable(out: W) -> Readable<W> {
+        Readable {
+            out,
+            line: Vec::new(),
+            show: |l| Some(crate::system::templates::printable(l)),
         }
     }
 
@@ -87,7 +100,7 @@ impl<W: Write> Readable<W> {
     }
 
     fn emit(&mut self, line: &[u8]) -> std::io::Result<()> {
-        if let Some(shown) = crate::agent::render::readable(&String::from_utf8_lossy(line)) {
+        if let Some(shown) = (self.show)(&String::from_utf8_lossy(line)) {
             writeln!(self.out, "{shown}")?;
         }
         Ok(())

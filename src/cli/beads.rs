@@ -159,11 +159,17 @@ pub fn logs(paths: &Paths, a: LogsArgs) -> Result<i32> {
     let log = crate::app::logs::locate(&inst, &a.bead)?;
     let stop = super::stop_flag::stop_on_signals();
     let out = std::io::stdout().lock();
-    if a.raw {
+    // The agent wrote the log: a terminal never gets its escapes, even with --raw.
+    let terminal = std::io::IsTerminal::is_terminal(&out);
+    if a.raw && !terminal {
         let mut out = out;
         crate::app::logs::copy(&inst, &log, &mut out, a.follow, stop)?;
     } else {
-        let mut out = crate::app::logs::Readable::new(out);
+        let mut out = if a.raw {
+            crate::app::logs::Readable::printable(out)
+        } else {
+            crate::app::logs::Readable::new(out)
+        };
         crate::app::logs::copy(&inst, &log, &mut out, a.follow, stop)?;
         out.flush_line()?;
     }

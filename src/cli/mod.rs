@@ -450,7 +450,8 @@ pub struct LogsArgs {
     #[arg(short, long)]
     pub follow: bool,
     /// The log as written: an agent CLI's JSON events as it printed them, not one readable
-    /// line each.
+    /// line each; byte for byte to a file or pipe. To a terminal, escape sequences and
+    /// control characters are still removed (the agent wrote them).
     #[arg(long)]
     pub raw: bool,
 }
@@ -465,6 +466,10 @@ pub struct ServeArgs {
     /// 0600) on first start.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
+    /// Print a fresh one-time login link for the browser (from the server running at
+    /// --listen) and exit; each link works once, for five minutes.
+    #[arg(long)]
+    pub login: bool,
 }
 
 #[derive(Debug, Args)]

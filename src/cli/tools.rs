@@ -106,6 +106,12 @@ pub fn run(paths: &crate::system::paths::Paths, a: ToolsArgs) -> Result<i32> {
         ToolsCommand::SliceDeps { slice } => tools::slice_deps(&root, &slice)?.print(a.json),
         ToolsCommand::Ask { question, files } => {
             let config = crate::config::Config::load(&paths.config())?.config;
+            // An agent runs with its workspace named; it may ask about that tree only.
+            let workspace = std::env::var_os("BRAIDS_WORKSPACE").map(std::path::PathBuf::from);
+            let root = match config.ask.executor {
+                Some(_) => crate::worker::ask::scope(paths, &config, &root, workspace.as_deref())?,
+                None => root,
+            };
             let Some(answer) = crate::worker::ask::ask(&config, &root, &question, &files)? else {
                 eprintln!(
                     "braids: tools ask is off: name a cheap agent in config.toml, e.g. [ask] executor = \"claude-code\" and model = \"claude-haiku-4-5\""

@@ -2,19 +2,19 @@
 //! actions, each calling the same use case as its CLI command (`crate::app`). Blocking work
 //! (trackers, files, signals) runs on tokio's blocking pool.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, FromRequest, Path, Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{FromRequest, Path, Request, State};
+use axum::http::{header, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::{Form, Json};
+use axum::{Extension, Form, Json};
 use serde::Deserialize;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::StreamExt;
 
+use super::login::Credential;
 use super::page::{self, Ctx};
 use super::{auth, Server};
 
@@ -125,45 +125,39 @@ pub async fn events(State(s): State<Arc<Server>>) -> Response {
         .into_response()
 }
 
-/// The token for a page, when this client may have it.
-fn token_for<'a>(s: &'a Server, peer: SocketAddr, headers: &HeaderMap) -> Option<&'a str> {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    auth::may_embed(peer, host).then_some(s.token.as_str())
+/// What a page's forms carry: the session's CSRF value, for a browser that logged in. A
+/// script's token is never put in a page.
+fn ctx(cred: Option<&Extension<Credential>>) -> Ctx<'_> {
+    Ctx {
+        csrf: match cred.map(|c| &c.0) {
+            Some(Credential::Session { csrf }) => Some(csrf),
+            _ => None,
+        },
+    }
 }
 
 /// The picture rendered by `render` for this client.
 async fn picture_page(
     s: &Arc<Server>,
-    peer: SocketAddr,
-    headers: &HeaderMap,
+    cred: Option<Extension<Credential>>,
     render: fn(&crate::app::dashboard::Picture, Ctx<'_>) -> maud::Markup,
 ) -> Response {
     match blocking(s, |s| s.snapshot()).await {
-        Ok(snap) => {
-            let ctx = Ctx {
-                token: token_for(s, peer, headers),
-            };
-            Html(render(&snap.picture, ctx).into_string()).into_response()
-        }
+        Ok(snap) => Html(render(&snap.picture, ctx(cred.as_ref())).into_string()).into_response(),
         Err(r) => r,
     }
 }
 
-pub async fn index(
-    State(s): State<Arc<Server>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response {
-    picture_page(&s, peer, &headers, page::dashboard).await
+pub async fn index(State(s): State<Arc<Server>>, cred: Option<Extension<Credential>>) -> Response {
+    picture_page(&s, cred, page::dashboard).await
 }
 
 /// `#main` alone, for the page's live update.
 pub async fn fragment(
     State(s): State<Arc<Server>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    cred: Option<Extension<Credential>>,
 ) -> Response {
-    picture_page(&s, peer, &headers, page::main).await
+    picture_page(&s, cred, page::main).await
 }
 
 pub async fn status_page(State(s): State<Arc<Server>>) -> Response {
@@ -182,8 +176,7 @@ pub async fn status_page(State(s): State<Arc<Server>>) -> Response {
 
 pub async fn bead_page(
     State(s): State<Arc<Server>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    cred: Option<Extension<Credential>>,
     Path(id): Path<String>,
 ) -> Response {
     let r = blocking(&s, move |s| {
@@ -199,13 +192,10 @@ pub async fn bead_page(
     })
     .await;
     match r {
-        Ok((slug, row, deliverable, held)) => {
-            let ctx = Ctx {
-                token: token_for(&s, peer, &headers),
-            };
-            Html(page::bead(&slug, &row, deliverable, held.as_ref(), ctx).into_string())
-                .into_response()
-        }
+        Ok((slug, row, deliverable, held)) => Html(
+            page::bead(&slug, &row, deliverable, held.as_ref(), ctx(cred.as_ref())).into_string(),
+        )
+        .into_response(),
         Err(r) => r,
     }
 }
@@ -213,8 +203,9 @@ pub async fn bead_page(
 /// What an action may carry, as JSON or as a form.
 #[derive(Debug, Default, Deserialize)]
 pub struct ActionBody {
+    /// A dashboard form's proof that it is braids' own page (the session's CSRF value).
     #[serde(default)]
-    pub token: Option<String>,
+    pub csrf: Option<String>,
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]
@@ -226,11 +217,15 @@ pub struct ActionBody {
     pub block: Option<String>,
 }
 
-/// The body, and whether the action came from one of braids' pages (its token in the form
-/// field rather than the header), which is answered with the dashboard rather than JSON. A body
-/// that is JSON is read as JSON whatever its content type (`curl -d` says it is a form).
+/// The body, and whether the action came from one of braids' pages (a form carrying the
+/// session's CSRF value), which is answered with the dashboard rather than JSON. A body that is
+/// JSON is read as JSON whatever its content type (`curl -d` says it is a form). The guard has
+/// checked the credential; a browser's session must also show the action is its page's own:
+/// the form's CSRF value, or the header only same-origin script can send, and never a
+/// request the browser says came from another site.
 async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Response> {
     let headers = req.headers().clone();
+    let cred = req.extensions().get::<Credential>().cloned();
     // A body that stalls is the client's silence, though a request is open: it ends at the
     // idle timeout (the connection's own idle clock waits while a request is answered).
     let limit = s.inst.config.serve.idle_timeout;
@@ -268,23 +263,39 @@ async fn read_action(s: &Server, req: Request) -> Result<(ActionBody, bool), Res
             .map_err(IntoResponse::into_response)?
             .0
     };
-    let header_token = headers
-        .get(auth::HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let from_page = header_token.is_none() && body.token.is_some();
-    match header_token.or_else(|| body.token.clone()) {
-        None => Err((
+    let refuse = |code: StatusCode, why: &str| {
+        (code, Json(serde_json::json!({ "error": why }))).into_response()
+    };
+    match cred {
+        Some(Credential::Token) => Ok((body, false)),
+        Some(Credential::Session { csrf }) => {
+            let site = headers
+                .get("sec-fetch-site")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("same-origin");
+            let own_script = headers.contains_key(auth::REQUEST_HEADER);
+            let own_form = body
+                .csrf
+                .as_deref()
+                .is_some_and(|c| auth::matches(&csrf, c));
+            if !matches!(site, "same-origin" | "none") {
+                Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "an action from another site is refused",
+                ))
+            } else if own_form || own_script {
+                Ok((body, own_form))
+            } else {
+                Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "a browser's action needs the dashboard's form or the X-Braids-Request header",
+                ))
+            }
+        }
+        None => Err(refuse(
             StatusCode::UNAUTHORIZED,
-            Json(serde_json::json!({ "error": format!("actions need the server's token in the {} header", auth::HEADER) })),
-        )
-            .into_response()),
-        Some(t) if !auth::matches(&s.token, &t) => Err((
-            StatusCode::FORBIDDEN,
-            Json(serde_json::json!({ "error": "the token is not this server's" })),
-        )
-            .into_response()),
-        Some(_) => Ok((body, from_page)),
+            "actions need the server's token in the Authorization header",
+        )),
     }
 }
 

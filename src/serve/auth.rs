@@ -1,8 +1,7 @@
-//! Who may act: every action carries the server's token (a header for API clients, a form
-//! field for the dashboard's forms), compared in constant time. The token is made on first
-//! start, 32 random bytes as hex in a file only its owner can read; a page embeds it only for a
-//! client on loopback that asked for a loopback host name (so a DNS-rebinding page never sees
-//! it).
+//! Who may act: scripts and the CLI carry the server's token (`Authorization: Bearer`, or the
+//! older `X-Braids-Token` header), compared in constant time; a browser carries the session a
+//! one-time login link gave it (`login.rs`). The token is made on first start, 32 random bytes
+//! as hex in a file only its owner can read, and no page ever carries it.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -11,8 +10,11 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-/// The header API clients send the token in.
+/// The older header API clients send the token in (`Authorization: Bearer` is the other).
 pub const HEADER: &str = "x-braids-token";
+/// The header the dashboard's own script sets on its actions: a page of another site cannot
+/// send it without a CORS preflight, which braids never allows.
+pub const REQUEST_HEADER: &str = "x-braids-request";
 
 /// Reads the token at `path`; when `create` and the file is missing, makes one (mode 0600).
 pub fn load(path: &Path, create: bool) -> Result<String> {
@@ -25,11 +27,7 @@ pub fn load(path: &Path, create: bool) -> Result<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {}
         Err(e) => return Err(e).with_context(|| format!("cannot read the token file {}", path.display())),
     }
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("cannot read /dev/urandom for a token")?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = random_hex(32)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -45,6 +43,24 @@ pub fn load(path: &Path, create: bool) -> Result<String> {
     f.sync_all()?;
     std::fs::rename(&tmp, path)?;
     Ok(token)
+}
+
+/// `n` random bytes as hex.
+pub fn random_hex(n: usize) -> Result<String> {
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read /dev/urandom for a token")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The token a request carries: `Authorization: Bearer <token>` or `X-Braids-Token`.
+pub fn given(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    text(axum::http::header::AUTHORIZATION)
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .or_else(|| text(axum::http::HeaderName::from_static(HEADER)))
+        .map(str::trim)
 }
 
 /// Whether `given` is the token, in time that does not depend on where they differ.
@@ -116,11 +132,6 @@ pub fn owner_connects(peer: SocketAddr) -> bool {
     peer_uid(peer) == Some(nix::unistd::getuid().as_raw())
 }
 
-/// Whether a page for this client may carry the token.
-pub fn may_embed(peer: SocketAddr, host: Option<&str>) -> bool {
-    peer.ip().is_loopback() && host.is_some_and(loopback_host)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,11 +190,5 @@ mod tests {
         ] {
             assert!(!loopback_host(h), "{h}");
         }
-        let lo: SocketAddr = "127.0.0.1:5555".parse().unwrap();
-        let far: SocketAddr = "10.1.2.3:5555".parse().unwrap();
-        assert!(may_embed(lo, Some("127.0.0.1:7878")));
-        assert!(!may_embed(lo, Some("rebind.example:7878")), "DNS rebinding");
-        assert!(!may_embed(far, Some("127.0.0.1:7878")));
-        assert!(!may_embed(lo, None));
     }
 }

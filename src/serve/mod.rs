@@ -7,7 +7,9 @@
 //! event to the stream's clients.
 //!
 //! Security: it listens on 127.0.0.1 unless told otherwise, and refuses a non-loopback address
-//! without `--token-file`; every action needs the token (`auth.rs`); actions are POSTs only;
+//! without `--token-file`; every request but the static files and the login link needs the
+//! token or a browser session from a one-time link (`auth.rs`, `login.rs`), and no page carries
+//! the token; actions are POSTs only;
 //! when on loopback, a request for another host name is refused (DNS rebinding); every
 //! response carries a strict Content-Security-Policy (scripts and styles only from the server
 //! itself, nothing inline), and every piece of text in a page is escaped.
@@ -16,6 +18,7 @@ mod api;
 mod auth;
 mod chart;
 mod listen;
+mod login;
 mod page;
 
 use std::net::SocketAddr;
@@ -66,6 +69,9 @@ pub struct Server {
     /// One permit per open event stream, up to `[serve] max_event_streams`.
     pub streams: Arc<tokio::sync::Semaphore>,
     loopback: bool,
+    /// The port listened on, once bound: it names the session cookie.
+    port: std::sync::OnceLock<u16>,
+    pub logins: login::Logins,
     /// Bumped by every event and action: the snapshot is then stale.
     generation: AtomicU64,
     snapshot: Mutex<Option<Arc<Snapshot>>>,
@@ -93,9 +99,23 @@ impl Server {
         Ok(snap)
     }
 
+    pub fn port(&self) -> u16 {
+        self.port.get().copied().unwrap_or(0)
+    }
+
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// Where the token lives unless `--token-file` says otherwise.
+pub fn default_token_file(paths: &Paths) -> PathBuf {
+    paths.braids_dir.join("serve.token")
+}
+
+/// A fresh one-time login link from the server listening at `listen` (`braids serve --login`).
+pub fn login_link(listen: SocketAddr, token_file: &std::path::Path) -> Result<String> {
+    login::request_link(listen, token_file)
 }
 
 /// Starts the server and serves until SIGINT or SIGTERM.
@@ -110,7 +130,7 @@ pub fn run(paths: &Paths, opts: Options) -> Result<()> {
     let token_file = opts
         .token_file
         .clone()
-        .unwrap_or_else(|| paths.braids_dir.join("serve.token"));
+        .unwrap_or_else(|| default_token_file(paths));
     let token = auth::load(&token_file, opts.token_file.is_none())?;
     let inst = crate::config::installation::open(paths)?;
     let (events, _) = broadcast::channel(1024);
@@ -121,6 +141,8 @@ pub fn run(paths: &Paths, opts: Options) -> Result<()> {
         events,
         streams: Arc::new(tokio::sync::Semaphore::new(max_streams)),
         loopback,
+        port: std::sync::OnceLock::new(),
+        logins: login::Logins::default(),
         generation: AtomicU64::new(0),
         snapshot: Mutex::new(None),
     });
@@ -134,9 +156,14 @@ pub fn run(paths: &Paths, opts: Options) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", opts.listen))?;
         let addr = listener.local_addr()?;
+        let _ = server.port.set(addr.port());
+        // One write, so a reader that stops after these lines never breaks a later print.
         println!(
-            "braids serve: listening on http://{addr}/ (actions need the token in {})",
-            token_file.display()
+            "braids serve: listening on http://{addr}/ (scripts send the token in {})\n\
+             log in: {} (works once, for {} minutes; `braids serve --login` prints another)",
+            token_file.display(),
+            login::link(&format!("http://{addr}"), &server.logins.mint()?),
+            login::CODE_TTL.as_secs() / 60
         );
         let app = router(Arc::clone(&server));
         // Open event streams never end by themselves: a graceful stop waits for the other
@@ -165,6 +192,8 @@ fn router(server: Arc<Server>) -> Router {
             "/favicon.ico",
             get(|| asset("image/svg+xml", include_str!("assets/favicon.svg"))),
         )
+        .route("/login", get(login::login))
+        .route("/api/v1/login", post(login::mint))
         .route("/api/v1/state", get(api::state))
         .route("/api/v1/projects/{slug}", get(api::project))
         .route("/api/v1/beads/{id}", get(api::bead))
@@ -192,21 +221,26 @@ async fn asset(kind: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// Refuses requests for other host names on loopback, and adds the security headers to every
-/// response.
-async fn guard(State(s): State<Arc<Server>>, req: Request, next: Next) -> Response {
+/// Refuses requests for other host names on loopback and requests without a credential (the
+/// token, or a browser's session), hands the credential on to the handlers, and adds the
+/// security headers to every response.
+async fn guard(State(s): State<Arc<Server>>, mut req: Request, next: Next) -> Response {
     let host = req
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
     let path = req.uri().path();
-    let public = path.starts_with("/static/") || path == "/favicon.ico";
-    let token_ok = req
-        .headers()
-        .get(auth::HEADER)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| auth::matches(&s.token, t));
+    let public = path.starts_with("/static/") || path == "/favicon.ico" || path == "/login";
+    let api = path.starts_with("/api/");
+    let given = auth::given(req.headers());
+    let wrong_token = given.is_some_and(|t| !auth::matches(&s.token, t));
+    let credential = if given.is_some() && !wrong_token {
+        Some(login::Credential::Token)
+    } else {
+        login::cookie(req.headers(), &login::cookie_name(s.port()))
+            .and_then(|id| s.logins.session(id))
+    };
     let peer = req
         .extensions()
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
@@ -217,29 +251,33 @@ async fn guard(State(s): State<Arc<Server>>, req: Request, next: Next) -> Respon
             "braids serve answers only to localhost on this address\n",
         )
             .into_response()
-    } else if s.loopback && !public && !token_ok && !peer.is_some_and(auth::owner_connects) {
-        // Another user of this machine: nothing without the token, and no page to take it from.
+    } else if public {
+        next.run(req).await
+    } else if wrong_token {
         (
             StatusCode::FORBIDDEN,
-            format!(
-                "braids serve answers only to the user who runs it; others need the server's \
-                 token in the {} header\n",
-                auth::HEADER
-            ),
+            axum::Json(serde_json::json!({ "error": "the token is not this server's" })),
         )
             .into_response()
-    } else if !s.loopback && !public && !token_ok {
-        // Reachable from other machines: reads need the token too.
+    } else if credential.is_none() && s.loopback && !peer.is_some_and(auth::owner_connects) {
+        // Another user of this machine: nothing without the token.
+        (
+            StatusCode::FORBIDDEN,
+            "braids serve answers only to the user who runs it; others need the server's \
+             token in the Authorization header\n",
+        )
+            .into_response()
+    } else if let Some(c) = credential {
+        req.extensions_mut().insert(c);
+        next.run(req).await
+    } else if api {
         (
             StatusCode::UNAUTHORIZED,
-            format!(
-                "this address needs the server's token in the {} header for every request\n",
-                auth::HEADER
-            ),
+            axum::Json(serde_json::json!({ "error": "this needs the server's token (Authorization: Bearer <token>) or a browser logged in with `braids serve --login`" })),
         )
             .into_response()
     } else {
-        next.run(req).await
+        login::refused("This dashboard needs a login.")
     };
     let h = resp.headers_mut();
     h.insert(

@@ -11,13 +11,14 @@ use crate::events::waiting::WaitKind;
 use crate::system::templates::{clip, elapsed};
 use crate::tick::observe::ProjectReport;
 
-/// What a page may carry: the token for its forms, only for a loopback client.
+/// What a page may carry: the CSRF value of the browser's session for its forms. Never the
+/// server's token.
 #[derive(Clone, Copy)]
 pub struct Ctx<'a> {
-    pub token: Option<&'a str>,
+    pub csrf: Option<&'a str>,
 }
 
-fn layout(title: &str, body: Markup) -> Markup {
+pub(super) fn layout(title: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -63,8 +64,8 @@ pub fn main(p: &Picture, ctx: Ctx<'_>) -> Markup {
             " · Cost today: " strong id="cost-today" { (format!("{:.2} USD", p.cost_today.cost_usd)) }
             " in " (p.cost_today.attempts) " attempt(s)"
         }
-        @if ctx.token.is_none() {
-            p class="note" { "Actions need the server's token: send it in the X-Braids-Token header (this page only carries it for a browser on this machine)." }
+        @if ctx.csrf.is_none() {
+            p class="note" { "Actions from a browser need a login: run braids serve --login and open the link it prints. Scripts send the server's token in the Authorization header." }
         }
         @if !p.status.problems.is_empty() {
             section class="problems" id="problems" {
@@ -209,12 +210,12 @@ fn bead_link(r: &ProjectReport, b: &BeadRow) -> Markup {
     html! { a href=(format!("/beads/{}:{}", r.slug, b.id)) { (b.id) } " " span class="title" { (clip(&b.title, 100)) } }
 }
 
-/// A form that posts one action; without the token it shows nothing to press.
+/// A form that posts one action; without a session it shows nothing to press.
 fn action(ctx: Ctx<'_>, url: &str, label: &str, fields: Markup) -> Markup {
     html! {
-        @if let Some(t) = ctx.token {
+        @if let Some(c) = ctx.csrf {
             form method="post" action=(url) class="action" {
-                input type="hidden" name="token" value=(t);
+                input type="hidden" name="csrf" value=(c);
                 (fields)
                 button type="submit" { (label) }
             }

@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::agent::Preset;
 use crate::config::Config;
 use crate::model::BeadId;
+use crate::system::paths::Paths;
 
 use super::{ExecRequest, Executor, PresetExecutor};
 
@@ -25,6 +26,60 @@ pub struct Answer {
     pub usage: crate::cost::Usage,
     /// Bytes of the packet the agent was given.
     pub packet_bytes: usize,
+}
+
+/// The tree `braids tools ask` may send to a model: `dir` with every link resolved, when it
+/// lies inside a registered project or a worktree braids made for one; from an agent
+/// (`workspace`: its `BRAIDS_WORKSPACE`), inside that workspace only. The packet leaves the
+/// machine, so a hostile bead must not be able to point it at the person's other files.
+pub fn scope(
+    paths: &Paths,
+    config: &Config,
+    dir: &Path,
+    workspace: Option<&Path>,
+) -> Result<PathBuf> {
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    let Some(tree) = real(dir) else {
+        bail!(
+            "{} does not exist; --dir names a project's tree (or run braids tools ask inside it)",
+            dir.display()
+        );
+    };
+    let worktrees = config.workspaces(paths, None);
+    let mut allowed = Vec::new();
+    for e in crate::format::registry::read_registry(paths).value.entries {
+        let canonical = real(&e.path);
+        allowed.extend(real(&worktrees.project_dir(&e.path)));
+        if let Some(c) = &canonical {
+            allowed.extend(real(&worktrees.project_dir(c)));
+        }
+        allowed.extend(canonical);
+    }
+    let inside = |roots: &[PathBuf]| roots.iter().any(|r| tree.starts_with(r));
+    if let Some(w) = workspace {
+        let own: Vec<PathBuf> = real(w)
+            .into_iter()
+            .filter(|w| inside_any(w, &allowed))
+            .collect();
+        if !inside(&own) {
+            bail!(
+                "{} is outside this bead's workspace {}: an agent's braids tools ask reads only its own workspace, so give --dir inside it",
+                dir.display(),
+                w.display()
+            );
+        }
+    } else if !inside(&allowed) {
+        bail!(
+            "{} is outside every registered project: braids tools ask reads only the projects in {} and their workspaces, so run it inside one or give --dir inside one",
+            dir.display(),
+            crate::format::layout::registry_file(paths).display()
+        );
+    }
+    Ok(tree)
+}
+
+fn inside_any(p: &Path, roots: &[PathBuf]) -> bool {
+    roots.iter().any(|r| p.starts_with(r))
 }
 
 /// Asks `question` over `files` of the tree at `root`; `None` when `[ask]` names no executor.

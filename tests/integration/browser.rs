@@ -1,7 +1,7 @@
 //! The dashboard in a real headless Chromium, driven over WebDriver (`chromedriver`, started
 //! here): a worker appears live without a reload, a question is answered in the page and the
 //! bead is spawned again, a blocked bead is retried from its button, and an action without the
-//! token is refused. The screenshot it takes (in cargo's test temporary directory, and at
+//! page's proof is refused. The browser logs in with the one-time link `braids serve` prints. The screenshot it takes (in cargo's test temporary directory, and at
 //! `$BRAIDS_SCREENSHOT` when set) is `docs/dashboard.png`, which docs/day-two.md shows.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without them the
@@ -199,7 +199,16 @@ async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
             Err(e) => panic!("chromedriver did not take a session: {e}"),
         }
     };
+    // Without a login the page says how to get one; the link logs in and lands on `/`.
     c.goto(&format!("{}/", served.base)).await.unwrap();
+    wait_for(&c, "the login page", "section.login", false).await;
+    assert!(!c.source().await.unwrap().contains(&served.token));
+    c.goto(&served.login).await.unwrap();
+    assert_eq!(
+        c.current_url().await.unwrap().as_str(),
+        format!("{}/", served.base),
+        "the login link's code is gone from the address"
+    );
     wait_for(&c, "the event stream", "body[data-live='yes']", false).await;
     c.execute("window.braidsNotReloaded = true; return null;", vec![])
         .await
@@ -247,7 +256,8 @@ async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
         std::fs::write(to, &shot).unwrap();
     }
 
-    // An action without the token is refused, even from the page.
+    // An action without the page's proof (its form's CSRF value, or the header its own
+    // script sends) is refused, even from the page with its cookie.
     let refused = c
         .execute_async(
             "const done = arguments[arguments.length - 1];\
@@ -257,7 +267,7 @@ async fn c9_5_the_dashboard_is_live_and_its_buttons_act() {
         )
         .await
         .unwrap();
-    assert_eq!(refused, json!(401));
+    assert_eq!(refused, json!(403));
     assert_eq!(sb.br_status("app", &fail), "blocked");
 
     // The question is answered in the page; the next run spawns the bead, which completes.

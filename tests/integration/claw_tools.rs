@@ -95,7 +95,7 @@ fn c8_7_tools_ask_puts_a_bounded_question_to_the_cheap_agent() {
         return;
     };
     let sb = crate::support::Install::new().build();
-    let root = sb.home().join("app");
+    let root = sb.new_project("app").create().root;
     tree(&root);
     std::fs::write(root.join("src/big.ts"), "// filler\n".repeat(2_000)).unwrap();
     let dir = root.display().to_string();
@@ -171,4 +171,127 @@ fn c8_7_tools_ask_puts_a_bounded_question_to_the_cheap_agent() {
         "{bad:?}"
     );
     assert_eq!(model.seen().len(), 1);
+}
+
+/// A stand-in Claude Code for `tools ask`: keeps each prompt it is given (standard input) in
+/// `asked`, and answers.
+fn fake_claude(sb: &Sandbox, asked: &Path) {
+    let program = sb.script(
+        "bin/fake-claude",
+        &format!(
+            "cat >> {:?}\nprintf '%s\\n' '{}'\n",
+            asked.display().to_string(),
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"It is fine.","session_id":"s","usage":{"input_tokens":10,"output_tokens":2}}"#
+        ),
+    );
+    sb.config(&format!(
+        "[ask]\nexecutor = \"claude-code\"\nmodel = \"m\"\n\n[executors.claude-code]\nprogram = {:?}\n",
+        program.display().to_string()
+    ));
+}
+
+/// `braids tools ask` sends files to a model, so it reads only inside the registered projects
+/// (and the worktrees braids made for them), a file only inside `--dir` and through no link;
+/// an agent asks only about its own workspace.
+#[test]
+fn c11_8_tools_ask_reads_only_inside_registered_projects() {
+    let sb = crate::support::Install::new().build();
+    let app = sb.new_project("app").create().root;
+    let other = sb.new_project("other").create().root;
+    std::fs::create_dir_all(app.join("src")).unwrap();
+    std::fs::write(app.join("src/a.rs"), "fn answer() -> u8 { 42 }\n").unwrap();
+    std::fs::write(other.join("notes.md"), "OTHER PROJECT NOTES\n").unwrap();
+    let secret = sb.home().join("secret.txt");
+    std::fs::write(&secret, "TOP SECRET\n").unwrap();
+    std::os::unix::fs::symlink(&secret, app.join("src/leak.txt")).unwrap();
+    std::os::unix::fs::symlink("/", app.join("root")).unwrap();
+    let asked = sb.home().join("asked");
+    fake_claude(&sb, &asked);
+    let app_dir = app.display().to_string();
+    let ask = |dir: &str, file: &str| {
+        let _ = std::fs::remove_file(&asked);
+        sb.command(&[
+            "tools",
+            "ask",
+            "What is here?",
+            "--dir",
+            dir,
+            "--files",
+            file,
+        ])
+        .env_remove("BRAIDS_WORKSPACE")
+        .output()
+        .unwrap()
+    };
+    let refused = |out: &std::process::Output, says: &str| {
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{says:?} not in {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+        assert!(!asked.exists(), "no model was asked: {out:?}");
+    };
+
+    // The normal case: a file of a registered project reaches the model.
+    let out = ask(&app_dir, "src/a.rs");
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("It is fine."));
+    assert!(std::fs::read_to_string(&asked)
+        .unwrap()
+        .contains("fn answer() -> u8"));
+
+    refused(
+        &ask("/", "etc/passwd"),
+        "is outside every registered project",
+    );
+    refused(
+        &ask(&format!("{app_dir}/root"), "etc/passwd"),
+        "is outside every registered project",
+    );
+    refused(&ask(&app_dir, "/etc/passwd"), "is outside");
+    refused(&ask(&app_dir, "src/leak.txt"), "reached through no link");
+    refused(&ask(&app_dir, "../secret.txt"), "climbs out with `..`");
+    refused(
+        &ask(&app_dir, "src/../../secret.txt"),
+        "climbs out with `..`",
+    );
+
+    // An agent's own ask, from its workspace (a real worker's worktree): its workspace, and
+    // never another project.
+    let braids = env!("CARGO_BIN_EXE_braids");
+    let agent = sb.script(
+        "bin/agent",
+        &format!(
+            r#"cd "$BRAIDS_WORKSPACE"
+mkdir -p src && printf 'fn mine() {{}}\n' > src/mine.rs
+{braids:?} tools ask "What is mine?" --files src/mine.rs > "$HOME/ask-own" 2>&1; echo "exit $?" >> "$HOME/ask-own"
+{braids:?} tools ask "What is theirs?" --dir {other:?} --files notes.md > "$HOME/ask-other" 2>&1; echo "exit $?" >> "$HOME/ask-other"
+rm -f src/mine.rs
+mkdir -p "$(dirname "$1")"
+printf '# %s\n\n## Summary\n\nDid it.\n' "$BRAIDS_BEAD" > "$1"
+printf 'status: pass\nsummary: did it\n' > "$BRAIDS_RESULT_FILE"
+"#,
+            other = other.display().to_string()
+        ),
+    );
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\n",
+        agent.display().to_string()
+    ));
+    sb.new_project("work").br().beads(1).create();
+    let _ = std::fs::remove_file(&asked);
+    sb.tick().force().run();
+    crate::day_two::workers_end(&sb);
+    let own = sb.read("ask-own");
+    assert!(
+        own.contains("It is fine.") && own.ends_with("exit 0\n"),
+        "{own}"
+    );
+    let theirs = sb.read("ask-other");
+    assert!(
+        theirs.contains("is outside this bead's workspace") && theirs.ends_with("exit 2\n"),
+        "{theirs}"
+    );
+    let prompts = std::fs::read_to_string(&asked).unwrap();
+    assert!(prompts.contains("fn mine()"), "{prompts}");
+    assert!(!prompts.contains("OTHER PROJECT NOTES"), "{prompts}");
 }

@@ -118,7 +118,8 @@ fn held_work_a_person_approves_lands_closed_and_pushed() {
 
     // The dashboard shows the held change with its buttons.
     let s = sb.serve();
-    let page = s.get("/beads/app-w1");
+    let cookie = s.browser_cookie();
+    let page = s.with_cookie("GET", "/beads/app-w1", &cookie, &[], None);
     assert_eq!(page.status, 200, "{page:?}");
     assert!(page.body.contains("Held work: commit"), "{}", page.body);
     assert!(

@@ -192,12 +192,12 @@ fn rand_u32() -> u32 {
 }
 
 #[test]
-fn c11_7_by_default_no_process_of_a_bead_outlives_it() {
+fn c11_10_by_default_no_process_of_a_bead_outlives_it() {
     processes_end_with_the_bead(None);
 }
 
 #[test]
-fn c11_7_under_bubblewrap_no_process_of_a_bead_outlives_it() {
+fn c11_10_under_bubblewrap_no_process_of_a_bead_outlives_it() {
     if let Some(b) = bwrap() {
         processes_end_with_the_bead(Some(&b));
     }
@@ -209,7 +209,7 @@ exec bash -c 'exec -a hang-MARK sleep 600'
 "#;
 
 #[test]
-fn c11_7_what_a_killed_workers_agent_left_is_stopped_by_the_next_run() {
+fn c11_10_what_a_killed_workers_agent_left_is_stopped_by_the_next_run() {
     let mark = format!("{:08x}", rand_u32());
     let sb = install(&HANGS.replace("MARK", &mark), &[], None);
     sb.new_project("app").beads(1).create();

@@ -43,6 +43,7 @@ mod hooks;
 mod hostile;
 mod iteration_names;
 mod logging;
+mod logs_terminal;
 mod never_stuck;
 mod openclaw;
 mod openclaw_sessions;

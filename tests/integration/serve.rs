@@ -49,11 +49,7 @@ fn c9_5_the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
     assert!(!page.body.contains("<img src=x"), "{}", page.body);
     assert!(page.body.contains("&lt;script&gt;alert"), "{}", page.body);
     assert!(page.body.contains("Should the API speak JSON or XML?"));
-    assert!(
-        page.body
-            .contains(&format!("name=\"token\" value=\"{}\"", s.token)),
-        "loopback gets the token"
-    );
+    assert!(!page.body.contains(&s.token), "no page carries the token");
     let bead_page = s.get(&format!("/beads/{ask}"));
     assert_eq!(bead_page.status, 200);
     assert!(
@@ -102,8 +98,8 @@ fn c9_5_the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
         serde_json::json!({"text": "JSON"}),
     );
     assert_eq!(r.status, 403, "{r:?}");
-    let r = s.post_form(&answer, &[("text", "JSON"), ("token", "wrong")]);
-    assert_eq!(r.status, 403, "{r:?}");
+    let r = s.post_form(&answer, &[("text", "JSON"), ("token", &s.token)]);
+    assert_eq!(r.status, 401, "a token in a form is no credential: {r:?}");
     assert_eq!(s.get(&answer).status, 405);
     assert_eq!(sb.br_status("app", ask), "blocked", "nothing was done");
 
@@ -135,7 +131,7 @@ fn c9_5_the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
     let mut stream = std::net::TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
     std::io::Write::write_all(
         &mut stream,
-        b"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+        format!("GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n", s.token).as_bytes(),
     )
     .unwrap();
     stream
@@ -166,10 +162,15 @@ fn c9_5_the_api_acts_only_with_the_token_and_shows_hostile_text_as_text() {
         "{seen}"
     );
 
-    // A form post comes back to the dashboard.
-    let r = s.post_form(
+    // A form post from a logged-in browser comes back to the dashboard.
+    let cookie = s.browser_cookie();
+    let csrf = csrf_of(&s.with_cookie("GET", "/", &cookie, &[], None).body);
+    let r = s.with_cookie(
+        "POST",
         &format!("/api/v1/beads/{build}/retry"),
-        &[("token", &s.token)],
+        &cookie,
+        &[],
+        Some(&[("csrf", &csrf)]),
     );
     assert_eq!(r.status, 303, "{r:?}");
     assert_eq!(sb.br_status("app", build), "open");
@@ -231,8 +232,8 @@ fn c9_5_a_reachable_address_asks_the_token_for_every_read_and_a_stop_ends_open_s
         token.to_str().unwrap(),
     ]);
     assert_eq!(s.token, "a-long-random-token-only-i-hold");
-    assert_eq!(s.get("/api/v1/state").status, 401);
-    assert_eq!(s.get("/").status, 401);
+    assert_eq!(s.get_anon("/api/v1/state").status, 401);
+    assert_eq!(s.get_anon("/").status, 401);
     assert_eq!(s.get("/static/app.css").status, 200);
     let r = s.get_with_token("/api/v1/state");
     assert_eq!(r.status, 200, "{r:?}");
@@ -292,13 +293,11 @@ fn c11_4_another_user_of_the_machine_gets_no_token_and_no_action() {
     let sb = Install::new().build();
     sb.new_project("app").beads(1).create();
     let s = sb.serve();
-    // The person gets the page, with the token for its forms.
-    let own = s.get("/");
-    assert_eq!(own.status, 200);
-    assert!(
-        own.body.contains(&s.token),
-        "the person's page carries the token"
-    );
+    // The person without a login gets the way to log in, never the token.
+    let own = s.get_anon("/");
+    assert_eq!(own.status, 401);
+    assert!(!own.body.contains(&s.token), "{}", own.body);
+    assert!(own.body.contains("braids serve --login"), "{}", own.body);
     // Another user gets neither the page, nor the API, nor an action.
     let (status, body) = curl_as_nobody(&[&format!("{}/", s.base)]);
     assert_eq!(status, 403, "{body}");
@@ -393,7 +392,7 @@ fn c11_4_a_slow_client_is_cut_off_and_connections_and_streams_are_capped() {
     let mut stalled = std::net::TcpStream::connect(&addr).unwrap();
     send(
         &mut stalled,
-        "POST /api/v1/projects/app/pause HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{",
+        &format!("POST /api/v1/projects/app/pause HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nContent-Length: 100\r\n\r\n{{", s.token),
     )
     .unwrap();
     let mut text = String::new();
@@ -435,12 +434,12 @@ fn c11_4_a_slow_client_is_cut_off_and_connections_and_streams_are_capped() {
     });
 
     // The event-stream cap: the second client is refused while the first listens.
+    let stream_request = format!(
+        "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n",
+        s.token
+    );
     let mut first = connect();
-    send(
-        &mut first,
-        "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-    )
-    .unwrap();
+    send(&mut first, &stream_request).unwrap();
     let mut head = [0u8; 12];
     std::io::Read::read_exact(&mut first, &mut head).unwrap();
     assert_eq!(&head, b"HTTP/1.1 200");
@@ -454,11 +453,7 @@ fn c11_4_a_slow_client_is_cut_off_and_connections_and_streams_are_capped() {
         Duration::from_secs(60),
         || {
             let mut c = connect();
-            send(
-                &mut c,
-                "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-            )
-            .unwrap();
+            send(&mut c, &stream_request).unwrap();
             let mut head = [0u8; 12];
             let ok =
                 std::io::Read::read_exact(&mut c, &mut head).is_ok() && &head == b"HTTP/1.1 200";
@@ -466,4 +461,124 @@ fn c11_4_a_slow_client_is_cut_off_and_connections_and_streams_are_capped() {
         },
     );
     drop(again);
+}
+
+/// The CSRF value in a page's forms.
+fn csrf_of(page: &str) -> String {
+    let at = page
+        .find("name=\"csrf\" value=\"")
+        .unwrap_or_else(|| panic!("no form with a csrf value in {page}"));
+    let rest = &page[at + "name=\"csrf\" value=\"".len()..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+/// An agent on the machine can fetch every page: without the token or a login it learns
+/// neither the token nor anything of the beads, and cannot act. The person logs in with a
+/// one-time link; the cookie it sets is the browser's credential, with a CSRF check on actions.
+#[test]
+fn c11_9_the_dashboard_never_hands_out_the_token_and_logs_in_once() {
+    let sb = install(0);
+    let app = sb
+        .new_project("app")
+        .br()
+        .titled(&["Secret plan for the parser"])
+        .create();
+    let bead = app.beads[0].as_str();
+    let s = sb.serve();
+    for path in [
+        "/",
+        "/fragment",
+        "/status",
+        &format!("/beads/{bead}"),
+        "/api/v1/state",
+    ] {
+        let r = s.get_anon(path);
+        assert_eq!(r.status, 401, "{path}: {r:?}");
+        assert!(!r.body.contains(&s.token), "{path} carries the token");
+        assert!(
+            !r.body.contains("Secret plan"),
+            "{path} shows a bead: {}",
+            r.body
+        );
+        assert!(!r.body.contains(bead), "{path} shows a bead: {}", r.body);
+    }
+    assert!(s.get_anon("/").body.contains("braids serve --login"));
+    let approve = format!("/api/v1/beads/{bead}/approve");
+    assert_eq!(s.post(&approve, None, serde_json::json!({})).status, 401);
+    assert_eq!(s.post_form(&approve, &[("csrf", "x")]).status, 401);
+    assert_eq!(s.get_anon("/static/app.js").status, 200);
+
+    // The link works once: a cookie only scripts of no page can read, then never again.
+    let (status, cookie, to) = s.visit_login(&s.login);
+    assert_eq!((status, to.as_deref()), (303, Some("/")), "{cookie:?}");
+    let cookie = cookie.unwrap();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attr), "{cookie}");
+    }
+    assert!(!cookie.contains(&s.token), "the session is not the token");
+    let (again, set, _) = s.visit_login(&s.login);
+    assert_eq!((again, set), (401, None), "a used link");
+    let (forged, set, _) = s.visit_login(&format!("{}/login?once=00", s.base));
+    assert_eq!((forged, set), (401, None));
+    let cookie = cookie.split(';').next().unwrap().to_string();
+
+    // With the cookie: the pages and the API, never the token.
+    let page = s.with_cookie("GET", "/", &cookie, &[], None);
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(!page.body.contains(&s.token));
+    let one = s.with_cookie("GET", &format!("/beads/{bead}"), &cookie, &[], None);
+    assert!(one.body.contains("Secret plan"), "{one:?}");
+    let csrf = csrf_of(&page.body);
+    assert_eq!(
+        s.with_cookie("GET", "/api/v1/state", &cookie, &[], None)
+            .status,
+        200
+    );
+    // An action needs the page's proof, and never comes from another site.
+    let pause = "/api/v1/projects/app/pause";
+    let r = s.with_cookie("POST", pause, &cookie, &[], None);
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = s.with_cookie("POST", pause, &cookie, &[], Some(&[("csrf", "not-it")]));
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = s.with_cookie(
+        "POST",
+        pause,
+        &cookie,
+        &[("X-Braids-Request", "1"), ("Sec-Fetch-Site", "cross-site")],
+        None,
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    assert!(!sb
+        .read("Projects/app/.braids/PROJECT.md")
+        .contains("paused"));
+    let r = s.with_cookie("POST", pause, &cookie, &[("X-Braids-Request", "1")], None);
+    assert_eq!(r.json()["to"], "paused", "{r:?}");
+    let r = s.with_cookie(
+        "POST",
+        "/api/v1/projects/app/resume",
+        &cookie,
+        &[],
+        Some(&[("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 303, "{r:?}");
+    // A session cannot make login links; the token's holder can, from the command line.
+    let r = s.with_cookie(
+        "POST",
+        "/api/v1/login",
+        &cookie,
+        &[("X-Braids-Request", "1")],
+        None,
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    let port = s.base.rsplit_once(':').unwrap().1;
+    let fresh = sb.ok(&["serve", "--login", "--listen", &format!("127.0.0.1:{port}")]);
+    let fresh = fresh.trim();
+    assert!(
+        fresh.starts_with(&format!("{}/login?once=", s.base)),
+        "{fresh}"
+    );
+    assert_eq!(s.visit_login(fresh).0, 303);
+    assert_eq!(s.visit_login(fresh).0, 401);
+    // Scripts: the token in `Authorization: Bearer`.
+    assert_eq!(s.get("/api/v1/state").status, 200);
 }

@@ -51,6 +51,7 @@ printf 'status: pass\nsummary: did it\ncost_usd: 0.01\n' > "$BRAIDS_RESULT_FILE"
     }
     let s = sb.serve();
     let base = s.base.clone();
+    let bearer = format!("Bearer {}", s.token);
     let addr = base.trim_start_matches("http://").to_string();
     let stop = Arc::new(AtomicBool::new(false));
     let rss_start = rss_kib(s.pid(), "VmRSS:");
@@ -60,10 +61,14 @@ printf 'status: pass\nsummary: did it\ncost_usd: 0.01\n' > "$BRAIDS_RESULT_FILE"
     let mut threads = Vec::new();
     for i in 0..STREAMS {
         let (addr, seen, stop) = (addr.clone(), Arc::clone(&seen), Arc::clone(&stop));
+        let bearer = bearer.clone();
         threads.push(std::thread::spawn(move || {
             let mut conn = std::net::TcpStream::connect(&addr).unwrap();
-            conn.write_all(b"GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-                .unwrap();
+            conn.write_all(
+                format!("GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {bearer}\r\n\r\n")
+                    .as_bytes(),
+            )
+            .unwrap();
             conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
             let mut r = BufReader::new(conn);
             let mut line = String::new();
@@ -121,6 +126,7 @@ printf 'status: pass\nsummary: did it\ncost_usd: 0.01\n' > "$BRAIDS_RESULT_FILE"
     let mut senders = Vec::new();
     for t in 0..SENDERS {
         let (base, latencies, errors) = (base.clone(), Arc::clone(&latencies), Arc::clone(&errors));
+        let bearer = bearer.clone();
         senders.push(std::thread::spawn(move || {
             let http = agent();
             let every = Duration::from_micros(1_000_000 * SENDERS / RATE);
@@ -133,7 +139,11 @@ printf 'status: pass\nsummary: did it\ncost_usd: 0.01\n' > "$BRAIDS_RESULT_FILE"
                 }
                 let path = paths[(k + usize::try_from(t).unwrap()) % paths.len()];
                 let sent = Instant::now();
-                match http.get(format!("{base}{path}")).call() {
+                match http
+                    .get(format!("{base}{path}"))
+                    .header("Authorization", &bearer)
+                    .call()
+                {
                     Ok(mut r) if r.status() == 200 => {
                         let _ = r.body_mut().read_to_vec();
                         latencies.lock().unwrap().push(sent.elapsed());

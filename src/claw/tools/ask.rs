@@ -18,6 +18,13 @@ pub struct Source {
 pub fn gather(root: &Path, files: &[PathBuf]) -> Result<Vec<Source>> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
+        if f.components().any(|c| c == std::path::Component::ParentDir) {
+            bail!(
+                "{} climbs out with `..`; --files names files inside {} by their path within it",
+                f.display(),
+                root.display()
+            );
+        }
         let abs = if f.is_absolute() {
             f.clone()
         } else {
@@ -33,7 +40,7 @@ pub fn gather(root: &Path, files: &[PathBuf]) -> Result<Vec<Source>> {
         let bytes = match crate::system::beneath::read(root, &abs) {
             Ok(b) => b,
             Err(e) => bail!(
-                "cannot read {} ({e}); --files names regular files inside {}, reached through no link",
+                "cannot read {} ({e}): --files names regular files inside {}, reached through no link, so name the file itself",
                 f.display(),
                 root.display()
             ),
@@ -155,6 +162,6 @@ mod tests {
         let e = gather(root, &[PathBuf::from("/etc/passwd")]).unwrap_err();
         assert!(format!("{e}").contains("is outside"), "{e}");
         let e = gather(root, &[PathBuf::from("../x")]).unwrap_err();
-        assert!(format!("{e}").contains("cannot read ../x"), "{e}");
+        assert!(format!("{e}").contains("../x climbs out with `..`"), "{e}");
     }
 }

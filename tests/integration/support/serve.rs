@@ -11,6 +11,8 @@ pub struct Served {
     /// `http://127.0.0.1:PORT`
     pub base: String,
     pub token: String,
+    /// The one-time login link it printed at start.
+    pub login: String,
 }
 
 impl Sandbox {
@@ -30,9 +32,15 @@ impl Sandbox {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut login = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        out.read_line(&mut login).unwrap();
+        let login = login
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no login link in {login:?}"))
+            .to_string();
         let at = line
             .find("http://")
             .unwrap_or_else(|| panic!("no address in {line:?}"));
@@ -52,7 +60,12 @@ impl Sandbox {
             .unwrap()
             .trim()
             .to_string();
-        Served { child, base, token }
+        Served {
+            child,
+            base,
+            token,
+            login,
+        }
     }
 }
 
@@ -96,8 +109,65 @@ impl Served {
         self.child.id()
     }
 
+    /// A GET as a script makes it, with the token in `Authorization: Bearer`.
     pub fn get(&self, path: &str) -> Reply {
+        reply(
+            agent()
+                .get(format!("{}{path}", self.base))
+                .header("Authorization", &format!("Bearer {}", self.token))
+                .call(),
+        )
+    }
+
+    /// A GET with no credential at all.
+    pub fn get_anon(&self, path: &str) -> Reply {
         reply(agent().get(format!("{}{path}", self.base)).call())
+    }
+
+    /// Visits a login link as a browser would: the status, and the session cookie it set
+    /// (`name=value`) with its attributes.
+    pub fn visit_login(&self, link: &str) -> (u16, Option<String>, Option<String>) {
+        let r = agent().get(link).call().unwrap();
+        let header = |n: &str| r.headers().get(n).map(|v| v.to_str().unwrap().to_string());
+        (
+            r.status().as_u16(),
+            header("set-cookie"),
+            header("location"),
+        )
+    }
+
+    /// Logs in with the link printed at start, as a browser: the session cookie (`name=value`).
+    pub fn browser_cookie(&self) -> String {
+        let (status, cookie, _) = self.visit_login(&self.login);
+        assert_eq!(status, 303, "the login link: {cookie:?}");
+        cookie.unwrap().split(';').next().unwrap().to_string()
+    }
+
+    /// A request as the logged-in browser makes it: `cookie` (`name=value`) and `headers`.
+    pub fn with_cookie(
+        &self,
+        method: &str,
+        path: &str,
+        cookie: &str,
+        headers: &[(&str, &str)],
+        form: Option<&[(&str, &str)]>,
+    ) -> Reply {
+        let url = format!("{}{path}", self.base);
+        if method == "GET" {
+            let mut req = agent().get(url).header("Cookie", cookie);
+            for (k, v) in headers {
+                req = req.header(*k, *v);
+            }
+            return reply(req.call());
+        }
+        let mut req = agent().post(url).header("Cookie", cookie);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        match form {
+            Some(f) => reply(req.send_form(f.iter().copied())),
+            None => reply(req.send_json(serde_json::json!({}))),
+        }
     }
 
     /// Stops the server with SIGTERM; whether it exited within `limit`.
@@ -128,6 +198,7 @@ impl Served {
             agent()
                 .get(format!("{}{path}", self.base))
                 .header("Host", host)
+                .header("Authorization", &format!("Bearer {}", self.token))
                 .call(),
         )
     }
@@ -152,7 +223,7 @@ impl Served {
         )
     }
 
-    /// A POST as the dashboard's forms send it.
+    /// A form POST without a session.
     pub fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> Reply {
         reply(
             agent()
