@@ -24,6 +24,7 @@ fn world(cli: Cli, more: &str) -> (Sandbox, AgentModel) {
         final_text: "Created hello.txt.".into(),
     });
     let sb = Install::new()
+        .sandboxed()
         .config("[sessions]\nkill_grace_secs = 5\n")
         .build();
     sb.config(&cli.config(sb.home(), &model.url(), &sb.path_var()));

@@ -39,6 +39,7 @@ const SECRET: &str = "SECRET-MARKER-5bd1";
 /// An installation whose agent is `body`, with `sandbox` (none: the default) in config.toml.
 fn install(body: &str, args: &[String], sandbox: Option<&str>) -> Sandbox {
     let sb = Install::new()
+        .sandboxed()
         .config("[sessions]\nkill_grace_secs = 5\n")
         .build();
     let agent = sb.script("bin/agent", body);

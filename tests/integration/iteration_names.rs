@@ -68,7 +68,7 @@ impl Home {
         h.write(
             ".openclaw/braids/config.toml",
             &format!(
-                "[worker]\ncommand = [{worker:?}]\nexecutor = [{agent:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\n\
+                "[worker]\ncommand = [{worker:?}]\nexecutor = [{agent:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\nsandbox = \"off\"\n\
                  [notify]\ncommand = [{notifier:?}, \"{{event}}\", \"{{message}}\"]\n"
             ),
         );

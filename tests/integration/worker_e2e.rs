@@ -267,7 +267,7 @@ impl Project {
 
     fn configure_with_webhook(&self, url: &str, extra: &str) {
         let text = format!(
-            "[worker]\nexecutor = [{:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\nretry_backoff = \"0s\"\n\
+            "[worker]\nexecutor = [{:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\nretry_backoff = \"0s\"\nsandbox = \"off\"\n\
              [notify]\nwebhook = {url:?}\ntimeout_secs = 5\n{extra}",
             self.agent.to_str().unwrap()
         );

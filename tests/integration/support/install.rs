@@ -68,6 +68,7 @@ pub struct Install {
     agent: Option<String>,
     config: Vec<String>,
     plain_registry: bool,
+    sandboxed: bool,
 }
 
 impl Install {
@@ -78,6 +79,7 @@ impl Install {
             agent: None,
             config: Vec::new(),
             plain_registry: false,
+            sandboxed: false,
         }
     }
 
@@ -102,6 +104,15 @@ impl Install {
         self
     }
 
+    /// Keeps the agents' sandbox at braids' default (`"auto"`). Without it the scripted agents
+    /// of a test run unconfined: they are the test's own scripts, and most record what they
+    /// saw (calls, prompts, markers) in files beside the installation, outside any workspace.
+    /// The tests about the sandbox, and those of the real agent CLIs, ask for it.
+    pub fn sandboxed(mut self) -> Install {
+        self.sandboxed = true;
+        self
+    }
+
     /// See [`Sandbox::isolated`].
     pub fn isolated_path(mut self) -> Install {
         self.sb = self.sb.isolated();
@@ -121,6 +132,9 @@ impl Install {
         sb.ok(&["init"]);
         // A released bead is retried at once: tests about the retry backoff set their own.
         sb.config("[worker]\nretry_backoff = \"0s\"\n");
+        if !self.sandboxed {
+            sb.config("[worker]\nsandbox = \"off\"\n");
+        }
         if let Some(body) = &self.worker {
             let script = sb.script("worker.sh", body);
             sb.config(&format!(
