@@ -65,7 +65,10 @@ fn time(label: &str, floor: Option<Duration>, mut f: impl FnMut()) -> Duration {
         .collect();
     let (p50, p95) = stats(times);
     let added = floor.map_or(String::new(), |fl| {
-        format!("  (adds {:>6.1} ms)", p50.saturating_sub(fl).as_secs_f64() * 1e3)
+        format!(
+            "  (adds {:>6.1} ms)",
+            p50.saturating_sub(fl).as_secs_f64() * 1e3
+        )
     });
     println!(
         "{label:<10} p50 {:>6.1} ms  p95 {:>6.1} ms{added}",
@@ -108,7 +111,10 @@ fn main() {
             ..Settings::default()
         };
         let Ok(choice) = choose(kind, &settings.bwrap) else {
-            println!("{label:<10} skipped: {}", choose(kind, &settings.bwrap).unwrap_err());
+            println!(
+                "{label:<10} skipped: {}",
+                choose(kind, &settings.bwrap).unwrap_err()
+            );
             continue;
         };
         time(label, Some(floor), || {

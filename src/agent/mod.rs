@@ -23,10 +23,10 @@ pub mod render;
 pub mod session;
 mod settings;
 
-pub use network::provider_ports;
 pub use check::{preflight, running_as_root, version_check, VersionCheck};
 pub use choice::Choice;
 pub use command::{AgentCommand, Launch, Prompt};
+pub use network::provider_ports;
 pub use outcome::{AgentOutcome, ProviderFailure, StreamReader, Verdict};
 pub use preset::{compare_versions, version_in, Preset};
 pub use settings::{priced, Permission, PresetSettings, Price, Prices, DEFAULT_RETRIES};

@@ -86,9 +86,18 @@ mod tests {
         let cases: &[(&str, &[u16])] = &[
             ("http://127.0.0.1:41234", &[41234]),
             ("https://api.anthropic.com/v1", &[443]),
-            ("base_url = \"http://localhost:8080/v1\"\nwire_api = \"responses\"", &[8080]),
-            (r#"{"options":{"baseURL":"http://[::1]:9999/v1","apiKey":"k"}}"#, &[9999]),
-            ("--openai-api-base http://h:1/v1 --other https://x.example", &[1, 443]),
+            (
+                "base_url = \"http://localhost:8080/v1\"\nwire_api = \"responses\"",
+                &[8080],
+            ),
+            (
+                r#"{"options":{"baseURL":"http://[::1]:9999/v1","apiKey":"k"}}"#,
+                &[9999],
+            ),
+            (
+                "--openai-api-base http://h:1/v1 --other https://x.example",
+                &[1, 443],
+            ),
             ("no url here, httpx, http:/broken", &[]),
             ("http://", &[]),
         ];

@@ -14,8 +14,8 @@ use std::path::Path;
 
 use crate::config::Config;
 
-pub use super::check_config::{check_config, sandbox_summary, SandboxSummary};
 use super::check_config::{capitalised, line_named, unreadable};
+pub use super::check_config::{check_config, sandbox_summary, SandboxSummary};
 use crate::format::iteration::Iteration;
 use crate::format::{self, deliverable};
 use crate::git::{self, Frozen};

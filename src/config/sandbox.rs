@@ -31,7 +31,12 @@ impl super::Config {
         crate::system::sandbox::Settings {
             kind: self.worker.sandbox,
             read: self.worker.sandbox_read.clone(),
-            ports: self.worker.sandbox_connect.iter().map(SandboxPort::port).collect(),
+            ports: self
+                .worker
+                .sandbox_connect
+                .iter()
+                .map(SandboxPort::port)
+                .collect(),
             home: crate::system::paths::Paths::from_env()
                 .map(|p| p.home)
                 .unwrap_or_default(),
@@ -49,8 +54,10 @@ impl super::Config {
         state: &[&str],
     ) -> crate::system::sandbox::Settings {
         let mut out = self.sandbox_settings(state);
-        out.ports
-            .extend(crate::agent::provider_ports(preset, &self.preset_settings(preset)));
+        out.ports.extend(crate::agent::provider_ports(
+            preset,
+            &self.preset_settings(preset),
+        ));
         out
     }
 }

@@ -88,9 +88,12 @@ impl Container {
     /// A container for an agent of the worker running this, named for `name` (the bead's
     /// label), watching `folders`; a cgroup where one can be made.
     pub fn create(name: &str, folders: Vec<PathBuf>) -> Container {
+        // One per agent run: a protocol step's roles run side by side in one worker.
+        static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let cgroup = cgroup_root().and_then(|root| {
             let me = std::process::id();
-            let dir = root.join(format!("{}.{me}.{}", safe(name), starttime(me)?));
+            let dir = root.join(format!("{}-{run}.{me}.{}", safe(name), starttime(me)?));
             match std::fs::create_dir(&dir) {
                 Ok(()) => Some(dir),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Some(dir),
@@ -229,7 +232,13 @@ fn owner(name: &str) -> Option<(u32, u64)> {
 /// `name` as a cgroup's name: letters, digits, `-` and `_` kept.
 fn safe(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(120)
         .collect()
 }
@@ -245,8 +254,9 @@ fn starttime(pid: u32) -> Option<u64> {
     fields.nth(18)?.parse().ok()
 }
 
-/// The processes (but this one and its ancestors) whose working directory, root, program or
-/// open files lie in one of `folders`.
+/// The processes whose working directory, root, program or open files lie in one of
+/// `folders`, but this one, its ancestors and its descendants: what still runs under this
+/// process (another role of the same step, in the same workspace) is its own to end.
 pub fn holders(folders: &[PathBuf]) -> Vec<i32> {
     let folders: Vec<PathBuf> = folders
         .iter()
@@ -265,7 +275,7 @@ pub fn holders(folders: &[PathBuf]) -> Vec<i32> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        if spared.contains(&pid) {
+        if spared.contains(&pid) || descends_from(pid, std::process::id() as i32) {
             continue;
         }
         let base = e.path();
@@ -289,24 +299,36 @@ pub fn holders(folders: &[PathBuf]) -> Vec<i32> {
 /// This process and the processes it descends from.
 fn ancestors() -> Vec<i32> {
     let mut out = vec![std::process::id() as i32];
-    let mut at = std::process::id();
+    let mut at = std::process::id() as i32;
     for _ in 0..64 {
-        let Some(parent) = std::fs::read_to_string(format!("/proc/{at}/stat"))
-            .ok()
-            .and_then(|t| {
-                let after = t[t.rfind(')')? + 1..].to_string();
-                after.split_whitespace().nth(1)?.parse::<u32>().ok()
-            })
-        else {
-            break;
-        };
-        if parent <= 1 {
-            break;
+        match parent_of(at) {
+            Some(parent) if parent > 1 => {
+                out.push(parent);
+                at = parent;
+            }
+            _ => break,
         }
-        out.push(parent as i32);
-        at = parent;
     }
     out
+}
+
+/// Whether `pid` is a descendant of `ancestor`.
+fn descends_from(pid: i32, ancestor: i32) -> bool {
+    let mut at = pid;
+    for _ in 0..64 {
+        match parent_of(at) {
+            Some(p) if p == ancestor => return true,
+            Some(p) if p > 1 => at = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// A process's parent (`/proc/<pid>/stat` field 4).
+fn parent_of(pid: i32) -> Option<i32> {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    t[t.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
 /// SIGKILLs every process holding one of `folders` until none does (a few rounds: a dying
@@ -326,7 +348,10 @@ pub fn stop_holders(folders: &[PathBuf]) -> usize {
         std::thread::sleep(Duration::from_millis(20));
     }
     if !stopped.is_empty() {
-        tracing::info!("stopped {} processes still in the bead's folders", stopped.len());
+        tracing::info!(
+            "stopped {} processes still in the bead's folders",
+            stopped.len()
+        );
     }
     stopped.len()
 }
@@ -364,22 +389,38 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("ws");
         std::fs::create_dir_all(&dir).unwrap();
-        // A child that leaves for `/` but keeps the folder open, in a session of its own.
-        let child = std::process::Command::new("setsid")
-            .args(["sh", "-c", "exec 3<\"$0\"; cd /; exec sleep 600"])
+        // A grandchild that leaves for `/` but keeps the folder open, in a session of its own,
+        // orphaned: no longer this process's descendant.
+        let status = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "setsid sh -c 'exec 3<\"$0\"; cd /; exec sleep 600' \"$0\" </dev/null >/dev/null 2>&1 & exit 0",
+            ])
             .arg(&dir)
-            .spawn()
+            .status()
             .unwrap();
-        let pid = child.id() as i32;
-        crate::system::proc::reap_detached();
+        assert!(status.success());
         let seen = (0..500).any(|_| {
             std::thread::sleep(Duration::from_millis(10));
-            holders(std::slice::from_ref(&dir)).contains(&pid)
+            !holders(std::slice::from_ref(&dir)).is_empty()
         });
         assert!(seen, "the holder was not found");
         assert!(stop_holders(std::slice::from_ref(&dir)) >= 1);
-        let mut child = child;
-        let _ = child.wait();
         assert!(holders(&[dir]).is_empty());
+    }
+
+    #[test]
+    fn what_runs_under_this_process_is_its_own_to_end() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("600")
+            .current_dir(tmp.path())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!holders(&[tmp.path().to_path_buf()]).contains(&pid));
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }

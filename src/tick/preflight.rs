@@ -19,7 +19,8 @@ use super::observe::Observed;
 pub fn check(config: &Config, observed: &mut Observed) {
     // The agents' sandbox is config.toml's: one that was asked for and cannot run stops every
     // project; "auto" finding none lets agents run, said on every run.
-    let sandbox = match crate::system::sandbox::choose(config.worker.sandbox, &config.worker.bwrap) {
+    let sandbox = match crate::system::sandbox::choose(config.worker.sandbox, &config.worker.bwrap)
+    {
         Err(why) => Some(why),
         Ok(c) if c.fell_back => {
             tracing::warn!("agents run without a sandbox: {}", c.why);

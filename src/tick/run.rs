@@ -50,7 +50,11 @@ fn act(
     let argv = inst.config.worker_command();
     let workspaces = inst.config.workspaces(&inst.paths, None);
     let mut live = act::Live::new(inst, &observed.trackers, &argv, &workspaces, &retry, state);
-    act::act(plan, &mut live, now)
+    let outcome = act::act(plan, &mut live, now);
+    // Whatever dead workers' agents left in their containers, which no session record names
+    // any more (a process that dropped the session's mark and left its group).
+    crate::system::container::sweep_dead();
+    outcome
 }
 
 /// Whether this run may go on: it holds the tick lock, another tick does, or (a dry run, which
@@ -108,8 +112,6 @@ enum Load {
 /// still goes when a project's files changed since the last full run (`wake`).
 fn load(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Load {
     let state = load_state(inst);
-    // What a dead worker's agent left in its container, stopped by every run, skipped or not.
-    crate::system::container::sweep_dead();
     let RunKind::Skipped {
         reason,
         next_full_run,
@@ -126,12 +128,17 @@ fn load(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Load {
             tracing::debug!("idle backoff ended: {slug} changed since the last full run");
             Load::Run(state)
         }
-        None => Load::Skip(TickReport::skipped(
-            SkipReason::Backoff,
-            Some(reason),
-            Some(next_full_run),
-            opts.dry_run,
-        )),
+        None => {
+            // What a dead worker's agent left in its container is stopped by a skipped run
+            // too (a full run does it when it acts, after the zombies its observe found).
+            crate::system::container::sweep_dead();
+            Load::Skip(TickReport::skipped(
+                SkipReason::Backoff,
+                Some(reason),
+                Some(next_full_run),
+                opts.dry_run,
+            ))
+        }
     }
 }
 

@@ -249,11 +249,17 @@ pub fn redirecting_admin_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(admin) = admin_of(dir) else {
         return Vec::new();
     };
-    ["HEAD", "commondir", "gitdir", "config.worktree", "info/sparse-checkout"]
-        .iter()
-        .map(|f| admin.join(f))
-        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()))
-        .collect()
+    [
+        "HEAD",
+        "commondir",
+        "gitdir",
+        "config.worktree",
+        "info/sparse-checkout",
+    ]
+    .iter()
+    .map(|f| admin.join(f))
+    .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()))
+    .collect()
 }
 
 /// Why the worktree at `dir` no longer belongs to the project's repository, if it does not:

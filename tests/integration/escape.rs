@@ -180,7 +180,10 @@ fn processes_end_with_the_bead(bwrap: Option<&str>) {
     // bead's own work holds, changes in no later commit.
     sb.tick().force().run();
     settle(&sb, "app", &app.beads[1]);
-    let touched = sb.git(&sb.project("app"), &["log", "--all", "--format=%s", "--", "planted.txt"]);
+    let touched = sb.git(
+        &sb.project("app"),
+        &["log", "--all", "--format=%s", "--", "planted.txt"],
+    );
     assert!(touched.lines().count() <= 1, "{kind}: {touched}");
     assert!(running(&mark).is_empty(), "{kind}");
 }

@@ -67,6 +67,9 @@ mod tests {
         assert_eq!(a[at("/p/.git") - 1], "--ro-bind");
         assert!(at("/p/.git/worktrees/a/HEAD") > at("/ws"), "{a:?}");
         assert_eq!(a[a.len() - 2..], ["--remount-ro", "/"]);
-        assert!(!a.windows(2).any(|w| w[0] == "--bind" && w[1] == "/dev"), "{a:?}");
+        assert!(
+            !a.windows(2).any(|w| w[0] == "--bind" && w[1] == "/dev"),
+            "{a:?}"
+        );
     }
 }

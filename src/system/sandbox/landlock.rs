@@ -65,8 +65,8 @@ pub fn abi() -> i64 {
 /// abstract sockets made outside it are refused too where the kernel can (ABI 6).
 pub fn enter(rules: &Rules) -> Result<()> {
     use landlock::{
-        path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort,
-        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+        path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset,
+        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
     };
     let found = abi();
     if found < 3 {

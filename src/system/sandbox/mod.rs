@@ -73,7 +73,9 @@ impl Choice {
     /// What the sandbox confines, for `braids check`.
     pub fn confines(&self) -> String {
         match self.kind {
-            Kind::Off => "nothing: the agent can read, write and reach whatever the person can".into(),
+            Kind::Off => {
+                "nothing: the agent can read, write and reach whatever the person can".into()
+            }
             _ => {
                 let net = if self.network {
                     "connections to the provider's ports and sandbox_connect only"
@@ -249,8 +251,8 @@ impl Settings {
         policy: &Policy,
         tmp: &Path,
     ) -> Result<Command> {
-        let me = std::env::current_exe()
-            .context("cannot find braids' own program for the sandbox")?;
+        let me =
+            std::env::current_exe().context("cannot find braids' own program for the sandbox")?;
         self.wrap_as(&me, choice, cmd, policy, tmp)
     }
 

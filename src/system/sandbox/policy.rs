@@ -129,7 +129,12 @@ impl Settings {
         }
         let _ = std::fs::create_dir_all(&place.tmp);
         write.extend([place.tmp.clone(), "/dev".into()]);
-        for dir in self.state.iter().map(String::as_str).chain(CACHES.iter().copied()) {
+        for dir in self
+            .state
+            .iter()
+            .map(String::as_str)
+            .chain(CACHES.iter().copied())
+        {
             let p = self.home.join(dir);
             // A CLI's first run makes its folder: made here, so the sandbox can name it. A
             // dotted name with no slash is a file (`.claude.json`) and is left alone.
@@ -305,13 +310,19 @@ mod tests {
         std::fs::write(ws.join(".git"), format!("gitdir: {}\n", admin.display())).unwrap();
         let p = s.policy(&place);
         assert!(p.write.contains(&admin.canonicalize().unwrap()), "{p:?}");
-        assert!(p.write.contains(&project.join(".git/refs/heads/braids")), "{p:?}");
+        assert!(
+            p.write.contains(&project.join(".git/refs/heads/braids")),
+            "{p:?}"
+        );
         assert!(!p.write.contains(&project.join(".git")), "{p:?}");
         assert!(p.read.contains(&project.join(".git")), "{p:?}");
         for planted in ["/", "/root", tmp.path().to_str().unwrap()] {
             std::fs::write(ws.join(".git"), format!("gitdir: {planted}\n")).unwrap();
             let p = s.policy(&place);
-            assert!(!p.write.iter().any(|w| w == Path::new(planted)), "{planted}: {p:?}");
+            assert!(
+                !p.write.iter().any(|w| w == Path::new(planted)),
+                "{planted}: {p:?}"
+            );
         }
     }
 
@@ -319,7 +330,14 @@ mod tests {
     fn the_home_is_readable_only_where_the_policy_names_it() {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
-        for d in [".ssh", ".aws", ".openclaw/braids", "Projects/other", ".cargo/bin", "notes"] {
+        for d in [
+            ".ssh",
+            ".aws",
+            ".openclaw/braids",
+            "Projects/other",
+            ".cargo/bin",
+            "notes",
+        ] {
             std::fs::create_dir_all(home.join(d)).unwrap();
         }
         std::fs::write(home.join(".gitconfig"), "").unwrap();
@@ -337,7 +355,13 @@ mod tests {
         for denied in [".ssh", ".aws", ".openclaw/braids", "Projects/other", ""] {
             assert!(!reachable(&home.join(denied).join("x")), "{denied}: {p:?}");
         }
-        for allowed in [".cargo/bin/x", ".gitconfig", "notes/x", ".claude/x", ".claude.json"] {
+        for allowed in [
+            ".cargo/bin/x",
+            ".gitconfig",
+            "notes/x",
+            ".claude/x",
+            ".claude.json",
+        ] {
             assert!(reachable(&home.join(allowed)), "{allowed}: {p:?}");
         }
         assert!(reachable(&ws.join("src/main.rs")));
@@ -357,18 +381,24 @@ mod tests {
         std::fs::write(&meta, "{}").unwrap();
         crate::system::atomic::write(&bin.join("agent"), b"#!/bin/sh\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(bin.join("agent"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(bin.join("agent"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
         let mut cmd = Command::new("agent");
-        cmd.env("PATH", &bin).args(["--meta", meta.to_str().unwrap(), "/nowhere/at/all"]);
+        cmd.env("PATH", &bin)
+            .args(["--meta", meta.to_str().unwrap(), "/nowhere/at/all"]);
         let named = named_paths(&cmd, &tmp.path().join("home"));
         assert!(named.contains(&bin), "{named:?}");
         assert!(named.contains(&meta), "{named:?}");
-        assert!(!named.iter().any(|p| p.starts_with("/nowhere")), "{named:?}");
+        assert!(
+            !named.iter().any(|p| p.starts_with("/nowhere")),
+            "{named:?}"
+        );
         // A script's interpreter comes with its installation, unless that is the home.
         let venv = tmp.path().join("opt/venv/bin");
         std::fs::create_dir_all(&venv).unwrap();
         std::fs::write(venv.join("python3"), "").unwrap();
-        std::fs::set_permissions(venv.join("python3"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(venv.join("python3"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
         let script = format!("#!{}\n", venv.join("python3").display());
         crate::system::atomic::write(&bin.join("agent"), script.as_bytes()).unwrap();
         let named = named_paths(&cmd, &tmp.path().join("home"));

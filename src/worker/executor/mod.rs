@@ -129,7 +129,10 @@ pub(super) fn run_agent(
     let mut wrapped = None;
     if choice.is_on() {
         let mut own = vec![work.to_path_buf()];
-        own.extend(crate::system::sandbox::policy::named_paths(cmd, &sandbox.home));
+        own.extend(crate::system::sandbox::policy::named_paths(
+            cmd,
+            &sandbox.home,
+        ));
         let place = crate::system::sandbox::Place {
             workspace: req.workspace.clone(),
             project: req.project.clone(),
