@@ -17,6 +17,8 @@ use crate::system::proc::{Invocation, Output};
 
 mod debt;
 mod replay;
+pub mod safe;
+pub mod tree;
 pub use debt::{
     clear_push_mark, expect_push, not_pushed, owe, push_debt, push_pending, push_recorded,
     take_owed, NotPushed, Owed, PushDebt,
@@ -31,26 +33,18 @@ pub const BOOKKEEPING: [&str; 2] = [".beads", ".braids/WORKPLAN.md"];
 pub(crate) const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs the `git` program in `dir` from argv, never prompting, never opening an editor and
-/// never running a hook or an fsmonitor; an error only when it cannot run or times out (its
-/// exit status is the caller's).
+/// never running a hook, an fsmonitor or any program a repository's settings name (see
+/// [`safe`]); an error only when it cannot run or times out (its exit status is the caller's).
 pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
-    // Nothing a workspace could configure runs inside braids: no hooks, no fsmonitor.
-    let safe = [
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "core.fsmonitor=false",
-    ];
-    let mut git = Invocation::new(
-        std::iter::once("git")
-            .chain(safe)
-            .chain(args.iter().copied()),
-    )
-    .cwd(dir)
-    .env("GIT_TERMINAL_PROMPT", "0")
-    .env("GIT_EDITOR", "true")
-    .env("LC_ALL", "C")
-    .timeout(GIT_TIMEOUT);
+    let mut git = Invocation::new(std::iter::once("git").chain(args.iter().copied()))
+        .cwd(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .env("LC_ALL", "C")
+        .timeout(GIT_TIMEOUT);
+    for (k, v) in safe::env_for(dir) {
+        git = git.env(k, v);
+    }
     // On a machine where nobody told git who they are, its commits would fail ("Author
     // identity unknown") and an agent's work with them. `EMAIL` is git's last resort, below
     // `user.email`, so a configured identity always wins; the same fallback as `signature`.
@@ -66,6 +60,14 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
         );
     }
     Ok(out)
+}
+
+/// `inv` (a git command braids builds by hand, run in `dir`) with the environment of [`git`]'s.
+pub(crate) fn guarded(mut inv: Invocation, dir: &Path) -> Invocation {
+    for (k, v) in safe::env_for(dir) {
+        inv = inv.env(k, v);
+    }
+    inv
 }
 
 /// Runs git and requires success; the error carries git's own words.
@@ -145,6 +147,7 @@ pub fn commit_with(
     real.read(true)?;
     stage(root, &mut real, paths)?;
     put(root, &mut real, blobs)?;
+    sanitize(&repo, &mut real)?;
     real.write()?;
     Ok(oid)
 }
@@ -200,12 +203,17 @@ pub fn head_blob(root: &Path, path: &Path) -> Result<Option<Vec<u8>>> {
 /// Adds `paths` to the index: a directory with everything in it that is not ignored, a file,
 /// or the removal of a path that no longer exists.
 fn stage(root: &Path, index: &mut git2::Index, paths: &[PathBuf]) -> Result<()> {
+    let mut out = |p: &Path, _: &[u8]| i32::from(kept_out(root, p));
     for p in paths {
         let rel = p.strip_prefix(root).unwrap_or(p);
-        if root.join(rel).is_dir() {
-            index.add_all([rel], git2::IndexAddOption::DEFAULT, None)?;
-            index.update_all([rel], None)?;
-        } else if root.join(rel).exists() {
+        if kept_out(root, rel) {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(root.join(rel));
+        if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+            index.add_all([rel], git2::IndexAddOption::DEFAULT, Some(&mut out))?;
+            index.update_all([rel], Some(&mut out))?;
+        } else if meta.is_ok() {
             index.add_path(rel)?;
         } else {
             let _ = index.remove_path(rel);
@@ -266,7 +274,8 @@ pub fn commit_all_except(
         .map(|p| p.strip_prefix(root).unwrap_or(p))
         .collect();
     let skipped = |path: &Path| {
-        skip.iter().any(|s| path.starts_with(s))
+        kept_out(root, path)
+            || skip.iter().any(|s| path.starts_with(s))
             || path
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with(".braids-tmp-"))
@@ -300,8 +309,55 @@ pub fn commit_all_except(
         }
     }
     stage(root, &mut index, also)?;
+    let oid = commit_index(&repo, &mut index, message)?;
     index.write()?;
-    commit_index(&repo, &mut index, message)
+    Ok(oid)
+}
+
+/// Whether braids' own commits leave the work-tree path `rel` (under `root`) alone: a symbolic
+/// link (braids commits none: one may lead out of the repository, and br refuses to run
+/// beside one in its folder), or a file in the tracker's folder that is not the tracker's own
+/// (see [`tree::is_tracker_file`]).
+fn kept_out(root: &Path, rel: &Path) -> bool {
+    (tree::in_tracker_dir(rel) && !tree::is_tracker_file(rel) && !root.join(rel).is_dir())
+        || std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Puts back as HEAD has them the entries of `index` that braids' own commits never add,
+/// whoever staged them: a link, a file in the tracker's folder that is not the tracker's.
+/// The index is not trusted (`git update-index --cacheinfo 120000,…` stages a link no file
+/// shows).
+fn sanitize(repo: &Repository, index: &mut git2::Index) -> Result<()> {
+    let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+    let odd: Vec<(PathBuf, u32, git2::Oid)> = index
+        .iter()
+        .filter_map(|e| {
+            let path = PathBuf::from(String::from_utf8_lossy(&e.path).into_owned());
+            let refused = e.mode == tree::LINK
+                || (tree::in_tracker_dir(&path) && !tree::is_tracker_file(&path));
+            refused.then_some((path, e.mode, e.id))
+        })
+        .collect();
+    for (path, mode, id) in odd {
+        let before = head.as_ref().and_then(|t| t.get_path(&path).ok());
+        if before
+            .as_ref()
+            .is_some_and(|b| b.id() == id && b.filemode() as u32 == mode)
+        {
+            continue;
+        }
+        tracing::warn!(path = %path.display(), "braids' commit leaves out a link or a file in the tracker's folder that is not the tracker's");
+        match before {
+            Some(b) => {
+                let mut entry = index.get_path(&path, 0).context("index entry vanished")?;
+                entry.id = b.id();
+                entry.mode = b.filemode() as u32;
+                index.add(&entry)?;
+            }
+            None => index.remove_path(&path)?,
+        }
+    }
+    Ok(())
 }
 
 /// The file workers lock to commit and push one at a time: in the repository's common git
@@ -315,6 +371,7 @@ fn commit_index(
     index: &mut git2::Index,
     message: &str,
 ) -> Result<Option<git2::Oid>> {
+    sanitize(repo, index)?;
     let tree_id = index.write_tree()?;
     let parent = match repo.head() {
         Ok(h) => Some(h.peel_to_commit()?),
@@ -376,13 +433,17 @@ pub fn remote_without_upstream(root: &Path, branch: &str) -> bool {
 /// `git <args>` talking to a remote: the person's own git (their credentials, SSH agent and
 /// config), never prompting, with messages in English for braids to read, within `timeout`.
 pub(crate) fn over_network(root: &Path, args: &[&str], timeout: Duration) -> Result<Output> {
-    Invocation::new(std::iter::once("git").chain(args.iter().copied()))
+    let mut git = Invocation::new(std::iter::once("git").chain(args.iter().copied()))
         .cwd(root)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("LC_ALL", "C")
-        .timeout(timeout)
-        .run()
-        .map_err(|e| anyhow!("{e}"))
+        .timeout(timeout);
+    // The person's credentials and transport, but no program a setting of the repository
+    // names in place of git's own (see [`safe`]).
+    for (k, v) in safe::env_for(root) {
+        git = git.env(k, v);
+    }
+    git.run().map_err(|e| anyhow!("{e}"))
 }
 
 /// Brings `branch` up to date with its upstream before braids lands on it: one fetch, and
@@ -439,7 +500,17 @@ pub fn push(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
     for _ in 0..PUSH_ROUNDS {
         let out = over_network(
             root,
-            &["push", "--quiet", "--porcelain", "--", &remote, &refspec],
+            // No pre-push hook: the hooks folder is writable by whoever can write the
+            // repository (an agent among them), and braids pushes only what it landed.
+            &[
+                "push",
+                "--quiet",
+                "--porcelain",
+                "--no-verify",
+                "--",
+                &remote,
+                &refspec,
+            ],
             timeout,
         )?;
         if out.success() {

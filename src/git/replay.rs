@@ -229,8 +229,11 @@ fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
         bail!("cannot read the author of {commit}");
     };
     let message = git_ok(root, &["show", "-s", "--format=%B", commit])?;
-    let new = Invocation::new(["git", "commit-tree", &tree, "-p", onto, "-F", "-"])
-        .cwd(root)
+    let new = super::guarded(
+        Invocation::new(["git", "commit-tree", &tree, "-p", onto, "-F", "-"]),
+        root,
+    )
+    .cwd(root)
         .env("GIT_AUTHOR_NAME", an)
         .env("GIT_AUTHOR_EMAIL", ae)
         .env("GIT_AUTHOR_DATE", ad)

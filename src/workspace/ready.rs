@@ -243,8 +243,11 @@ fn ignored(project: &Path, paths: &[String]) -> Result<Vec<String>> {
         .iter()
         .flat_map(|p| [p.as_bytes(), b"\0"].concat())
         .collect();
-    let out = crate::system::proc::Invocation::new(["git", "check-ignore", "-z", "--stdin"])
-        .cwd(project)
+    let out = crate::git::guarded(
+        crate::system::proc::Invocation::new(["git", "check-ignore", "-z", "--stdin"]),
+        project,
+    )
+    .cwd(project)
         .stdin(input)
         .timeout(crate::git::GIT_TIMEOUT)
         .run()
