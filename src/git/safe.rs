@@ -62,7 +62,9 @@ pub fn env_for(dir: &Path) -> Vec<(String, String)> {
             .ok()
             .map(|r| r.commondir().to_path_buf()),
     };
-    let (remotes, local) = common.as_deref().map(remotes_of).unwrap_or_default();
+    // Outside any repository (a clone braids makes) there is no remote of the person's to
+    // judge by, and git's own default stands.
+    let (remotes, local) = common.as_deref().map_or((Vec::new(), true), remotes_of);
     let pairs = overrides(&remotes, local);
     // Counted on top of any a caller's environment already carries.
     let base: usize = std::env::var("GIT_CONFIG_COUNT")
@@ -155,6 +157,15 @@ impl Pin {
         Ok(pin)
     }
 
+    /// The worktree at `dir` now on `branch`, which braids moved it to (its work kept).
+    pub fn rebranch(dir: &Path, branch: &str) -> Result<()> {
+        let Some(mut pin) = Self::read(dir) else {
+            return Ok(());
+        };
+        pin.branch = format!("refs/heads/{branch}");
+        crate::system::atomic::write(&Self::path_of(dir), &serde_json::to_vec(&pin)?)
+    }
+
     /// Forgets the pin of the worktree at `dir` (removed, or moved into a pool).
     pub fn forget(dir: &Path) {
         let _ = std::fs::remove_file(Self::path_of(dir));
@@ -175,6 +186,10 @@ impl Pin {
             .into_iter()
             .filter_map(|(f, want)| {
                 let path = self.admin.join(f);
+                // A rebase cut short detaches HEAD and names the branch it works on.
+                if f == "HEAD" && self.rebasing() {
+                    return None;
+                }
                 let now = match std::fs::symlink_metadata(&path) {
                     Ok(m) if m.is_file() => std::fs::read_to_string(&path)
                         .map(|s| s.trim().to_string())
@@ -185,6 +200,18 @@ impl Pin {
                 (now != want).then(|| (f.to_string(), want, now))
             })
             .collect()
+    }
+
+    /// Whether a rebase of the pinned branch is in progress with HEAD detached, as git leaves
+    /// it (`rebase-merge/head-name` or `rebase-apply/head-name` naming the branch).
+    fn rebasing(&self) -> bool {
+        let head = std::fs::read_to_string(self.admin.join("HEAD")).unwrap_or_default();
+        let detached = head.trim().len() >= 40 && head.trim().bytes().all(|b| b.is_ascii_hexdigit());
+        detached
+            && ["rebase-merge", "rebase-apply"].iter().any(|d| {
+                std::fs::read_to_string(self.admin.join(d).join("head-name"))
+                    .is_ok_and(|n| n.trim() == self.branch)
+            })
     }
 
     /// Writes the admin files back as braids recorded them; an error when the admin folder is

@@ -32,6 +32,7 @@ impl GitWorktrees {
         }
         for sidecar in [
             guard::baseline_of(dir),
+            crate::git::safe::Pin::path_of(dir),
             super::pool::record_of(dir),
             super::ready::copied_of(dir),
         ] {
@@ -51,6 +52,14 @@ impl GitWorktrees {
         }
         if let Some(why) = guard::foreign_gitfile(project, dir)? {
             bail!("{why}; braids runs no git there");
+        }
+        // The work is kept all the same, for a person, once the admin files are put back.
+        if let Some(held) = guard::admin_drift(project, dir)? {
+            let r = held.refusal().unwrap_or_else(|| unreachable!("a hold is a refusal"));
+            tracing::warn!(bead = %bead, "{}: {}", r.why, r.paths.join(", "));
+            if !r.keep {
+                bail!("{}; braids runs no git there", r.why);
+            }
         }
         if guard::fingerprint(project, dir)? != guard::baseline(project, dir)? {
             bail!(

@@ -29,6 +29,7 @@ mod claw_loop;
 mod claw_tools;
 mod cli;
 mod containment;
+mod landing_trust;
 mod contracts;
 mod corpus;
 mod daemon;
