@@ -1,7 +1,8 @@
 //! What every git braids runs is told through its environment, so nothing a repository's
 //! configuration or a workspace's git files say can steer it: settings that name a program
 //! are overridden (`GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` beat every config
-//! file), and in a worktree braids created, git is pinned to the admin folder braids recorded
+//! file; a remote's upload and receive programs, which add up instead, by the command line's
+//! options), and in a worktree braids created, git is pinned to the admin folder braids recorded
 //! when it made the worktree (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), never to what the
 //! worktree's `.git` file or the admin folder's `commondir` say now.
 
@@ -10,11 +11,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-/// The settings braids overrides for a repository whose remotes are `remotes` (name, URL):
-/// no hooks, no fsmonitor, no `ext::` transport, the stock upload and receive programs for
-/// each remote, and no local-path transport unless the person's own remotes or submodules
-/// use one (`local`).
-pub fn overrides(remotes: &[String], local: bool) -> Vec<(String, String)> {
+/// The settings braids overrides: no hooks, no fsmonitor, no `ext::` transport, and no
+/// local-path transport unless the person's own remotes or submodules use one (`local`).
+pub fn overrides(local: bool) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = [
         ("core.hooksPath", "/dev/null"),
         ("core.fsmonitor", "false"),
@@ -26,10 +25,20 @@ pub fn overrides(remotes: &[String], local: bool) -> Vec<(String, String)> {
     if !local {
         out.push(("protocol.file.allow".into(), "never".into()));
     }
-    for r in remotes {
-        out.push((format!("remote.{r}.uploadpack"), "git-upload-pack".into()));
-        out.push((format!("remote.{r}.receivepack"), "git-receive-pack".into()));
-    }
+    out
+}
+
+/// `args` with git's own program named for the other side of a fetch or push: a remote's
+/// `uploadpack`/`receivepack` setting adds to what the environment says rather than giving
+/// way to it, and only the command line's option beats it.
+pub fn with_stock_programs<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = args.to_vec();
+    let flag = match args.first() {
+        Some(&"push") => "--receive-pack=git-receive-pack",
+        Some(&"fetch" | &"pull" | &"ls-remote") => "--upload-pack=git-upload-pack",
+        _ => return out,
+    };
+    out.insert(1, flag);
     out
 }
 
@@ -64,8 +73,8 @@ pub fn env_for(dir: &Path) -> Vec<(String, String)> {
     };
     // Outside any repository (a clone braids makes) there is no remote of the person's to
     // judge by, and git's own default stands.
-    let (remotes, local) = common.as_deref().map_or((Vec::new(), true), remotes_of);
-    let pairs = overrides(&remotes, local);
+    let local = common.as_deref().is_none_or(local_remote);
+    let pairs = overrides(local);
     // Counted on top of any a caller's environment already carries.
     let base: usize = std::env::var("GIT_CONFIG_COUNT")
         .ok()
@@ -79,29 +88,20 @@ pub fn env_for(dir: &Path) -> Vec<(String, String)> {
     env
 }
 
-/// The remote names of the repository whose shared git directory is `common`, and whether a
-/// remote or submodule of it is a local path.
-fn remotes_of(common: &Path) -> (Vec<String>, bool) {
+/// Whether a remote or submodule of the repository whose shared folder is `common` is a path
+/// on this machine.
+fn local_remote(common: &Path) -> bool {
     let Ok(config) = git2::Config::open(&common.join("config")) else {
-        return (Vec::new(), false);
+        return false;
     };
-    let mut names = Vec::new();
+    let Ok(mut entries) = config.entries(Some(r"^(remote|submodule)\..*\.url$")) else {
+        return false;
+    };
     let mut local = false;
-    if let Ok(mut entries) = config.entries(Some(r"^(remote|submodule)\..*\.url$")) {
-        while let Some(Ok(e)) = entries.next() {
-            let name = e.name().unwrap_or_default();
-            local |= is_local_url(e.value().unwrap_or_default());
-            if let Some(r) = name
-                .strip_prefix("remote.")
-                .and_then(|n| n.strip_suffix(".url"))
-            {
-                names.push(r.to_string());
-            }
-        }
+    while let Some(Ok(e)) = entries.next() {
+        local |= is_local_url(e.value().unwrap_or_default());
     }
-    names.sort();
-    names.dedup();
-    (names, local)
+    local
 }
 
 /// What git wrote for a worktree braids made, recorded beside it when braids made it (out of
@@ -236,16 +236,22 @@ mod tests {
 
     #[test]
     fn every_setting_that_names_a_program_is_overridden() {
-        let set = overrides(&["origin".into(), "up".into()], false);
+        let set = overrides(false);
         let get = |k: &str| set.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("core.hooksPath"), Some("/dev/null"));
         assert_eq!(get("core.fsmonitor"), Some("false"));
         assert_eq!(get("protocol.ext.allow"), Some("never"));
         assert_eq!(get("protocol.file.allow"), Some("never"));
-        assert_eq!(get("remote.origin.uploadpack"), Some("git-upload-pack"));
-        assert_eq!(get("remote.up.receivepack"), Some("git-receive-pack"));
-        let local = overrides(&[], true);
-        assert!(local.iter().all(|(k, _)| k != "protocol.file.allow"));
+        assert!(overrides(true).iter().all(|(k, _)| k != "protocol.file.allow"));
+        assert_eq!(
+            with_stock_programs(&["push", "--quiet", "origin"]),
+            ["push", "--receive-pack=git-receive-pack", "--quiet", "origin"]
+        );
+        assert_eq!(
+            with_stock_programs(&["fetch", "origin"])[1],
+            "--upload-pack=git-upload-pack"
+        );
+        assert_eq!(with_stock_programs(&["status"]), ["status"]);
     }
 
     #[test]
@@ -276,7 +282,7 @@ mod tests {
             .filter_map(|i| get(&format!("GIT_CONFIG_KEY_{i}")))
             .collect();
         assert_eq!(keys.len(), n);
-        assert!(keys.contains(&"remote.origin.uploadpack".to_string()));
+        assert!(keys.contains(&"protocol.ext.allow".to_string()));
         assert!(!keys.contains(&"protocol.file.allow".to_string()), "a local remote");
         assert!(get("GIT_DIR").is_none(), "a project is never pinned");
     }

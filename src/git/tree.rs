@@ -3,9 +3,10 @@
 //! from the index or the work tree an agent may have arranged. And which files of the
 //! tracker's folder are the tracker's own.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
+use git2::Repository;
 
 /// A symbolic link's mode in a tree.
 pub const LINK: u32 = 0o120000;
@@ -138,6 +139,53 @@ pub fn is_tracker_file(rel: &Path) -> bool {
         })
     })
 }
+
+/// Whether braids' own commits leave the work-tree path `rel` (under `root`) alone: a symbolic
+/// link (braids commits none: one may lead out of the repository, and br refuses to run
+/// beside one in its folder), or a file in the tracker's folder that is not the tracker's own
+/// (see [`is_tracker_file`]).
+pub(super) fn kept_out(root: &Path, rel: &Path) -> bool {
+    (in_tracker_dir(rel) && !is_tracker_file(rel) && !root.join(rel).is_dir())
+        || std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Puts back as HEAD has them the entries of `index` that braids' own commits never add,
+/// whoever staged them: a link, a file in the tracker's folder that is not the tracker's.
+/// The index is not trusted (`git update-index --cacheinfo 120000,…` stages a link no file
+/// shows).
+pub(super) fn sanitize(repo: &Repository, index: &mut git2::Index) -> Result<()> {
+    let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+    let odd: Vec<(PathBuf, u32, git2::Oid)> = index
+        .iter()
+        .filter_map(|e| {
+            let path = PathBuf::from(String::from_utf8_lossy(&e.path).into_owned());
+            let refused = e.mode == LINK
+                || (in_tracker_dir(&path) && !is_tracker_file(&path));
+            refused.then_some((path, e.mode, e.id))
+        })
+        .collect();
+    for (path, mode, id) in odd {
+        let before = head.as_ref().and_then(|t| t.get_path(&path).ok());
+        if before
+            .as_ref()
+            .is_some_and(|b| b.id() == id && b.filemode() as u32 == mode)
+        {
+            continue;
+        }
+        tracing::warn!(path = %path.display(), "braids' commit leaves out a link or a file in the tracker's folder that is not the tracker's");
+        match before {
+            Some(b) => {
+                let mut entry = index.get_path(&path, 0).context("index entry vanished")?;
+                entry.id = b.id();
+                entry.mode = b.filemode() as u32;
+                index.add(&entry)?;
+            }
+            None => index.remove_path(&path)?,
+        }
+    }
+    Ok(())
+}
+
 
 #[cfg(test)]
 mod tests {

@@ -78,15 +78,15 @@ fn common_dir(project: &Path) -> Result<PathBuf> {
 /// Why no git may run in the worktree `ws` (see [`foreign_gitfile`] and [`git_config`]), as
 /// the refusal `prepare_landing` returns; nothing is kept then.
 pub(super) fn before_git(ws: &Workspace) -> Result<Option<Prepared>> {
+    if let Some(held) = admin_drift(&ws.project, &ws.dir)? {
+        return Ok(Some(held));
+    }
     if let Some(why) = foreign_gitfile(&ws.project, &ws.dir)? {
         return Ok(Some(Prepared::Held {
             why,
             paths: vec![".git".into()],
             keep: false,
         }));
-    }
-    if let Some(held) = admin_drift(&ws.project, &ws.dir)? {
-        return Ok(Some(held));
     }
     let changed = ws
         .git_config
@@ -110,6 +110,11 @@ pub(super) fn admin_drift(project: &Path, dir: &Path) -> Result<Option<Prepared>
     let Some(pin) = crate::git::safe::Pin::read(dir) else {
         return Ok(None);
     };
+    // A `.git` file naming another folder is [`foreign_gitfile`]'s: nothing is kept then.
+    let gitfile = crate::system::beneath::read_string(dir, Path::new(".git")).unwrap_or_default();
+    if gitfile.trim().strip_prefix("gitdir:").map(str::trim) != pin.admin.to_str() {
+        return Ok(None);
+    }
     let mut paths: Vec<String> = pin
         .drift()
         .into_iter()

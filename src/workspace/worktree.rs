@@ -358,14 +358,12 @@ impl Workspaces for GitWorktrees {
                 .filter(|c| !copied.iter().any(|p| p == Path::new(&c.path)))
                 .collect())
         };
-        let names = |c: &[crate::git::tree::Change]| -> Vec<String> {
-            c.iter().map(|c| c.path.clone()).collect()
-        };
+        let names = |c: &[crate::git::tree::Change]| c.iter().map(|c| c.path.clone()).collect();
         let changes = changed()?;
         if let Some(held) = guard::content(ws, &changes, exclude)? {
             return Ok(held);
         }
-        let paths = names(&changes);
+        let paths: Vec<String> = names(&changes);
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
         // A person on another branch has their files out of the landing's way.
         if crate::git::checked_out(&ws.project).as_deref() == Some(base) {
@@ -463,8 +461,8 @@ impl Workspaces for GitWorktrees {
         if !committed {
             return Ok(None);
         }
-        // What lands is checked once more from the commit's tree: files added by name (a
-        // report's list, added even when ignored) were not in the tree `prepare_landing` read.
+        // Checked again from the commit's tree: files added by name (even ignored ones) were
+        // not in the tree `prepare_landing` read.
         let ours: Vec<PathBuf> = tracked.iter().map(|(f, _)| f.clone()).collect();
         if let Some(why) = guard::landed(ws, base, landing, &ours)? {
             bail!("{why}; the work is kept on branch {branch}");
@@ -521,14 +519,18 @@ impl Workspaces for GitWorktrees {
             return Ok(None);
         };
         let _lock = RepoLock::acquire(&ws.project)?;
+        // Put back as braids wrote them when that is safe, so the work is kept on its branch.
+        if let Some(Prepared::Held {
+            paths, keep: false, ..
+        }) = guard::admin_drift(&ws.project, &ws.dir)?
+        {
+            bail!(
+                "the worktree's git admin files changed ({}); braids runs no git there",
+                paths.join(", ")
+            );
+        }
         if let Some(why) = guard::foreign_gitfile(&ws.project, &ws.dir)? {
             bail!("{why}; braids runs no git there");
-        }
-        // Put back as braids wrote them when that is safe, so the work is kept on its branch.
-        if let Some(Prepared::Held { paths, keep: false, .. }) =
-            guard::admin_drift(&ws.project, &ws.dir)?
-        {
-            bail!("the worktree's git admin files changed ({}); braids runs no git there", paths.join(", "));
         }
         stage(&ws.dir, &[], &[])?;
         commit_staged(&ws.dir, &format!("wip {bead} (kept for a person)"))?;

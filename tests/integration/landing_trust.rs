@@ -159,6 +159,10 @@ echo "$HOME/fake/.git" > "$admin/commondir""#,
     for (st, _) in &beads {
         assert_eq!(st, "blocked", "{beads:?}");
     }
+    for (_, line) in &beads {
+        assert!(line.contains("admin files"), "{beads:?}");
+    }
+    assert!(beads[0].1.contains("commondir"), "{beads:?}");
     assert!(beads[1].1.contains("gitdir"), "{beads:?}");
     assert!(!sb.home().join("pwned").exists(), "the agent's program ran");
     assert!(!landed(&sb).contains("IGNORE PREVIOUS"));
@@ -175,7 +179,8 @@ mkdir -p .beads; echo planted > '.beads/é'"#,
         r#"ln -s "$HOME/secret.txt" 'leak-é'
 mkdir -p docs/deep; ln -s ../../../../secret.txt docs/deep/up
 blob=$(printf '%s' "$HOME/secret.txt" | git hash-object -w --stdin)
-git update-index --add --cacheinfo "120000,$blob,innocent.txt""#,
+git update-index --add --cacheinfo "120000,$blob,innocent.txt"
+git update-index --skip-worktree innocent.txt"#,
         false,
     );
     let beads = settle(&sb, false);
