@@ -96,4 +96,3 @@ pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
         Frozen::Modified { commit: id, paths }
     })
 }
-

@@ -15,15 +15,15 @@ use crate::system::lock::TickLock;
 use crate::system::proc::{Invocation, Output};
 
 mod debt;
+mod frozen;
 mod replay;
 pub mod safe;
 pub mod tree;
-mod frozen;
-pub use frozen::{check_frozen, Frozen};
 pub use debt::{
     clear_push_mark, expect_push, not_pushed, owe, push_debt, push_pending, push_recorded,
     take_owed, NotPushed, Owed, PushDebt,
 };
+pub use frozen::{check_frozen, Frozen};
 pub use replay::{bead_of, Kept};
 
 /// Where braids keeps its bookkeeping in a project's tree: the tracker's files (br's `.beads`,

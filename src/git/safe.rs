@@ -63,7 +63,10 @@ pub fn env_for(dir: &Path) -> Vec<(String, String)> {
     let common = match &pin {
         Some(p) => {
             env.push(("GIT_DIR".into(), p.admin.to_string_lossy().into_owned()));
-            env.push(("GIT_COMMON_DIR".into(), p.common.to_string_lossy().into_owned()));
+            env.push((
+                "GIT_COMMON_DIR".into(),
+                p.common.to_string_lossy().into_owned(),
+            ));
             env.push(("GIT_WORK_TREE".into(), dir.to_string_lossy().into_owned()));
             Some(p.common.clone())
         }
@@ -206,7 +209,8 @@ impl Pin {
     /// it (`rebase-merge/head-name` or `rebase-apply/head-name` naming the branch).
     fn rebasing(&self) -> bool {
         let head = std::fs::read_to_string(self.admin.join("HEAD")).unwrap_or_default();
-        let detached = head.trim().len() >= 40 && head.trim().bytes().all(|b| b.is_ascii_hexdigit());
+        let detached =
+            head.trim().len() >= 40 && head.trim().bytes().all(|b| b.is_ascii_hexdigit());
         detached
             && ["rebase-merge", "rebase-apply"].iter().any(|d| {
                 std::fs::read_to_string(self.admin.join(d).join("head-name"))
@@ -242,10 +246,17 @@ mod tests {
         assert_eq!(get("core.fsmonitor"), Some("false"));
         assert_eq!(get("protocol.ext.allow"), Some("never"));
         assert_eq!(get("protocol.file.allow"), Some("never"));
-        assert!(overrides(true).iter().all(|(k, _)| k != "protocol.file.allow"));
+        assert!(overrides(true)
+            .iter()
+            .all(|(k, _)| k != "protocol.file.allow"));
         assert_eq!(
             with_stock_programs(&["push", "--quiet", "origin"]),
-            ["push", "--receive-pack=git-receive-pack", "--quiet", "origin"]
+            [
+                "push",
+                "--receive-pack=git-receive-pack",
+                "--quiet",
+                "origin"
+            ]
         );
         assert_eq!(
             with_stock_programs(&["fetch", "origin"])[1],
@@ -256,7 +267,13 @@ mod tests {
 
     #[test]
     fn local_remotes_are_told_from_network_ones() {
-        for url in ["/srv/up.git", "../up.git", "up.git", "file:///srv/up.git", "./a:b"] {
+        for url in [
+            "/srv/up.git",
+            "../up.git",
+            "up.git",
+            "file:///srv/up.git",
+            "./a:b",
+        ] {
             assert!(is_local_url(url), "{url}");
         }
         for url in [
@@ -283,7 +300,10 @@ mod tests {
             .collect();
         assert_eq!(keys.len(), n);
         assert!(keys.contains(&"protocol.ext.allow".to_string()));
-        assert!(!keys.contains(&"protocol.file.allow".to_string()), "a local remote");
+        assert!(
+            !keys.contains(&"protocol.file.allow".to_string()),
+            "a local remote"
+        );
         assert!(get("GIT_DIR").is_none(), "a project is never pinned");
     }
 }

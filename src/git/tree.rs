@@ -134,8 +134,7 @@ pub fn in_tracker_dir(rel: &Path) -> bool {
 pub fn is_tracker_file(rel: &Path) -> bool {
     TRACKER_DIRS.iter().any(|d| {
         rel.strip_prefix(d).is_ok_and(|name| {
-            name.components().count() == 1
-                && TRACKER_OWN.iter().any(|own| name == Path::new(own))
+            name.components().count() == 1 && TRACKER_OWN.iter().any(|own| name == Path::new(own))
         })
     })
 }
@@ -159,8 +158,7 @@ pub(super) fn sanitize(repo: &Repository, index: &mut git2::Index) -> Result<()>
         .iter()
         .filter_map(|e| {
             let path = PathBuf::from(String::from_utf8_lossy(&e.path).into_owned());
-            let refused = e.mode == LINK
-                || (in_tracker_dir(&path) && !is_tracker_file(&path));
+            let refused = e.mode == LINK || (in_tracker_dir(&path) && !is_tracker_file(&path));
             refused.then_some((path, e.mode, e.id))
         })
         .collect();
@@ -185,7 +183,6 @@ pub(super) fn sanitize(repo: &Repository, index: &mut git2::Index) -> Result<()>
     }
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {

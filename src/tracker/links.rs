@@ -73,7 +73,10 @@ mod tests {
         assert_eq!(removed.len(), 4, "{removed:?}");
         assert!(beads.join("issues.jsonl").is_file());
         assert!(outside.is_file(), "the target is untouched");
-        assert!(tmp.path().join("elsewhere/keep.txt").is_file(), "a linked folder is not entered");
+        assert!(
+            tmp.path().join("elsewhere/keep.txt").is_file(),
+            "a linked folder is not entered"
+        );
         assert!(remove_links(&beads).is_empty());
         assert!(remove_links(&tmp.path().join("none")).is_empty());
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::worktree::{bookkeeping, branch_for, commit_staged, stage};
-use super::{guard, GitWorktrees, Prepared, Swept};
+use super::{guard, GitWorktrees, Swept};
 use crate::git::{git, git_ok, RepoLock};
 use crate::model::BeadId;
 
@@ -50,16 +50,7 @@ impl GitWorktrees {
         if !dir.join(".git").exists() {
             return Ok(None);
         }
-        // The work is kept all the same, for a person, once the admin files are put back.
-        if let Some(r) = guard::admin_drift(project, dir)?.and_then(Prepared::refusal) {
-            tracing::warn!(bead = %bead, "{}: {}", r.why, r.paths.join(", "));
-            if !r.keep {
-                bail!("{}; braids runs no git there", r.why);
-            }
-        }
-        if let Some(why) = guard::foreign_gitfile(project, dir)? {
-            bail!("{why}; braids runs no git there");
-        }
+        guard::before_keep(project, dir, bead)?;
         if guard::fingerprint(project, dir)? != guard::baseline(project, dir)? {
             bail!(
                 "the repository's git configuration changed since the agent was given {}; braids runs no git there",

@@ -135,11 +135,29 @@ pub(super) fn admin_drift(project: &Path, dir: &Path) -> Result<Option<Prepared>
         }
     };
     Ok(Some(Prepared::Held {
-        why: "the agent changed its worktree's git admin files, which say what braids lands"
-            .into(),
+        why: "the agent changed its worktree's git admin files, which say what braids lands".into(),
         paths,
         keep,
     }))
+}
+
+/// Why no git may run in the worktree at `dir` to keep a bead's work on a branch: its `.git`
+/// file names another folder, or its admin files changed and cannot be put back. Admin files
+/// that can be are put back (the work is kept all the same, for a person), with a warning.
+pub(super) fn before_keep(project: &Path, dir: &Path, bead: &crate::model::BeadId) -> Result<()> {
+    if let Some(r) = admin_drift(project, dir)?.and_then(Prepared::refusal) {
+        tracing::warn!(bead = %bead, "{}: {}", r.why, r.paths.join(", "));
+        anyhow::ensure!(
+            r.keep,
+            "{} ({}); braids runs no git there",
+            r.why,
+            r.paths.join(", ")
+        );
+    }
+    if let Some(why) = foreign_gitfile(project, dir)? {
+        anyhow::bail!("{why}; braids runs no git there");
+    }
+    Ok(())
 }
 
 /// The admin files of the worktree at `dir` (from braids' record of it, else its `.git`
@@ -154,11 +172,17 @@ pub fn redirecting_admin_files(dir: &Path) -> Vec<PathBuf> {
             Err(_) => return Vec::new(),
         },
     };
-    ["HEAD", "commondir", "gitdir", "config.worktree", "info/sparse-checkout"]
-        .iter()
-        .map(|f| admin.join(f))
-        .filter(|p| std::fs::symlink_metadata(p).is_ok())
-        .collect()
+    [
+        "HEAD",
+        "commondir",
+        "gitdir",
+        "config.worktree",
+        "info/sparse-checkout",
+    ]
+    .iter()
+    .map(|f| admin.join(f))
+    .filter(|p| std::fs::symlink_metadata(p).is_ok())
+    .collect()
 }
 
 /// Why the work changing `changes` (all but `exclude` land; read from the commits' trees)
@@ -505,7 +529,12 @@ mod tests {
 
     #[test]
     fn git_files_that_name_programs_are_control_files_in_any_folder() {
-        for p in [".gitattributes", ".gitmodules", "src/.gitattributes", "a/b/.gitmodules"] {
+        for p in [
+            ".gitattributes",
+            ".gitmodules",
+            "src/.gitattributes",
+            "a/b/.gitmodules",
+        ] {
             assert!(is_control(Path::new(p)), "{p}");
         }
         assert!(!is_control(Path::new("docs/gitattributes.md")));
@@ -517,8 +546,11 @@ mod tests {
         let project = tmp.path().join("p");
         let repo = git2::Repository::init(&project).unwrap();
         let sig = git2::Signature::now("t", "t@t").unwrap();
-        let tree = repo.find_tree(repo.index().unwrap().write_tree().unwrap()).unwrap();
-        repo.commit(Some("HEAD"), &sig, &sig, "one", &tree, &[]).unwrap();
+        let tree = repo
+            .find_tree(repo.index().unwrap().write_tree().unwrap())
+            .unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "one", &tree, &[])
+            .unwrap();
         let dir = tmp.path().join("wt");
         let out = std::process::Command::new("git")
             .arg("-C")
@@ -534,7 +566,9 @@ mod tests {
             .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["HEAD", "commondir", "gitdir"], "{files:?}");
-        assert!(files.iter().all(|f| f.starts_with(project.join(".git/worktrees"))));
+        assert!(files
+            .iter()
+            .all(|f| f.starts_with(project.join(".git/worktrees"))));
         std::fs::write(files[0].with_file_name("config.worktree"), "").unwrap();
         assert_eq!(redirecting_admin_files(&dir).len(), 4);
         assert!(redirecting_admin_files(&tmp.path().join("none")).is_empty());

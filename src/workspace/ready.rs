@@ -248,10 +248,10 @@ fn ignored(project: &Path, paths: &[String]) -> Result<Vec<String>> {
         project,
     )
     .cwd(project)
-        .stdin(input)
-        .timeout(crate::git::GIT_TIMEOUT)
-        .run()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    .stdin(input)
+    .timeout(crate::git::GIT_TIMEOUT)
+    .run()
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(out
         .stdout
         .split('\0')

@@ -388,9 +388,11 @@ impl Workspaces for GitWorktrees {
         }
         // What the hooks changed is checked as the agent's work is.
         let changes = changed()?;
-        Ok(guard::content(ws, &changes, exclude)?.unwrap_or(Prepared::Ready {
-            paths: names(&changes),
-        }))
+        Ok(
+            guard::content(ws, &changes, exclude)?.unwrap_or(Prepared::Ready {
+                paths: names(&changes),
+            }),
+        )
     }
 
     fn land(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>> {
@@ -399,7 +401,10 @@ impl Workspaces for GitWorktrees {
         };
         // The bead was closed since `prepare_landing` looked: still the bead's branch?
         if let Some(held) = guard::admin_drift(&ws.project, &ws.dir)? {
-            let why = held.refusal().map(|r| r.paths.join(", ")).unwrap_or_default();
+            let why = held
+                .refusal()
+                .map(|r| r.paths.join(", "))
+                .unwrap_or_default();
             bail!("the worktree's git admin files changed: {why}");
         }
         // The tracker's state as the project has it now (the bead just closed), read once and
@@ -519,19 +524,7 @@ impl Workspaces for GitWorktrees {
             return Ok(None);
         };
         let _lock = RepoLock::acquire(&ws.project)?;
-        // Put back as braids wrote them when that is safe, so the work is kept on its branch.
-        if let Some(Prepared::Held {
-            paths, keep: false, ..
-        }) = guard::admin_drift(&ws.project, &ws.dir)?
-        {
-            bail!(
-                "the worktree's git admin files changed ({}); braids runs no git there",
-                paths.join(", ")
-            );
-        }
-        if let Some(why) = guard::foreign_gitfile(&ws.project, &ws.dir)? {
-            bail!("{why}; braids runs no git there");
-        }
+        guard::before_keep(&ws.project, &ws.dir, bead)?;
         stage(&ws.dir, &[], &[])?;
         commit_staged(&ws.dir, &format!("wip {bead} (kept for a person)"))?;
         let ahead = git_ok(&ws.dir, &["rev-list", "--count", &format!("{base}..HEAD")])?;

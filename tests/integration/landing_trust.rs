@@ -102,6 +102,17 @@ fn landed(sb: &Sandbox) -> String {
     all
 }
 
+/// Every entry of the base branch's tree, in the project and the upstream, as
+/// `<mode> <type> <id>\t<raw name>`.
+fn tree_entries(sb: &Sandbox) -> Vec<String> {
+    let mut all = Vec::new();
+    for dir in [sb.project("app"), sb.home().join("app.git")] {
+        let out = sb.git(&dir, &["ls-tree", "-r", "-z", "main"]);
+        all.extend(out.split('\0').filter(|e| !e.is_empty()).map(String::from));
+    }
+    all
+}
+
 /// The person's checkout has nothing staged or changed by braids.
 fn untouched(sb: &Sandbox) {
     let status = sb.git(&sb.project("app"), &["status", "--porcelain=v1", "-z"]);
@@ -109,7 +120,10 @@ fn untouched(sb: &Sandbox) {
         .split('\0')
         .filter(|e| !e.is_empty() && !e.starts_with("??"))
         .collect();
-    assert!(tracked.is_empty(), "the person's checkout changed: {tracked:?}");
+    assert!(
+        tracked.is_empty(),
+        "the person's checkout changed: {tracked:?}"
+    );
 }
 
 fn kept(sb: &Sandbox) -> String {
@@ -192,9 +206,17 @@ git update-index --skip-worktree innocent.txt"#,
     for name in ["leak-é", "docs/deep/up", "innocent.txt"] {
         assert!(beads[1].1.contains(name), "{name}: {beads:?}");
     }
-    let main = landed(&sb);
-    assert!(!main.contains(":000000 120000"), "a link landed");
-    assert!(!main.contains("PROJECT.md.é") && !main.contains(".beads/é"));
+    let entries = tree_entries(&sb);
+    assert!(
+        entries.iter().all(|e| !e.starts_with("120000")),
+        "a link landed: {entries:?}"
+    );
+    for name in [".braids/PROJECT.md.é", ".beads/é", "leak-é", "innocent.txt"] {
+        assert!(
+            entries.iter().all(|e| !e.ends_with(&format!("\t{name}"))),
+            "{name} landed: {entries:?}"
+        );
+    }
     assert!(!histories(&sb).contains("THE-PERSONS-SECRET"));
     untouched(&sb);
 }
@@ -239,12 +261,18 @@ printf '#!/bin/sh\ntouch "$HOME/pwned-prepush"\n' > "$hooks/pre-push"; chmod +x 
     assert_eq!(beads[0].0, "blocked", "{beads:?}");
     assert_eq!(beads[1].0, "closed", "{beads:?}");
     for f in ["pwned", "pwned-ext", "pwned-prepush"] {
-        assert!(!sb.home().join(f).exists(), "{f}: a program the agent named ran");
+        assert!(
+            !sb.home().join(f).exists(),
+            "{f}: a program the agent named ran"
+        );
     }
     let main = landed(&sb);
     assert!(!main.contains(".gitmodules") && !main.contains(".gitattributes"));
     let upstream = sb.git(&sb.home().join("app.git"), &["log", "--format=%s", "main"]);
-    assert!(upstream.contains("(app-w2)"), "the next bead lands and pushes: {upstream}");
+    assert!(
+        upstream.contains("(app-w2)"),
+        "the next bead lands and pushes: {upstream}"
+    );
     // The settings, put back by the person, and the next workspaces still work.
     let root = sb.project("app");
     sb.git(&root, &["config", "--unset", "remote.origin.uploadpack"]);
