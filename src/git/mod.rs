@@ -11,16 +11,19 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use git2::{Repository, Signature};
 
-use crate::model::IterationStatus;
 use crate::system::lock::TickLock;
 use crate::system::proc::{Invocation, Output};
 
 mod debt;
+mod frozen;
 mod replay;
+pub mod safe;
+pub mod tree;
 pub use debt::{
     clear_push_mark, expect_push, not_pushed, owe, push_debt, push_pending, push_recorded,
     take_owed, NotPushed, Owed, PushDebt,
 };
+pub use frozen::{check_frozen, Frozen};
 pub use replay::{bead_of, Kept};
 
 /// Where braids keeps its bookkeeping in a project's tree: the tracker's files (br's `.beads`,
@@ -31,26 +34,19 @@ pub const BOOKKEEPING: [&str; 2] = [".beads", ".braids/WORKPLAN.md"];
 pub(crate) const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs the `git` program in `dir` from argv, never prompting, never opening an editor and
-/// never running a hook or an fsmonitor; an error only when it cannot run or times out (its
-/// exit status is the caller's).
+/// never running a hook, an fsmonitor or any program a repository's settings name (see
+/// [`safe`]); an error only when it cannot run or times out (its exit status is the caller's).
 pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
-    // Nothing a workspace could configure runs inside braids: no hooks, no fsmonitor.
-    let safe = [
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "core.fsmonitor=false",
-    ];
-    let mut git = Invocation::new(
-        std::iter::once("git")
-            .chain(safe)
-            .chain(args.iter().copied()),
-    )
-    .cwd(dir)
-    .env("GIT_TERMINAL_PROMPT", "0")
-    .env("GIT_EDITOR", "true")
-    .env("LC_ALL", "C")
-    .timeout(GIT_TIMEOUT);
+    let argv = safe::with_stock_programs(args);
+    let mut git = Invocation::new(std::iter::once("git").chain(argv))
+        .cwd(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .env("LC_ALL", "C")
+        .timeout(GIT_TIMEOUT);
+    for (k, v) in safe::env_for(dir) {
+        git = git.env(k, v);
+    }
     // On a machine where nobody told git who they are, its commits would fail ("Author
     // identity unknown") and an agent's work with them. `EMAIL` is git's last resort, below
     // `user.email`, so a configured identity always wins; the same fallback as `signature`.
@@ -66,6 +62,14 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<Output> {
         );
     }
     Ok(out)
+}
+
+/// `inv` (a git command braids builds by hand, run in `dir`) with the environment of [`git`]'s.
+pub(crate) fn guarded(mut inv: Invocation, dir: &Path) -> Invocation {
+    for (k, v) in safe::env_for(dir) {
+        inv = inv.env(k, v);
+    }
+    inv
 }
 
 /// Runs git and requires success; the error carries git's own words.
@@ -145,6 +149,7 @@ pub fn commit_with(
     real.read(true)?;
     stage(root, &mut real, paths)?;
     put(root, &mut real, blobs)?;
+    tree::sanitize(&repo, &mut real)?;
     real.write()?;
     Ok(oid)
 }
@@ -200,12 +205,17 @@ pub fn head_blob(root: &Path, path: &Path) -> Result<Option<Vec<u8>>> {
 /// Adds `paths` to the index: a directory with everything in it that is not ignored, a file,
 /// or the removal of a path that no longer exists.
 fn stage(root: &Path, index: &mut git2::Index, paths: &[PathBuf]) -> Result<()> {
+    let mut out = |p: &Path, _: &[u8]| i32::from(tree::kept_out(root, p));
     for p in paths {
         let rel = p.strip_prefix(root).unwrap_or(p);
-        if root.join(rel).is_dir() {
-            index.add_all([rel], git2::IndexAddOption::DEFAULT, None)?;
-            index.update_all([rel], None)?;
-        } else if root.join(rel).exists() {
+        if tree::kept_out(root, rel) {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(root.join(rel));
+        if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+            index.add_all([rel], git2::IndexAddOption::DEFAULT, Some(&mut out))?;
+            index.update_all([rel], Some(&mut out))?;
+        } else if meta.is_ok() {
             index.add_path(rel)?;
         } else {
             let _ = index.remove_path(rel);
@@ -266,7 +276,8 @@ pub fn commit_all_except(
         .map(|p| p.strip_prefix(root).unwrap_or(p))
         .collect();
     let skipped = |path: &Path| {
-        skip.iter().any(|s| path.starts_with(s))
+        tree::kept_out(root, path)
+            || skip.iter().any(|s| path.starts_with(s))
             || path
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with(".braids-tmp-"))
@@ -300,8 +311,9 @@ pub fn commit_all_except(
         }
     }
     stage(root, &mut index, also)?;
+    let oid = commit_index(&repo, &mut index, message)?;
     index.write()?;
-    commit_index(&repo, &mut index, message)
+    Ok(oid)
 }
 
 /// The file workers lock to commit and push one at a time: in the repository's common git
@@ -315,6 +327,7 @@ fn commit_index(
     index: &mut git2::Index,
     message: &str,
 ) -> Result<Option<git2::Oid>> {
+    tree::sanitize(repo, index)?;
     let tree_id = index.write_tree()?;
     let parent = match repo.head() {
         Ok(h) => Some(h.peel_to_commit()?),
@@ -376,13 +389,18 @@ pub fn remote_without_upstream(root: &Path, branch: &str) -> bool {
 /// `git <args>` talking to a remote: the person's own git (their credentials, SSH agent and
 /// config), never prompting, with messages in English for braids to read, within `timeout`.
 pub(crate) fn over_network(root: &Path, args: &[&str], timeout: Duration) -> Result<Output> {
-    Invocation::new(std::iter::once("git").chain(args.iter().copied()))
+    let argv = safe::with_stock_programs(args);
+    let mut git = Invocation::new(std::iter::once("git").chain(argv))
         .cwd(root)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("LC_ALL", "C")
-        .timeout(timeout)
-        .run()
-        .map_err(|e| anyhow!("{e}"))
+        .timeout(timeout);
+    // The person's credentials and transport, but no program a setting of the repository
+    // names in place of git's own (see [`safe`]).
+    for (k, v) in safe::env_for(root) {
+        git = git.env(k, v);
+    }
+    git.run().map_err(|e| anyhow!("{e}"))
 }
 
 /// Brings `branch` up to date with its upstream before braids lands on it: one fetch, and
@@ -439,7 +457,17 @@ pub fn push(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
     for _ in 0..PUSH_ROUNDS {
         let out = over_network(
             root,
-            &["push", "--quiet", "--porcelain", "--", &remote, &refspec],
+            // No pre-push hook: the hooks folder is writable by whoever can write the
+            // repository (an agent among them), and braids pushes only what it landed.
+            &[
+                "push",
+                "--quiet",
+                "--porcelain",
+                "--no-verify",
+                "--",
+                &remote,
+                &refspec,
+            ],
             timeout,
         )?;
         if out.success() {
@@ -469,95 +497,6 @@ pub fn push(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
         ),
         &done.kept,
     ))
-}
-
-/// The result of checking one completed iteration against history (4.5).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Frozen {
-    /// Unchanged since the commit that completed it.
-    Intact { commit: String },
-    /// Paths (relative to the work tree) changed since the completing commit.
-    Modified { commit: String, paths: Vec<PathBuf> },
-    /// Marked complete in the work tree but never committed that way.
-    Uncommitted,
-    /// Not a git repository, or no history.
-    NoHistory,
-}
-
-/// Finds the commit that completed the iteration in `iteration_dir` (the oldest commit of the
-/// unbroken run, back from HEAD, in which its ITERATION.md says complete) and reports anything
-/// in the directory that changed since, in the index or the work tree, untracked files included.
-pub fn check_frozen(root: &Path, iteration_dir: &Path) -> Result<Frozen> {
-    let Ok(repo) = Repository::open(root) else {
-        return Ok(Frozen::NoHistory);
-    };
-    let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {
-        return Ok(Frozen::NoHistory);
-    };
-    let rel_dir = iteration_dir
-        .strip_prefix(root)
-        .unwrap_or(iteration_dir)
-        .to_path_buf();
-    // An iteration's file in either form: `braids migrate` changes the form, not the iteration.
-    let forms = [rel_dir.join("ITERATION.md"), rel_dir.join("iteration.edn")];
-    let read_at = |c: &git2::Commit| -> Option<crate::format::iteration::Iteration> {
-        let tree = c.tree().ok()?;
-        let (file, entry) = forms
-            .iter()
-            .find_map(|f| tree.get_path(f).ok().map(|e| (f, e)))?;
-        let blob = repo.find_blob(entry.id()).ok()?;
-        let text = crate::format::decode(blob.content()).into_owned();
-        let it = crate::format::layout::parse_iteration(&text, file, 0.into(), rel_dir.clone());
-        Some(it.value)
-    };
-    let status_at = |c: &git2::Commit| read_at(c).and_then(|it| it.status);
-    let mut completing = None;
-    let mut cur = Some(head);
-    let mut steps = 0;
-    while let Some(c) = cur {
-        if status_at(&c) != Some(IterationStatus::Complete) || steps > 20_000 {
-            break;
-        }
-        steps += 1;
-        cur = c.parent(0).ok();
-        completing = Some(c);
-    }
-    let Some(commit) = completing else {
-        return Ok(Frozen::Uncommitted);
-    };
-    let tree = commit.tree()?;
-    let mut opts = git2::DiffOptions::new();
-    opts.pathspec(&rel_dir)
-        .include_untracked(true)
-        .recurse_untracked_dirs(true);
-    let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))?;
-    let now = crate::format::layout::iteration_file(iteration_dir);
-    let converted = std::fs::read(&now).ok().is_some_and(|bytes| {
-        let text = crate::format::decode(&bytes);
-        let it = crate::format::layout::parse_iteration(&text, &now, 0.into(), rel_dir.clone());
-        let view = |i: &crate::format::iteration::Iteration| {
-            let stories: Vec<_> = i.stories.iter().map(|s| (&s.id, &s.title)).collect();
-            (i.status, stories.len(), format!("{stories:?}"))
-        };
-        read_at(&commit).is_some_and(|then| view(&then) == view(&it.value))
-    });
-    let paths: Vec<PathBuf> = diff
-        .deltas()
-        .filter_map(|d| {
-            d.new_file()
-                .path()
-                .or(d.old_file().path())
-                .map(Path::to_path_buf)
-        })
-        // The same iteration in the other form is no change.
-        .filter(|p| !(converted && forms.contains(p)))
-        .collect();
-    let id = commit.id().to_string()[..10].to_string();
-    Ok(if paths.is_empty() {
-        Frozen::Intact { commit: id }
-    } else {
-        Frozen::Modified { commit: id, paths }
-    })
 }
 
 /// How long a worker waits for another to finish with the repository.
@@ -597,6 +536,51 @@ impl RepoLock {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn braids_own_commits_add_no_link_and_nothing_of_the_trackers_folder_but_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        init(root).unwrap();
+        std::fs::create_dir_all(root.join(".beads/sub")).unwrap();
+        std::fs::write(root.join(".beads/issues.jsonl"), "{}\n").unwrap();
+        std::fs::write(root.join(".beads/planted.txt"), "x").unwrap();
+        std::fs::write(root.join(".beads/sub/deep.txt"), "x").unwrap();
+        std::fs::write(root.join("work.txt"), "w").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join("leak")).unwrap();
+        std::os::unix::fs::symlink("../x", root.join(".beads/leak.txt")).unwrap();
+        commit_all(root, "all").unwrap();
+        commit_paths(root, &[root.join(".beads"), root.join("leak")], "paths").unwrap();
+        // A link staged in the index alone is left out too.
+        let repo = open(root).unwrap();
+        let blob = repo.blob(b"/home/someone/.ssh/id_ed25519").unwrap();
+        let mut index = repo.index().unwrap();
+        let mut entry = index.get_path(Path::new("work.txt"), 0).unwrap();
+        entry.id = blob;
+        entry.mode = tree::LINK;
+        entry.path = b"innocent".to_vec();
+        index.add(&entry).unwrap();
+        index.write().unwrap();
+        std::fs::write(root.join("work.txt"), "w2").unwrap();
+        commit_all(root, "more").unwrap();
+        let head = repo.head().unwrap().peel_to_tree().unwrap();
+        let mut names = Vec::new();
+        head.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+            if e.kind() == Some(git2::ObjectType::Blob) {
+                names.push((format!("{dir}{}", e.name().unwrap()), e.filemode() as u32));
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .unwrap();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                (".beads/issues.jsonl".to_string(), 0o100644),
+                ("work.txt".to_string(), 0o100644)
+            ]
+        );
+    }
 
     #[test]
     fn commit_all_except_while_another_process_rewrites_a_file() {

@@ -229,17 +229,20 @@ fn pick(root: &Path, onto: &str, commit: &str) -> Result<Picked> {
         bail!("cannot read the author of {commit}");
     };
     let message = git_ok(root, &["show", "-s", "--format=%B", commit])?;
-    let new = Invocation::new(["git", "commit-tree", &tree, "-p", onto, "-F", "-"])
-        .cwd(root)
-        .env("GIT_AUTHOR_NAME", an)
-        .env("GIT_AUTHOR_EMAIL", ae)
-        .env("GIT_AUTHOR_DATE", ad)
-        .env("GIT_COMMITTER_NAME", cn)
-        .env("GIT_COMMITTER_EMAIL", ce)
-        .stdin(message.trim_end().as_bytes().to_vec())
-        .timeout(super::GIT_TIMEOUT)
-        .run()
-        .map_err(|e| anyhow!("{e}"))?;
+    let new = super::guarded(
+        Invocation::new(["git", "commit-tree", &tree, "-p", onto, "-F", "-"]),
+        root,
+    )
+    .cwd(root)
+    .env("GIT_AUTHOR_NAME", an)
+    .env("GIT_AUTHOR_EMAIL", ae)
+    .env("GIT_AUTHOR_DATE", ad)
+    .env("GIT_COMMITTER_NAME", cn)
+    .env("GIT_COMMITTER_EMAIL", ce)
+    .stdin(message.trim_end().as_bytes().to_vec())
+    .timeout(super::GIT_TIMEOUT)
+    .run()
+    .map_err(|e| anyhow!("{e}"))?;
     if !new.success() {
         bail!("git commit-tree failed: {}", new.stderr.trim());
     }

@@ -147,6 +147,8 @@ impl BeadsCli {
         let mut argv: Vec<OsString> = Vec::with_capacity(args.len() + 1);
         argv.push(self.program.clone().into_os_string());
         argv.extend(args.iter().map(OsString::from));
+        // Never run beside a link in its folder: br would refuse, or read through it.
+        super::links::remove_links(&self.project.join(".beads"));
         let mut inv = Invocation::new(argv)
             .cwd(&self.project)
             .timeout(self.timeout);

@@ -205,6 +205,8 @@ impl BrNative {
 /// Reads the export if it can be trusted (the I/O edge): the directory's state first, then the
 /// file, so a rewrite in between only makes the answer newer.
 fn read(beads: &Path, now: DateTime<Utc>) -> Reading {
+    // Read as br would be run: never through a link in its folder.
+    super::links::remove_links(beads);
     if let Err(why) = trust_jsonl(&BeadsDir::read(beads)) {
         return Reading::Br(why);
     }

@@ -21,6 +21,7 @@ pub mod br;
 pub mod br_jsonl;
 pub mod br_native;
 pub mod claw;
+pub mod links;
 pub mod native;
 mod rules;
 

@@ -32,6 +32,7 @@ impl GitWorktrees {
         }
         for sidecar in [
             guard::baseline_of(dir),
+            crate::git::safe::Pin::path_of(dir),
             super::pool::record_of(dir),
             super::ready::copied_of(dir),
         ] {
@@ -49,9 +50,7 @@ impl GitWorktrees {
         if !dir.join(".git").exists() {
             return Ok(None);
         }
-        if let Some(why) = guard::foreign_gitfile(project, dir)? {
-            bail!("{why}; braids runs no git there");
-        }
+        guard::before_keep(project, dir, bead)?;
         if guard::fingerprint(project, dir)? != guard::baseline(project, dir)? {
             bail!(
                 "the repository's git configuration changed since the agent was given {}; braids runs no git there",

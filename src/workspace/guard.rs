@@ -24,7 +24,14 @@ pub const CONTROL: &[&str] = &[
     "AGENTS.md",
     // What it names is copied from the person's files into every workspace.
     ".worktreeinclude",
+    // Submodule URLs (an `ext::` one runs a program in every later workspace).
+    ".gitmodules",
+    // Filters and diff drivers, which run programs (any folder's, see [`is_control`]).
+    ".gitattributes",
 ];
+
+/// Control files wherever they are: a `.gitattributes` in any folder names filters too.
+const CONTROL_ANYWHERE: &[&str] = &[".gitattributes", ".gitmodules"];
 
 /// `p` as a plain relative path: `./` and empty components dropped; `None` when it is absolute
 /// or climbs out with `..`.
@@ -50,26 +57,17 @@ pub fn is_control(p: &Path) -> bool {
     };
     let folded = PathBuf::from(p.to_string_lossy().to_lowercase());
     CONTROL.iter().any(|c| folded.starts_with(c.to_lowercase()))
+        || folded
+            .components()
+            .any(|c| CONTROL_ANYWHERE.iter().any(|a| c.as_os_str() == *a))
 }
 
 /// The target of `root/rel` when it is a symbolic link leading out of `root` (absolute, or
 /// climbing above it).
 pub fn escaping_link(root: &Path, rel: &str) -> Option<String> {
     let target = std::fs::read_link(root.join(rel)).ok()?;
-    let from = Path::new(rel).parent().unwrap_or(Path::new(""));
-    let mut depth: i64 = from.components().count() as i64;
-    for c in target.components() {
-        match c {
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-            Component::ParentDir => depth -= 1,
-            Component::RootDir | Component::Prefix(_) => depth = -1,
-        }
-        if depth < 0 {
-            return Some(target.display().to_string());
-        }
-    }
-    None
+    let target = target.to_string_lossy();
+    crate::git::tree::leads_out(rel, &target).then(|| target.into_owned())
 }
 
 /// The repository's shared git directory (`<project>/.git` for a plain checkout).
@@ -80,6 +78,9 @@ fn common_dir(project: &Path) -> Result<PathBuf> {
 /// Why no git may run in the worktree `ws` (see [`foreign_gitfile`] and [`git_config`]), as
 /// the refusal `prepare_landing` returns; nothing is kept then.
 pub(super) fn before_git(ws: &Workspace) -> Result<Option<Prepared>> {
+    if let Some(held) = admin_drift(&ws.project, &ws.dir)? {
+        return Ok(Some(held));
+    }
     if let Some(why) = foreign_gitfile(&ws.project, &ws.dir)? {
         return Ok(Some(Prepared::Held {
             why,
@@ -100,14 +101,105 @@ pub(super) fn before_git(ws: &Workspace) -> Result<Option<Prepared>> {
     }))
 }
 
-/// Why the work changing `paths` (all but `exclude` land) waits for a person: it changes
-/// braids' control files (an in-tree hooks folder among them, see [`super::hooks::in_tree`])
-/// or adds a link leading out of the repository. The work is kept on a branch.
-pub(super) fn content(ws: &Workspace, paths: &[String], exclude: &[PathBuf]) -> Option<Prepared> {
+/// Why the worktree of `ws` may not be trusted with braids' git even though its `.git` file
+/// is git's: an admin file braids recorded when it made the worktree says something else now
+/// (`HEAD` on another branch or detached, `commondir` or `gitdir` rewritten), or the bead's
+/// branch is gone from the project's repository. The admin files are put back as braids wrote
+/// them, so the work can be kept on a branch for a person; when they cannot be, nothing is.
+pub(super) fn admin_drift(project: &Path, dir: &Path) -> Result<Option<Prepared>> {
+    let Some(pin) = crate::git::safe::Pin::read(dir) else {
+        return Ok(None);
+    };
+    // A `.git` file naming another folder is [`foreign_gitfile`]'s: nothing is kept then.
+    let gitfile = crate::system::beneath::read_string(dir, Path::new(".git")).unwrap_or_default();
+    if gitfile.trim().strip_prefix("gitdir:").map(str::trim) != pin.admin.to_str() {
+        return Ok(None);
+    }
+    let mut paths: Vec<String> = pin
+        .drift()
+        .into_iter()
+        .map(|(f, was, now)| format!("{f}: {was} -> {now}"))
+        .collect();
+    let home = crate::git::open(project)?;
+    if home.find_reference(&pin.branch).is_err() {
+        paths.push(format!("{} is not in the project's repository", pin.branch));
+    }
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let keep = match pin.restore() {
+        Ok(()) => home.find_reference(&pin.branch).is_ok(),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), "cannot put the worktree's admin files back: {e:#}");
+            false
+        }
+    };
+    Ok(Some(Prepared::Held {
+        why: "the agent changed its worktree's git admin files, which say what braids lands".into(),
+        paths,
+        keep,
+    }))
+}
+
+/// Why no git may run in the worktree at `dir` to keep a bead's work on a branch: its `.git`
+/// file names another folder, or its admin files changed and cannot be put back. Admin files
+/// that can be are put back (the work is kept all the same, for a person), with a warning.
+pub(super) fn before_keep(project: &Path, dir: &Path, bead: &crate::model::BeadId) -> Result<()> {
+    if let Some(r) = admin_drift(project, dir)?.and_then(Prepared::refusal) {
+        tracing::warn!(bead = %bead, "{}: {}", r.why, r.paths.join(", "));
+        anyhow::ensure!(
+            r.keep,
+            "{} ({}); braids runs no git there",
+            r.why,
+            r.paths.join(", ")
+        );
+    }
+    if let Some(why) = foreign_gitfile(project, dir)? {
+        anyhow::bail!("{why}; braids runs no git there");
+    }
+    Ok(())
+}
+
+/// The admin files of the worktree at `dir` (from braids' record of it, else its `.git`
+/// file) that could redirect braids' git if the agent rewrote them: where `HEAD` points, where
+/// the repository is (`commondir`), which work tree is its (`gitdir`), its own settings and
+/// sparse patterns. The ones that exist, for a sandbox to bind read-only.
+pub fn redirecting_admin_files(dir: &Path) -> Vec<PathBuf> {
+    let admin = match crate::git::safe::Pin::read(dir) {
+        Some(pin) => pin.admin,
+        None => match admin_of(dir) {
+            Ok(a) => a,
+            Err(_) => return Vec::new(),
+        },
+    };
+    [
+        "HEAD",
+        "commondir",
+        "gitdir",
+        "config.worktree",
+        "info/sparse-checkout",
+    ]
+    .iter()
+    .map(|f| admin.join(f))
+    .filter(|p| std::fs::symlink_metadata(p).is_ok())
+    .collect()
+}
+
+/// Why the work changing `changes` (all but `exclude` land; read from the commits' trees)
+/// waits for a person: it changes braids' control files (an in-tree hooks folder among them,
+/// see [`super::hooks::in_tree`]), or adds a link leading out of the repository (its target
+/// read from git, not the file system) or any link in the tracker's folder. The work is kept
+/// on a branch.
+pub(super) fn content(
+    ws: &Workspace,
+    changes: &[crate::git::tree::Change],
+    exclude: &[PathBuf],
+) -> Result<Option<Prepared>> {
     let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
     let hooks_here = super::hooks::in_tree(&ws.project);
-    let control: Vec<String> = paths
+    let control: Vec<String> = changes
         .iter()
+        .map(|c| &c.path)
         .filter(|p| {
             let p = Path::new(p.as_str());
             is_control(p) || hooks_here.as_ref().is_some_and(|h| p.starts_with(h))
@@ -116,21 +208,69 @@ pub(super) fn content(ws: &Workspace, paths: &[String], exclude: &[PathBuf]) -> 
         .cloned()
         .collect();
     if !control.is_empty() {
-        return Some(Prepared::Held {
+        return Ok(Some(Prepared::Held {
             why: "the agent changed braids' control files, which only a person may change".into(),
             paths: control,
             keep: true,
-        });
+        }));
     }
-    let links: Vec<String> = paths
-        .iter()
-        .filter_map(|p| Some(format!("{p} -> {}", escaping_link(&ws.dir, p)?)))
-        .collect();
-    (!links.is_empty()).then(|| Prepared::Held {
+    Ok(bad_links(&ws.dir, changes)?.map(|links| Prepared::Held {
         why: "the work adds a symbolic link leading out of the repository".into(),
         paths: links,
         keep: true,
-    })
+    }))
+}
+
+/// Why the commit a landing just made on `ws`'s branch (on top of `base`) must not land, read
+/// from its tree: a control file braids did not put there itself (`ours`, the tracker's files,
+/// and the deliverable under `.braids/iterations` the landing names), a file in the tracker's
+/// folder that is not the tracker's, or a link that never lands.
+pub(super) fn landed(
+    ws: &Workspace,
+    base: &str,
+    landing: &super::Landing,
+    ours: &[PathBuf],
+) -> Result<Option<String>> {
+    let changes = crate::git::tree::changes(&ws.dir, &format!("{base}..HEAD"))?;
+    let own = |p: &Path| {
+        ours.iter().any(|o| o == p)
+            || (p.starts_with(".braids/iterations") && landing.include.iter().any(|i| i == p))
+    };
+    let mut bad: Vec<String> = changes
+        .iter()
+        .filter(|c| c.status != 'D')
+        .map(|c| Path::new(&c.path))
+        .filter(|p| {
+            (crate::git::tree::in_tracker_dir(p) && !crate::git::tree::is_tracker_file(p))
+                || (!ws.approved && is_control(p) && !own(p))
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    bad.extend(bad_links(&ws.dir, &changes)?.unwrap_or_default());
+    Ok((!bad.is_empty()).then(|| {
+        format!(
+            "the landing would carry what no agent's work may: {}",
+            bad.join(", ")
+        )
+    }))
+}
+
+/// The links among `changes` that never land, approved or not, as `path -> target`: one
+/// leading out of the repository, or any in the tracker's folder. `None` when there is none.
+pub(super) fn bad_links(
+    dir: &Path,
+    changes: &[crate::git::tree::Change],
+) -> Result<Option<Vec<String>>> {
+    let mut bad = Vec::new();
+    for c in changes.iter().filter(|c| c.is_link()) {
+        let target = crate::git::tree::link_target(dir, &c.new_id)?;
+        if crate::git::tree::leads_out(&c.path, &target)
+            || crate::git::tree::in_tracker_dir(Path::new(&c.path))
+        {
+            bad.push(format!("{} -> {target}", c.path));
+        }
+    }
+    Ok((!bad.is_empty()).then_some(bad))
 }
 
 /// The repository's own configuration as it is now (what every worktree of it reads), as
@@ -187,7 +327,7 @@ fn config_lines(path: &Path, prefix: &str) -> Result<Vec<String>> {
     while let Some(e) = entries.next() {
         let e = e?;
         let name = e.name().unwrap_or_default().to_ascii_lowercase();
-        if HARMLESS.iter().any(|h| name.starts_with(h)) {
+        if harmless(&name) {
             continue;
         }
         lines.push(format!("{prefix}{name}={}", e.value().unwrap_or_default()));
@@ -212,14 +352,41 @@ pub(super) fn baseline(project: &Path, dir: &Path) -> Result<Vec<u8>> {
     }
 }
 
-/// Settings a person changes in the normal course of work (a remote, a branch's upstream, who
-/// they are, housekeeping) that run nothing: changing them holds no bead. Everything else (the
-/// core settings, includes, filters, diff and merge drivers, aliases, credential helpers) does.
+/// Whether the (lower-case) setting `name` is one a person changes in the normal course of
+/// work and that runs nothing ([`HARMLESS`], a remote's [`REMOTE_HARMLESS`] keys): changing it
+/// holds no bead. Everything else (the core settings, includes, filters, diff and merge
+/// drivers, aliases, credential helpers, transports, a remote's upload or receive program)
+/// does.
+pub(super) fn harmless(name: &str) -> bool {
+    if let Some(rest) = name.strip_prefix("remote.") {
+        return rest
+            .rsplit_once('.')
+            .is_some_and(|(_, key)| REMOTE_HARMLESS.contains(&key));
+    }
+    HARMLESS.iter().any(|h| name.starts_with(h))
+}
+
+/// A remote's keys that name no program: where it is and what is fetched or pushed.
+const REMOTE_HARMLESS: &[&str] = &[
+    "url",
+    "pushurl",
+    "fetch",
+    "push",
+    "tagopt",
+    "prune",
+    "prunetags",
+    "mirror",
+    "skipdefaultupdate",
+    "skipfetchall",
+    "promisor",
+    "partialclonefilter",
+];
+
+/// Settings (prefixes) that run nothing; a remote's are [`REMOTE_HARMLESS`].
 const HARMLESS: &[&str] = &[
     // Lets each worktree read its own `config.worktree`, which [`fingerprint`] covers; git
     // turns it on for a sparse checkout.
     "extensions.worktreeconfig",
-    "remote.",
     "branch.",
     "user.",
     "gc.",
@@ -240,26 +407,6 @@ pub(super) fn admin_of(dir: &Path) -> Result<PathBuf> {
         .strip_prefix("gitdir:")
         .map(|s| PathBuf::from(s.trim()))
         .with_context(|| format!("{} names no repository", dir.join(".git").display()))
-}
-
-/// The files of the worktree at `dir`'s admin folder that say where its git looks (its
-/// branch, its repository, its own settings): a sandbox that can keeps them read-only for the
-/// agent, who still writes the rest of the folder (the index, its logs) through git.
-pub fn redirecting_admin_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(admin) = admin_of(dir) else {
-        return Vec::new();
-    };
-    [
-        "HEAD",
-        "commondir",
-        "gitdir",
-        "config.worktree",
-        "info/sparse-checkout",
-    ]
-    .iter()
-    .map(|f| admin.join(f))
-    .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()))
-    .collect()
 }
 
 /// Why the worktree at `dir` no longer belongs to the project's repository, if it does not:
@@ -343,6 +490,88 @@ mod tests {
             normalize(Path::new("./a//b/./c")),
             Some(PathBuf::from("a/b/c"))
         );
+    }
+
+    #[test]
+    fn settings_that_name_a_program_are_never_harmless() {
+        for n in [
+            "remote.origin.url",
+            "remote.origin.fetch",
+            "remote.up.pushurl",
+            "remote.a.b.url",
+            "branch.main.remote",
+            "user.email",
+            "extensions.worktreeconfig",
+        ] {
+            assert!(harmless(n), "{n}");
+        }
+        for n in [
+            "remote.origin.uploadpack",
+            "remote.origin.receivepack",
+            "remote.origin.vcs",
+            "core.sshcommand",
+            "core.fsmonitor",
+            "core.hookspath",
+            "credential.helper",
+            "credential.https://x.helper",
+            "protocol.ext.allow",
+            "filter.lfs.clean",
+            "diff.x.textconv",
+            "merge.x.driver",
+            "gpg.program",
+            "include.path",
+            "url.ext::sh.insteadof",
+            "submodule.lib.url",
+        ] {
+            assert!(!harmless(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn git_files_that_name_programs_are_control_files_in_any_folder() {
+        for p in [
+            ".gitattributes",
+            ".gitmodules",
+            "src/.gitattributes",
+            "a/b/.gitmodules",
+        ] {
+            assert!(is_control(Path::new(p)), "{p}");
+        }
+        assert!(!is_control(Path::new("docs/gitattributes.md")));
+    }
+
+    #[test]
+    fn the_admin_files_that_could_redirect_braids_are_listed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("p");
+        let repo = git2::Repository::init(&project).unwrap();
+        let sig = git2::Signature::now("t", "t@t").unwrap();
+        let tree = repo
+            .find_tree(repo.index().unwrap().write_tree().unwrap())
+            .unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "one", &tree, &[])
+            .unwrap();
+        let dir = tmp.path().join("wt");
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&project)
+            .args(["worktree", "add", "-q", "-b", "braids/x"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let files = redirecting_admin_files(&dir);
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["HEAD", "commondir", "gitdir"], "{files:?}");
+        assert!(files
+            .iter()
+            .all(|f| f.starts_with(project.join(".git/worktrees"))));
+        std::fs::write(files[0].with_file_name("config.worktree"), "").unwrap();
+        assert_eq!(redirecting_admin_files(&dir).len(), 4);
+        assert!(redirecting_admin_files(&tmp.path().join("none")).is_empty());
     }
 
     #[test]

@@ -113,7 +113,9 @@ pub(super) fn commit(
         .args(["commit", "--quiet", "-m", message])
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_EDITOR", "true")
-        .env("LC_ALL", "C");
+        .env("LC_ALL", "C")
+        // The person's hooks (`-c` beats the environment's overrides), nothing else of theirs.
+        .envs(crate::git::safe::env_for(dir));
     let out = sandboxed(ws, cmd, sandbox, HOOK_TIMEOUT)?;
     if out.timed_out {
         return Ok(Err(format!(

@@ -390,6 +390,7 @@ impl GitWorktrees {
         let (from, shown) = (ws.dir.to_string_lossy(), to.to_string_lossy());
         git_ok(&ws.project, &["worktree", "move", &from, &shown])?;
         let _ = std::fs::remove_file(guard::baseline_of(&ws.dir));
+        crate::git::safe::Pin::forget(&ws.dir);
         let _ = std::fs::remove_file(super::ready::copied_of(&ws.dir));
         let _ = std::fs::remove_file(record_of(&ws.dir));
         Record {

@@ -243,12 +243,15 @@ fn ignored(project: &Path, paths: &[String]) -> Result<Vec<String>> {
         .iter()
         .flat_map(|p| [p.as_bytes(), b"\0"].concat())
         .collect();
-    let out = crate::system::proc::Invocation::new(["git", "check-ignore", "-z", "--stdin"])
-        .cwd(project)
-        .stdin(input)
-        .timeout(crate::git::GIT_TIMEOUT)
-        .run()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let out = crate::git::guarded(
+        crate::system::proc::Invocation::new(["git", "check-ignore", "-z", "--stdin"]),
+        project,
+    )
+    .cwd(project)
+    .stdin(input)
+    .timeout(crate::git::GIT_TIMEOUT)
+    .run()
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(out
         .stdout
         .split('\0')

@@ -106,6 +106,7 @@ fn tracker_paths(project: &Path, rel: &Path) -> Result<Vec<PathBuf>> {
         project,
         &[
             "ls-files",
+            "-z",
             "--cached",
             "--others",
             "--exclude-standard",
@@ -113,9 +114,12 @@ fn tracker_paths(project: &Path, rel: &Path) -> Result<Vec<PathBuf>> {
             &shown,
         ],
     )?;
-    Ok(lines(&out)
-        .into_iter()
+    Ok(out
+        .split('\0')
+        .filter(|p| !p.is_empty())
         .map(PathBuf::from)
+        // The tracker's folder carries the tracker's own files only, whatever else is there.
+        .filter(|p| !crate::git::tree::in_tracker_dir(p) || crate::git::tree::is_tracker_file(p))
         .filter(|p| {
             std::fs::symlink_metadata(project.join(p)).is_ok_and(|m| m.file_type().is_file())
         })
@@ -187,6 +191,10 @@ impl GitWorktrees {
         if approved || !self.take_from_pool(project, &dir, &branch, at)? {
             self.check_out(project, &dir, &branch, at)?;
         }
+        // Where its git lives and what it has checked out, as git wrote it: what braids' own
+        // git is pinned to from now on, and what the agent must not change.
+        let common = crate::git::open(project)?.commondir().to_path_buf();
+        crate::git::safe::Pin::record(&dir, &common, &branch)?;
         // What the agent is given, its worktree's own settings (a sparse checkout's) included.
         let config = guard::fingerprint(project, &dir)?;
         crate::system::atomic::write(&guard::baseline_of(&dir), &config)?;
@@ -341,21 +349,21 @@ impl Workspaces for GitWorktrees {
         // A rename is its two paths: a control file moved away is a control change.
         // Files copied in from the project never land (`land` leaves them out), whatever the
         // agent did to them: not work, and not in the person's way.
+        // Read from the commits' trees with raw names: never from the index or the files.
         let copied = super::ready::copied(&ws.dir);
-        let changed = || -> Result<Vec<String>> {
+        let changed = || -> Result<Vec<crate::git::tree::Change>> {
             let range = format!("{base}..HEAD");
-            Ok(lines(&git_ok(
-                &ws.dir,
-                &["diff", "--name-only", "--no-renames", &range],
-            )?)
-            .into_iter()
-            .filter(|p| !copied.iter().any(|c| c == Path::new(p)))
-            .collect())
+            Ok(crate::git::tree::changes(&ws.dir, &range)?
+                .into_iter()
+                .filter(|c| !copied.iter().any(|p| p == Path::new(&c.path)))
+                .collect())
         };
-        let paths = changed()?;
-        if let Some(held) = guard::content(ws, &paths, exclude) {
+        let names = |c: &[crate::git::tree::Change]| c.iter().map(|c| c.path.clone()).collect();
+        let changes = changed()?;
+        if let Some(held) = guard::content(ws, &changes, exclude)? {
             return Ok(held);
         }
+        let paths: Vec<String> = names(&changes);
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
         // A person on another branch has their files out of the landing's way.
         if crate::git::checked_out(&ws.project).as_deref() == Some(base) {
@@ -379,14 +387,26 @@ impl Workspaces for GitWorktrees {
             return Ok(Prepared::Refused { hook_output });
         }
         // What the hooks changed is checked as the agent's work is.
-        let paths = changed()?;
-        Ok(guard::content(ws, &paths, exclude).unwrap_or(Prepared::Ready { paths }))
+        let changes = changed()?;
+        Ok(
+            guard::content(ws, &changes, exclude)?.unwrap_or(Prepared::Ready {
+                paths: names(&changes),
+            }),
+        )
     }
 
     fn land(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>> {
         let (Some(branch), Some(base)) = (&ws.branch, &ws.base) else {
             bail!("a shared workspace lands through the project's own commit");
         };
+        // The bead was closed since `prepare_landing` looked: still the bead's branch?
+        if let Some(held) = guard::admin_drift(&ws.project, &ws.dir)? {
+            let why = held
+                .refusal()
+                .map(|r| r.paths.join(", "))
+                .unwrap_or_default();
+            bail!("the worktree's git admin files changed: {why}");
+        }
         // The tracker's state as the project has it now (the bead just closed), read once and
         // written both into the commit and into the project's index, so the fast-forward finds
         // the project's copy already matching and leaves any newer write in place.
@@ -446,6 +466,12 @@ impl Workspaces for GitWorktrees {
         if !committed {
             return Ok(None);
         }
+        // Checked again from the commit's tree: files added by name (even ignored ones) were
+        // not in the tree `prepare_landing` read.
+        let ours: Vec<PathBuf> = tracked.iter().map(|(f, _)| f.clone()).collect();
+        if let Some(why) = guard::landed(ws, base, landing, &ours)? {
+            bail!("{why}; the work is kept on branch {branch}");
+        }
         let commit = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
         let on_base = crate::git::checked_out(&ws.project).as_deref() == Some(base);
         // The person's index is the base branch's only when they have it checked out.
@@ -498,9 +524,7 @@ impl Workspaces for GitWorktrees {
             return Ok(None);
         };
         let _lock = RepoLock::acquire(&ws.project)?;
-        if let Some(why) = guard::foreign_gitfile(&ws.project, &ws.dir)? {
-            bail!("{why}; braids runs no git there");
-        }
+        guard::before_keep(&ws.project, &ws.dir, bead)?;
         stage(&ws.dir, &[], &[])?;
         commit_staged(&ws.dir, &format!("wip {bead} (kept for a person)"))?;
         let ahead = git_ok(&ws.dir, &["rev-list", "--count", &format!("{base}..HEAD")])?;
@@ -512,6 +536,7 @@ impl Workspaces for GitWorktrees {
             chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
         );
         git_ok(&ws.dir, &["branch", "--quiet", "--move", &kept])?;
+        crate::git::safe::Pin::rebranch(&ws.dir, &kept)?;
         Ok(Some(kept))
     }
 

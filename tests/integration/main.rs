@@ -42,6 +42,7 @@ mod formats;
 mod hooks;
 mod hostile;
 mod iteration_names;
+mod landing_trust;
 mod logging;
 mod logs_terminal;
 mod never_stuck;
