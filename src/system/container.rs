@@ -258,6 +258,16 @@ fn starttime(pid: u32) -> Option<u64> {
 /// `folders`, but this one, its ancestors and its descendants: what still runs under this
 /// process (another role of the same step, in the same workspace) is its own to end.
 pub fn holders(folders: &[PathBuf]) -> Vec<i32> {
+    holding(folders, true)
+}
+
+/// Every process but this one and its ancestors that holds one of `folders`, what runs under
+/// this process included: whether a workspace may be pooled.
+pub fn any_holders(folders: &[PathBuf]) -> Vec<i32> {
+    holding(folders, false)
+}
+
+fn holding(folders: &[PathBuf], spare_descendants: bool) -> Vec<i32> {
     let folders: Vec<PathBuf> = folders
         .iter()
         .filter_map(|f| f.canonicalize().ok())
@@ -275,7 +285,9 @@ pub fn holders(folders: &[PathBuf]) -> Vec<i32> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        if spared.contains(&pid) || descends_from(pid, std::process::id() as i32) {
+        if spared.contains(&pid)
+            || (spare_descendants && descends_from(pid, std::process::id() as i32))
+        {
             continue;
         }
         let base = e.path();

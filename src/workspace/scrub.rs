@@ -79,7 +79,7 @@ pub(super) fn drop_stashes(dir: &Path, branch: &str) -> Result<()> {
 /// A process that still holds the folder at `dir` (its working directory, root, program or an
 /// open file there), however it left the bead's session: such a workspace is never pooled.
 pub(super) fn process_in(dir: &Path) -> Option<u32> {
-    crate::system::container::holders(&[dir.to_path_buf()])
+    crate::system::container::any_holders(&[dir.to_path_buf()])
         .first()
         .map(|p| *p as u32)
 }

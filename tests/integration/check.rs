@@ -7,6 +7,7 @@ use crate::support::{Install, Sandbox};
 /// deliverable, an active one.
 fn clean() -> Sandbox {
     let s = Install::new()
+        .sandboxed()
         .config("[worker]\nexecutor = [\"sh\", \"-c\", \"exit 0\"]\n")
         .build();
     s.new_project("app").max_workers(2).no_iteration().create();
@@ -272,6 +273,7 @@ fn c4_4_a_remote_without_an_upstream_is_named_with_the_command_that_fixes_it() {
 #[test]
 fn c6_7_an_entry_reaching_outside_the_workspace_is_a_check_error_naming_its_line() {
     let s = Install::new()
+        .sandboxed()
         .config("[worker]\nexecutor = [\"sh\", \"-c\", \"exit 0\"]\n\n[workspace]\nkeep = [\"target/\"]\ncopy = [\n  \".env\",\n  \"../secrets/.env\",\n]\n")
         .build();
     s.new_project("app")

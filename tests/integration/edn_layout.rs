@@ -27,6 +27,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// `.braids/` files verbatim (under `dot`, `.braids` or `.project`).
 fn edn_install(dot: &str) -> (Sandbox, PathBuf) {
     let s = Install::new()
+        .sandboxed()
         .config("[worker]\nexecutor = [\"sh\", \"-c\", \"exit 0\"]\n")
         .build();
     std::fs::remove_file(s.registry_path()).unwrap();
