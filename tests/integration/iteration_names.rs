@@ -28,7 +28,7 @@ const CAPTURE: &str = r#"cat > "$HOME/got-$BRAIDS_LABEL.part"
 mv "$HOME/got-$BRAIDS_LABEL.part" "$HOME/got-$BRAIDS_LABEL""#;
 
 /// The agent: keeps its prompt, writes the deliverable (`$1`) with a Summary, reports `pass`.
-const AGENT: &str = r#"cp "$2" "$HOME/prompt-$BRAIDS_BEAD"
+const AGENT: &str = r#"cp "$2" "$HOME/prompts/prompt-$BRAIDS_BEAD"
 cat > "$1" <<EOF
 # Work on $BRAIDS_BEAD
 
@@ -56,6 +56,8 @@ impl Home {
             "[user]\n\tname = Tester\n\temail = tester@example.com\n[init]\n\tdefaultBranch = main\n",
         );
         h.ok(&["init"]);
+        // Where the agent keeps what it was asked, for the tests to read: its sandbox allows it.
+        std::fs::create_dir_all(h.path("prompts")).unwrap();
         let worker = h.script("capture.sh", CAPTURE);
         let agent = h.script("agent.sh", AGENT);
         let notifier = h.script(
@@ -68,7 +70,7 @@ impl Home {
         h.write(
             ".openclaw/braids/config.toml",
             &format!(
-                "[worker]\ncommand = [{worker:?}]\nexecutor = [{agent:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\nsandbox = \"off\"\n\
+                "[worker]\ncommand = [{worker:?}]\nexecutor = [{agent:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 0\nsandbox_write = [\"~/prompts\"]\n\
                  [notify]\ncommand = [{notifier:?}, \"{{event}}\", \"{{message}}\"]\n"
             ),
         );
@@ -347,7 +349,7 @@ fn c1_3_the_directory_name_008_is_shown_as_written_everywhere() {
 
     // the worker: the prompt, the completion commit and the notification
     h.worker(&message);
-    let prompt = h.read(format!("prompt-{bead}"));
+    let prompt = h.read(format!("prompts/prompt-{bead}"));
     assert!(prompt.contains("iteration 008."), "{prompt}");
     let log = h.log("app");
     assert_eq!(log[0], "Complete iteration 008", "{log:?}");
@@ -413,7 +415,7 @@ fn c2_4_an_old_numeric_spawn_message_still_finds_its_iteration() {
         steps.contains("008/ITERATION.md"),
         "read its context: {run:#}"
     );
-    assert!(h.read(format!("prompt-{bead}")).contains("iteration 008."));
+    assert!(h.read(format!("prompts/prompt-{bead}")).contains("iteration 008."));
     assert_eq!(h.log("app")[0], "Complete iteration 008");
     let delivered: Vec<_> = std::fs::read_dir(h.project("app").join(".braids/iterations/008"))
         .unwrap()

@@ -1360,10 +1360,17 @@ fn c2_6_a_tick_leaves_a_worker_finishing_after_the_close_alone() {
     let ids = p.plan("active", &["Slow push"]);
     p.agent(GOOD_AGENT);
     let pushing = p.sb.home().join("pushing");
-    p.sb.script(
-        p.root.join(".git/hooks/pre-push"),
-        &format!("touch {pushing:?}\nsleep 3\n"),
+    // A slow upstream, reached over an ssh command the person configured (braids runs no
+    // push hook): a push touches `pushing` and takes 3 s; a fetch is quick.
+    let ssh = p.sb.script(
+        "slow-ssh",
+        &format!(
+            "shift\ncase \"$*\" in *receive-pack*) touch {pushing:?}; sleep 3 ;; esac\nexec sh -c \"$*\"\n"
+        ),
     );
+    let url = format!("ssh://upstream.invalid{}", p.upstream.display());
+    p.sb.git(&p.root, &["remote", "set-url", "origin", &url]);
+    p.sb.git(&p.root, &["config", "core.sshCommand", ssh.to_str().unwrap()]);
 
     let report = p.sb.tick().force().run();
     assert_eq!(report.spawns.len(), 1, "{report:#?}");
