@@ -78,12 +78,12 @@ impl Choice {
             }
             _ => {
                 let net = if self.network {
-                    "connections to the provider's ports and sandbox_connect only"
+                    "connections to port 443, the provider's port and sandbox_connect only"
                 } else {
-                    "not connections (the kernel's Landlock has no network rules before ABI 4)"
+                    "connections not at all (the kernel's Landlock has no network rules before ABI 4)"
                 };
                 format!(
-                    "reads and writes outside the workspace, its CLI's state and the system; {net}{}",
+                    "reads to the workspace, the system, toolchains, its CLI's state and sandbox_read; writes to the workspace, its CLI's state, the caches and sandbox_write; {net}{}",
                     if self.kind == Kind::Bwrap {
                         "; its processes live in a PID namespace of their own"
                     } else {
