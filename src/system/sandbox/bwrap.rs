@@ -22,10 +22,16 @@ pub(super) fn args(policy: &Policy, tmp: &Path, exe: &Path) -> Vec<OsString> {
     .to_vec();
     // Parents before what lies inside them, so a writable folder inside a read-only one (the
     // repository's objects inside its `.git`) is bound over it, and not the other way round.
+    // `/etc` is one bind with its secrets masked, not one bind per entry: a bind costs a
+    // mount, and `/etc` has over a hundred entries.
+    let etc = Path::new("/etc");
+    let whole_etc = policy.read.iter().any(|p| p.starts_with(etc));
     let mut binds: Vec<(&Path, &str)> = policy
         .read
         .iter()
+        .filter(|p| !p.starts_with(etc))
         .map(|p| (p.as_path(), "--ro-bind"))
+        .chain(whole_etc.then_some((etc, "--ro-bind")))
         .chain(policy.write.iter().map(|p| (p.as_path(), "--bind")))
         .filter(|(p, _)| !["/dev", "/proc"].contains(&p.to_string_lossy().as_ref()))
         .chain(std::iter::once((exe, "--ro-bind")))
@@ -35,6 +41,18 @@ pub(super) fn args(policy: &Policy, tmp: &Path, exe: &Path) -> Vec<OsString> {
     binds.dedup_by(|a, b| a.0 == b.0);
     for (p, how) in binds {
         out.extend([how.into(), p.into(), p.into()]);
+    }
+    if whole_etc {
+        for secret in super::policy::ETC_SECRETS {
+            let p = etc.join(secret);
+            match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => {
+                    out.extend(["--tmpfs".into(), p.clone().into(), "--remount-ro".into(), p.into()])
+                }
+                Ok(_) => out.extend(["--ro-bind".into(), "/dev/null".into(), p.into()]),
+                Err(_) => {}
+            }
+        }
     }
     for p in &policy.protect {
         out.extend(["--ro-bind".into(), p.into(), p.into()]);

@@ -28,7 +28,7 @@ const SYSTEM: &[&str] = &[
 
 /// Entries of `/etc` that hold secrets rather than configuration: left out even for an agent
 /// running as root, whom file modes do not stop.
-const ETC_SECRETS: &[&str] = &[
+pub(super) const ETC_SECRETS: &[&str] = &[
     "shadow",
     "shadow-",
     "gshadow",
