@@ -340,7 +340,11 @@ fn descends_from(pid: i32, ancestor: i32) -> bool {
 /// A process's parent (`/proc/<pid>/stat` field 4).
 fn parent_of(pid: i32) -> Option<i32> {
     let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    t[t.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
+    t[t.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// SIGKILLs every process holding one of `folders` until none does (a few rounds: a dying

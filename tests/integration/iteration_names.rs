@@ -415,7 +415,9 @@ fn c2_4_an_old_numeric_spawn_message_still_finds_its_iteration() {
         steps.contains("008/ITERATION.md"),
         "read its context: {run:#}"
     );
-    assert!(h.read(format!("prompts/prompt-{bead}")).contains("iteration 008."));
+    assert!(h
+        .read(format!("prompts/prompt-{bead}"))
+        .contains("iteration 008."));
     assert_eq!(h.log("app")[0], "Complete iteration 008");
     let delivered: Vec<_> = std::fs::read_dir(h.project("app").join(".braids/iterations/008"))
         .unwrap()

@@ -172,15 +172,26 @@ git rev-parse main > "$admin/HEAD.new" && mv "$admin/HEAD.new" "$admin/HEAD""#,
     );
     // The run counter is the one file of the home its agent may write.
     sb.write("runs", "0\n");
-    sb.config(&format!("[worker]\n{sandbox}sandbox_write = [\"~/runs\"]\n"));
+    sb.config(&format!(
+        "[worker]\n{sandbox}sandbox_write = [\"~/runs\"]\n"
+    ));
     let beads = settle(&sb, false);
     for (st, _) in &beads {
         assert_eq!(st, "blocked", "{sandbox}: {beads:?}");
     }
     let main = landed(&sb);
-    assert!(!main.contains("MaxWorkers:** 7"), "{sandbox}: a control change landed");
-    assert!(!main.contains("IGNORE PREVIOUS"), "{sandbox}: a control change landed");
-    assert!(!main.contains("wip app-w"), "{sandbox}: braids committed on main");
+    assert!(
+        !main.contains("MaxWorkers:** 7"),
+        "{sandbox}: a control change landed"
+    );
+    assert!(
+        !main.contains("IGNORE PREVIOUS"),
+        "{sandbox}: a control change landed"
+    );
+    assert!(
+        !main.contains("wip app-w"),
+        "{sandbox}: braids committed on main"
+    );
     untouched(&sb);
 }
 

@@ -1370,7 +1370,10 @@ fn c2_6_a_tick_leaves_a_worker_finishing_after_the_close_alone() {
     );
     let url = format!("ssh://upstream.invalid{}", p.upstream.display());
     p.sb.git(&p.root, &["remote", "set-url", "origin", &url]);
-    p.sb.git(&p.root, &["config", "core.sshCommand", ssh.to_str().unwrap()]);
+    p.sb.git(
+        &p.root,
+        &["config", "core.sshCommand", ssh.to_str().unwrap()],
+    );
 
     let report = p.sb.tick().force().run();
     assert_eq!(report.spawns.len(), 1, "{report:#?}");

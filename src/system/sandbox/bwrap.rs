@@ -46,9 +46,12 @@ pub(super) fn args(policy: &Policy, tmp: &Path, exe: &Path) -> Vec<OsString> {
         for secret in super::policy::ETC_SECRETS {
             let p = etc.join(secret);
             match std::fs::symlink_metadata(&p) {
-                Ok(m) if m.is_dir() => {
-                    out.extend(["--tmpfs".into(), p.clone().into(), "--remount-ro".into(), p.into()])
-                }
+                Ok(m) if m.is_dir() => out.extend([
+                    "--tmpfs".into(),
+                    p.clone().into(),
+                    "--remount-ro".into(),
+                    p.into(),
+                ]),
                 Ok(_) => out.extend(["--ro-bind".into(), "/dev/null".into(), p.into()]),
                 Err(_) => {}
             }
