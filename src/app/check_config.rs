@@ -91,7 +91,7 @@ pub fn check_config(file: &Path) -> Vec<Diagnostic> {
             line,
             "11.6",
             "[worker] sandbox = \"off\": agents run unconfined, able to read the person's keys and braids' own folder and to reach every local service".to_string(),
-            "remove the line (the default, \"auto\", takes Landlock or bubblewrap)",
+            "set sandbox = \"auto\", which takes Landlock or bubblewrap",
         )),
         Ok(_) => {}
     }

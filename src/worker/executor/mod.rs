@@ -143,6 +143,16 @@ pub(super) fn run_agent(
         let policy = sandbox.policy(&place);
         wrapped = Some(sandbox.wrap(&choice, cmd, &policy, &tmp)?);
     }
+    tracing::info!(
+        bead = %req.bead,
+        "agent sandbox: {} ({}); processes: {}",
+        match choice.kind {
+            crate::system::sandbox::Kind::Off => "none",
+            k => k.as_str(),
+        },
+        choice.why,
+        container.cgroup().map_or("scan of its folders".into(), |c| format!("cgroup {}", c.display()))
+    );
     let cmd = wrapped.as_mut().unwrap_or(cmd);
     let stdin = if prompt_on_stdin {
         std::fs::File::open(&req.prompt_file)
@@ -220,7 +230,12 @@ pub(super) fn run_agent(
     let status = group.finish();
     let ended = container.end();
     if ended != Default::default() {
-        tracing::info!(bead = %req.bead, "stopped what the agent left running: {ended:?}");
+        tracing::info!(
+            bead = %req.bead,
+            "stopped {} process(es) the agent left in its cgroup and {} found in its folders",
+            ended.cgroup,
+            ended.scanned
+        );
     }
     stop::agent_gone(pgid);
     let status = status?;
