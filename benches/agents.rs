@@ -132,7 +132,33 @@ fn measure(cli: Cli) {
     merge(&mut text, "[worker]\nretry_backoff = \"0s\"\n");
     // The CLI's own settings, then the wrapper that notes when it starts and ends.
     let setup = cli.config(b.home(), &model.url(), &b.path);
-    let stamp = b.home().join("stamp");
+    // Under the agents' sandbox (the default) the wrapper runs inside it: its notes go where
+    // the sandbox lets it write.
+    let notes = b.home().join("stamps");
+    std::fs::create_dir_all(&notes).unwrap();
+    // The sandbox reads the program it runs and that program's interpreter; behind the
+    // wrapper the CLI's interpreter (aider's virtualenv python, installed under the real
+    // home) is named here, as a person with such a wrapper would.
+    let interpreter = std::fs::read_to_string(cli.program())
+        .ok()
+        .and_then(|t| t.lines().next()?.strip_prefix("#!").map(str::trim).map(PathBuf::from))
+        .and_then(|p| p.canonicalize().ok())
+        .and_then(|p| Some(p.parent()?.parent()?.to_path_buf()))
+        .map(|p| format!(", {:?}", p.display().to_string()))
+        .unwrap_or_default();
+    // `BRAIDS_BENCH_SANDBOX=off` measures the same without the sandbox, for its share.
+    if let Ok(kind) = std::env::var("BRAIDS_BENCH_SANDBOX") {
+        merge(&mut text, &format!("[worker]\nsandbox = {kind:?}\n"));
+    }
+    merge(
+        &mut text,
+        &format!(
+            "[worker]\nsandbox_write = [{:?}]\nsandbox_read = [{:?}{interpreter}]\n",
+            notes.display().to_string(),
+            notes.display().to_string()
+        ),
+    );
+    let stamp = notes.join("stamp");
     let wrapper = b.home().join("agent-wrapper");
     std::fs::write(
         &wrapper,
