@@ -169,7 +169,12 @@ pub(super) fn sandboxed(
     }
     let out = run.run().map_err(|e| anyhow::anyhow!("{e}"));
     // What it started and left behind, however it left its group, ends with it.
-    crate::system::container::stop_holders(&[dir.clone(), tmp.clone()]);
+    // Never in a shared work tree: that is the person's checkout.
+    let mut folders = vec![tmp.clone()];
+    if !ws.is_shared() {
+        folders.push(dir.clone());
+    }
+    crate::system::container::stop_holders(&folders);
     let _ = std::fs::remove_dir_all(&tmp);
     out
 }

@@ -122,9 +122,15 @@ pub(super) fn run_agent(
     // Its own temp folder, beside its prompt and outside every project.
     let work = req.prompt_file.parent().unwrap_or(&req.workspace);
     let tmp = work.join("tmp");
+    // The bead's own folders: a worktree braids made, and its temp folder. A shared work tree
+    // is the person's checkout, where their own shell and editor live: never scanned.
+    let mut folders = vec![tmp.clone()];
+    if req.workspace != req.project {
+        folders.push(req.workspace.clone());
+    }
     let container = crate::system::container::Container::create(
         &format!("{}_{}", dir_name(&req.project), req.bead),
-        vec![req.workspace.clone(), tmp.clone()],
+        folders,
     );
     let mut wrapped = None;
     if choice.is_on() {
