@@ -141,7 +141,13 @@ fn measure(cli: Cli) {
     // home) is named here, as a person with such a wrapper would.
     let interpreter = std::fs::read_to_string(cli.program())
         .ok()
-        .and_then(|t| t.lines().next()?.strip_prefix("#!").map(str::trim).map(PathBuf::from))
+        .and_then(|t| {
+            t.lines()
+                .next()?
+                .strip_prefix("#!")
+                .map(str::trim)
+                .map(PathBuf::from)
+        })
         .and_then(|p| p.canonicalize().ok())
         .and_then(|p| Some(p.parent()?.parent()?.to_path_buf()))
         .map(|p| format!(", {:?}", p.display().to_string()))

@@ -196,7 +196,7 @@ fn bwrap_missing(bwrap: &str) -> Option<String> {
 }
 
 /// The sandbox settings a worker's executor carries. Their `Default` is no sandbox, for code
-/// that runs no agent; config.toml's default is `"auto"` ([`crate::config`]).
+/// that runs no agent; config.toml's default is `"auto"`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// As configured; [`Settings::choice`] says what runs.
