@@ -127,7 +127,7 @@ fn main() {
         });
     }
     time("container", Some(floor), || {
-        let c = Container::create("bench", vec![ws.clone(), work.clone()]);
+        let c = Container::create(&work, "bench", vec![ws.clone(), work.clone()]);
         let mut cmd = Command::new("true");
         c.join_on_exec(&mut cmd);
         run(&mut cmd);

@@ -23,7 +23,7 @@ pub fn sandbox_summary(paths: &crate::system::paths::Paths) -> SandboxSummary {
     let worker = crate::config::Config::load(&paths.config())
         .map(|l| l.config.worker)
         .unwrap_or_default();
-    let processes = crate::system::container::describe();
+    let processes = crate::system::container::describe(&paths.braids_dir);
     match crate::system::sandbox::choose(worker.sandbox, &worker.bwrap) {
         Ok(c) => SandboxSummary {
             runs: match c.kind {

@@ -28,6 +28,7 @@ impl super::Config {
     /// The agents' sandbox as `[worker]` sets it, with `state` (folders under the home an
     /// agent CLI keeps its state in) writable too.
     pub fn sandbox_settings(&self, state: &[&str]) -> crate::system::sandbox::Settings {
+        let paths = crate::system::paths::Paths::from_env().ok();
         crate::system::sandbox::Settings {
             kind: self.worker.sandbox,
             read: self.worker.sandbox_read.clone(),
@@ -37,9 +38,8 @@ impl super::Config {
                 .iter()
                 .map(SandboxPort::port)
                 .collect(),
-            home: crate::system::paths::Paths::from_env()
-                .map(|p| p.home)
-                .unwrap_or_default(),
+            home: paths.as_ref().map(|p| p.home.clone()).unwrap_or_default(),
+            braids_dir: paths.map(|p| p.braids_dir).unwrap_or_default(),
             state: state.iter().map(|s| s.to_string()).collect(),
             extra: self.worker.sandbox_write.clone(),
             bwrap: self.worker.bwrap.clone(),

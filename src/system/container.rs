@@ -9,7 +9,9 @@
 //!   lets go.
 //!
 //! A container is named for its worker (pid and start time), so any later run of the tick,
-//! skipped for the backoff or not, stops what a dead worker's agent left: [`sweep_dead`].
+//! skipped for the backoff or not, stops what a dead worker's agent left: [`sweep_dead`]. The
+//! containers of one install (one braids folder) sit in a folder of their own: another
+//! install's run on the machine never ends, nor accounts for, what this one's workers left.
 
 use std::fs::File;
 use std::io::Write;
@@ -45,6 +47,19 @@ pub fn cgroup_root() -> Option<PathBuf> {
     candidates
         .into_iter()
         .find(|c| std::fs::create_dir(c).is_ok() || c.join("cgroup.procs").exists())
+}
+
+/// Where the containers of the install whose folder is `braids_dir` live, made if need be;
+/// named for the folder's device and inode, which no other folder of the machine shares.
+fn install_root(braids_dir: &Path) -> Option<PathBuf> {
+    let dir = cgroup_root()?.join(install_name(braids_dir)?);
+    (std::fs::create_dir(&dir).is_ok() || dir.join("cgroup.procs").exists()).then_some(dir)
+}
+
+fn install_name(braids_dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(braids_dir).ok()?;
+    Some(format!("{:x}-{:x}", m.dev(), m.ino()))
 }
 
 /// The cgroup v2 file system's mount point, from `/proc/self/mountinfo`.
@@ -85,23 +100,30 @@ pub struct Ended {
 }
 
 impl Container {
-    /// A container for an agent of the worker running this, named for `name` (the bead's
-    /// label), watching `folders`; a cgroup where one can be made.
-    pub fn create(name: &str, folders: Vec<PathBuf>) -> Container {
+    /// A container for an agent of the worker running this for the install whose folder is
+    /// `braids_dir`, named for `name` (the bead's label), watching `folders`; a cgroup where
+    /// one can be made.
+    pub fn create(braids_dir: &Path, name: &str, folders: Vec<PathBuf>) -> Container {
         // One per agent run: a protocol step's roles run side by side in one worker.
         static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let cgroup = cgroup_root().and_then(|root| {
-            let me = std::process::id();
-            let dir = root.join(format!("{}-{run}.{me}.{}", safe(name), starttime(me)?));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => Some(dir),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Some(dir),
-                Err(e) => {
-                    tracing::debug!("no cgroup for {name}: {e}");
-                    None
+        let me = std::process::id();
+        let leaf = starttime(me).map(|start| format!("{}-{run}.{me}.{start}", safe(name)));
+        // Another install's run removes an install's folder while it holds no container: made
+        // again when it went between the two steps.
+        let cgroup = leaf.and_then(|leaf| {
+            (0..3).find_map(|_| {
+                let dir = install_root(braids_dir)?.join(&leaf);
+                match std::fs::create_dir(&dir) {
+                    Ok(()) => Some(Some(dir)),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Some(Some(dir)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => {
+                        tracing::debug!("no cgroup for {name}: {e}");
+                        Some(None)
+                    }
                 }
-            }
+            })?
         });
         let procs = cgroup.as_ref().and_then(|d| {
             std::fs::OpenOptions::new()
@@ -194,19 +216,29 @@ fn procs_of(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// Stops the containers whose worker is gone (its pid dead or now another process's), and
-/// removes them: what a SIGKILLed worker's agent left. Returns how many processes it stopped.
-pub fn sweep_dead() -> usize {
-    let Some(root) = cgroup_root() else {
-        return 0;
-    };
-    let Ok(entries) = std::fs::read_dir(&root) else {
+/// Stops the containers of the install whose folder is `braids_dir` whose worker is gone (its
+/// pid dead or now another process's), and removes them: what a SIGKILLed worker's agent
+/// left. Returns how many processes it stopped.
+pub fn sweep_dead(braids_dir: &Path) -> usize {
+    let own = install_root(braids_dir).map_or(0, |root| sweep_in(&root, false));
+    // Straight under the root: the folders of installs (removed once they hold no container,
+    // as a removed install never comes back for its own), and containers of a braids that
+    // kept them there, which whoever runs first ends.
+    own + cgroup_root().map_or(0, |root| sweep_in(&root, true))
+}
+
+fn sweep_in(root: &Path, installs: bool) -> usize {
+    let Ok(entries) = std::fs::read_dir(root) else {
         return 0;
     };
     let mut stopped = 0;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some((pid, start)) = owner(&name) else {
+            if installs && e.path().is_dir() {
+                // A cgroup with a process or a child cgroup is never removed.
+                let _ = std::fs::remove_dir(e.path());
+            }
             continue;
         };
         if starttime(pid) != Some(start) {
@@ -373,8 +405,12 @@ pub fn stop_holders(folders: &[PathBuf]) -> usize {
 }
 
 /// How this machine contains an agent's processes, for `braids check`.
-pub fn describe() -> String {
-    match cgroup_root() {
+pub fn describe(braids_dir: &Path) -> String {
+    let root = cgroup_root().map(|r| match install_name(braids_dir) {
+        Some(name) => r.join(name),
+        None => r,
+    });
+    match root {
         Some(root) => format!(
             "a cgroup v2 per bead under {} (emptied with cgroup.kill at its end), and a scan of \
              the bead's folders",

@@ -53,7 +53,7 @@ fn act(
     let outcome = act::act(plan, &mut live, now);
     // Whatever dead workers' agents left in their containers, which no session record names
     // any more (a process that dropped the session's mark and left its group).
-    crate::system::container::sweep_dead();
+    crate::system::container::sweep_dead(&inst.paths.braids_dir);
     outcome
 }
 
@@ -131,7 +131,7 @@ fn load(inst: &Installation, opts: TickOptions, now: DateTime<Utc>) -> Load {
         None => {
             // What a dead worker's agent left in its container is stopped by a skipped run
             // too (a full run does it when it acts, after the zombies its observe found).
-            crate::system::container::sweep_dead();
+            crate::system::container::sweep_dead(&inst.paths.braids_dir);
             Load::Skip(TickReport::skipped(
                 SkipReason::Backoff,
                 Some(reason),

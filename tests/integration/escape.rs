@@ -238,6 +238,13 @@ fn c11_10_what_a_killed_workers_agent_left_is_stopped_by_the_next_run() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
+    // Another installation's run on the machine leaves it be: it ends its own containers only.
+    let other = Install::new().sandboxed().build();
+    other.tick().force().run();
+    assert!(
+        running(&format!("orphan-{mark}")).contains(&orphan),
+        "another installation's run stopped what this one's worker left"
+    );
     // The next run, whatever it decides about the backoff, stops what the worker left.
     sb.tick().run();
     wait_for("the orphan stopped", Duration::from_secs(10), || {

@@ -203,6 +203,9 @@ pub struct Settings {
     pub kind: Kind,
     /// The person's home, where a CLI's state folders and `~/…` entries are.
     pub home: PathBuf,
+    /// braids' own folder, which names the install whose containers keep the agent's
+    /// processes.
+    pub braids_dir: PathBuf,
     /// Folders (or files) under the home the agent's CLI keeps its state in.
     pub state: Vec<String>,
     /// `sandbox_write`: more writable paths (`~/…` or absolute).
@@ -220,6 +223,7 @@ impl Default for Settings {
         Settings {
             kind: Kind::Off,
             home: PathBuf::new(),
+            braids_dir: PathBuf::new(),
             state: Vec::new(),
             extra: Vec::new(),
             read: Vec::new(),

@@ -129,6 +129,7 @@ pub(super) fn run_agent(
         folders.push(req.workspace.clone());
     }
     let container = crate::system::container::Container::create(
+        &sandbox.braids_dir,
         &format!("{}_{}", dir_name(&req.project), req.bead),
         folders,
     );
