@@ -50,6 +50,11 @@ pub(super) fn dir(project: &Path) -> Option<PathBuf> {
     })
 }
 
+/// The hooks folder, when it holds a commit hook git would run.
+pub(super) fn active(project: &Path) -> Option<PathBuf> {
+    dir(project).filter(|d| !present(d).is_empty())
+}
+
 /// The hooks folder when it lies in the project's work tree (a relative `core.hooksPath`,
 /// such as `.githooks`), relative to it: its files run inside braids, so a change to them is a
 /// change to braids' control files.
@@ -179,8 +184,8 @@ pub(super) fn sandboxed(
     out
 }
 
-/// The work as it would land (all but `exclude`), committed with the project's commit
-/// hooks: what a refusing hook printed, or `None` when they passed or there are none.
+/// The work as it would land (all but `exclude`), committed with the commit hooks in `hooks`
+/// (see [`active`]): what a refusing hook printed, or `None` when they passed.
 /// Either way the worktree's branch ends holding everything the agent left on top of
 /// `base`, a formatter's changes included, as `land` expects it; on an error it is put back
 /// as it was, so the work can still be kept.
@@ -189,18 +194,15 @@ pub(super) fn trial(
     bead: &BeadId,
     base: &str,
     exclude: &[PathBuf],
-    message: &str,
+    (message, hooks): (&str, &Path),
     sandbox: &crate::system::sandbox::Settings,
 ) -> Result<Option<String>> {
-    let Some(hooks) = dir(&ws.project).filter(|d| !present(d).is_empty()) else {
-        return Ok(None);
-    };
     let before = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
     let tried = (|| {
         git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
         git_ok(&ws.dir, &["reset", "--quiet"])?;
         stage(&ws.dir, exclude, &[])?;
-        let verdict = commit(ws, &hooks, message, sandbox)?;
+        let verdict = commit(ws, hooks, message, sandbox)?;
         stage(&ws.dir, &[], &[])?;
         commit_staged(&ws.dir, &format!("wip {bead}"))?;
         Ok::<_, anyhow::Error>(verdict.err())

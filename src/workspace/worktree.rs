@@ -378,11 +378,12 @@ impl Workspaces for GitWorktrees {
                 return Ok(Prepared::InTheWay { paths: in_the_way });
             }
         }
-        let Some(message) = hooks else {
+        // Without a hook to run, what was checked is what lands.
+        let Some(hooks) = hooks.zip(super::hooks::active(&ws.project)) else {
             return Ok(Prepared::Ready { paths });
         };
         if let Some(hook_output) =
-            super::hooks::trial(ws, bead, base, exclude, message, &self.sandbox)?
+            super::hooks::trial(ws, bead, base, exclude, (hooks.0, &hooks.1), &self.sandbox)?
         {
             return Ok(Prepared::Refused { hook_output });
         }
@@ -448,8 +449,7 @@ impl Workspaces for GitWorktrees {
             .collect();
         include.extend(tracked.iter().map(|(f, _)| f.clone()));
         stage(&ws.dir, &[PathBuf::from(".")], &include)?;
-        let hooks = super::hooks::dir(&ws.project)
-            .filter(|d| landing.hooks && !super::hooks::present(d).is_empty());
+        let hooks = super::hooks::active(&ws.project).filter(|_| landing.hooks);
         let committed = match hooks {
             // They passed on this work in `prepare_landing`; a refusal now (a hook that looks at
             // the tracker's files, say) must not leave a closed bead unlanded.
