@@ -20,6 +20,7 @@ pub mod model;
 pub mod notifier;
 pub mod protocol;
 pub mod retry;
+pub mod review;
 pub mod schedule;
 pub mod serve;
 pub mod session;

@@ -1,0 +1,17 @@
+//! Landing through review: a bead's work opened as a pull request (a merge request on GitLab)
+//! instead of pushed to the base branch, and what braids does with it while it waits there.
+//!
+//! Everything here is pure. [`settings`] reads a project's choice (`Landing:`, `Merge:`,
+//! `Approvals:`, `Forge:`); [`decide`] turns what a forge says of one pull request, in the
+//! forge-neutral [`PullRequest`] both forges map onto, and what braids remembers of it
+//! ([`Handled`]) into the one [`Step`] to take. The forge clients, the worker that opens the
+//! request and the tick that watches it live at the edges and call these; the simulation calls
+//! the same code.
+
+pub mod decide;
+pub mod pull_request;
+pub mod settings;
+
+pub use decide::{decide, Handled, Rework, Step};
+pub use pull_request::{Check, CheckState, Mergeable, PrState, PullRequest, Review, ReviewState};
+pub use settings::{ForgeRef, Landing, MergePolicy, ReviewSettings};
