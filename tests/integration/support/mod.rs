@@ -27,6 +27,7 @@ pub mod agent_model;
 pub mod checks;
 pub mod claw;
 pub mod files;
+pub mod forge_github;
 mod install;
 pub mod procs;
 pub mod project;
