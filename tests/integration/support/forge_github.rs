@@ -73,14 +73,17 @@ struct Comment {
     commit: String,
 }
 
+/// A check run: name, status, conclusion, summary.
+type CheckRun = (String, String, Option<String>, String);
+
 #[derive(Debug)]
 struct State {
     token: String,
     login: String,
     repos: BTreeMap<String, PathBuf>,
     pulls: Vec<Pull>,
-    /// Check runs by commit: name, status, conclusion, summary.
-    checks: BTreeMap<String, Vec<(String, String, Option<String>, String)>>,
+    /// Check runs by commit.
+    checks: BTreeMap<String, Vec<CheckRun>>,
     /// Commit statuses by commit: context, state, description.
     statuses: BTreeMap<String, Vec<(String, String, String)>>,
     reviews: Vec<Review>,
@@ -396,7 +399,7 @@ fn answer(
     if s.remaining == 0 {
         return message(
             StatusCode::FORBIDDEN,
-            &format!("API rate limit exceeded for user ID 1. (But here's the good news: Authenticated requests get a higher rate limit.)"),
+            "API rate limit exceeded for user ID 1. (But here's the good news: Authenticated requests get a higher rate limit.)",
         );
     }
     let ["repos", owner, name, rest @ ..] = segments.as_slice() else {
