@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::format::project::ProjectConfig;
+
 /// How a bead's work reaches the base branch (`Landing:`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Landing {
@@ -107,6 +109,61 @@ impl FromStr for ForgeRef {
     }
 }
 
+/// A landing field PROJECT.md gets wrong: the rest of its settings still apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldProblem {
+    /// The field as docs/files.md spells it.
+    pub field: &'static str,
+    pub line: usize,
+    /// What is wrong, and the default used instead.
+    pub sentence: String,
+    pub fix: &'static str,
+}
+
+impl ReviewSettings {
+    /// The landing settings `project` writes, each wrong field's default used instead and
+    /// named among the problems.
+    pub fn of(project: &ProjectConfig) -> (ReviewSettings, Vec<FieldProblem>) {
+        let mut out = ReviewSettings::default();
+        let mut problems = Vec::new();
+        let mut read = |field: &'static str,
+                        fix: &'static str,
+                        apply: &mut dyn FnMut(&str) -> Result<(), String>| {
+            if let Some(f) = project.field(field) {
+                if let Err(e) = apply(&f.value) {
+                    problems.push(FieldProblem {
+                        field,
+                        line: f.line,
+                        sentence: e,
+                        fix,
+                    });
+                }
+            }
+        };
+        read(
+            "Landing",
+            "write `Landing: push` (the default) or `Landing: pull-request`",
+            &mut |v| v.parse().map(|l| out.landing = l),
+        );
+        read(
+            "Merge",
+            "write `Merge: person` (the default: a person merges on the forge) or `Merge: auto`",
+            &mut |v| v.parse().map(|m| out.merge = m),
+        );
+        read(
+            "Approvals",
+            "write the number of approving reviews braids waits for, such as `Approvals: 1`",
+            &mut |v| parse_approvals(v).map(|n| out.approvals = n),
+        );
+        read(
+            "Forge",
+            "write the forge and the repository, such as `Forge: github me/app` or `Forge: gitlab group/app`, or remove the line to take them from the `origin` remote",
+            &mut |v| v.parse().map(|f| out.forge = Some(f)),
+        );
+        (out, problems)
+    }
+}
+
 /// `Approvals:`, a whole number of reviews.
 pub fn parse_approvals(s: &str) -> Result<u32, String> {
     s.trim()
@@ -150,6 +207,34 @@ mod tests {
             .contains("`maybe`"));
         assert_eq!(parse_approvals(" 2 "), Ok(2));
         assert!(parse_approvals("two").unwrap_err().contains("whole number"));
+    }
+
+    #[test]
+    fn a_projects_fields_are_read_and_each_wrong_one_is_named_with_its_line() {
+        let text = "# App\n\n- **Status:** active\n- **Priority:** normal\n- **Autonomy:** full\n- **Landing:** pull-request\n- **Merge:** sometimes\n- **Approvals:** 2\n- **Forge:** github me\n";
+        let parsed = crate::format::layout::parse_project(text, std::path::Path::new("PROJECT.md"));
+        let (settings, problems) = ReviewSettings::of(&parsed.value);
+        assert_eq!(settings.landing, Landing::PullRequest);
+        assert_eq!(
+            settings.merge,
+            MergePolicy::Person,
+            "the default for a wrong word"
+        );
+        assert_eq!(settings.approvals, 2);
+        assert_eq!(settings.forge, None);
+        let named: Vec<(&str, usize)> = problems.iter().map(|p| (p.field, p.line)).collect();
+        assert_eq!(named, [("Merge", 7), ("Forge", 9)]);
+        assert!(problems[0].sentence.contains("`sometimes`"), "{problems:?}");
+        assert!(problems[1].fix.contains("github me/app"), "{problems:?}");
+        // Nothing written: today's landing.
+        let parsed = crate::format::layout::parse_project(
+            "# App\n\n- **Status:** active\n",
+            std::path::Path::new("PROJECT.md"),
+        );
+        assert_eq!(
+            ReviewSettings::of(&parsed.value),
+            (ReviewSettings::default(), vec![])
+        );
     }
 
     #[test]
