@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod ask;
+pub mod forges;
 pub mod installation;
 pub mod sandbox;
 mod workspace;
@@ -45,6 +46,9 @@ pub struct Config {
     pub prices: crate::agent::Prices,
     /// `[ask]`: the cheap agent of `braids tools ask`.
     pub ask: AskConfig,
+    /// `[forges.<name>]`: where pull requests are opened, beside the built-in `github` and
+    /// `gitlab`.
+    pub forges: std::collections::BTreeMap<String, forges::ForgeEntry>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -95,8 +95,8 @@ fn c1_2_the_init_template_lists_every_key_braids_reads_with_its_default() {
         ),
         ("ask", keys::<AskConfig>()),
     ];
-    // Maps keyed by a preset or a model: examples, commented, not defaults.
-    let maps = ["executors", "prices"];
+    // Maps keyed by a preset, a model or a forge's name: examples, commented, not defaults.
+    let maps = ["executors", "prices", "forges"];
     let top = keys::<Config>();
     assert_eq!(
         top.len(),

@@ -10,6 +10,7 @@
 
 pub mod decide;
 pub mod pull_request;
+pub mod remote;
 pub mod settings;
 
 pub use decide::{decide, Handled, Rework, Step};
