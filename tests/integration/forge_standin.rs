@@ -343,7 +343,8 @@ fn the_stand_in_github_conflicts_closes_rate_limits_and_goes_down() {
         (pr["state"].as_str(), pr["merged"].as_bool()),
         (Some("closed"), Some(false))
     );
-    assert_eq!(pr["closed_by"]["login"].as_str(), Some("bo"));
+    let (_, _, issue) = c.get("/repos/me/app/issues/1");
+    assert_eq!(issue["closed_by"]["login"].as_str(), Some("bo"));
     // The rate limit spent: 403 with the headers saying when it resets.
     gh.set_remaining(0);
     let (st, _, body) = c.get("/repos/me/app/pulls/1");

@@ -10,7 +10,8 @@
 //!
 //! - `GET /repos/{owner}/{repo}`
 //! - `GET|POST /repos/{owner}/{repo}/pulls`, `GET /repos/{owner}/{repo}/pulls/{n}`
-//! - `GET /repos/{owner}/{repo}/pulls/{n}/reviews`, `.../pulls/{n}/comments`
+//! - `GET /repos/{owner}/{repo}/pulls/{n}/reviews`, `.../pulls/{n}/comments`,
+//!   `GET /repos/{owner}/{repo}/issues/{n}` (who closed it)
 //! - `PUT /repos/{owner}/{repo}/pulls/{n}/merge`
 //! - `GET /repos/{owner}/{repo}/commits/{ref}/check-runs`, `.../commits/{ref}/status`
 //! - `DELETE /repos/{owner}/{repo}/git/refs/heads/{branch}`
@@ -453,6 +454,20 @@ fn answer(
             Some(p) => fresh(headers, StatusCode::OK, pull_json(s, &p, &bare)),
             None => message(StatusCode::NOT_FOUND, "Not Found"),
         },
+        ("GET", ["issues", n]) => match find(s, &repo, n) {
+            // A pull request is an issue too; only the issue says who closed it.
+            Some(p) => fresh(
+                headers,
+                StatusCode::OK,
+                json!({"id": 900 + p.number, "node_id": format!("I_{}", p.number),
+                       "number": p.number, "title": p.title,
+                       "state": if p.open { "open" } else { "closed" },
+                       "user": user(&p.author),
+                       "closed_by": p.closed_by.as_deref().or(p.merged_by.as_deref()).map(user),
+                       "pull_request": {"url": format!("https://api.github.example/repos/{repo}/pulls/{}", p.number)}}),
+            ),
+            None => message(StatusCode::NOT_FOUND, "Not Found"),
+        },
         ("GET", ["pulls", n, "reviews"]) => {
             let Some(p) = find(s, &repo, n) else {
                 return message(StatusCode::NOT_FOUND, "Not Found");
@@ -462,8 +477,11 @@ fn answer(
                 .iter()
                 .filter(|r| r.pull == p.number)
                 .map(|r| {
-                    json!({"id": r.id, "user": {"login": r.author}, "body": r.body,
+                    json!({"id": r.id, "node_id": format!("PRR_{}", r.id),
+                           "user": user(&r.author), "body": r.body,
                            "state": r.state, "commit_id": r.commit,
+                           "html_url": format!("https://github.example/{repo}/pull/{}#pullrequestreview-{}", p.number, r.id),
+                           "pull_request_url": format!("https://api.github.example/repos/{repo}/pulls/{}", p.number),
                            "submitted_at": "2026-11-29T12:00:00Z",
                            "author_association": "MEMBER"})
                 })
@@ -479,8 +497,9 @@ fn answer(
                 .iter()
                 .filter(|c| c.pull == p.number)
                 .map(|c| {
-                    json!({"id": c.id, "pull_request_review_id": c.review,
-                           "user": {"login": c.author}, "path": c.path, "line": c.line,
+                    json!({"id": c.id, "node_id": format!("PRRC_{}", c.id),
+                           "pull_request_review_id": c.review,
+                           "user": user(&c.author), "path": c.path, "line": c.line,
                            "side": "RIGHT", "body": c.body, "commit_id": c.commit})
                 })
                 .collect();
@@ -516,9 +535,14 @@ fn answer(
                 .flatten()
                 .enumerate()
                 .map(|(i, (name, status, conclusion, summary))| {
-                    json!({"id": i + 1, "name": name, "head_sha": sha, "status": status,
-                           "conclusion": conclusion,
-                           "output": {"title": name, "summary": summary, "text": null},
+                    json!({"id": i + 1, "node_id": format!("CR_{}", i + 1), "name": name,
+                           "head_sha": sha, "status": status, "conclusion": conclusion,
+                           "url": format!("https://api.github.example/repos/{repo}/check-runs/{}", i + 1),
+                           "html_url": format!("https://github.example/{repo}/runs/{}", i + 1),
+                           "started_at": "2026-11-29T12:00:00Z", "pull_requests": [],
+                           "output": {"title": name, "summary": summary, "text": null,
+                                      "annotations_count": 0,
+                                      "annotations_url": format!("https://api.github.example/repos/{repo}/check-runs/{}/annotations", i + 1)},
                            "details_url": format!("https://ci.example/{sha}/{name}")})
                 })
                 .collect();
@@ -657,6 +681,16 @@ fn create_pull(s: &mut State, repo: &str, bare: &Path, input: &Value) -> (Status
     )
 }
 
+/// A user as GitHub's `simple-user` schema has it.
+fn user(login: &str) -> Value {
+    let id = login.bytes().fold(7u64, |h, b| h * 31 + u64::from(b)) % 1_000_000;
+    json!({"login": login, "id": id, "node_id": format!("U_{id}"),
+           "avatar_url": format!("https://avatars.github.example/u/{id}"), "gravatar_id": "",
+           "url": format!("https://api.github.example/users/{login}"),
+           "html_url": format!("https://github.example/{login}"),
+           "type": "User", "site_admin": false})
+}
+
 fn pull_json(s: &State, p: &Pull, bare: &Path) -> Value {
     let head = rev(bare, &p.head).unwrap_or_default();
     let base = rev(bare, &p.base).unwrap_or_default();
@@ -670,20 +704,30 @@ fn pull_json(s: &State, p: &Pull, bare: &Path) -> Value {
         (json!(false), "dirty")
     };
     let _ = s;
+    let url = format!(
+        "https://api.github.example/repos/{}/pulls/{}",
+        p.repo, p.number
+    );
     json!({
+        "url": url,
+        "id": 500 + p.number,
+        "node_id": format!("PR_{}", p.number),
+        "locked": false,
+        "maintainer_can_modify": false,
+        "created_at": "2026-11-29T12:00:00Z",
+        "updated_at": "2026-11-29T12:00:00Z",
         "number": p.number,
         "state": if p.open { "open" } else { "closed" },
         "title": p.title,
         "body": p.body,
         "html_url": format!("https://github.example/{}/pull/{}", p.repo, p.number),
-        "user": {"login": p.author},
+        "user": user(&p.author),
         "head": {"ref": p.head, "sha": head, "repo": {"full_name": p.repo}},
         "base": {"ref": p.base, "sha": base, "repo": {"full_name": p.repo}},
         "merged": merged,
         "mergeable": mergeable,
         "mergeable_state": state,
-        "merged_by": p.merged_by.as_ref().map(|l| json!({"login": l})),
-        "closed_by": p.closed_by.as_ref().map(|l| json!({"login": l})),
+        "merged_by": p.merged_by.as_deref().map(user),
         "merge_commit_sha": p.merge_commit,
         "draft": false,
     })
