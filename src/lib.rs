@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod cost;
 pub mod events;
+pub mod forge;
 pub mod format;
 pub mod git;
 pub mod lifecycle;

@@ -38,6 +38,7 @@ mod edn_layout;
 mod escape;
 mod events;
 mod faults;
+mod forge_client;
 mod forge_standin;
 mod formats;
 mod hooks;

@@ -50,6 +50,9 @@ struct Pull {
     merged_by: Option<String>,
     closed_by: Option<String>,
     merge_commit: Option<String>,
+    /// Bumped by every review, comment, close and merge: GitHub's `updated_at`, so the pull
+    /// request's ETag changes with them.
+    updated: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -193,6 +196,7 @@ impl GitHub {
     ) -> u64 {
         let head = self.head_of(repo, number);
         self.with(|s| {
+            touch(s, repo, number);
             s.next_id += 1;
             let id = s.next_id;
             s.reviews.push(Review {
@@ -221,6 +225,20 @@ impl GitHub {
         })
     }
 
+    /// Opens a pull request of `head` against `base` as braids' user would; its number.
+    pub fn open(&self, repo: &str, head: &str, base: &str, title: &str) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        let bare = s.repos[repo].clone();
+        let input = json!({"title": title, "head": head, "base": base});
+        let (status, _) = create_pull(&mut s, repo, &bare, &input);
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "cannot open {head} against {base}"
+        );
+        s.pulls.iter().filter(|p| p.repo == repo).count() as u64
+    }
+
     /// A person merges pull request `number` on the forge (a merge commit).
     pub fn merge_by(&self, repo: &str, number: u64, login: &str) -> Result<String, String> {
         let mut s = self.state.lock().unwrap();
@@ -237,6 +255,7 @@ impl GitHub {
             {
                 p.open = false;
                 p.closed_by = Some(login.into());
+                p.updated += 1;
             }
         });
     }
@@ -615,6 +634,17 @@ fn unescape(segment: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Marks pull request `number` changed.
+fn touch(s: &mut State, repo: &str, number: u64) {
+    if let Some(p) = s
+        .pulls
+        .iter_mut()
+        .find(|p| p.repo == repo && p.number == number)
+    {
+        p.updated += 1;
+    }
+}
+
 fn find(s: &State, repo: &str, n: &str) -> Option<Pull> {
     let n: u64 = n.parse().ok()?;
     s.pulls
@@ -672,6 +702,7 @@ fn create_pull(s: &mut State, repo: &str, bare: &Path, input: &Value) -> (Status
         merged_by: None,
         closed_by: None,
         merge_commit: None,
+        updated: 0,
     };
     let out = pull_json(s, &pull, bare);
     s.pulls.push(pull);
@@ -715,7 +746,7 @@ fn pull_json(s: &State, p: &Pull, bare: &Path) -> Value {
         "locked": false,
         "maintainer_can_modify": false,
         "created_at": "2026-11-29T12:00:00Z",
-        "updated_at": "2026-11-29T12:00:00Z",
+        "updated_at": format!("2026-11-29T12:{:02}:{:02}Z", p.updated / 60 % 60, p.updated % 60),
         "number": p.number,
         "state": if p.open { "open" } else { "closed" },
         "title": p.title,
@@ -814,6 +845,7 @@ fn merge(
     p.open = false;
     p.merged_by = Some(login.into());
     p.merge_commit = Some(commit.clone());
+    p.updated += 1;
     Ok(commit)
 }
 

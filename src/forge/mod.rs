@@ -1,0 +1,61 @@
+//! The forges pull requests are opened on, behind one small trait: what braids asks of GitHub
+//! and GitLab, answered in the forge-neutral terms of [`crate::review`].
+//!
+//! Watching is cheap by construction: every read is a conditional request against the
+//! [`Conditional`] cache a tick keeps between runs, so a pull request where nothing changed
+//! costs a few `304 Not Modified` answers, which GitHub does not count against the rate limit.
+
+pub mod conditional;
+pub mod github;
+
+pub use conditional::Conditional;
+
+use crate::review::PullRequest;
+
+/// Why a forge did not answer as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForgeError {
+    /// 401: the token is wrong, expired or revoked.
+    #[error("the forge refused the token (401): {0}")]
+    Unauthorized(String),
+    /// 404: no such repository or pull request, or the token may not see it.
+    #[error("the forge does not show {0} to this token (404)")]
+    NotFound(String),
+    /// The rate limit is spent until `reset` (epoch seconds), when the forge said.
+    #[error("the forge's rate limit is spent{}", reset.map(|r| format!(" until {r}")).unwrap_or_default())]
+    RateLimited { reset: Option<i64> },
+    /// Unreachable, or a 5xx: an outage, not the bead's fault.
+    #[error("the forge is unavailable: {0}")]
+    Unavailable(String),
+    /// Any other refusal, in the forge's words.
+    #[error("the forge refused: {0}")]
+    Refused(String),
+}
+
+impl ForgeError {
+    /// Whether this is the forge's trouble (breaker), not the bead's or the settings'.
+    pub fn is_outage(&self) -> bool {
+        matches!(
+            self,
+            ForgeError::RateLimited { .. } | ForgeError::Unavailable(_)
+        )
+    }
+}
+
+/// What one look at a pull request found, and what it cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    pub pr: PullRequest,
+    /// Requests made.
+    pub requests: u32,
+    /// Of them, answered `304 Not Modified`: free of quota.
+    pub not_modified: u32,
+    /// Requests left in the rate-limit window, when the forge said.
+    pub remaining: Option<u32>,
+}
+
+/// A forge repository braids opens, watches and merges pull requests on.
+pub trait Forge {
+    /// The pull request `number` now, with its head's checks and its reviews.
+    fn observe(&self, number: u64, cache: &mut Conditional) -> Result<Observed, ForgeError>;
+}
