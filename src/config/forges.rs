@@ -8,6 +8,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub use crate::forge::MergeMethod;
+
 /// Which API a forge speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -16,16 +18,6 @@ pub enum ForgeKind {
     Github,
     /// GitLab's REST API v4.
     Gitlab,
-}
-
-/// How braids merges a pull request it may merge.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MergeMethod {
-    #[default]
-    Squash,
-    Merge,
-    Rebase,
 }
 
 /// One `[forges.<name>]` table as written: every key may be left out.

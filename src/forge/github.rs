@@ -14,7 +14,7 @@ use http::header::{HeaderMap, HeaderValue, IF_NONE_MATCH};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Conditional, Forge, ForgeError, Observed};
+use super::{Conditional, Forge, ForgeError, MergeMethod, Merged, Observed, Opened, Opening};
 use crate::review::{Check, CheckState, Mergeable, PrState, PullRequest, Review, ReviewState};
 
 /// One GitHub repository, as one token sees it.
@@ -126,6 +126,61 @@ impl GitHub {
     }
 }
 
+impl GitHub {
+    /// `method path` (under the repository) with a JSON `body`: the status and what it said.
+    fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), ForgeError> {
+        let url = format!("{}/repos/{}{path}", self.api, self.repository);
+        let (status, head, text) = self.rt.block_on(async {
+            let resp = match method {
+                http::Method::POST => self.client._post(url.as_str(), body.as_ref()).await,
+                http::Method::PUT => self.client._put(url.as_str(), body.as_ref()).await,
+                http::Method::DELETE => self.client._delete(url.as_str(), body.as_ref()).await,
+                _ => self.client._get(url.as_str()).await,
+            }
+            .map_err(|e| ForgeError::Unavailable(e.to_string()))?;
+            let status = resp.status();
+            let head = resp.headers().clone();
+            let text = self
+                .client
+                .body_to_string(resp)
+                .await
+                .map_err(|e| ForgeError::Unavailable(e.to_string()))?;
+            Ok::<_, ForgeError>((status, head, text))
+        })?;
+        let code = status.as_u16();
+        let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        match code {
+            200..=299 | 405 | 409 | 422 => Ok((code, value)),
+            _ => {
+                let header = |name: &str| head.get(name).and_then(|v| v.to_str().ok());
+                Err(refusal(code, path, &text, &header))
+            }
+        }
+    }
+
+    /// The owner part of `owner/name`.
+    fn owner(&self) -> &str {
+        self.repository.split('/').next().unwrap_or_default()
+    }
+}
+
+/// GitHub's words for a refusal: its message and each error's.
+fn said(v: &Value) -> String {
+    let mut out = v["message"].as_str().unwrap_or("refused").to_string();
+    for e in v["errors"].as_array().into_iter().flatten() {
+        if let Some(m) = e["message"].as_str().or(e["code"].as_str()) {
+            out.push_str(": ");
+            out.push_str(m);
+        }
+    }
+    out
+}
+
 /// What the requests of one look cost.
 #[derive(Default)]
 struct Seen {
@@ -160,6 +215,73 @@ fn refusal<'a>(
 }
 
 impl Forge for GitHub {
+    fn open(&self, o: &Opening) -> Result<Opened, ForgeError> {
+        let body = serde_json::json!({
+            "title": o.title, "head": o.head, "base": o.base, "body": o.body,
+        });
+        let opened = |v: &Value| -> Result<Opened, ForgeError> {
+            Ok(Opened {
+                number: v["number"].as_u64().ok_or_else(|| {
+                    ForgeError::Refused(format!("a pull request without a number: {v}"))
+                })?,
+                url: v["html_url"].as_str().unwrap_or_default().to_string(),
+            })
+        };
+        match self.send(http::Method::POST, "/pulls", Some(body))? {
+            (201, v) | (200, v) => opened(&v),
+            (422, v) if said(&v).contains("already exists") => {
+                // Opened by an earlier attempt: the open one of this head and base.
+                let path = format!(
+                    "/pulls?state=open&head={}:{}&base={}",
+                    self.owner(),
+                    o.head,
+                    o.base
+                );
+                let (_, list) = self.send(http::Method::GET, &path, None)?;
+                list.as_array()
+                    .and_then(|l| l.first())
+                    .map(opened)
+                    .unwrap_or_else(|| Err(ForgeError::Refused(said(&v))))
+            }
+            (code, v) => Err(ForgeError::Refused(format!(
+                "{code} opening a pull request of {}: {}",
+                o.head,
+                said(&v)
+            ))),
+        }
+    }
+
+    fn merge(&self, number: u64, head: &str, method: MergeMethod) -> Result<Merged, ForgeError> {
+        let body = serde_json::json!({"sha": head, "merge_method": method.as_str()});
+        match self.send(
+            http::Method::PUT,
+            &format!("/pulls/{number}/merge"),
+            Some(body),
+        )? {
+            (200, v) => Ok(Merged::Merged {
+                commit: v["sha"].as_str().unwrap_or_default().to_string(),
+            }),
+            (409, _) => Ok(Merged::HeadMoved),
+            (_, v) => Ok(Merged::NotMergeable(said(&v))),
+        }
+    }
+
+    fn delete_branch(&self, name: &str) -> Result<(), ForgeError> {
+        match self.send(
+            http::Method::DELETE,
+            &format!("/git/refs/heads/{name}"),
+            None,
+        )? {
+            (204, _) | (200, _) => Ok(()),
+            // Gone already (deleted on merge by the repository's setting, or by a person).
+            (422, v) if said(&v).contains("does not exist") => Ok(()),
+            (code, v) => Err(ForgeError::Refused(format!(
+                "{code} deleting {name}: {}",
+                said(&v)
+            ))),
+        }
+    }
+
     fn observe(&self, number: u64, cache: &mut Conditional) -> Result<Observed, ForgeError> {
         let mut seen = Seen::default();
         let pull = self.get(&format!("/pulls/{number}"), cache, &mut seen)?;

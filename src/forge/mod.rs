@@ -54,8 +54,67 @@ pub struct Observed {
     pub remaining: Option<u32>,
 }
 
+/// How a pull request braids may merge is merged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MergeMethod {
+    /// One commit on the base with the whole change.
+    #[default]
+    Squash,
+    /// A merge commit.
+    Merge,
+    /// Each commit replayed on the base.
+    Rebase,
+}
+
+impl MergeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeMethod::Squash => "squash",
+            MergeMethod::Merge => "merge",
+            MergeMethod::Rebase => "rebase",
+        }
+    }
+}
+
+/// A pull request to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opening {
+    /// The branch with the work, already pushed.
+    pub head: String,
+    pub base: String,
+    pub title: String,
+    pub body: String,
+}
+
+/// An open pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opened {
+    pub number: u64,
+    /// Where a person reads it.
+    pub url: String,
+}
+
+/// What a merge came to.
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merged {
+    /// Merged: the base's new commit.
+    Merged { commit: String },
+    /// The head is not the one braids saw pass: somebody pushed in between.
+    HeadMoved,
+    /// The forge will not merge it now, in its words (a conflict, a rule of the branch).
+    NotMergeable(String),
+}
+
 /// A forge repository braids opens, watches and merges pull requests on.
 pub trait Forge {
+    /// Opens a pull request, or finds the one already open for the same head and base.
+    fn open(&self, opening: &Opening) -> Result<Opened, ForgeError>;
     /// The pull request `number` now, with its head's checks and its reviews.
     fn observe(&self, number: u64, cache: &mut Conditional) -> Result<Observed, ForgeError>;
+    /// Merges `number` with `method` if its head is still `head`.
+    fn merge(&self, number: u64, head: &str, method: MergeMethod) -> Result<Merged, ForgeError>;
+    /// Deletes the branch `name`; one already gone is no error.
+    fn delete_branch(&self, name: &str) -> Result<(), ForgeError>;
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use braids::forge::github::GitHub as Client;
-use braids::forge::{Conditional, Forge, ForgeError};
+use braids::forge::{Conditional, Forge, ForgeError, MergeMethod, Merged, Opening};
 use braids::review::{
     decide, CheckState, Handled, MergePolicy, Mergeable, PrState, ReviewState, Rework, Step,
 };
@@ -197,4 +197,56 @@ fn each_refusal_of_the_forge_is_the_one_error_braids_acts_on() {
     let gone = Client::new("http://127.0.0.1:9", "me/app", TOKEN).unwrap();
     let e = gone.observe(n, &mut Conditional::default()).unwrap_err();
     assert!(e.is_outage(), "{e}");
+}
+
+#[test]
+fn the_github_client_opens_once_merges_only_the_head_it_saw_and_deletes_the_branch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (bare, head) = world(tmp.path());
+    let gh = GitHub::start(TOKEN, "braids-bot");
+    gh.repo("me/app", &bare);
+    let client = Client::new(&gh.api(), "me/app", TOKEN).unwrap();
+    let opening = Opening {
+        head: "braids/app-1".into(),
+        base: "main".into(),
+        title: "app-1: Do it".into(),
+        body: "Did it.".into(),
+    };
+    let opened = client.open(&opening).unwrap();
+    assert_eq!(opened.number, 1);
+    assert!(opened.url.ends_with("/me/app/pull/1"), "{}", opened.url);
+    // Opened again (a worker that died after opening it): the same one, not a second.
+    assert_eq!(client.open(&opening).unwrap(), opened);
+    assert_eq!(gh.pulls("me/app").len(), 1);
+    // A branch the forge does not have: refused in its words.
+    let missing = Opening {
+        head: "nope".into(),
+        ..opening.clone()
+    };
+    let e = client.open(&missing).unwrap_err();
+    assert!(e.to_string().contains("head invalid"), "{e}");
+
+    // Somebody pushed since braids looked: no merge.
+    assert_eq!(
+        client
+            .merge(
+                1,
+                "0000000000000000000000000000000000000000",
+                MergeMethod::Squash
+            )
+            .unwrap(),
+        Merged::HeadMoved
+    );
+    let merged = client.merge(1, &head, MergeMethod::Squash).unwrap();
+    let main = git(&bare, &["rev-parse", "main"]);
+    assert_eq!(merged, Merged::Merged { commit: main });
+    assert_eq!(git(&bare, &["show", "main:b.txt"]), "two");
+    // Merged already: the forge says why not.
+    assert!(matches!(
+        client.merge(1, &head, MergeMethod::Squash).unwrap(),
+        Merged::NotMergeable(_)
+    ));
+    client.delete_branch("braids/app-1").unwrap();
+    client.delete_branch("braids/app-1").unwrap();
+    assert!(git(&bare, &["branch", "--list", "braids/app-1"]).is_empty());
 }

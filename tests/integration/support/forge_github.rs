@@ -451,6 +451,7 @@ fn answer(
         ("GET", ["pulls"]) => {
             let state = query.get("state").map_or("open", String::as_str);
             let head = query.get("head").cloned();
+            let base = query.get("base").cloned();
             let list: Vec<Value> = s
                 .pulls
                 .iter()
@@ -464,6 +465,7 @@ fn answer(
                     head.as_ref()
                         .is_none_or(|h| h == &format!("{owner}:{}", p.head))
                 })
+                .filter(|p| base.as_ref().is_none_or(|b| b == &p.base))
                 .map(|p| pull_json(s, p, &bare))
                 .collect();
             fresh(headers, StatusCode::OK, Value::Array(list))
