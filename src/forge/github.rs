@@ -78,21 +78,8 @@ impl GitHub {
             headers.insert(IF_NONE_MATCH, tag);
         }
         let url = format!("{}{path}", self.api);
-        let (status, head, text) = self.rt.block_on(async {
-            let resp = self
-                .client
-                ._get_with_headers(url.as_str(), Some(headers))
-                .await
-                .map_err(|e| ForgeError::Unavailable(e.to_string()))?;
-            let status = resp.status();
-            let head = resp.headers().clone();
-            let text = self
-                .client
-                .body_to_string(resp)
-                .await
-                .map_err(|e| ForgeError::Unavailable(e.to_string()))?;
-            Ok::<_, ForgeError>((status, head, text))
-        })?;
+        let (status, head, text) =
+            self.exchange(self.client._get_with_headers(url.as_str(), Some(headers)))?;
         seen.requests += 1;
         let header = |name: &str| head.get(name).and_then(|v| v.to_str().ok());
         if let Some(left) = header("x-ratelimit-remaining").and_then(|v| v.parse().ok()) {
@@ -135,23 +122,12 @@ impl GitHub {
         body: Option<Value>,
     ) -> Result<(u16, Value), ForgeError> {
         let url = format!("{}/repos/{}{path}", self.api, self.repository);
-        let (status, head, text) = self.rt.block_on(async {
-            let resp = match method {
-                http::Method::POST => self.client._post(url.as_str(), body.as_ref()).await,
-                http::Method::PUT => self.client._put(url.as_str(), body.as_ref()).await,
-                http::Method::DELETE => self.client._delete(url.as_str(), body.as_ref()).await,
-                _ => self.client._get(url.as_str()).await,
-            }
-            .map_err(|e| ForgeError::Unavailable(e.to_string()))?;
-            let status = resp.status();
-            let head = resp.headers().clone();
-            let text = self
-                .client
-                .body_to_string(resp)
-                .await
-                .map_err(|e| ForgeError::Unavailable(e.to_string()))?;
-            Ok::<_, ForgeError>((status, head, text))
-        })?;
+        let (status, head, text) = match method {
+            http::Method::POST => self.exchange(self.client._post(url.as_str(), body.as_ref())),
+            http::Method::PUT => self.exchange(self.client._put(url.as_str(), body.as_ref())),
+            http::Method::DELETE => self.exchange(self.client._delete(url.as_str(), body.as_ref())),
+            _ => self.exchange(self.client._get(url.as_str())),
+        }?;
         let code = status.as_u16();
         let value = serde_json::from_str(&text).unwrap_or(Value::Null);
         match code {
@@ -161,6 +137,26 @@ impl GitHub {
                 Err(refusal(code, path, &text, &header))
             }
         }
+    }
+
+    /// Runs one request to its end: its status, headers and body. Not reaching the forge is
+    /// an outage.
+    fn exchange(
+        &self,
+        request: impl std::future::Future<
+            Output = octocrab::Result<
+                http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, octocrab::Error>>,
+            >,
+        >,
+    ) -> Result<(http::StatusCode, HeaderMap, String), ForgeError> {
+        let down = |e: octocrab::Error| ForgeError::Unavailable(e.to_string());
+        self.rt.block_on(async {
+            let resp = request.await.map_err(down)?;
+            let status = resp.status();
+            let head = resp.headers().clone();
+            let text = self.client.body_to_string(resp).await.map_err(down)?;
+            Ok((status, head, text))
+        })
     }
 
     /// The owner part of `owner/name`.

@@ -10,56 +10,15 @@ use braids::review::{
     decide, CheckState, Handled, MergePolicy, Mergeable, PrState, ReviewState, Rework, Step,
 };
 
-use crate::support::forge_github::GitHub;
+use crate::support::forge_github::{self, run_git as git, GitHub};
 
 const TOKEN: &str = "ghp_standin";
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
 /// A bare repository with `main` and a pushed branch `braids/app-1`; its head.
 fn world(tmp: &Path) -> (std::path::PathBuf, String) {
-    let bare = tmp.join("app.git");
-    let work = tmp.join("work");
-    git(
-        tmp,
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
-    );
-    git(
-        tmp,
-        &[
-            "clone",
-            "-q",
-            bare.to_str().unwrap(),
-            work.to_str().unwrap(),
-        ],
-    );
-    std::fs::write(work.join("a.txt"), "one\n").unwrap();
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-qm", "first"]);
-    git(&work, &["push", "-q", "origin", "HEAD:main"]);
-    git(&work, &["checkout", "-q", "-b", "braids/app-1"]);
-    std::fs::write(work.join("b.txt"), "two\n").unwrap();
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-qm", "app-1"]);
-    git(&work, &["push", "-q", "origin", "braids/app-1"]);
-    (bare, git(&work, &["rev-parse", "HEAD"]))
+    let (bare, work) = forge_github::world(tmp);
+    let head = forge_github::push_branch(&work, "braids/app-1", "b.txt", "two\n");
+    (bare, head)
 }
 
 #[test]

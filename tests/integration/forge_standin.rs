@@ -2,11 +2,9 @@
 //! will ask of it, over HTTP, with a real bare repository behind it and another clone pushing:
 //! the forge braids is tested against must itself be right.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
-use crate::support::forge_github::GitHub;
+use crate::support::forge_github::{push_branch, run_git as git, world, GitHub};
 
 const TOKEN: &str = "ghp_standin";
 
@@ -81,59 +79,6 @@ impl Client {
     fn get(&self, path: &str) -> Answer {
         self.call("GET", path, TOKEN, None, None)
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
-/// A bare repository with `main`, and a clone that pushes `branch` with one commit changing
-/// `file`.
-fn world(tmp: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let bare = tmp.join("app.git");
-    let work = tmp.join("work");
-    git(
-        tmp,
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
-    );
-    git(
-        tmp,
-        &[
-            "clone",
-            "-q",
-            bare.to_str().unwrap(),
-            work.to_str().unwrap(),
-        ],
-    );
-    std::fs::write(work.join("a.txt"), "one\n").unwrap();
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-qm", "first"]);
-    git(&work, &["push", "-q", "origin", "HEAD:main"]);
-    (bare, work)
-}
-
-fn push_branch(work: &Path, branch: &str, file: &str, text: &str) -> String {
-    git(work, &["checkout", "-q", "-B", branch, "origin/main"]);
-    std::fs::write(work.join(file), text).unwrap();
-    git(work, &["add", "."]);
-    git(work, &["commit", "-qm", &format!("change {file}")]);
-    git(work, &["push", "-q", "-f", "origin", branch]);
-    git(work, &["rev-parse", "HEAD"])
 }
 
 #[test]

@@ -904,3 +904,58 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
         false => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
     }
 }
+
+/// Runs git in `dir` as a test's own person would; its output, or a panic with git's words.
+pub fn run_git(dir: &Path, args: &[&str]) -> String {
+    let o = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "T")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "T")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A bare repository with `main` holding one commit, and a clone of it.
+pub fn world(tmp: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let bare = tmp.join("app.git");
+    let work = tmp.join("work");
+    run_git(
+        tmp,
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    run_git(
+        tmp,
+        &[
+            "clone",
+            "-q",
+            bare.to_str().unwrap(),
+            work.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(work.join("a.txt"), "one\n").unwrap();
+    run_git(&work, &["add", "."]);
+    run_git(&work, &["commit", "-qm", "first"]);
+    run_git(&work, &["push", "-q", "origin", "HEAD:main"]);
+    (bare, work)
+}
+
+/// Pushes `branch`, made on `main` with `file` holding `text`, from the clone `work`; its
+/// head.
+pub fn push_branch(work: &Path, branch: &str, file: &str, text: &str) -> String {
+    run_git(work, &["checkout", "-q", "-B", branch, "origin/main"]);
+    std::fs::write(work.join(file), text).unwrap();
+    run_git(work, &["add", "."]);
+    run_git(work, &["commit", "-qm", &format!("change {file}")]);
+    run_git(work, &["push", "-q", "-f", "origin", branch]);
+    run_git(work, &["rev-parse", "HEAD"])
+}
