@@ -88,6 +88,7 @@ fn c2_6_a_finishing_mark_left_by_a_dead_worker_protects_no_later_one() {
     std::thread::sleep(Duration::from_millis(1100));
     let r = sb.tick().force().run();
     assert_eq!(r.spawned_beads(), [bead.clone()]);
+    sb.wait_agent(bead);
     sb.close_by_hand("app", bead);
     let l = label("app", bead);
     assert!(

@@ -99,9 +99,8 @@ impl Claw {
         for (k, v) in Claw::env_of(dir.path(), port) {
             cmd.env(k, v);
         }
-        let gateway = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start the gateway: {e}"))?;
+        let gateway =
+            super::procs::spawn(&mut cmd).map_err(|e| format!("cannot start the gateway: {e}"))?;
         let claw = Claw {
             dir,
             port,

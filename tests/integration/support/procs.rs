@@ -3,6 +3,23 @@
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
+/// `Command::spawn`, retried on `ETXTBSY`: a script a test just wrote is "busy" for as long
+/// as a child another test's thread forked still holds the descriptor it was written through
+/// (until that child's exec), which on a loaded machine can be a while.
+pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut pause = std::time::Duration::from_millis(1);
+    for _ in 0..40 {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+    cmd.spawn()
+}
+
 /// Fields of `/proc/<pid>/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {

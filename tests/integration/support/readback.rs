@@ -258,6 +258,25 @@ impl Sandbox {
     }
 
     /// Marks a native-tracker item closed by hand (`[x]`).
+    /// Waits until a process works in `bead`'s worktree: its worker got past its own claim
+    /// and runs the agent. (The tick claims before it spawns; a person's close before the
+    /// worker's claim would only have the worker refuse the bead and end.)
+    pub fn wait_agent(&self, bead: &str) {
+        let root = self.braids_dir().join("workspaces");
+        crate::support::wait_for(
+            "the agent running in its worktree",
+            std::time::Duration::from_secs(60),
+            || {
+                crate::support::procs::pids()
+                    .any(|pid| {
+                        std::fs::read_link(format!("/proc/{pid}/cwd"))
+                            .is_ok_and(|cwd| cwd.starts_with(&root) && cwd.ends_with(bead))
+                    })
+                    .then_some(())
+            },
+        );
+    }
+
     pub fn close_by_hand(&self, slug: &str, bead: &str) {
         let p = self.project(slug).join(".braids/WORKPLAN.md");
         let text = std::fs::read_to_string(&p).unwrap();
