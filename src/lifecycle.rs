@@ -31,10 +31,19 @@ pub fn tracker_files(root: &Path) -> Vec<PathBuf> {
 /// the base branch is checked out (a person's own branch is theirs). Under the repository
 /// lock; `Ok(None)` when there was nothing to commit. The caller pushes.
 pub fn commit_tracker(root: &Path, message: &str) -> Result<Option<(git2::Oid, String)>> {
+    let lock = RepoLock::acquire(root)?;
+    commit_tracker_held(root, message, &lock)
+}
+
+/// [`commit_tracker`] by a caller that holds the repository lock already.
+pub fn commit_tracker_held(
+    root: &Path,
+    message: &str,
+    _held: &RepoLock,
+) -> Result<Option<(git2::Oid, String)>> {
     let Ok(base) = crate::workspace::base_branch(root) else {
         return Ok(None);
     };
-    let _lock = RepoLock::acquire(root)?;
     if crate::git::checked_out(root).as_deref() != Some(base.as_str()) {
         return Ok(None);
     }

@@ -21,6 +21,7 @@ pub mod migrate;
 pub mod pause;
 pub mod project;
 pub mod retry;
+pub mod reviews;
 pub mod schedule;
 pub mod sessions;
 pub mod status;

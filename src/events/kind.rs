@@ -33,6 +33,12 @@ pub enum Kind {
     Retried,
     /// A person ended a bead's worker (`braids kill`), then requeued or blocked it.
     Killed,
+    /// A bead's work was opened as a pull request: it is in review.
+    PrOpened,
+    /// Its pull request was merged: the bead is done.
+    PrMerged,
+    /// Its pull request was closed without a merge: the bead is blocked.
+    PrClosed,
 }
 
 impl Kind {
@@ -58,6 +64,9 @@ impl Kind {
         Kind::Answered,
         Kind::Retried,
         Kind::Killed,
+        Kind::PrOpened,
+        Kind::PrMerged,
+        Kind::PrClosed,
     ];
 
     /// The `type` field: `task_complete`.
@@ -84,6 +93,9 @@ impl Kind {
             Kind::Answered => "answered",
             Kind::Retried => "retried",
             Kind::Killed => "killed",
+            Kind::PrOpened => "pr_opened",
+            Kind::PrMerged => "pr_merged",
+            Kind::PrClosed => "pr_closed",
         }
     }
 

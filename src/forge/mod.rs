@@ -6,6 +6,7 @@
 //! costs a few `304 Not Modified` answers, which GitHub does not count against the rate limit.
 
 pub mod conditional;
+pub mod connect;
 pub mod github;
 
 pub use conditional::Conditional;

@@ -17,6 +17,7 @@ use crate::system::proc::{Invocation, Output};
 mod debt;
 mod frozen;
 mod replay;
+mod review_branch;
 pub mod safe;
 pub mod tree;
 pub use debt::{
@@ -25,6 +26,7 @@ pub use debt::{
 };
 pub use frozen::{check_frozen, Frozen};
 pub use replay::{bead_of, Kept};
+pub use review_branch::{push_review_branch, remote_url};
 
 /// Where braids keeps its bookkeeping in a project's tree: the tracker's files (br's `.beads`,
 /// the native WORKPLAN.md). They follow braids' own writes, not a branch's history.

@@ -154,6 +154,7 @@ closed_enum! {
         NoReadyBeads => "no-ready-beads",
         Question => "question",
         Blocker => "blocker",
+        Review => "review",
     }
 }
 

@@ -13,7 +13,8 @@ use super::pull_request::{
 use super::settings::MergePolicy;
 
 /// What braids already did about a pull request, kept with it between runs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Handled {
     /// The head whose failing checks an attempt was started for.
     pub checks_at: Option<String>,

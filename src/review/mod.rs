@@ -10,9 +10,11 @@
 
 pub mod decide;
 pub mod pull_request;
+pub mod record;
 pub mod remote;
 pub mod settings;
 
 pub use decide::{decide, Handled, Rework, Step};
 pub use pull_request::{Check, CheckState, Mergeable, PrState, PullRequest, Review, ReviewState};
+pub use record::InReview;
 pub use settings::{ForgeRef, Landing, MergePolicy, ReviewSettings};

@@ -145,6 +145,18 @@ impl Paths {
         self.work_dir(slug, bead).join("landing.json")
     }
 
+    /// The pull request a bead's work was opened as, while the bead is in review
+    /// ([`crate::review::InReview`]).
+    pub fn review(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
+        self.work_dir(slug, bead).join("review.json")
+    }
+
+    /// What the forge last answered for a bead's pull request ([`crate::forge::Conditional`]):
+    /// the tick's next look asks only what changed since.
+    pub fn review_cache(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
+        self.work_dir(slug, bead).join("review-cache.json")
+    }
+
     /// Marks that an ask-first plan was posted for a bead: on a later run its presence means a
     /// person unblocked the bead, which is the approval (3.11). `braids reject` removes it.
     pub fn approval_marker(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {

@@ -299,6 +299,7 @@ impl Worker<'_> {
             Ending::AwaitingHuman | Ending::AwaitingApproval => "waits for a person".into(),
             // Landed, never claimed, or handed back on a lock another worker holds.
             Ending::Completed { .. }
+            | Ending::InReview { .. }
             | Ending::ClaimRefused
             | Ending::IterationFrozen
             | Ending::HandedBack { .. } => return,

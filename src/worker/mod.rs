@@ -24,6 +24,7 @@ pub mod executor;
 mod protocol;
 pub use protocol::{apply_by_hand, dispatch_one, Applied};
 pub mod report;
+mod review;
 mod task_events;
 
 use std::time::Instant;
@@ -57,6 +58,8 @@ pub enum Ending {
         pushed: Option<bool>,
         iteration_completed: bool,
     },
+    /// Opened as a pull request: the bead is in review, in_progress with no worker.
+    InReview { number: u64, url: String },
     /// Someone else holds the bead (3.2); nothing was done.
     ClaimRefused,
     /// Direct dependencies are open (3.3): the bead is blocked.
@@ -196,13 +199,20 @@ impl Worker<'_> {
             limit,
         };
         let l = context::load(self.paths, msg, &mut run)?;
-        let ending = match self.claim(&mut run, &l)? {
+        // A bead in review is braids' already: its pull request is acted on, not claimed.
+        let review = crate::app::reviews::load(self.paths, &l.slug, &msg.bead)?;
+        let ending = if let Some(rec) = review {
+            self.review(&mut run, &l, rec)
+                .unwrap_or_else(|e| self.ended_by_error(&mut run, &l, &e))
+        } else {
+            match self.claim(&mut run, &l)? {
             Some(stop) => stop,
             None => {
                 crate::crash_point!("worker::after_claim");
                 self.work(&mut run, &l, started)
                     .unwrap_or_else(|e| self.ended_by_error(&mut run, &l, &e))
             }
+        }
         };
         self.close_workspace(&mut run, &l, matches!(ending, Ending::Held { .. }));
         self.commit_tracker(&mut run, &ending);

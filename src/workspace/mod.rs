@@ -287,6 +287,12 @@ pub trait Workspaces: Send + Sync {
     /// Step 3: one commit as `landing` says, fast-forwarded onto the project branch. Returns
     /// the commit id, or `None` when there was nothing to commit.
     fn land(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>>;
+    /// [`land`]'s commit, made and checked the same way on the bead's own branch, without
+    /// moving the project's branch: the work opened as a pull request. Returns the commit id,
+    /// or `None` when there was nothing to commit.
+    ///
+    /// [`land`]: Workspaces::land
+    fn propose(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>>;
     /// Commits whatever the agent left and keeps it on a branch of its own for a person
     /// (`braids/kept/<bead>-<time>`), whose name is returned; `None` when the agent changed
     /// nothing. The worktree stays until [`Workspaces::remove`].

@@ -303,6 +303,96 @@ pub(super) fn bookkeeping(project: &Path) -> Result<crate::system::lock::TickLoc
         })
 }
 
+impl GitWorktrees {
+    /// The landing's one commit on the bead's branch, checked as it will land: its id and the
+    /// tracker's files it carries (as read from the project). `None` when there was nothing to
+    /// commit.
+    #[allow(clippy::type_complexity)]
+    fn commit_landing(
+        &self,
+        ws: &Workspace,
+        landing: &Landing,
+    ) -> Result<Option<(String, Vec<(PathBuf, Vec<u8>)>)>> {
+        let (Some(branch), Some(base)) = (&ws.branch, &ws.base) else {
+            bail!("a shared workspace lands through the project's own commit");
+        };
+        // The bead was closed since `prepare_landing` looked: still the bead's branch?
+        if let Some(held) = guard::admin_drift(&ws.project, &ws.dir)? {
+            let why = held
+                .refusal()
+                .map(|r| r.paths.join(", "))
+                .unwrap_or_default();
+            bail!("the worktree's git admin files changed: {why}");
+        }
+        // The tracker's state as the project has it now (the bead just closed), read once and
+        // written both into the commit and into the project's index, so the fast-forward finds
+        // the project's copy already matching and leaves any newer write in place.
+        let mut tracked = Vec::new();
+        for rel in &landing.tracker_files {
+            for file in tracker_paths(&ws.project, rel)? {
+                let from = ws.project.join(&file);
+                let bytes = crate::system::beneath::read(&ws.project, &from)
+                    .with_context(|| format!("cannot read {}", from.display()))?;
+                crate::system::beneath::write(&ws.dir, &file, &bytes)?;
+                tracked.push((file, bytes));
+            }
+        }
+        // The index as the branch has it (everything `prepare_landing` committed and checked,
+        // and nothing written since), then what must not land put back as the base has it,
+        // then what must: no pass over the whole tree.
+        git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
+        let copied = super::ready::copied(&ws.dir);
+        let mut unstage: Vec<String> = ["reset", "--quiet", base, "--"].map(String::from).to_vec();
+        unstage.extend(
+            landing
+                .exclude
+                .iter()
+                .chain(&copied)
+                .map(|p| match p == Path::new(".") {
+                    true => ":(top)".to_string(),
+                    false => format!(":(top,literal){}", p.to_string_lossy()),
+                }),
+        );
+        if unstage.len() > 4 {
+            let args: Vec<&str> = unstage.iter().map(String::as_str).collect();
+            git_ok(&ws.dir, &args)?;
+        }
+        let mut include: Vec<PathBuf> = landing
+            .include
+            .iter()
+            .filter(|p| !copied.contains(p))
+            .cloned()
+            .collect();
+        include.extend(tracked.iter().map(|(f, _)| f.clone()));
+        stage(&ws.dir, &[PathBuf::from(".")], &include)?;
+        let hooks = super::hooks::active(&ws.project).filter(|_| landing.hooks);
+        let committed = match hooks {
+            // They passed on this work in `prepare_landing`; a refusal now (a hook that looks at
+            // the tracker's files, say) must not leave a closed bead unlanded.
+            Some(hooks) => match super::hooks::commit(ws, &hooks, &landing.message, &self.sandbox)?
+            {
+                Ok(c) => c,
+                Err(said) => {
+                    tracing::warn!(dir = %ws.dir.display(), "a commit hook refused the landing it had passed, so it lands without hooks: {said}");
+                    commit_staged(&ws.dir, &landing.message)?
+                }
+            },
+            None => commit_staged(&ws.dir, &landing.message)?,
+        };
+        if !committed {
+            return Ok(None);
+        }
+        // Checked again from the commit's tree: files added by name (even ignored ones) were
+        // not in the tree `prepare_landing` read.
+        let ours: Vec<PathBuf> = tracked.iter().map(|(f, _)| f.clone()).collect();
+        if let Some(why) = guard::landed(ws, base, landing, &ours)? {
+            bail!("{why}; the work is kept on branch {branch}");
+        }
+        let commit = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
+        Ok(Some((commit, tracked)))
+    }
+}
+
 impl Workspaces for GitWorktrees {
     fn resume(&self, project: &Path, bead: &BeadId) -> Result<Option<Workspace>> {
         self.reuse(project, bead)
@@ -400,79 +490,9 @@ impl Workspaces for GitWorktrees {
         let (Some(branch), Some(base)) = (&ws.branch, &ws.base) else {
             bail!("a shared workspace lands through the project's own commit");
         };
-        // The bead was closed since `prepare_landing` looked: still the bead's branch?
-        if let Some(held) = guard::admin_drift(&ws.project, &ws.dir)? {
-            let why = held
-                .refusal()
-                .map(|r| r.paths.join(", "))
-                .unwrap_or_default();
-            bail!("the worktree's git admin files changed: {why}");
-        }
-        // The tracker's state as the project has it now (the bead just closed), read once and
-        // written both into the commit and into the project's index, so the fast-forward finds
-        // the project's copy already matching and leaves any newer write in place.
-        let mut tracked = Vec::new();
-        for rel in &landing.tracker_files {
-            for file in tracker_paths(&ws.project, rel)? {
-                let from = ws.project.join(&file);
-                let bytes = crate::system::beneath::read(&ws.project, &from)
-                    .with_context(|| format!("cannot read {}", from.display()))?;
-                crate::system::beneath::write(&ws.dir, &file, &bytes)?;
-                tracked.push((file, bytes));
-            }
-        }
-        // The index as the branch has it (everything `prepare_landing` committed and checked,
-        // and nothing written since), then what must not land put back as the base has it,
-        // then what must: no pass over the whole tree.
-        git_ok(&ws.dir, &["reset", "--quiet", "--soft", base])?;
-        let copied = super::ready::copied(&ws.dir);
-        let mut unstage: Vec<String> = ["reset", "--quiet", base, "--"].map(String::from).to_vec();
-        unstage.extend(
-            landing
-                .exclude
-                .iter()
-                .chain(&copied)
-                .map(|p| match p == Path::new(".") {
-                    true => ":(top)".to_string(),
-                    false => format!(":(top,literal){}", p.to_string_lossy()),
-                }),
-        );
-        if unstage.len() > 4 {
-            let args: Vec<&str> = unstage.iter().map(String::as_str).collect();
-            git_ok(&ws.dir, &args)?;
-        }
-        let mut include: Vec<PathBuf> = landing
-            .include
-            .iter()
-            .filter(|p| !copied.contains(p))
-            .cloned()
-            .collect();
-        include.extend(tracked.iter().map(|(f, _)| f.clone()));
-        stage(&ws.dir, &[PathBuf::from(".")], &include)?;
-        let hooks = super::hooks::active(&ws.project).filter(|_| landing.hooks);
-        let committed = match hooks {
-            // They passed on this work in `prepare_landing`; a refusal now (a hook that looks at
-            // the tracker's files, say) must not leave a closed bead unlanded.
-            Some(hooks) => match super::hooks::commit(ws, &hooks, &landing.message, &self.sandbox)?
-            {
-                Ok(c) => c,
-                Err(said) => {
-                    tracing::warn!(dir = %ws.dir.display(), "a commit hook refused the landing it had passed, so it lands without hooks: {said}");
-                    commit_staged(&ws.dir, &landing.message)?
-                }
-            },
-            None => commit_staged(&ws.dir, &landing.message)?,
-        };
-        if !committed {
+        let Some((commit, tracked)) = self.commit_landing(ws, landing)? else {
             return Ok(None);
-        }
-        // Checked again from the commit's tree: files added by name (even ignored ones) were
-        // not in the tree `prepare_landing` read.
-        let ours: Vec<PathBuf> = tracked.iter().map(|(f, _)| f.clone()).collect();
-        if let Some(why) = guard::landed(ws, base, landing, &ours)? {
-            bail!("{why}; the work is kept on branch {branch}");
-        }
-        let commit = git_ok(&ws.dir, &["rev-parse", "HEAD"])?.trim().to_string();
+        };
         let on_base = crate::git::checked_out(&ws.project).as_deref() == Some(base);
         // The person's index is the base branch's only when they have it checked out.
         for (rel, bytes) in tracked.iter().filter(|_| on_base) {
@@ -517,6 +537,10 @@ impl Workspaces for GitWorktrees {
             )?;
         }
         Ok(Some(commit))
+    }
+
+    fn propose(&self, ws: &Workspace, landing: &Landing) -> Result<Option<String>> {
+        Ok(self.commit_landing(ws, landing)?.map(|(commit, _)| commit))
     }
 
     fn keep(&self, ws: &Workspace, bead: &BeadId) -> Result<Option<String>> {

@@ -19,7 +19,7 @@ use crate::worker::context::Loaded;
 use crate::worker::report::{self, StatusReport};
 use crate::worker::{clip, first_line, Ending, Run, Worker};
 
-const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
+pub(in crate::worker) const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Worker<'_> {
     /// Closes, commits, completes the iteration when done, pushes and notifies.
@@ -42,7 +42,7 @@ impl Worker<'_> {
         .unwrap_or_else(|| bead.title.clone());
         let message = format!("{} ({bead_id})", first_line(&summary));
         let hooks = crate::workspace::hooks::enabled(&l.project);
-        let lock = RepoLock::acquire(root)?;
+        let mut lock = RepoLock::acquire(root)?;
         // The branch the worktree was cut from: the person switching branches meanwhile moves
         // neither the landing nor its push.
         let base = ws
@@ -84,14 +84,6 @@ impl Worker<'_> {
                 };
             }
         }
-        crate::crash_point!("worker::after_deliverable");
-        // Before the close, which cannot be undone: a failure here leaves the bead as it was.
-        if base
-            .as_deref()
-            .is_some_and(|b| crate::git::has_upstream(root, b))
-        {
-            crate::git::expect_push(root)?;
-        }
         // Everything the agent changed lands, unless it is research-only (the deliverable
         // alone) or its report lists the files it changed (those, as 3.6 says).
         let landing = (!ws.is_shared()).then(|| {
@@ -112,6 +104,32 @@ impl Worker<'_> {
                 hooks,
             }
         });
+        crate::crash_point!("worker::after_deliverable");
+        // Landing through review: the work goes to a pull request, the bead stays open.
+        if let Some(landing) = landing
+            .as_ref()
+            .filter(|_| crate::review::ReviewSettings::of(&l.project).0.landing == crate::review::Landing::PullRequest)
+        {
+            let proposal = super::propose::Proposal {
+                ws,
+                bead,
+                summary: &summary,
+                landing: landing.clone(),
+                base: base.as_deref(),
+            };
+            match self.propose(run, l, proposal, lock)? {
+                Ok(ending) => return Ok(ending),
+                // Nothing to propose: the bead closes as a landing with nothing to commit does.
+                Err(back) => lock = back,
+            }
+        }
+        // Before the close, which cannot be undone: a failure here leaves the bead as it was.
+        if base
+            .as_deref()
+            .is_some_and(|b| crate::git::has_upstream(root, b))
+        {
+            crate::git::expect_push(root)?;
+        }
         // Recorded before the close: a worker killed between the close and the landing leaves
         // it, and the tick lands the work as this worker would have.
         let plan = self.paths.landing_plan(&l.slug, bead_id);
@@ -224,7 +242,7 @@ impl Worker<'_> {
 
     /// The work cannot land: the bead is blocked with the paths in its reason, the agent's
     /// work kept on a branch for a person, and nothing half-merged left anywhere.
-    fn cannot_land(
+    pub(super) fn cannot_land(
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
@@ -405,7 +423,7 @@ impl Worker<'_> {
 
     /// 3.7: the iteration is completed and committed, with the tracker's files, when no story
     /// is left open (see [`app_iteration::complete_if_done`]). The caller pushes and notifies.
-    fn complete_iteration_if_done(
+    pub(in crate::worker) fn complete_iteration_if_done(
         &self,
         run: &mut Run<'_, '_>,
         l: &Loaded,
@@ -470,7 +488,7 @@ pub(in crate::worker) enum Push {
 }
 
 impl Push {
-    fn as_option(&self) -> Option<bool> {
+    pub(in crate::worker) fn as_option(&self) -> Option<bool> {
         match self {
             Push::NoUpstream => None,
             Push::Pushed(_) => Some(true),

@@ -4,6 +4,7 @@
 
 pub(super) mod attempt;
 pub(super) mod finish;
+pub(super) mod propose;
 
 use std::time::Instant;
 

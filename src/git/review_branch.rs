@@ -1,0 +1,53 @@
+//! The branch a bead's work is opened as a pull request from: pushed by braids from its own
+//! commit, never from whatever a worktree's HEAD says, and moved again only by braids (its
+//! agent's next attempt, its own rebase) with a lease on the head it last saw, so a person's
+//! commit pushed to the branch meanwhile is never overwritten.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use git2::Repository;
+
+use super::over_network;
+
+/// The URL of `remote` in `root`'s configuration.
+pub fn remote_url(root: &Path, remote: &str) -> Option<String> {
+    let repo = Repository::open(root).ok()?;
+    let r = repo.find_remote(remote).ok()?;
+    r.url().map(str::to_string)
+}
+
+/// Pushes `commit` to `branch` on `remote`. With `lease`, only while the remote's branch is
+/// still that commit (a person's push since is refused, not overwritten); without, only a new
+/// branch or a fast-forward.
+pub fn push_review_branch(
+    root: &Path,
+    remote: &str,
+    commit: &str,
+    branch: &str,
+    lease: Option<&str>,
+    timeout: Duration,
+) -> Result<()> {
+    let refspec = format!("{commit}:refs/heads/{branch}");
+    let lease_arg = lease.map(|l| format!("--force-with-lease=refs/heads/{branch}:{l}"));
+    let mut args = vec!["push", "--quiet", "--porcelain", "--no-verify"];
+    if let Some(l) = &lease_arg {
+        args.push(l);
+    }
+    args.extend(["--", remote, &refspec]);
+    let out = over_network(root, &args, timeout)?;
+    if out.success() {
+        return Ok(());
+    }
+    if out.timed_out {
+        return Err(anyhow!("git push timed out after {}s", timeout.as_secs()));
+    }
+    let said: Vec<&str> = [out.stderr.as_str(), out.stdout.as_str()]
+        .iter()
+        .flat_map(|t| t.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    Err(anyhow!("git push of {branch} failed: {}", said.join(" ")))
+}

@@ -1,0 +1,42 @@
+//! What braids remembers of a bead in review: the pull request its work was opened as, where,
+//! and what braids already did about it. Written by the worker that opens the request and by
+//! each worker that acts on it; read by the tick, which watches the request, and by every view
+//! that shows the bead as in review. Fields a later braids adds are defaulted on load.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::Handled;
+
+/// One bead's pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InReview {
+    pub bead: String,
+    /// The forge's name (config.toml's `[forges.<name>]` or a built-in).
+    pub forge: String,
+    /// `owner/name` (GitHub) or `group/sub/name` (GitLab).
+    pub repository: String,
+    pub number: u64,
+    /// Where a person reads it.
+    pub url: String,
+    /// The branch with the work, on the remote.
+    pub branch: String,
+    /// The branch it merges into, as the remote names it.
+    pub base: String,
+    /// The head braids last pushed.
+    pub head: String,
+    pub opened_at: DateTime<Utc>,
+    #[serde(default)]
+    pub handled: Handled,
+    /// What the last look found or did, for people: "checks running", "merged by ana".
+    #[serde(default)]
+    pub last: String,
+}
+
+impl InReview {
+    /// `#12` with its link, as logs and notifications name it.
+    pub fn named(&self) -> String {
+        format!("#{} ({})", self.number, self.url)
+    }
+}

@@ -1,0 +1,144 @@
+//! Landing through review (`Landing: pull-request`): after the same checks as a push landing,
+//! the work becomes one commit on the bead's own branch, pushed to the base branch's remote
+//! under `braids/<bead>` and opened as a pull request against the base branch. The bead is
+//! then in review: left in_progress, recorded (`app::reviews`), holding no worker; the tick
+//! watches the request and starts a worker again when there is something to do about it.
+
+use anyhow::Result;
+
+use crate::app::iteration::RepoLock;
+use crate::forge::connect;
+use crate::forge::Opening;
+use crate::model::{Bead, NotificationEvent};
+use crate::review::{InReview, ReviewSettings};
+use crate::workspace::{Landing, Workspace, Workspaces};
+
+use super::finish::PUSH_TIMEOUT;
+use crate::worker::context::Loaded;
+use crate::worker::{clip, first_line, Ending, Run, Worker};
+
+/// A bead's checked work, about to be proposed.
+pub(in crate::worker) struct Proposal<'a> {
+    pub ws: &'a Workspace,
+    pub bead: &'a Bead,
+    pub summary: &'a str,
+    pub landing: Landing,
+    pub base: Option<&'a str>,
+}
+
+/// The branch a bead's pull request is opened from.
+pub fn review_branch(bead: &crate::model::BeadId) -> String {
+    format!("braids/{bead}")
+}
+
+impl Worker<'_> {
+    /// Opens the bead's work as a pull request. `Err(lock)` (the lock handed back) when the
+    /// agent changed nothing to propose: the bead then closes as a landing with nothing to
+    /// commit does.
+    pub(in crate::worker) fn propose(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        p: Proposal<'_>,
+        lock: RepoLock,
+    ) -> Result<Result<Ending, RepoLock>> {
+        let bead_id = &run.msg.bead;
+        let root = run.msg.project.clone();
+        let refuse = |run: &mut Run<'_, '_>, lock: RepoLock, why: String| {
+            drop(lock);
+            self.cannot_land(run, l, p.ws, &why, &[]).map(Ok)
+        };
+        let Some(base) = p.base else {
+            return refuse(run, lock, "the project has no base branch to open a pull request against".into());
+        };
+        let Some((remote, merge)) = crate::git::upstream_of(&root, base) else {
+            return refuse(
+                run,
+                lock,
+                format!("the branch {base} has no upstream to open a pull request on: set one with `git push -u <remote> {base}`"),
+            );
+        };
+        let settings = ReviewSettings::of(&l.project).0;
+        let forge = connect::target(self.config, &settings, &root, base)
+            .and_then(|t| Ok((connect::connect(&t, &self.paths.home)?, t)));
+        let (forge, target) = match forge {
+            Ok(f) => f,
+            Err(why) => return refuse(run, lock, why),
+        };
+        // The pull request carries the work only: the bead's state stays the tracker's own
+        // until the request is merged.
+        let landing = Landing {
+            tracker_files: vec![],
+            ..p.landing
+        };
+        let commit = match self.workspaces(l).propose(p.ws, &landing) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Ok(Err(lock)),
+            Err(e) => return refuse(run, lock, format!("its work cannot be proposed: {e:#}")),
+        };
+        let branch = review_branch(bead_id);
+        if let Err(e) =
+            crate::git::push_review_branch(&root, &remote, &commit, &branch, None, PUSH_TIMEOUT)
+        {
+            return refuse(run, lock, format!("{e:#}"));
+        }
+        run.step("push", format!("{commit} pushed to {remote} as {branch}"));
+        let base_name = merge.strip_prefix("refs/heads/").unwrap_or(&merge).to_string();
+        let opening = Opening {
+            head: branch.clone(),
+            base: base_name.clone(),
+            title: format!("{} ({bead_id})", first_line(&p.bead.title)),
+            body: body(bead_id, p.bead, p.summary),
+        };
+        let opened = match forge.open(&opening) {
+            Ok(o) => o,
+            Err(e) => {
+                return refuse(
+                    run,
+                    lock,
+                    format!("its branch {branch} is pushed, but {} would not open a pull request: {e}", target.forge.name),
+                )
+            }
+        };
+        let record = InReview {
+            bead: bead_id.to_string(),
+            forge: target.forge.name.clone(),
+            repository: target.repository.clone(),
+            number: opened.number,
+            url: opened.url.clone(),
+            branch,
+            base: base_name,
+            head: commit,
+            opened_at: chrono::Utc::now(),
+            handled: Default::default(),
+            last: "opened".into(),
+        };
+        crate::app::reviews::save(self.paths, &l.slug, bead_id, &record)?;
+        drop(lock);
+        run.step("review", format!("opened pull request {}", record.named()));
+        self.drop_workspace(run, l);
+        let text = format!(
+            "[{}] {bead_id} is in review: pull request {} ({})",
+            l.slug,
+            record.named(),
+            clip(&first_line(p.summary), 200)
+        );
+        run.notify(l, NotificationEvent::Review, &text);
+        Ok(Ok(Ending::InReview {
+            number: record.number,
+            url: record.url,
+        }))
+    }
+}
+
+/// The pull request's description: the bead, what the agent said it did, and where braids
+/// keeps track of it. The agent's words are quoted as text (the forge renders markdown, and
+/// a summary is not the reviewer's instruction).
+fn body(bead_id: &crate::model::BeadId, bead: &Bead, summary: &str) -> String {
+    let quoted: Vec<String> = summary.lines().map(|l| format!("> {l}")).collect();
+    format!(
+        "Bead `{bead_id}`: {}\n\nWhat the agent reported:\n\n{}\n\nOpened by braids. A failing check or a review asking for changes starts another attempt of the bead on this branch.\n",
+        first_line(&bead.title),
+        quoted.join("\n")
+    )
+}
