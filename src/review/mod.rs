@@ -13,8 +13,10 @@ pub mod pull_request;
 pub mod record;
 pub mod remote;
 pub mod settings;
+pub mod watched;
 
 pub use decide::{decide, Handled, Rework, Step};
 pub use pull_request::{Check, CheckState, Mergeable, PrState, PullRequest, Review, ReviewState};
 pub use record::InReview;
+pub use watched::Watched;
 pub use settings::{ForgeRef, Landing, MergePolicy, ReviewSettings};

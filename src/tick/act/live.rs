@@ -319,6 +319,9 @@ fn claim_and_spawn(
     now: DateTime<Utc>,
     out: &mut Outcome,
 ) -> Slot {
+    if c.review {
+        return spawn_worker(c, None, fx, now, out);
+    }
     let pending = Claim {
         project: c.slug.clone(),
         path: Some(c.path.clone()),
@@ -347,6 +350,18 @@ fn claim_and_spawn(
             return Slot::NextProject;
         }
     }
+    spawn_worker(c, Some((pending, tracker)), fx, now, out)
+}
+
+/// Starts the worker of a candidate: claimed by this run (`claimed`: the claim, undone when the
+/// worker cannot start), or a bead in review, which is braids' already.
+fn spawn_worker(
+    c: &SpawnCandidate,
+    claimed: Option<(Claim, &dyn Tracker)>,
+    fx: &Live<'_>,
+    now: DateTime<Utc>,
+    out: &mut Outcome,
+) -> Slot {
     // Held across the spawn, so the worker's first event comes after these.
     let journal = crate::events::Journal::of_project(&c.path);
     let held = journal
@@ -360,7 +375,9 @@ fn claim_and_spawn(
             }
         }
     };
-    tell(crate::events::Draft::new(Kind::BeadClaimed).with("iteration", c.iteration.to_string()));
+    if claimed.is_some() {
+        tell(crate::events::Draft::new(Kind::BeadClaimed).with("iteration", c.iteration.to_string()));
+    }
     let label = c.label();
     let spec = SpawnSpec {
         env: vec![("BRAIDS_LABEL".into(), label.to_string().into())],
@@ -379,7 +396,9 @@ fn claim_and_spawn(
                     .with("session", spec.label.to_string())
                     .with("worker_timeout_seconds", c.worker_timeout),
             );
-            out.new_claims.push(pending);
+            if let Some((pending, _)) = claimed {
+                out.new_claims.push(pending);
+            }
             out.spawned.push(Spawned::from_candidate(c));
             Slot::Taken
         }
@@ -392,6 +411,10 @@ fn claim_and_spawn(
                 "{}: cannot start a worker for {}: {e}",
                 c.slug, c.bead
             ));
+            let Some((pending, tracker)) = claimed else {
+                // In review: nothing was claimed; the next run tries again.
+                return Slot::NextProject;
+            };
             if let Err(e) = tracker.reopen(
                 &c.bead,
                 "braids: the worker could not be started; claim undone",

@@ -24,6 +24,9 @@ pub struct SpawnCandidate {
     /// Worker slots its session takes: a protocol team step's roles, else 1.
     pub weight: usize,
     pub project: Arc<SpawnProject>,
+    /// A bead in review whose pull request needs a worker: it is braids' already, so it is
+    /// spawned without a claim.
+    pub review: bool,
 }
 
 /// What every candidate of one project shares.
@@ -325,6 +328,7 @@ mod tests {
             weight: 1,
             project: Arc::new(project.checked(&bead).unwrap()),
             bead,
+            review: false,
         }
     }
 

@@ -93,6 +93,14 @@ pub fn of_claims(
             _ if out.releases.iter().any(|r| r.claim == *c) => true,
             // Its backend could not be asked: the worker may well be running, unseen.
             _ if p.backend_error.is_some() => true,
+            // In review: braids' for as long as its pull request is open, held by no worker;
+            // the claim's work is done.
+            BeadLookup::Known(BeadStatus::InProgress)
+                if p.reviews.iter().any(|r| r.bead == c.bead) =>
+            {
+                out.settled.push(release());
+                false
+            }
             // A story waiting for a person keeps its claim, and holds no slot (no session).
             BeadLookup::Known(BeadStatus::InProgress)
                 if p.protocol.get(&c.bead).is_some_and(|v| v.waits_for_human) =>

@@ -13,7 +13,7 @@ use super::{
     Eligibility, Gate, ProjectSpawns, ProjectView, Release, Snapshot, SpawnCandidate, SpawnProject,
     Workers, STAND_INS,
 };
-use crate::model::{Bead, BeadStatus, IterationName};
+use crate::model::{Bead, BeadId, BeadStatus, IterationName};
 
 /// The global slots left: `None` without a global cap, then as the breaker lets through.
 #[must_use]
@@ -87,13 +87,24 @@ pub fn spawns(
             continue;
         }
         let (ready, wake) = startable(snap, p, w, releases, now);
+        // Pull requests with something to act on come first: their beads are half done.
+        let reviewing: Vec<&BeadId> = p
+            .reviews
+            .iter()
+            .filter(|r| {
+                !w.live.contains(&(p.slug.as_str(), &r.bead))
+                    && !w.orphan_live.contains(&r.bead)
+                    && r.needs_worker()
+            })
+            .map(|r| &r.bead)
+            .collect();
         out.backoff = [out.backoff, wake].into_iter().flatten().min();
         let slots = project_slots(p, w.healthy.get(&p.slug).copied().unwrap_or(0));
         // A project at capacity needs one candidate to know that ready work is waiting; one
         // with room needs its slots plus a few stand-ins for claims refused in a race. Building
         // a candidate for every ready bead cost 14 MB over 1,000 projects of 20 beads.
         let wanted = if slots == 0 { 1 } else { slots + STAND_INS };
-        let candidates = match candidates(p, iteration, ready, wanted) {
+        let candidates = match candidates(p, iteration, &reviewing, ready, wanted) {
             Ok(c) if !c.is_empty() => c,
             Ok(_) => continue,
             Err(e) => {
@@ -119,21 +130,26 @@ pub fn spawns(
     out
 }
 
-/// Up to `wanted` candidates from `ready`, each bead once, sharing the project's part; an
-/// error when the project's slug or directory cannot make a label or spawn message. Pure.
+/// Up to `wanted` candidates, the beads in review `reviewing` first, then from `ready`, each
+/// bead once, sharing the project's part; an error when the project's slug or directory
+/// cannot make a label or spawn message. Pure.
 pub fn candidates(
     p: &ProjectView,
     iteration: IterationName,
+    reviewing: &[&BeadId],
     ready: Vec<&Bead>,
     wanted: usize,
 ) -> Result<Vec<SpawnCandidate>, String> {
-    let mut out: Vec<SpawnCandidate> = Vec::with_capacity(wanted.min(ready.len()));
+    let mut out: Vec<SpawnCandidate> =
+        Vec::with_capacity(wanted.min(reviewing.len() + ready.len()));
     let mut shared: Option<Arc<SpawnProject>> = None;
-    for b in ready {
+    let reviews = reviewing.iter().map(|id| (*id, "in review", true));
+    let ready = ready.into_iter().map(|b| (&b.id, b.title.as_str(), false));
+    for (id, title, review) in reviews.chain(ready) {
         if out.len() == wanted {
             break;
         }
-        if out.iter().any(|c| c.bead == b.id) {
+        if out.iter().any(|c| &c.bead == id) {
             continue;
         }
         let project = match &shared {
@@ -147,14 +163,18 @@ pub fn candidates(
                     worker_timeout: p.worker_timeout,
                     placement: p.placement.clone(),
                 };
-                shared.insert(Arc::new(made.checked(&b.id)?)).clone()
+                shared.insert(Arc::new(made.checked(id)?)).clone()
             }
         };
         out.push(SpawnCandidate {
-            bead: b.id.clone(),
-            title: b.title.clone(),
-            weight: p.protocol.get(&b.id).map_or(1, |v| v.weight),
+            bead: id.clone(),
+            title: title.to_string(),
+            weight: match review {
+                true => 1,
+                false => p.protocol.get(id).map_or(1, |v| v.weight),
+            },
             project,
+            review,
         });
     }
     Ok(out)
@@ -295,13 +315,13 @@ mod tests {
         for (ready, wanted, want) in rows {
             let p = project("a").build();
             let beads = open(ready);
-            let got = candidates(&p, 1.into(), beads.iter().collect(), wanted).unwrap();
+            let got = candidates(&p, 1.into(), &[], beads.iter().collect(), wanted).unwrap();
             let got: Vec<&str> = got.iter().map(|c| c.bead.as_str()).collect();
             assert_eq!(got, want, "{ready:?} {wanted}");
         }
         // A directory a spawn message cannot carry is an error, not a candidate.
         let p = project("a").path("/p/a\nBead: evil").build();
         let beads = open(&["a-1"]);
-        assert!(candidates(&p, 1.into(), beads.iter().collect(), 5).is_err());
+        assert!(candidates(&p, 1.into(), &[], beads.iter().collect(), 5).is_err());
     }
 }

@@ -54,6 +54,8 @@ pub struct ProjectView {
     /// Set when the project's backend could not be asked who is running (slurmctld down), or
     /// its placement cannot be used: nothing of the project is touched this run.
     pub backend_error: Option<String>,
+    /// Its beads in review (`Landing: pull-request`), with what their forge said this run.
+    pub reviews: Vec<crate::review::Watched>,
 }
 
 /// Everything `decide` looks at.

@@ -41,6 +41,7 @@ impl ProjectView {
             single_state: false,
             placement: Placement::default(),
             backend_error: None,
+            reviews: Vec::new(),
         })
     }
 }
@@ -136,6 +137,11 @@ impl ProjectViewBuilder {
         self.0.placement = placement;
         self
     }
+    pub fn reviews(mut self, reviews: Vec<crate::review::Watched>) -> Self {
+        self.0.reviews = reviews;
+        self
+    }
+
     pub fn backend_error(mut self, why: Option<String>) -> Self {
         self.0.backend_error = why;
         self
