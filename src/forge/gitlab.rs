@@ -6,7 +6,7 @@
 //! rather than taking the configured `api`, checks the token with a request of its own when
 //! built, answers statuses as errors without their headers (no ETag, no `304`, no
 //! `RateLimit-*`), and brings reqwest, aws-lc-sys (a second TLS provider, built from C),
-//! graphql_client and cron: some 25 crates for the five endpoints braids calls.
+//! graphql_client and cron: some 25 crates more, for ten endpoints.
 //!
 //! GitLab is not GitHub in the ways that matter here:
 //! - ETags: GitLab documents none for REST v4. A weak `ETag` from Rails' Rack stack may come
@@ -17,14 +17,15 @@
 //! - An approval, a resolved thread or a request for changes does not change the merge
 //!   request's own answer, so approvals and discussions are read on every look: a quiet look
 //!   at an open merge request is four requests (the request, its head pipeline's jobs, its
-//!   approvals, its discussions), three when it has no pipeline. One that ended is one.
-//! - Whether it merges is computed in the background: the first look after a push to either
-//!   branch says `checking`, which is [`Mergeable::Unknown`] until a later look.
+//!   approvals, its discussions), three when it has no pipeline, one more (its reviewers)
+//!   once somebody requested changes. One that ended is one.
+//! - Whether it merges is computed in the background: a look soon after a push to either
+//!   branch may say `checking`, which is [`Mergeable::Unknown`] until a later look.
 //!
 //! Reviews, in [`Review`]'s terms (GitLab has no review objects, so they are read from what
 //! it has):
-//! - each user in the approvals' `approved_by` is an [`ReviewState::Approved`] review, ordered
-//!   by their latest "approved this merge request" system note (with its id);
+//! - each user in the approvals' `approved_by` is an [`ReviewState::Approved`] review under
+//!   the id of their latest "approved this merge request" system note (0 without one);
 //! - a "requested changes" system note (GitLab 17's request-changes review) is
 //!   [`ReviewState::ChangesRequested`] while the reviewers list still says
 //!   `requested_changes` for its author, and [`ReviewState::Dismissed`] once an approval, an
@@ -65,8 +66,8 @@ pub struct GitLab {
 struct Answer {
     body: Value,
     not_modified: bool,
-    /// The next page, when the list goes on.
-    next: Option<u32>,
+    /// `x-next-page`, when sent: the next page, or `None` on the last.
+    next: Option<Option<u32>>,
 }
 
 /// What the requests of one look cost.
@@ -75,6 +76,19 @@ struct Seen {
     requests: u32,
     not_modified: u32,
     remaining: Option<u32>,
+}
+
+impl Seen {
+    /// Counts `reply`, and what it says is left of the rate limit.
+    fn count(&mut self, reply: &Reply) {
+        self.requests += 1;
+        if let Some(left) = reply
+            .header("ratelimit-remaining")
+            .and_then(|v| v.parse().ok())
+        {
+            self.remaining = Some(left);
+        }
+    }
 }
 
 /// One response: status, headers and body (or its tail).
@@ -204,16 +218,8 @@ impl GitLab {
     ) -> Result<Answer, ForgeError> {
         let path = self.under(path);
         let reply = self.exchange("GET", &path, cache.etag(&path), None, None)?;
-        seen.requests += 1;
-        if let Some(left) = reply
-            .header("ratelimit-remaining")
-            .and_then(|v| v.parse().ok())
-        {
-            seen.remaining = Some(left);
-        }
-        let next = reply
-            .header("x-next-page")
-            .and_then(|v| v.trim().parse().ok());
+        seen.count(&reply);
+        let next = reply.header("x-next-page").map(|v| v.trim().parse().ok());
         match reply.status {
             304 => {
                 seen.not_modified += 1;
@@ -267,7 +273,7 @@ impl GitLab {
             all.extend(items);
             // GitLab names the next page; a 304 may come without the header.
             match (answer.next, answer.not_modified && full) {
-                (Some(n), _) if n > page => page = n,
+                (Some(Some(n)), _) if n > page => page = n,
                 (None, true) => page += 1,
                 _ => return Ok(all),
             }
@@ -307,7 +313,7 @@ impl GitLab {
         }
         let path = self.under(&format!("/jobs/{}/trace", job.id));
         let reply = self.exchange("GET", &path, None, None, Some(TAIL_BYTES))?;
-        seen.requests += 1;
+        seen.count(&reply);
         let reason = job
             .failure_reason
             .as_deref()

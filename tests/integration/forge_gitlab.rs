@@ -142,7 +142,7 @@ fn the_stand_in_gitlab_opens_watches_and_merges_merge_requests_as_gitlab_does() 
     let (gl, bare, work, head) = setup(tmp.path());
     let c = Raw::new(gl.api());
 
-    // The project, by its encoded path or its id; a bare slash is no route.
+    // The project, by its encoded path or its id; with bare slashes, nothing is found.
     let a = c.get(&format!("/projects/{ENCODED}"));
     assert_eq!(
         (

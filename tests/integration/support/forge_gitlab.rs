@@ -842,7 +842,7 @@ fn answer(
             };
             let m = s.mrs[i].clone();
             match *what {
-                "approvals" => get(s, approvals_json(s, &p, &m)),
+                "approvals" => get(s, approvals_json(&p, &m)),
                 "reviewers" => {
                     let list = m
                         .reviewers
@@ -1272,7 +1272,6 @@ fn pipeline_json(s: &State, p: &Project, x: &Pipeline, full: bool) -> Value {
 }
 
 fn job_json(s: &State, p: &Project, x: &Pipeline, j: &Job) -> Value {
-    let _ = s;
     let done = !["pending", "running", "created", "manual"].contains(&j.status.as_str());
     json!({
         "id": j.id, "status": j.status, "stage": j.stage, "name": j.name,
@@ -1429,8 +1428,7 @@ fn mr_json(s: &State, p: &Project, m: &Mr, full: bool, diverged: bool) -> Value 
     v
 }
 
-fn approvals_json(s: &State, p: &Project, m: &Mr) -> Value {
-    let _ = s;
+fn approvals_json(p: &Project, m: &Mr) -> Value {
     json!({
         "id": m.id, "iid": m.iid, "project_id": p.id, "title": m.title,
         "description": m.description, "state": m.state,
@@ -1441,7 +1439,7 @@ fn approvals_json(s: &State, p: &Project, m: &Mr) -> Value {
         "require_password_to_approve": false,
         "approved_by": m.approvals.iter().map(|u| json!({"user": user(u)})).collect::<Vec<_>>(),
         "suggested_approvers": [], "approvers": [], "approver_groups": [],
-        "user_has_approved": m.approvals.iter().any(|u| *u == m.author),
+        "user_has_approved": m.approvals.contains(&m.author),
         "user_can_approve": true,
         "approval_rules_left": [], "has_approval_rules": false,
         "merge_request_approvers_available": false,
