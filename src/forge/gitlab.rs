@@ -146,18 +146,20 @@ impl GitLab {
         let url = format!("{}{path}", self.api);
         let auth = format!("Bearer {}", self.token);
         let down = |e: ureq::Error| ForgeError::Unavailable(e.to_string());
-        let sent = match (method, body) {
-            ("POST", Some(b)) => self
+        let empty = Value::Object(Default::default());
+        let body = body.unwrap_or(&empty);
+        let sent = match method {
+            "POST" => self
                 .agent
                 .post(&url)
                 .header("Authorization", &auth)
-                .send_json(b),
-            ("PUT", Some(b)) => self
+                .send_json(body),
+            "PUT" => self
                 .agent
                 .put(&url)
                 .header("Authorization", &auth)
-                .send_json(b),
-            ("DELETE", _) => self
+                .send_json(body),
+            "DELETE" => self
                 .agent
                 .delete(&url)
                 .header("Authorization", &auth)
@@ -178,6 +180,7 @@ impl GitLab {
                 let mut reader = resp.body_mut().as_reader();
                 let mut kept: Vec<u8> = Vec::new();
                 let mut chunk = vec![0u8; 8192];
+                let mut cut = false;
                 loop {
                     let got = reader
                         .read(&mut chunk)
@@ -188,10 +191,17 @@ impl GitLab {
                     kept.extend_from_slice(&chunk[..got]);
                     if kept.len() > 2 * n {
                         kept.drain(..kept.len() - n);
+                        cut = true;
                     }
                 }
                 let from = kept.len().saturating_sub(n);
-                String::from_utf8_lossy(&kept[from..]).into_owned()
+                let mut kept = &kept[from..];
+                if cut || from > 0 {
+                    // Cut mid-line: the partial first line goes.
+                    let nl = kept.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+                    kept = &kept[nl..];
+                }
+                String::from_utf8_lossy(kept).into_owned()
             }
             None => resp
                 .body_mut()

@@ -663,8 +663,10 @@ fn the_gitlab_client_sees_failed_jobs_approvals_and_line_discussions() {
         .iter()
         .all(|r| r.path.starts_with(&format!("/api/v4/projects/{ENCODED}/"))));
 
-    // A failed job, whose log's tail is its summary, and one still running.
-    let log: String = (1..=100).map(|i| format!("line {i}\n")).collect::<String>()
+    // A failed job, whose long log's tail is its summary, and one still running.
+    let log: String = (1..=5000)
+        .map(|i| format!("line {i}\n"))
+        .collect::<String>()
         + "\u{1b}[31;1mERROR: Job failed: exit code 1\u{1b}[0;m\n";
     gl.job(PROJECT, &head, "test", "failed", &log);
     gl.job(PROJECT, &head, "lint", "running", "");
@@ -686,11 +688,11 @@ fn the_gitlab_client_sees_failed_jobs_approvals_and_line_discussions() {
     );
     let summary = &red.pr.checks[0].summary;
     assert!(
-        summary.ends_with("line 100\nERROR: Job failed: exit code 1"),
+        summary.ends_with("line 5000\nERROR: Job failed: exit code 1"),
         "{summary}"
     );
     assert!(
-        !summary.contains("line 60\n") && summary.contains("line 62\n"),
+        summary.starts_with("line 4962\n") && summary.lines().count() == 40,
         "{summary}"
     );
     // The jobs and the failed job's log are read too.

@@ -9,10 +9,10 @@
 //!
 //! What GitLab does that GitHub does not, and this stand-in keeps:
 //! - A project is addressed by its id or by its URL-encoded full path (`group%2Fsub%2Fapp`), a
-//!   branch in a path likewise (`braids%2Fapp-1`); an unencoded slash matches no route.
-//! - Whether a merge request merges is computed in the background: the first look after its
-//!   head or its target moved answers `merge_status: checking` and starts the check, and only
-//!   a later look has the answer. `diverged_commits_count` (how far behind the target) is only
+//!   branch in a path likewise (`braids%2Fapp-1`); with an unencoded slash nothing is found.
+//! - Whether a merge request merges is computed in the background. GitLab says `checking`
+//!   for as long as that takes; here the first look after its head or its target moved
+//!   answers `merge_status: checking` and starts the check, and the next has the answer. `diverged_commits_count` (how far behind the target) is only
 //!   sent when asked for with `include_diverged_commits_count=true`.
 //! - Error bodies are `{"message": …}` where the message is a string, a list of strings (409 on
 //!   a second open merge request) or an object of field → errors (400 on a missing branch).
@@ -24,6 +24,8 @@
 //!   still costs quota.
 //! - The rate limit (GitLab.com's authenticated API throttle) is per minute, reported in
 //!   `RateLimit-*` headers, and spent it is a 429 with `Retry-After` and a plain-text body.
+//!   The headers come with every answer here; GitLab.com sends them with many, a
+//!   self-managed GitLab may only with the 429, so a client must do without them.
 //!
 //! Under `/api/v4`:
 //! - `GET /projects/:id`
@@ -766,14 +768,7 @@ fn answer(
         return (StatusCode::TOO_MANY_REQUESTS, r);
     }
     let Some(rest) = uri.path().strip_prefix("/api/v4/") else {
-        return (
-            StatusCode::NOT_FOUND,
-            (
-                StatusCode::NOT_FOUND,
-                axum::Json(json!({"error": "404 Not Found"})),
-            )
-                .into_response(),
-        );
+        return route_missing();
     };
     let decoded: Vec<String> = rest.split('/').map(unescape).collect();
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
