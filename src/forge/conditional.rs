@@ -19,9 +19,12 @@ struct Entry {
 }
 
 impl Conditional {
-    /// The ETag to send for `path`, if its answer is kept.
+    /// The ETag to send for `path`, if its answer is kept under one.
     pub fn etag(&self, path: &str) -> Option<&str> {
-        self.entries.get(path).map(|e| e.etag.as_str())
+        self.entries
+            .get(path)
+            .map(|e| e.etag.as_str())
+            .filter(|t| !t.is_empty())
     }
 
     /// The kept answer for `path`.
@@ -38,6 +41,12 @@ impl Conditional {
                 body,
             },
         );
+    }
+
+    /// Keeps `body` for `path` for good: an answer that cannot change (a finished job's log),
+    /// read once and never asked for again.
+    pub fn keep_final(&mut self, path: &str, body: serde_json::Value) {
+        self.keep(path, "", body);
     }
 
     /// Forgets every answer under `prefix` (a pull request that ended).

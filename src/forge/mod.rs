@@ -4,10 +4,13 @@
 //! Watching is cheap by construction: every read is a conditional request against the
 //! [`Conditional`] cache a tick keeps between runs, so a pull request where nothing changed
 //! costs a few `304 Not Modified` answers, which GitHub does not count against the rate limit.
+//! GitLab documents no ETags for its REST API and counts every request: there a quiet look is
+//! a few small requests, and any ETag it sends is used all the same (see [`gitlab`]).
 
 pub mod conditional;
 pub mod connect;
 pub mod github;
+pub mod gitlab;
 
 pub use conditional::Conditional;
 

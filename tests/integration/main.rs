@@ -39,6 +39,7 @@ mod escape;
 mod events;
 mod faults;
 mod forge_client;
+mod forge_gitlab;
 mod forge_standin;
 mod formats;
 mod hooks;

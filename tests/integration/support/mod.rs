@@ -28,6 +28,7 @@ pub mod checks;
 pub mod claw;
 pub mod files;
 pub mod forge_github;
+pub mod forge_gitlab;
 mod install;
 pub mod procs;
 pub mod project;
