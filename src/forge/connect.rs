@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use super::github::GitHub;
+use super::gitlab::GitLab;
 use super::Forge;
 use crate::config::forges::{self, ForgeKind};
 use crate::config::Config;
@@ -67,9 +68,8 @@ pub fn connect(target: &Target, home: &Path) -> Result<Box<dyn Forge>, String> {
         ForgeKind::Github => GitHub::new(&target.forge.api, &target.repository, &token)
             .map(|c| Box::new(c) as Box<dyn Forge>)
             .map_err(|e| format!("cannot reach forge `{}`: {e}", target.forge.name)),
-        ForgeKind::Gitlab => Err(format!(
-            "forge `{}` is a GitLab, and this braids opens pull requests on GitHub only so far: land with `Landing: push` for now",
-            target.forge.name
-        )),
+        ForgeKind::Gitlab => GitLab::new(&target.forge.api, &target.repository, &token)
+            .map(|c| Box::new(c) as Box<dyn Forge>)
+            .map_err(|e| format!("cannot reach forge `{}`: {e}", target.forge.name)),
     }
 }

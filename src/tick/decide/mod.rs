@@ -93,7 +93,10 @@ pub fn decide(snap: &Snapshot, now: DateTime<Utc>) -> Plan {
     let (releases, held, workers) = storms::hold_releases(snap, &owners, claims.releases, workers);
     let global_slots = slots::global_slots(snap, &workers);
     let found = slots::spawns(snap, &workers, &releases, global_slots, now);
-    let looks_again = !releases.is_empty() || !held.is_empty();
+    // An open pull request is looked at by every scheduled run: a red check or a merge is
+    // acted on within one interval, however long the idle backoff.
+    let watching = snap.projects.iter().any(|p| !p.reviews.is_empty());
+    let looks_again = !releases.is_empty() || !held.is_empty() || watching;
     let wake_at = deadlines::wake_at(snap, claims.grace_ends, found.backoff, looks_again, now);
     let sweeps = sweeps::sweeps(snap, &workers, &releases, &claims.settled);
     let retries = retries::decide(snap, &workers.zombies, &releases, now);

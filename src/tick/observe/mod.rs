@@ -14,6 +14,7 @@
 //! `project.rs` observes one project, `files.rs` reads its files or takes them from the cache.
 
 pub mod cache;
+mod reviews;
 mod files;
 pub mod lookups;
 mod named;
@@ -362,7 +363,11 @@ pub fn observe(
     // Every slot is filled, so these keep all; `filter_map` (unlike `flatten`) collects in
     // place, into the slots' own memory.
     #[allow(clippy::filter_map_identity)]
-    let projects: Vec<ProjectView> = views.into_iter().filter_map(|v| v).collect();
+    let mut projects: Vec<ProjectView> = views.into_iter().filter_map(|v| v).collect();
+    // Beads in review are looked at every run, whatever the project cache kept.
+    for why in reviews::watch(ctx.config, ctx.paths, &mut projects) {
+        diagnostics.push(Diagnostic::warning(&ctx.paths.config(), None, "review", why, "see the pull request and the forge's settings"));
+    }
     #[allow(clippy::filter_map_identity)]
     let reports: Vec<ProjectReport> = reports.into_iter().filter_map(|r| r).collect();
     for w in ctx.config_warnings {
