@@ -59,6 +59,7 @@ mod protocol_rules;
 mod push_retry;
 mod read_only;
 mod repository;
+mod review_landing;
 mod sandbox;
 mod schedule;
 mod schedule_cron;

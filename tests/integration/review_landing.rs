@@ -1,0 +1,144 @@
+//! Landing through review (`Landing: pull-request`) end to end: real ticks and workers, real
+//! `br`, a bare upstream behind the stand-in GitHub, which merges on it as GitHub would. The
+//! bead's work goes to a pull request, never straight to the base branch; the bead stays in
+//! review, holding no worker, until its request is merged (by braids once its checks pass,
+//! or by a person) or closed.
+
+use std::path::PathBuf;
+
+use crate::day_two::workers_end;
+use crate::support::forge_github::GitHub;
+use crate::support::{Install, ReportExt, Sandbox};
+
+const TOKEN: &str = "ghp_review";
+
+/// An installation whose agent adds `work-<bead>.txt` and passes; a project `app` with one
+/// bead landing through pull requests on the stand-in (`merge`: `auto` or `person`), pushed to
+/// a bare upstream the stand-in serves as `me/app`.
+fn world(merge: &str) -> (Sandbox, String, PathBuf, GitHub) {
+    let sb = Install::new().build();
+    let agent = sb.script(
+        "bin/agent",
+        "echo \"$BRAIDS_BEAD\" > \"work-$BRAIDS_BEAD.txt\"\nmkdir -p \"$(dirname \"$1\")\"\nprintf '# %s\\n\\n## Summary\\n\\nAdded the work file.\\n' \"$BRAIDS_BEAD\" > \"$1\"\nprintf 'status: pass\\nsummary: added the work file\\n' > \"$BRAIDS_RESULT_FILE\"\n",
+    );
+    let gh = GitHub::start(TOKEN, "braids-bot");
+    let token = sb.home().join("gh-token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    sb.config(&format!(
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\nretries = 1\n\n[forges.gh]\nkind = \"github\"\napi = \"{}\"\ntoken_file = {:?}\n",
+        agent.display().to_string(),
+        gh.api(),
+        token.display().to_string()
+    ));
+    let app = sb
+        .new_project("app")
+        .br()
+        .beads(1)
+        .field("Landing", "pull-request")
+        .field("Merge", merge)
+        .field("Forge", "gh me/app")
+        .create();
+    let bare = sb.bare_upstream("app");
+    gh.repo("me/app", &bare);
+    (sb, app.beads[0].to_string(), bare, gh)
+}
+
+/// One run and its workers' end.
+fn tick_and_wait(sb: &Sandbox) -> usize {
+    let r = sb.tick().force().run();
+    workers_end(sb);
+    r.spawned_beads().len()
+}
+
+fn upstream_files(sb: &Sandbox, bare: &std::path::Path) -> String {
+    sb.git(bare, &["ls-tree", "-r", "--name-only", "main"])
+}
+
+/// The first run opens the request: the work is on `braids/<bead>` and nowhere on `main`, the
+/// bead in review.
+fn opened(sb: &Sandbox, bead: &str, bare: &std::path::Path, gh: &GitHub) -> String {
+    assert_eq!(tick_and_wait(sb), 1);
+    let pulls = gh.pulls("me/app");
+    assert_eq!(
+        pulls,
+        vec![(1, format!("braids/{bead}"), true)],
+        "{}",
+        sb.ok(&["logs", &format!("app:{bead}")])
+    );
+    assert_eq!(sb.br_status("app", bead), "in_progress");
+    let work = format!("work-{bead}.txt");
+    assert!(!upstream_files(sb, bare).contains(&work));
+    let branch = sb.git(bare, &["ls-tree", "-r", "--name-only", &format!("braids/{bead}")]);
+    assert!(branch.contains(&work), "{branch}");
+    // The bead's state travels with the merge's own record, not in the request.
+    assert!(!sb
+        .git(bare, &["diff", "--name-only", &format!("main...braids/{bead}")])
+        .contains(".beads"));
+    gh.head_of("me/app", 1)
+}
+
+#[test]
+fn a_bead_is_opened_as_a_pull_request_and_merged_by_braids_once_its_checks_pass() {
+    let (sb, bead, bare, gh) = world("auto");
+    let head = opened(&sb, &bead, &bare, &gh);
+    // Checks running: nothing to do, and no worker for it.
+    gh.check(&head, "ci", "in_progress", None, "");
+    assert_eq!(tick_and_wait(&sb), 0);
+    assert_eq!(sb.br_status("app", &bead), "in_progress");
+    // Green: the next run starts a worker, which merges the head it saw pass and closes.
+    gh.check(&head, "ci", "completed", Some("success"), "all good");
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(
+        sb.br_status("app", &bead),
+        "closed",
+        "{}",
+        sb.ok(&["logs", &format!("app:{bead}")])
+    );
+    assert_eq!(gh.pulls("me/app")[0].2, false);
+    assert!(upstream_files(&sb, &bare).contains(&format!("work-{bead}.txt")));
+    // The branch is gone, and the close is recorded on the merged base and pushed.
+    assert!(sb
+        .try_git(&bare, &["rev-parse", "--verify", &format!("refs/heads/braids/{bead}")])
+        .is_err());
+    let log = sb.git(&bare, &["log", "--format=%s", "main"]);
+    assert!(
+        log.lines().any(|l| l == format!("braids: {bead} merged as #1")),
+        "{log}"
+    );
+    // One bead, so its merge completed the iteration.
+    assert_eq!(log.lines().next(), Some("Complete iteration 001"), "{log}");
+    let events = sb.ok(&["events", "--project", "app", "--json"]);
+    for kind in ["pr_opened", "pr_merged"] {
+        assert!(events.contains(kind), "{kind} not in {events}");
+    }
+    // Nothing more is watched.
+    assert_eq!(tick_and_wait(&sb), 0);
+}
+
+#[test]
+fn a_person_merging_the_pull_request_closes_its_bead_and_braids_never_merges_itself() {
+    let (sb, bead, bare, gh) = world("person");
+    let head = opened(&sb, &bead, &bare, &gh);
+    gh.check(&head, "ci", "completed", Some("success"), "all good");
+    // Green, but a person merges: nothing to do.
+    assert_eq!(tick_and_wait(&sb), 0);
+    assert_eq!(gh.pulls("me/app")[0].2, true);
+    gh.merge_by("me/app", 1, "ana").unwrap();
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "closed");
+    let events = sb.ok(&["events", "--project", "app", "--json"]);
+    assert!(events.contains("\"merged_by\":\"ana\""), "{events}");
+    assert!(upstream_files(&sb, &bare).contains(&format!("work-{bead}.txt")));
+}
+
+#[test]
+fn a_pull_request_closed_unmerged_blocks_its_bead_naming_it_and_who_closed_it() {
+    let (sb, bead, bare, gh) = world("auto");
+    let _ = opened(&sb, &bead, &bare, &gh);
+    gh.close_by("me/app", 1, "ana");
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "blocked");
+    let shown = sb.ok(&["beads", "app", "--json"]);
+    assert!(shown.contains("#1 was closed without a merge by ana"), "{shown}");
+    assert!(!upstream_files(&sb, &bare).contains(&format!("work-{bead}.txt")));
+}
