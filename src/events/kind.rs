@@ -35,6 +35,10 @@ pub enum Kind {
     Killed,
     /// A bead's work was opened as a pull request: it is in review.
     PrOpened,
+    /// A check of its pull request failed: an attempt answers it.
+    ChecksFailed,
+    /// A reviewer asked for changes (or the base conflicts): an attempt answers it.
+    ChangesRequested,
     /// Its pull request was merged: the bead is done.
     PrMerged,
     /// Its pull request was closed without a merge: the bead is blocked.
@@ -65,6 +69,8 @@ impl Kind {
         Kind::Retried,
         Kind::Killed,
         Kind::PrOpened,
+        Kind::ChecksFailed,
+        Kind::ChangesRequested,
         Kind::PrMerged,
         Kind::PrClosed,
     ];
@@ -94,6 +100,8 @@ impl Kind {
             Kind::Retried => "retried",
             Kind::Killed => "killed",
             Kind::PrOpened => "pr_opened",
+            Kind::ChecksFailed => "checks_failed",
+            Kind::ChangesRequested => "changes_requested",
             Kind::PrMerged => "pr_merged",
             Kind::PrClosed => "pr_closed",
         }

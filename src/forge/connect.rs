@@ -61,9 +61,7 @@ pub fn target(
 /// A client for `target`, with the token its forge names (read from `home`'s files or the
 /// process environment).
 pub fn connect(target: &Target, home: &Path) -> Result<Box<dyn Forge>, String> {
-    let token = target
-        .forge
-        .token(home, |v| std::env::var(v).ok())?;
+    let token = target.forge.token(home, |v| std::env::var(v).ok())?;
     match target.forge.kind {
         ForgeKind::Github => GitHub::new(&target.forge.api, &target.repository, &token)
             .map(|c| Box::new(c) as Box<dyn Forge>)

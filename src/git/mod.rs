@@ -26,7 +26,7 @@ pub use debt::{
 };
 pub use frozen::{check_frozen, Frozen};
 pub use replay::{bead_of, Kept};
-pub use review_branch::{push_review_branch, remote_url};
+pub use review_branch::{fetch_review_branch, push_review_branch, remote_url};
 
 /// Where braids keeps its bookkeeping in a project's tree: the tracker's files (br's `.beads`,
 /// the native WORKPLAN.md). They follow braids' own writes, not a branch's history.

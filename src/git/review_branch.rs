@@ -51,3 +51,29 @@ pub fn push_review_branch(
         .collect();
     Err(anyhow!("git push of {branch} failed: {}", said.join(" ")))
 }
+
+/// Fetches `branch` from `remote` as it is now; its commit. Kept under braids' own ref
+/// (`refs/braids/review/<branch>`), so a worktree can be cut at it and git keeps its objects.
+pub fn fetch_review_branch(
+    root: &Path,
+    remote: &str,
+    branch: &str,
+    timeout: Duration,
+) -> Result<String> {
+    let local = format!("refs/braids/review/{branch}");
+    let refspec = format!("+refs/heads/{branch}:{local}");
+    let out = over_network(
+        root,
+        &["fetch", "--quiet", "--no-tags", "--", remote, &refspec],
+        timeout,
+    )?;
+    if !out.success() {
+        return Err(anyhow!(
+            "cannot fetch {branch} from {remote}: {}",
+            out.stderr.trim()
+        ));
+    }
+    Ok(super::git_ok(root, &["rev-parse", "--verify", &local])?
+        .trim()
+        .to_string())
+}

@@ -9,6 +9,7 @@
 //! the same code.
 
 pub mod decide;
+pub mod prompt;
 pub mod pull_request;
 pub mod record;
 pub mod remote;
@@ -18,5 +19,5 @@ pub mod watched;
 pub use decide::{decide, Handled, Rework, Step};
 pub use pull_request::{Check, CheckState, Mergeable, PrState, PullRequest, Review, ReviewState};
 pub use record::InReview;
-pub use watched::Watched;
 pub use settings::{ForgeRef, Landing, MergePolicy, ReviewSettings};
+pub use watched::Watched;

@@ -32,6 +32,9 @@ pub struct InReview {
     /// What the last look found or did, for people: "checks running", "merged by ana".
     #[serde(default)]
     pub last: String,
+    /// While an attempt answers the forge: what its agent is told ([`super::prompt::block`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rework: Option<String>,
 }
 
 impl InReview {

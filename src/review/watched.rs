@@ -22,12 +22,17 @@ impl Watched {
     #[must_use]
     pub fn step(&self) -> Option<Step> {
         let pr = self.pr.as_ref()?;
-        Some(decide(pr, &self.handled, self.merge, self.approvals, self.attempts))
+        Some(decide(
+            pr,
+            &self.handled,
+            self.merge,
+            self.approvals,
+            self.attempts,
+        ))
     }
 
     /// Whether a worker must act on the request now (anything but waiting).
     pub fn needs_worker(&self) -> bool {
-        self.step()
-            .is_some_and(|s| !matches!(s, Step::Wait { .. }))
+        self.step().is_some_and(|s| !matches!(s, Step::Wait { .. }))
     }
 }

@@ -160,6 +160,7 @@ pub(super) fn prompt(
     deliverable: &Path,
     earlier: &[crate::retry::Failure],
     answers: &[crate::answers::Answer],
+    review: &str,
 ) -> String {
     let it = l.iteration.name.to_string();
     let path = work_in.to_string_lossy();
@@ -185,6 +186,7 @@ pub(super) fn prompt(
             ("result_file", &report::own_file(&bead.id).to_string_lossy()),
             ("earlier", &earlier_attempts(earlier)),
             ("answers", &crate::answers::prompt_block(answers)),
+            ("review", review),
         ],
     )
 }
@@ -231,7 +233,15 @@ mod tests {
             context: vec![],
         };
         let bead = Bead::new(BeadId::new("a-1").unwrap(), "x", BeadStatus::Open);
-        let p = prompt(&l, &bead, Path::new("/w"), Path::new("/w/d.md"), &[], &[]);
+        let p = prompt(
+            &l,
+            &bead,
+            Path::new("/w"),
+            Path::new("/w/d.md"),
+            &[],
+            &[],
+            "",
+        );
         assert!(p.contains("Never touch the billing schema."), "{p}");
         assert!(!p.contains("Earlier attempts"), "a first attempt: {p}");
         assert!(p.contains("No new dependencies."), "{p}");
@@ -302,7 +312,15 @@ mod tests {
         assert!(p.contains("reason: guardrail_conflict"));
         assert!(p.contains("# Autonomy: research-only") && p.contains("Change no code"));
         let bead = Bead::new(BeadId::new("a-1").unwrap(), "x", BeadStatus::Open);
-        let b = prompt(&l, &bead, Path::new("/w"), Path::new("/w/d.md"), &[], &[]);
+        let b = prompt(
+            &l,
+            &bead,
+            Path::new("/w"),
+            Path::new("/w/d.md"),
+            &[],
+            &[],
+            "",
+        );
         assert!(b.contains(&rules(&l)), "one text for both pipelines");
     }
 }

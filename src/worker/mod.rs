@@ -202,17 +202,17 @@ impl Worker<'_> {
         // A bead in review is braids' already: its pull request is acted on, not claimed.
         let review = crate::app::reviews::load(self.paths, &l.slug, &msg.bead)?;
         let ending = if let Some(rec) = review {
-            self.review(&mut run, &l, rec)
+            self.review(&mut run, &l, rec, started)
                 .unwrap_or_else(|e| self.ended_by_error(&mut run, &l, &e))
         } else {
             match self.claim(&mut run, &l)? {
-            Some(stop) => stop,
-            None => {
-                crate::crash_point!("worker::after_claim");
-                self.work(&mut run, &l, started)
-                    .unwrap_or_else(|e| self.ended_by_error(&mut run, &l, &e))
+                Some(stop) => stop,
+                None => {
+                    crate::crash_point!("worker::after_claim");
+                    self.work(&mut run, &l, started)
+                        .unwrap_or_else(|e| self.ended_by_error(&mut run, &l, &e))
+                }
             }
-        }
         };
         self.close_workspace(&mut run, &l, matches!(ending, Ending::Held { .. }));
         self.commit_tracker(&mut run, &ending);
@@ -284,6 +284,16 @@ impl Worker<'_> {
         run: &mut Run<'_, '_>,
         l: &Loaded,
     ) -> Result<(Workspace, crate::workspace::Readiness)> {
+        self.open_workspace_at(run, l, None)
+    }
+
+    /// [`Worker::open_workspace`], a worktree's branch at `at` when given.
+    fn open_workspace_at(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        at: Option<&str>,
+    ) -> Result<(Workspace, crate::workspace::Readiness)> {
         let root = &run.msg.project;
         if WorkspaceMode::of(&l.project) == WorkspaceMode::Shared {
             run.step(
@@ -297,7 +307,10 @@ impl Worker<'_> {
             return Ok((Workspace::shared(root), Default::default()));
         }
         let wss = self.workspaces(l);
-        let ws = wss.create(root, &run.msg.bead)?;
+        let ws = match at {
+            Some(commit) => wss.create_at(root, &run.msg.bead, commit)?,
+            None => wss.create(root, &run.msg.bead)?,
+        };
         run.ws = Some(ws.clone());
         let ready = wss.make_ready(&ws)?;
         run.step(

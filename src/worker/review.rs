@@ -12,15 +12,22 @@ use crate::app::iteration::RepoLock;
 use crate::events::{Draft, Kind};
 use crate::forge::{connect, Conditional, Merged};
 use crate::model::NotificationEvent;
-use crate::review::{decide, InReview, ReviewSettings, Step};
+use crate::review::{decide, InReview, ReviewSettings, Rework, Step};
 
+use super::bead::attempt::AttemptEnd;
 use super::bead::finish::{push, PUSH_TIMEOUT};
 use super::context::Loaded;
 use super::{clip, Ending, Run, Worker};
 
 impl Worker<'_> {
     /// Acts on the bead's pull request `rec`.
-    pub(super) fn review(&self, run: &mut Run<'_, '_>, l: &Loaded, mut rec: InReview) -> Result<Ending> {
+    pub(super) fn review(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        mut rec: InReview,
+        started: std::time::Instant,
+    ) -> Result<Ending> {
         let bead_id = run.msg.bead.clone();
         let root = run.msg.project.clone();
         let settings = ReviewSettings::of(&l.project).0;
@@ -31,7 +38,10 @@ impl Worker<'_> {
             Ok(f) => f,
             // The settings changed under an open request: a person fixes them; nothing is lost.
             Err(why) => {
-                run.step("review", format!("cannot reach the forge of {}: {why}", rec.named()));
+                run.step(
+                    "review",
+                    format!("cannot reach the forge of {}: {why}", rec.named()),
+                );
                 return Ok(in_review(&rec));
             }
         };
@@ -43,7 +53,13 @@ impl Worker<'_> {
             }
         };
         let attempts = self.config.worker.retries + 1;
-        let step = decide(&observed.pr, &rec.handled, settings.merge, settings.approvals, attempts);
+        let step = decide(
+            &observed.pr,
+            &rec.handled,
+            settings.merge,
+            settings.approvals,
+            attempts,
+        );
         run.step("review", format!("{}: {step:?}", rec.named()));
         match step {
             Step::Done { merged_by } => self.merged(run, l, &rec, merged_by, None),
@@ -56,7 +72,9 @@ impl Worker<'_> {
                         self.merged(run, l, &rec, Some("braids".into()), Some(commit))
                     }
                     Ok(Merged::HeadMoved) => {
-                        rec.last = format!("not merged: its head moved from {head}; looked at again next run");
+                        rec.last = format!(
+                            "not merged: its head moved from {head}; looked at again next run"
+                        );
                         self.keep_record(run, l, &rec)
                     }
                     Ok(Merged::NotMergeable(why)) => {
@@ -70,6 +88,20 @@ impl Worker<'_> {
                 }
             }
             Step::Blocked { why } | Step::GiveUp { why } => {
+                // Spent on red checks: the reason carries what they last said.
+                let said: Vec<String> = observed
+                    .pr
+                    .checks
+                    .iter()
+                    .filter(|c| c.state == crate::review::CheckState::Failed)
+                    .map(|c| format!("{}: {}", c.name, last_line(&c.summary)))
+                    .collect();
+                let why = match said.is_empty()
+                    || matches!(observed.pr.state, crate::review::PrState::Closed { .. })
+                {
+                    true => why,
+                    false => format!("{why}; last: {}", clip(&said.join("; "), 400)),
+                };
                 let closed = matches!(observed.pr.state, crate::review::PrState::Closed { .. });
                 self.tracker.block(&bead_id, &why)?;
                 crate::app::reviews::remove(self.paths, &l.slug, &bead_id);
@@ -88,21 +120,26 @@ impl Worker<'_> {
                     );
                 }
                 run.step("block", why.clone());
-                run.notify(l, NotificationEvent::Blocker, &format!("[{}] {bead_id} blocked: {why}", l.slug));
+                run.notify(
+                    l,
+                    NotificationEvent::Blocker,
+                    &format!("[{}] {bead_id} blocked: {why}", l.slug),
+                );
                 Ok(Ending::Blocked { reason: why })
             }
-            Step::Rework(_) | Step::Rebase => {
-                // What the agent or a rebase would answer is a person's to do here: they are
-                // told once for this head, and braids goes on watching.
-                let why = match &step {
-                    Step::Rebase => format!("{} is behind its base: rebase it", rec.named()),
-                    _ => format!("{} needs changes (failing checks, a conflict or a review): push them to {}", rec.named(), rec.branch),
-                };
-                rec.handled.checks_at = Some(observed.pr.head.clone());
-                rec.handled.conflict_at = Some(observed.pr.head.clone());
-                rec.handled.review = observed.pr.reviews.iter().map(|r| r.id).max().or(rec.handled.review);
-                rec.last = why.clone();
-                run.notify(l, NotificationEvent::Review, &format!("[{}] {bead_id}: {why}", l.slug));
+            Step::Rework(rework) => self.rework(run, l, rec, &observed.pr, &rework, started),
+            Step::Rebase => {
+                // Its base moved and nothing else is asked: a person rebases (or the forge's
+                // button does); braids says so once for this head and goes on watching.
+                let why = format!("{} is behind its base: rebase it", rec.named());
+                if rec.last != why {
+                    run.notify(
+                        l,
+                        NotificationEvent::Review,
+                        &format!("[{}] {bead_id}: {why}", l.slug),
+                    );
+                }
+                rec.last = why;
                 self.keep_record(run, l, &rec)
             }
             Step::Wait { why } => {
@@ -110,6 +147,126 @@ impl Worker<'_> {
                 self.keep_record(run, l, &rec)
             }
         }
+    }
+
+    /// A new attempt of the bead at the request's head, its agent told what the forge said;
+    /// what it commits is pushed to the request's branch (see `propose`). An attempt that does
+    /// not pass leaves the request as it was, to be tried again by a later run while the bead
+    /// has attempts left.
+    fn rework(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        mut rec: InReview,
+        pr: &crate::review::PullRequest,
+        rework: &Rework,
+        started: std::time::Instant,
+    ) -> Result<Ending> {
+        let bead_id = run.msg.bead.clone();
+        let root = run.msg.project.clone();
+        let before = rec.handled.clone();
+        match rework {
+            Rework::Checks(_) => rec.handled.checks_at = Some(pr.head.clone()),
+            Rework::Conflict => rec.handled.conflict_at = Some(pr.head.clone()),
+            Rework::Changes(r) => {
+                rec.handled.review = r.iter().map(|r| r.id).max().or(rec.handled.review)
+            }
+        }
+        rec.handled.attempts += 1;
+        rec.rework = Some(crate::review::prompt::block(
+            rec.number,
+            &rec.url,
+            &rec.branch,
+            rework,
+        ));
+        let (kind, what) = match rework {
+            Rework::Checks(c) => (
+                Kind::ChecksFailed,
+                c.iter()
+                    .map(|c| c.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            Rework::Changes(r) => (
+                Kind::ChangesRequested,
+                r.iter()
+                    .map(|r| r.author.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            Rework::Conflict => (Kind::ChangesRequested, "a conflict with the base".into()),
+        };
+        crate::events::emit(
+            &root,
+            &l.slug,
+            vec![Draft::new(kind)
+                .bead(&bead_id)
+                .with("number", rec.number)
+                .with("head", pr.head.clone())
+                .with("attempt", rec.handled.attempts)
+                .with("what", what.clone())],
+        );
+        run.step(
+            "review",
+            format!(
+                "attempt {} answers {}: {what}",
+                rec.handled.attempts,
+                rec.named()
+            ),
+        );
+        // The branch as the forge has it (a person's commits on it included): the base of the
+        // lease the new work is pushed with.
+        let base = crate::workspace::base_branch(&root)?;
+        let head = crate::git::upstream_of(&root, &base)
+            .ok_or_else(|| anyhow::anyhow!("{base} has no upstream"))
+            .and_then(|(remote, _)| {
+                crate::git::fetch_review_branch(&root, &remote, &rec.branch, PUSH_TIMEOUT)
+            });
+        let head = match head {
+            Ok(h) => h,
+            Err(e) => {
+                rec.handled = before;
+                rec.last = format!("cannot fetch its branch: {e:#}");
+                return self.keep_record(run, l, &rec);
+            }
+        };
+        rec.head = head.clone();
+        crate::app::reviews::save(self.paths, &l.slug, &bead_id, &rec)?;
+        let bead = self
+            .tracker
+            .show(&bead_id)?
+            .ok_or_else(|| anyhow::anyhow!("bead {bead_id} is gone"))?;
+        let expected = l.deliverable_for(&bead);
+        let (ws, _) = self.open_workspace_at(run, l, Some(&head))?;
+        run.started(l, &bead.title);
+        let ended = match self.attempt(run, l, &ws, &bead, &expected, started)? {
+            AttemptEnd::Passed {
+                report,
+                deliverable,
+            } => {
+                return self.finish(run, l, &ws, &bead, &report, &deliverable);
+            }
+            AttemptEnd::Failed(f) => f.why,
+            AttemptEnd::Question => "the agent asked a question instead".into(),
+            AttemptEnd::Guardrail(r) => format!(
+                "the agent stopped at a guardrail: {}",
+                r.summary.as_deref().unwrap_or("(no summary)")
+            ),
+        };
+        // Not answered: the same head is tried again by a later run, this attempt counted.
+        rec.handled = crate::review::Handled {
+            attempts: rec.handled.attempts,
+            ..before
+        };
+        rec.rework = None;
+        rec.last = format!(
+            "attempt {} did not pass: {}",
+            rec.handled.attempts,
+            clip(&ended, 300)
+        );
+        run.step("review", rec.last.clone());
+        self.drop_workspace(run, l);
+        self.keep_record(run, l, &rec)
     }
 
     fn keep_record(&self, run: &mut Run<'_, '_>, l: &Loaded, rec: &InReview) -> Result<Ending> {
@@ -134,14 +291,22 @@ impl Worker<'_> {
         if let Some(b) = &base {
             // The merge is on the upstream: the base branch meets it before the close lands.
             if let Err(e) = crate::git::catch_up(&root, b, PUSH_TIMEOUT) {
-                run.step("review", format!("cannot catch up with the merged base: {e:#}"));
+                run.step(
+                    "review",
+                    format!("cannot catch up with the merged base: {e:#}"),
+                );
             }
         }
         let by = merged_by.clone().unwrap_or_else(|| "a person".into());
-        self.tracker
-            .close(&bead_id, &format!("merged as pull request #{} by {by}", rec.number))?;
+        self.tracker.close(
+            &bead_id,
+            &format!("merged as pull request #{} by {by}", rec.number),
+        )?;
         crate::app::reviews::remove(self.paths, &l.slug, &bead_id);
-        run.step("close", format!("bead closed: {} merged by {by}", rec.named()));
+        run.step(
+            "close",
+            format!("bead closed: {} merged by {by}", rec.named()),
+        );
         let message = format!("braids: {bead_id} merged as #{}", rec.number);
         let recorded = crate::lifecycle::commit_tracker_held(&root, &message, &lock)?;
         if let Some((c, _)) = &recorded {
@@ -162,10 +327,18 @@ impl Worker<'_> {
         run.notify(
             l,
             NotificationEvent::BeadComplete,
-            &format!("[{}] Completed {bead_id}: pull request {} merged by {by}", l.slug, rec.named()),
+            &format!(
+                "[{}] Completed {bead_id}: pull request {} merged by {by}",
+                l.slug,
+                rec.named()
+            ),
         );
         if iteration_completed {
-            let (event, text) = crate::app::iteration::notice(&l.slug, l.iteration.name, crate::model::IterationStatus::Complete);
+            let (event, text) = crate::app::iteration::notice(
+                &l.slug,
+                l.iteration.name,
+                crate::model::IterationStatus::Complete,
+            );
             run.notify(l, event, &text);
         }
         Ok(Ending::Completed {
@@ -174,6 +347,15 @@ impl Worker<'_> {
             iteration_completed,
         })
     }
+}
+
+/// The last line with something on it: where a log says what failed.
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
 }
 
 fn in_review(rec: &InReview) -> Ending {

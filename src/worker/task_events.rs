@@ -43,9 +43,9 @@ pub fn ending(
             }
             out
         }
-        Ending::InReview { number, url } => vec![d(Kind::PrOpened)
-            .with("number", number)
-            .with("url", url)],
+        Ending::InReview { number, url } => {
+            vec![d(Kind::PrOpened).with("number", number).with("url", url)]
+        }
         Ending::ClaimRefused | Ending::IterationFrozen | Ending::HandedBack { .. } => Vec::new(),
         Ending::DependenciesOpen { open } => vec![d(Kind::BeadBlocked)
             .with("reason", "its dependencies are open")

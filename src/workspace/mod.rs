@@ -264,6 +264,10 @@ impl Prepared {
 pub trait Workspaces: Send + Sync {
     /// A fresh workspace for `bead`, replacing any left by a crashed worker.
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace>;
+    /// [`create`], its branch at `commit` instead of the base branch (a pull request's head).
+    ///
+    /// [`create`]: Workspaces::create
+    fn create_at(&self, project: &Path, bead: &BeadId, commit: &str) -> Result<Workspace>;
     /// Step 1 of landing (see the module docs). Nothing in the project changes; `exclude`
     /// as in [`Landing`]. With `hooks` (the landing's message), the repository's commit hooks
     /// run on a trial commit of the work, so a refusal comes before the close. The caller

@@ -176,6 +176,9 @@ impl GitWorktrees {
         at: Option<&str>,
         approved: bool,
     ) -> Result<Workspace> {
+        // A pooled tree is reset to the base: work to go on from (approved, or a pull
+        // request's head) gets a tree of its own.
+        let own_tree = approved || at.is_some();
         let base = super::base_branch(project)?;
         let dir = self.dir_for(project, bead);
         let branch = branch_for(bead);
@@ -188,7 +191,7 @@ impl GitWorktrees {
                 project.as_os_str().as_encoded_bytes(),
             )?;
         }
-        if approved || !self.take_from_pool(project, &dir, &branch, at)? {
+        if own_tree || !self.take_from_pool(project, &dir, &branch, at)? {
             self.check_out(project, &dir, &branch, at)?;
         }
         // Where its git lives and what it has checked out, as git wrote it: what braids' own
@@ -400,6 +403,10 @@ impl Workspaces for GitWorktrees {
 
     fn create(&self, project: &Path, bead: &BeadId) -> Result<Workspace> {
         self.cut(project, bead, None, false)
+    }
+
+    fn create_at(&self, project: &Path, bead: &BeadId, commit: &str) -> Result<Workspace> {
+        self.cut(project, bead, Some(commit), false)
     }
 
     fn prepare_landing(

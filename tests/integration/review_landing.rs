@@ -19,13 +19,13 @@ fn world(merge: &str) -> (Sandbox, String, PathBuf, GitHub) {
     let sb = Install::new().build();
     let agent = sb.script(
         "bin/agent",
-        "echo \"$BRAIDS_BEAD\" > \"work-$BRAIDS_BEAD.txt\"\nmkdir -p \"$(dirname \"$1\")\"\nprintf '# %s\\n\\n## Summary\\n\\nAdded the work file.\\n' \"$BRAIDS_BEAD\" > \"$1\"\nprintf 'status: pass\\nsummary: added the work file\\n' > \"$BRAIDS_RESULT_FILE\"\n",
+        "echo \"$BRAIDS_BEAD\" > \"work-$BRAIDS_BEAD.txt\"\n# Told of a failing check: the fix, and the check's words kept to show what it read.\nif grep -q 'Check `ci`' \"$2\"; then grep '^> ' \"$2\" > fix.txt; echo 'Fixed what the check said.' > answer; fi\nmkdir -p \"$(dirname \"$1\")\"\nprintf '# %s\\n\\n## Summary\\n\\nAdded the work file. %s\\n' \"$BRAIDS_BEAD\" \"$(cat answer 2>/dev/null; rm -f answer)\" > \"$1\"\nprintf 'status: pass\\nsummary: added the work file\\n' > \"$BRAIDS_RESULT_FILE\"\n",
     );
     let gh = GitHub::start(TOKEN, "braids-bot");
     let token = sb.home().join("gh-token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     sb.config(&format!(
-        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\"]\nretries = 1\n\n[forges.gh]\nkind = \"github\"\napi = \"{}\"\ntoken_file = {:?}\n",
+        "[worker]\nexecutor = [{:?}, \"{{deliverable}}\", \"{{prompt_file}}\"]\nretries = 1\n\n[forges.gh]\nkind = \"github\"\napi = \"{}\"\ntoken_file = {:?}\n",
         agent.display().to_string(),
         gh.api(),
         token.display().to_string()
@@ -68,11 +68,17 @@ fn opened(sb: &Sandbox, bead: &str, bare: &std::path::Path, gh: &GitHub) -> Stri
     assert_eq!(sb.br_status("app", bead), "in_progress");
     let work = format!("work-{bead}.txt");
     assert!(!upstream_files(sb, bare).contains(&work));
-    let branch = sb.git(bare, &["ls-tree", "-r", "--name-only", &format!("braids/{bead}")]);
+    let branch = sb.git(
+        bare,
+        &["ls-tree", "-r", "--name-only", &format!("braids/{bead}")],
+    );
     assert!(branch.contains(&work), "{branch}");
     // The bead's state travels with the merge's own record, not in the request.
     assert!(!sb
-        .git(bare, &["diff", "--name-only", &format!("main...braids/{bead}")])
+        .git(
+            bare,
+            &["diff", "--name-only", &format!("main...braids/{bead}")]
+        )
         .contains(".beads"));
     gh.head_of("me/app", 1)
 }
@@ -98,11 +104,19 @@ fn a_bead_is_opened_as_a_pull_request_and_merged_by_braids_once_its_checks_pass(
     assert!(upstream_files(&sb, &bare).contains(&format!("work-{bead}.txt")));
     // The branch is gone, and the close is recorded on the merged base and pushed.
     assert!(sb
-        .try_git(&bare, &["rev-parse", "--verify", &format!("refs/heads/braids/{bead}")])
+        .try_git(
+            &bare,
+            &[
+                "rev-parse",
+                "--verify",
+                &format!("refs/heads/braids/{bead}")
+            ]
+        )
         .is_err());
     let log = sb.git(&bare, &["log", "--format=%s", "main"]);
     assert!(
-        log.lines().any(|l| l == format!("braids: {bead} merged as #1")),
+        log.lines()
+            .any(|l| l == format!("braids: {bead} merged as #1")),
         "{log}"
     );
     // One bead, so its merge completed the iteration.
@@ -139,6 +153,100 @@ fn a_pull_request_closed_unmerged_blocks_its_bead_naming_it_and_who_closed_it() 
     assert_eq!(tick_and_wait(&sb), 1);
     assert_eq!(sb.br_status("app", &bead), "blocked");
     let shown = sb.ok(&["beads", "app", "--json"]);
-    assert!(shown.contains("#1 was closed without a merge by ana"), "{shown}");
+    assert!(
+        shown.contains("#1 was closed without a merge by ana"),
+        "{shown}"
+    );
     assert!(!upstream_files(&sb, &bare).contains(&format!("work-{bead}.txt")));
+}
+
+#[test]
+fn a_red_check_starts_an_attempt_told_its_words_whose_fix_is_pushed_to_the_same_request() {
+    let (sb, bead, bare, gh) = world("auto");
+    let head = opened(&sb, &bead, &bare, &gh);
+    gh.check(
+        &head,
+        "ci",
+        "completed",
+        Some("failure"),
+        "test_login failed: expected 200, got 500",
+    );
+    // The run starts an attempt at the request's head; its agent reads the check's words and
+    // fixes; the fix goes to the same branch, and the request stays the one.
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "in_progress");
+    let fixed = gh.head_of("me/app", 1);
+    assert_ne!(fixed, head, "{}", session_logs(&sb));
+    assert_eq!(gh.pulls("me/app").len(), 1);
+    let fix = sb.git(&bare, &["show", &format!("{fixed}:fix.txt")]);
+    assert!(
+        fix.contains("test_login failed: expected 200, got 500"),
+        "{fix}"
+    );
+    let events = sb.ok(&["events", "--project", "app", "--json"]);
+    assert!(events.contains("checks_failed"), "{events}");
+    // The old head's failure is answered: no new attempt while the new head's checks run.
+    gh.check(&fixed, "ci", "in_progress", None, "");
+    assert_eq!(tick_and_wait(&sb), 0);
+    gh.check(&fixed, "ci", "completed", Some("success"), "");
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "closed");
+    let files = upstream_files(&sb, &bare);
+    assert!(
+        files.contains("fix.txt") && files.contains(&format!("work-{bead}.txt")),
+        "{files}"
+    );
+}
+
+#[test]
+fn a_check_that_stays_red_blocks_the_bead_with_its_last_failure_once_its_attempts_are_spent() {
+    let (sb, bead, bare, gh) = world("auto");
+    let mut head = opened(&sb, &bead, &bare, &gh);
+    let first = head.clone();
+    // retries = 1: two attempts answer the forge, then the bead is blocked.
+    for _ in 0..2 {
+        gh.check(&head, "ci", "completed", Some("failure"), "still broken");
+        assert_eq!(tick_and_wait(&sb), 1);
+        head = gh.head_of("me/app", 1);
+    }
+    gh.check(&head, "ci", "completed", Some("failure"), "still broken");
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "blocked");
+    let shown = sb.ok(&["beads", "app", "--json"]);
+    assert!(
+        shown.contains("checks failed: ci, after 2 attempts; last: ci: still broken"),
+        "{shown}"
+    );
+    // The first attempt's fix was pushed; the second changed nothing more and counted all
+    // the same.
+    assert_ne!(head, first);
+    assert_eq!(gh.pulls("me/app").len(), 1);
+}
+
+/// Every worker log of `app`, for a failure's message.
+fn session_logs(sb: &Sandbox) -> String {
+    let mut out = String::new();
+    for dir in walk(sb.home()) {
+        if dir.to_string_lossy().contains("/braids/work/") {
+            out.push_str(&format!(
+                "== {}\n{}\n",
+                dir.display(),
+                std::fs::read_to_string(&dir).unwrap_or_default()
+            ));
+        }
+    }
+    out
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -376,7 +376,9 @@ fn spawn_worker(
         }
     };
     if claimed.is_some() {
-        tell(crate::events::Draft::new(Kind::BeadClaimed).with("iteration", c.iteration.to_string()));
+        tell(
+            crate::events::Draft::new(Kind::BeadClaimed).with("iteration", c.iteration.to_string()),
+        );
     }
     let label = c.label();
     let spec = SpawnSpec {

@@ -14,12 +14,12 @@
 //! `project.rs` observes one project, `files.rs` reads its files or takes them from the cache.
 
 pub mod cache;
-mod reviews;
 mod files;
 pub mod lookups;
 mod named;
 mod pool;
 mod project;
+mod reviews;
 mod tick;
 
 use std::collections::BTreeMap;
@@ -366,7 +366,13 @@ pub fn observe(
     let mut projects: Vec<ProjectView> = views.into_iter().filter_map(|v| v).collect();
     // Beads in review are looked at every run, whatever the project cache kept.
     for why in reviews::watch(ctx.config, ctx.paths, &mut projects) {
-        diagnostics.push(Diagnostic::warning(&ctx.paths.config(), None, "review", why, "see the pull request and the forge's settings"));
+        diagnostics.push(Diagnostic::warning(
+            &ctx.paths.config(),
+            None,
+            "review",
+            why,
+            "see the pull request and the forge's settings",
+        ));
     }
     #[allow(clippy::filter_map_identity)]
     let reports: Vec<ProjectReport> = reports.into_iter().filter_map(|r| r).collect();

@@ -30,7 +30,10 @@ pub(super) fn watch(config: &Config, paths: &Paths, projects: &mut [ProjectView]
             .and_then(|base| connect::target(config, &settings, &p.path, &base))
             .and_then(|t| connect::connect(&t, &paths.home));
         if let Err(why) = &forge {
-            problems.push(format!("{}: its pull requests are not watched: {why}", p.slug));
+            problems.push(format!(
+                "{}: its pull requests are not watched: {why}",
+                p.slug
+            ));
         }
         for rec in records {
             let Ok(bead) = BeadId::new(&rec.bead) else {
@@ -52,7 +55,11 @@ pub(super) fn watch(config: &Config, paths: &Paths, projects: &mut [ProjectView]
                         Some(o.pr)
                     }
                     Err(e) => {
-                        problems.push(format!("{}: cannot look at {} of {bead}: {e}", p.slug, rec.named()));
+                        problems.push(format!(
+                            "{}: cannot look at {} of {bead}: {e}",
+                            p.slug,
+                            rec.named()
+                        ));
                         None
                     }
                 }

@@ -140,7 +140,13 @@ impl Worker<'_> {
             .map(|r| r.failures.clone())
             .unwrap_or_default();
         let answers = crate::answers::load(self.paths, &l.slug, bead_id);
-        let prompt = context::prompt(l, bead, &ws.dir, &expected, &earlier, &answers);
+        // An attempt answering the bead's pull request is told what the forge said.
+        let review = crate::app::reviews::load(self.paths, &l.slug, bead_id)
+            .ok()
+            .flatten()
+            .and_then(|r| r.rework)
+            .unwrap_or_default();
+        let prompt = context::prompt(l, bead, &ws.dir, &expected, &earlier, &answers, &review);
         crate::system::atomic::write(&prompt_file, prompt.as_bytes())?;
         // A deliverable counts only if this run wrote it, not one left by an earlier run.
         let before = deliverables_now(&ws.dir, &iteration_dir, bead_id);

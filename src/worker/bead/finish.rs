@@ -106,10 +106,10 @@ impl Worker<'_> {
         });
         crate::crash_point!("worker::after_deliverable");
         // Landing through review: the work goes to a pull request, the bead stays open.
-        if let Some(landing) = landing
-            .as_ref()
-            .filter(|_| crate::review::ReviewSettings::of(&l.project).0.landing == crate::review::Landing::PullRequest)
-        {
+        if let Some(landing) = landing.as_ref().filter(|_| {
+            crate::review::ReviewSettings::of(&l.project).0.landing
+                == crate::review::Landing::PullRequest
+        }) {
             let proposal = super::propose::Proposal {
                 ws,
                 bead,

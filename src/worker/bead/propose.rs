@@ -49,7 +49,11 @@ impl Worker<'_> {
             self.cannot_land(run, l, p.ws, &why, &[]).map(Ok)
         };
         let Some(base) = p.base else {
-            return refuse(run, lock, "the project has no base branch to open a pull request against".into());
+            return refuse(
+                run,
+                lock,
+                "the project has no base branch to open a pull request against".into(),
+            );
         };
         let Some((remote, merge)) = crate::git::upstream_of(&root, base) else {
             return refuse(
@@ -71,11 +75,18 @@ impl Worker<'_> {
             tracker_files: vec![],
             ..p.landing
         };
+        // An attempt answering the forge goes to the request it answers.
+        let open = crate::app::reviews::load(self.paths, &l.slug, bead_id)?;
         let commit = match self.workspaces(l).propose(p.ws, &landing) {
             Ok(Some(c)) => c,
-            Ok(None) => return Ok(Err(lock)),
+            Ok(None) if open.is_none() => return Ok(Err(lock)),
+            Ok(None) => String::new(),
             Err(e) => return refuse(run, lock, format!("its work cannot be proposed: {e:#}")),
         };
+        if let Some(rec) = open {
+            drop(lock);
+            return self.push_answer(run, l, rec, &remote, &commit).map(Ok);
+        }
         let branch = review_branch(bead_id);
         if let Err(e) =
             crate::git::push_review_branch(&root, &remote, &commit, &branch, None, PUSH_TIMEOUT)
@@ -83,23 +94,28 @@ impl Worker<'_> {
             return refuse(run, lock, format!("{e:#}"));
         }
         run.step("push", format!("{commit} pushed to {remote} as {branch}"));
-        let base_name = merge.strip_prefix("refs/heads/").unwrap_or(&merge).to_string();
+        let base_name = merge
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&merge)
+            .to_string();
         let opening = Opening {
             head: branch.clone(),
             base: base_name.clone(),
             title: format!("{} ({bead_id})", first_line(&p.bead.title)),
             body: body(bead_id, p.bead, p.summary),
         };
-        let opened = match forge.open(&opening) {
-            Ok(o) => o,
-            Err(e) => {
-                return refuse(
+        let opened =
+            match forge.open(&opening) {
+                Ok(o) => o,
+                Err(e) => return refuse(
                     run,
                     lock,
-                    format!("its branch {branch} is pushed, but {} would not open a pull request: {e}", target.forge.name),
-                )
-            }
-        };
+                    format!(
+                        "its branch {branch} is pushed, but {} would not open a pull request: {e}",
+                        target.forge.name
+                    ),
+                ),
+            };
         let record = InReview {
             bead: bead_id.to_string(),
             forge: target.forge.name.clone(),
@@ -112,6 +128,7 @@ impl Worker<'_> {
             opened_at: chrono::Utc::now(),
             handled: Default::default(),
             last: "opened".into(),
+            rework: None,
         };
         crate::app::reviews::save(self.paths, &l.slug, bead_id, &record)?;
         drop(lock);
@@ -128,6 +145,63 @@ impl Worker<'_> {
             number: record.number,
             url: record.url,
         }))
+    }
+}
+
+impl Worker<'_> {
+    /// Pushes an attempt's `commit` (empty: the agent changed nothing) to its request's branch,
+    /// with a lease on the head the attempt started from: a person's push since is refused,
+    /// never overwritten, and the next run looks again.
+    fn push_answer(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        mut rec: InReview,
+        remote: &str,
+        commit: &str,
+    ) -> Result<Ending> {
+        let bead_id = run.msg.bead.clone();
+        let root = run.msg.project.clone();
+        let pushed = match commit.is_empty() {
+            true => Err("the agent changed nothing".to_string()),
+            false => crate::git::push_review_branch(
+                &root,
+                remote,
+                commit,
+                &rec.branch,
+                Some(&rec.head),
+                PUSH_TIMEOUT,
+            )
+            .map_err(|e| format!("{e:#}")),
+        };
+        match pushed {
+            Ok(()) => {
+                run.step(
+                    "push",
+                    format!("{commit} pushed to {remote} as {}", rec.branch),
+                );
+                rec.head = commit.to_string();
+                rec.last = format!("attempt {} pushed {commit}", rec.handled.attempts);
+            }
+            Err(why) => {
+                // The same head is answered again by a later run, this attempt counted.
+                rec.handled.checks_at = None;
+                rec.handled.conflict_at = None;
+                rec.last = format!(
+                    "attempt {} not pushed: {}",
+                    rec.handled.attempts,
+                    clip(&why, 300)
+                );
+                run.step("push", rec.last.clone());
+            }
+        }
+        rec.rework = None;
+        crate::app::reviews::save(self.paths, &l.slug, &bead_id, &rec)?;
+        self.drop_workspace(run, l);
+        Ok(Ending::InReview {
+            number: rec.number,
+            url: rec.url,
+        })
     }
 }
 
