@@ -60,6 +60,7 @@ mod push_retry;
 mod read_only;
 mod repository;
 mod review_landing;
+mod review_landing_gitlab;
 mod sandbox;
 mod schedule;
 mod schedule_cron;
