@@ -244,6 +244,36 @@ pub struct BeadRow {
     /// (since …, why)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_pushed: Option<String>,
+    /// In review (`Landing: pull-request`): its pull request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<InReviewShown>,
+}
+
+/// A bead's pull request as the views show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InReviewShown {
+    pub number: u64,
+    pub url: String,
+    pub branch: String,
+    /// The head braids last pushed.
+    pub head: String,
+    /// Attempts started for the forge's sake.
+    pub attempts: u32,
+    /// What braids last found or did about it.
+    pub last: String,
+}
+
+impl InReviewShown {
+    pub fn of(r: &crate::review::InReview) -> InReviewShown {
+        InReviewShown {
+            number: r.number,
+            url: r.url.clone(),
+            branch: r.branch.clone(),
+            head: r.head.clone(),
+            attempts: r.handled.attempts,
+            last: r.last.clone(),
+        }
+    }
 }
 
 /// A live worker of a bead.
@@ -398,6 +428,10 @@ pub fn rows(
                 waiting: waits.get(b.id.as_str()).cloned(),
                 worker,
                 not_pushed: not_pushed(b),
+                review: (b.status == BeadStatus::InProgress)
+                    .then(|| crate::app::reviews::load(&inst.paths, &project.entry.slug, &b.id).ok().flatten())
+                    .flatten()
+                    .map(|r| InReviewShown::of(&r)),
             }
         })
         .collect();

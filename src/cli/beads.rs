@@ -46,6 +46,8 @@ impl Output for ProjectBeads {
                 b.id.as_str(),
                 if b.not_pushed.is_some() {
                     "not pushed"
+                } else if b.review.is_some() {
+                    "in review"
                 } else {
                     b.status.as_str()
                 },
@@ -70,6 +72,18 @@ impl Output for ProjectBeads {
             o.push('\n');
             if let Some(n) = &b.not_pushed {
                 o.push_str(&format!("    {}\n", clip(n, 300)));
+            }
+            if let Some(r) = &b.review {
+                o.push_str(&format!(
+                    "    pull request #{} {} ({}{})\n",
+                    r.number,
+                    r.url,
+                    clip(&r.last, 200),
+                    match r.attempts {
+                        0 => String::new(),
+                        n => format!("; {n} attempt(s) answered the forge"),
+                    }
+                ));
             }
             if let Some(w) = &b.waiting {
                 o.push_str(&format!(

@@ -210,6 +210,13 @@ pub fn render(d: &Dashboard<'_>) -> String {
 
 /// The beads waiting for a person, by what they wait for, each with the command that answers.
 fn waiting_of(o: &mut String, r: &ProjectReport) {
+    if !r.reviews.is_empty() {
+        let _ = writeln!(o, "- In review:");
+        for v in &r.reviews {
+            let state = crate::system::templates::clip(&v.state, 300);
+            let _ = writeln!(o, "  - {}: pull request #{} {} ({})", v.bead, v.number, v.url, cell(&state));
+        }
+    }
     use crate::events::waiting::WaitKind;
     // What each waits for, and the command that answers it (`{}` is `<slug>:<bead>`).
     let groups = [

@@ -272,6 +272,7 @@ mod tests {
             Path::new("/w/d.md"),
             &failed,
             &[],
+            "",
         );
         assert!(
             p.contains("# Earlier attempts of this bead failed")

@@ -130,12 +130,25 @@ pub struct Workspace {
     /// Work a person approved (`braids approve`): it lands with the control files and links
     /// that otherwise hold it.
     pub approved: bool,
+    /// The commit the work goes on top of instead of the base branch's tip: a pull request's
+    /// head, whose commits (a person's among them) are kept as they are, never rebased or
+    /// folded into braids' commit.
+    pub onto: Option<String>,
+}
+
+impl Workspace {
+    /// What the work is checked against and committed on top of: [`Workspace::onto`], else
+    /// the base branch.
+    pub fn start(&self) -> Option<&str> {
+        self.onto.as_deref().or(self.base.as_deref())
+    }
 }
 
 impl Workspace {
     /// The project's own work tree, for `Workspace: shared`.
     pub fn shared(project: &Path) -> Workspace {
         Workspace {
+            onto: None,
             project: project.to_path_buf(),
             dir: project.to_path_buf(),
             branch: None,

@@ -141,6 +141,7 @@ impl GitWorktrees {
             return Ok(None);
         }
         Ok(Some(Workspace {
+            onto: None,
             project: project.to_path_buf(),
             git_config: Some(guard::baseline(project, &dir)?),
             dir,
@@ -202,6 +203,7 @@ impl GitWorktrees {
         let config = guard::fingerprint(project, &dir)?;
         crate::system::atomic::write(&guard::baseline_of(&dir), &config)?;
         Ok(Workspace {
+            onto: None,
             project: project.to_path_buf(),
             dir,
             branch: Some(branch),
@@ -316,7 +318,7 @@ impl GitWorktrees {
         ws: &Workspace,
         landing: &Landing,
     ) -> Result<Option<(String, Vec<(PathBuf, Vec<u8>)>)>> {
-        let (Some(branch), Some(base)) = (&ws.branch, &ws.base) else {
+        let (Some(branch), Some(base)) = (&ws.branch, ws.start()) else {
             bail!("a shared workspace lands through the project's own commit");
         };
         // The bead was closed since `prepare_landing` looked: still the bead's branch?
@@ -406,7 +408,11 @@ impl Workspaces for GitWorktrees {
     }
 
     fn create_at(&self, project: &Path, bead: &BeadId, commit: &str) -> Result<Workspace> {
-        self.cut(project, bead, Some(commit), false)
+        let ws = self.cut(project, bead, Some(commit), false)?;
+        Ok(Workspace {
+            onto: Some(commit.to_string()),
+            ..ws
+        })
     }
 
     fn prepare_landing(
@@ -416,7 +422,7 @@ impl Workspaces for GitWorktrees {
         exclude: &[PathBuf],
         hooks: Option<&str>,
     ) -> Result<Prepared> {
-        let (Some(_), Some(base)) = (&ws.branch, &ws.base) else {
+        let (Some(_), Some(base)) = (&ws.branch, ws.start()) else {
             return Ok(Prepared::Ready { paths: vec![] });
         };
         // Before any git runs in the worktree: it must still be the project's, under the
@@ -463,7 +469,7 @@ impl Workspaces for GitWorktrees {
         let paths: Vec<String> = names(&changes);
         let landing = |p: &String| !exclude.iter().any(|x| Path::new(p).starts_with(x));
         // A person on another branch has their files out of the landing's way.
-        if crate::git::checked_out(&ws.project).as_deref() == Some(base) {
+        if ws.onto.is_none() && crate::git::checked_out(&ws.project).as_deref() == Some(base) {
             let landed: Vec<&String> = paths.iter().filter(|p| landing(p)).collect();
             let dirty = Self::dirty_paths(&ws.project, &landed)?;
             let in_the_way: Vec<String> = landed

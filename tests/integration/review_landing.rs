@@ -91,6 +91,18 @@ fn a_bead_is_opened_as_a_pull_request_and_merged_by_braids_once_its_checks_pass(
     gh.check(&head, "ci", "in_progress", None, "");
     assert_eq!(tick_and_wait(&sb), 0);
     assert_eq!(sb.br_status("app", &bead), "in_progress");
+    // Shown as in review everywhere a person looks.
+    let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+    assert!(
+        status.contains(&format!("  - {bead}: pull request #1 https://github.example/me/app/pull/1 (#1's checks are running)")),
+        "{status}"
+    );
+    let listed = sb.ok(&["beads", "app"]);
+    assert!(listed.contains("in review") && listed.contains("pull request #1"), "{listed}");
+    let json: serde_json::Value = serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
+    let review = &json["beads"][0]["review"];
+    assert_eq!(review["number"], 1, "{json:#}");
+    assert_eq!(review["branch"], format!("braids/{bead}"), "{json:#}");
     // Green: the next run starts a worker, which merges the head it saw pass and closes.
     gh.check(&head, "ci", "completed", Some("success"), "all good");
     assert_eq!(tick_and_wait(&sb), 1);
@@ -178,6 +190,8 @@ fn a_red_check_starts_an_attempt_told_its_words_whose_fix_is_pushed_to_the_same_
     let fixed = gh.head_of("me/app", 1);
     assert_ne!(fixed, head, "{}", session_logs(&sb));
     assert_eq!(gh.pulls("me/app").len(), 1);
+    // On top of the head it answered: the request's history is kept, never rewritten.
+    assert_eq!(sb.git(&bare, &["rev-parse", &format!("{fixed}^")]).trim(), head);
     let fix = sb.git(&bare, &["show", &format!("{fixed}:fix.txt")]);
     assert!(
         fix.contains("test_login failed: expected 200, got 500"),

@@ -42,6 +42,16 @@ use super::decide::{Eligibility, ProjectView, Snapshot};
 use project::{observe_project, Reading};
 pub use tick::tick;
 
+/// A bead in review as STATUS.md and `braids status` show it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReviewLine {
+    pub bead: BeadId,
+    pub number: u64,
+    pub url: String,
+    /// Where it stands: what braids waits for, or does next run.
+    pub state: String,
+}
+
 /// What STATUS.md says about one project.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ProjectReport {
@@ -86,6 +96,9 @@ pub struct ProjectReport {
     pub waiting: BTreeMap<String, crate::events::waiting::Waiting>,
     /// `Pipeline: protocol` stories that are not done: step, attempt, what each waits for.
     pub protocol: Vec<crate::protocol::tick::StoryLine>,
+    /// Beads in review: each one's pull request and where it stands, as this run saw it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<ReviewLine>,
     /// A push of this project failed earlier and waits for a retry (4.4).
     pub push_pending: bool,
     /// What that push holds back: since when, why, the next try, and the beads that are
@@ -364,8 +377,10 @@ pub fn observe(
     // place, into the slots' own memory.
     #[allow(clippy::filter_map_identity)]
     let mut projects: Vec<ProjectView> = views.into_iter().filter_map(|v| v).collect();
+    #[allow(clippy::filter_map_identity)]
+    let mut reports: Vec<ProjectReport> = reports.into_iter().filter_map(|r| r).collect();
     // Beads in review are looked at every run, whatever the project cache kept.
-    for why in reviews::watch(ctx.config, ctx.paths, &mut projects) {
+    for why in reviews::watch(ctx.config, ctx.paths, &mut projects, &mut reports) {
         diagnostics.push(Diagnostic::warning(
             &ctx.paths.config(),
             None,
@@ -374,8 +389,6 @@ pub fn observe(
             "see the pull request and the forge's settings",
         ));
     }
-    #[allow(clippy::filter_map_identity)]
-    let reports: Vec<ProjectReport> = reports.into_iter().filter_map(|r| r).collect();
     for w in ctx.config_warnings {
         diagnostics.push(Diagnostic::warning(
             &ctx.paths.config(),
@@ -455,6 +468,7 @@ fn base_report(entry: &RegistryEntry) -> ProjectReport {
         blocked: Vec::new(),
         waiting: BTreeMap::new(),
         protocol: Vec::new(),
+        reviews: Vec::new(),
         push_pending: false,
         not_pushed: None,
         pool: None,

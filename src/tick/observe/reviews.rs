@@ -15,9 +15,14 @@ use crate::system::paths::Paths;
 use crate::tick::decide::ProjectView;
 
 /// Fills each project's `reviews`; returns one line per problem.
-pub(super) fn watch(config: &Config, paths: &Paths, projects: &mut [ProjectView]) -> Vec<String> {
+pub(super) fn watch(
+    config: &Config,
+    paths: &Paths,
+    projects: &mut [ProjectView],
+    reports: &mut [super::ProjectReport],
+) -> Vec<String> {
     let mut problems = Vec::new();
-    for p in projects.iter_mut() {
+    for (p, report) in projects.iter_mut().zip(reports.iter_mut()) {
         let (records, errors) = crate::app::reviews::load_all(paths, &p.slug);
         problems.extend(errors.into_iter().map(|e| format!("{}: {e}", p.slug)));
         if records.is_empty() {
@@ -64,15 +69,36 @@ pub(super) fn watch(config: &Config, paths: &Paths, projects: &mut [ProjectView]
                     }
                 }
             });
-            p.reviews.push(Watched {
-                bead,
-                handled: rec.handled,
+            let watched = Watched {
+                bead: bead.clone(),
+                handled: rec.handled.clone(),
                 pr,
                 merge: settings.merge,
                 approvals: settings.approvals,
                 attempts,
+            };
+            report.reviews.push(super::ReviewLine {
+                bead,
+                number: rec.number,
+                url: rec.url.clone(),
+                state: state_of(&watched, &rec.last),
             });
+            p.reviews.push(watched);
         }
     }
     problems
+}
+
+/// Where a request stands for people: what braids waits for, or what the next worker does.
+fn state_of(w: &Watched, last: &str) -> String {
+    use crate::review::Step;
+    match w.step() {
+        None => format!("not looked at this run; last: {last}"),
+        Some(Step::Wait { why }) => why,
+        Some(Step::Merge { .. }) => "green: braids merges it".into(),
+        Some(Step::Done { .. }) => "merged: its bead closes".into(),
+        Some(Step::Blocked { why } | Step::GiveUp { why }) => why,
+        Some(Step::Rework(_)) => "an attempt answers the forge".into(),
+        Some(Step::Rebase) => "behind its base".into(),
+    }
 }
