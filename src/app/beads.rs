@@ -429,7 +429,11 @@ pub fn rows(
                 worker,
                 not_pushed: not_pushed(b),
                 review: (b.status == BeadStatus::InProgress)
-                    .then(|| crate::app::reviews::load(&inst.paths, &project.entry.slug, &b.id).ok().flatten())
+                    .then(|| {
+                        crate::app::reviews::load(&inst.paths, &project.entry.slug, &b.id)
+                            .ok()
+                            .flatten()
+                    })
                     .flatten()
                     .map(|r| InReviewShown::of(&r)),
             }

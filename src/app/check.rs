@@ -64,6 +64,15 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
         config.worker.executor.preset().into_iter().collect();
     for entry in &registry.value.entries {
         out.extend(check_project(&entry.slug, &entry.path, &config));
+        let project_md = format::layout::project_file(&entry.path);
+        let project = format::project::read_project(&entry.path).value;
+        out.extend(super::check_review::check(
+            &entry.path,
+            &project_md,
+            &project,
+            &config,
+            &paths.home,
+        ));
         config_problems.extend(preflight_of_config(&entry.path, &config));
         let project = format::project::read_project(&entry.path).value;
         presets.extend(

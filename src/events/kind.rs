@@ -153,6 +153,6 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", k.as_str()));
             assert!(!k.file_part().contains('_'));
         }
-        assert_eq!(Kind::ALL.len(), 21);
+        assert_eq!(Kind::ALL.len(), 26);
     }
 }

@@ -278,6 +278,21 @@ impl Forge for GitHub {
         }
     }
 
+    fn probe(&self) -> Result<(), ForgeError> {
+        let (code, v) = self.send(http::Method::GET, "", None)?;
+        if !(200..300).contains(&code) {
+            return Err(ForgeError::Refused(format!("{code}: {}", said(&v))));
+        }
+        // Present for an authenticated caller: what this token may do there.
+        match v["permissions"]["push"].as_bool() {
+            Some(false) => Err(ForgeError::Refused(format!(
+                "the token may read {} but not push to it",
+                self.repository
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     fn observe(&self, number: u64, cache: &mut Conditional) -> Result<Observed, ForgeError> {
         let mut seen = Seen::default();
         let pull = self.get(&format!("/pulls/{number}"), cache, &mut seen)?;

@@ -532,6 +532,10 @@ impl Forge for GitLab {
         }
     }
 
+    fn probe(&self) -> Result<(), ForgeError> {
+        self.send("GET", "", None, &[]).map(|_| ())
+    }
+
     fn observe(&self, number: u64, cache: &mut Conditional) -> Result<Observed, ForgeError> {
         let mut seen = Seen::default();
         let at = format!("/merge_requests/{number}");

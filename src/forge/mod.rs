@@ -121,4 +121,7 @@ pub trait Forge {
     fn merge(&self, number: u64, head: &str, method: MergeMethod) -> Result<Merged, ForgeError>;
     /// Deletes the branch `name`; one already gone is no error.
     fn delete_branch(&self, name: &str) -> Result<(), ForgeError>;
+    /// Asks for the repository itself: whether the token is taken and may see it (and, where
+    /// the forge says, push to it).
+    fn probe(&self) -> Result<(), ForgeError>;
 }

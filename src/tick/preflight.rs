@@ -16,7 +16,7 @@ use super::observe::Observed;
 
 /// Checks every scheduled project the run read in full (a dry run reads no PROJECT.md for
 /// notifications, and claims nothing anyway), marking the ones no worker could serve.
-pub fn check(config: &Config, observed: &mut Observed) {
+pub fn check(config: &Config, home: &std::path::Path, observed: &mut Observed) {
     // The agents' sandbox is config.toml's: one that was asked for and cannot run stops every
     // project; "auto" finding none lets agents run, said on every run.
     let sandbox = match crate::system::sandbox::choose(config.worker.sandbox, &config.worker.bwrap)
@@ -57,7 +57,11 @@ pub fn check(config: &Config, observed: &mut Observed) {
             // config.toml's: the same for every project that uses it, listed once.
             Some((why, None)) => (Some(why), true),
             Some((why, Some(_))) => (Some(why), false),
-            None => (crate::workspace::cannot_host(&report.path, project), false),
+            None => (
+                crate::workspace::cannot_host(&report.path, project)
+                    .or_else(|| review_problem(config, home, &report.path, project)),
+                false,
+            ),
         };
         if let Some(why) = why {
             if shared {
@@ -71,6 +75,33 @@ pub fn check(config: &Config, observed: &mut Observed) {
             view.preflight_error = Some(why);
         }
     }
+}
+
+/// Why a project landing through pull requests cannot open one: its landing fields, its forge
+/// and its token, checked without asking the forge (`braids check` asks it).
+fn review_problem(
+    config: &Config,
+    home: &std::path::Path,
+    root: &std::path::Path,
+    project: &crate::format::project::ProjectConfig,
+) -> Option<String> {
+    let (settings, problems) = crate::review::ReviewSettings::of(project);
+    if settings.landing != crate::review::Landing::PullRequest {
+        return None;
+    }
+    if let Some(p) = problems.first() {
+        return Some(format!(
+            "PROJECT.md line {}: {}; {}",
+            p.line, p.sentence, p.fix
+        ));
+    }
+    let base = match crate::workspace::base_branch(root) {
+        Ok(b) => b,
+        Err(e) => return Some(format!("{e:#}")),
+    };
+    crate::forge::connect::target(config, &settings, root, &base)
+        .and_then(|t| t.forge.token(home, |v| std::env::var(v).ok()).map(|_| ()))
+        .err()
 }
 
 /// The warnings this run owes and the notifications it sends for preflight problems, each

@@ -214,7 +214,14 @@ fn waiting_of(o: &mut String, r: &ProjectReport) {
         let _ = writeln!(o, "- In review:");
         for v in &r.reviews {
             let state = crate::system::templates::clip(&v.state, 300);
-            let _ = writeln!(o, "  - {}: pull request #{} {} ({})", v.bead, v.number, v.url, cell(&state));
+            let _ = writeln!(
+                o,
+                "  - {}: pull request #{} {} ({})",
+                v.bead,
+                v.number,
+                v.url,
+                cell(&state)
+            );
         }
     }
     use crate::events::waiting::WaitKind;

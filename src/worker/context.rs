@@ -257,6 +257,7 @@ mod tests {
             Path::new("/w/d.md"),
             &[],
             &[],
+            "",
         );
         assert!(p.contains("None are written"), "{p}");
         // a retry is told what went wrong before

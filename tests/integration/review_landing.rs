@@ -98,8 +98,12 @@ fn a_bead_is_opened_as_a_pull_request_and_merged_by_braids_once_its_checks_pass(
         "{status}"
     );
     let listed = sb.ok(&["beads", "app"]);
-    assert!(listed.contains("in review") && listed.contains("pull request #1"), "{listed}");
-    let json: serde_json::Value = serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
+    assert!(
+        listed.contains("in review") && listed.contains("pull request #1"),
+        "{listed}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
     let review = &json["beads"][0]["review"];
     assert_eq!(review["number"], 1, "{json:#}");
     assert_eq!(review["branch"], format!("braids/{bead}"), "{json:#}");
@@ -191,7 +195,10 @@ fn a_red_check_starts_an_attempt_told_its_words_whose_fix_is_pushed_to_the_same_
     assert_ne!(fixed, head, "{}", session_logs(&sb));
     assert_eq!(gh.pulls("me/app").len(), 1);
     // On top of the head it answered: the request's history is kept, never rewritten.
-    assert_eq!(sb.git(&bare, &["rev-parse", &format!("{fixed}^")]).trim(), head);
+    assert_eq!(
+        sb.git(&bare, &["rev-parse", &format!("{fixed}^")]).trim(),
+        head
+    );
     let fix = sb.git(&bare, &["show", &format!("{fixed}:fix.txt")]);
     assert!(
         fix.contains("test_login failed: expected 200, got 500"),
@@ -263,4 +270,48 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn a_refused_token_an_unseen_repository_and_a_missing_token_are_named_and_claim_nothing() {
+    let (sb, bead, _bare, _gh) = world("auto");
+    let token = sb.home().join("gh-token");
+    let check = |sb: &Sandbox| {
+        let out = sb.run(&["check"]);
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    // 401: `braids check` asks the forge and says which token to fix.
+    std::fs::write(&token, "ghp_wrong\n").unwrap();
+    let said = check(&sb);
+    assert!(
+        said.contains("the forge refused the token (401)")
+            && said.contains("give forge `gh` a valid token"),
+        "{said}"
+    );
+    // 404: a repository the token does not see.
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let md = sb.project("app").join(".braids/PROJECT.md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    std::fs::write(&md, text.replace("gh me/app", "gh me/other")).unwrap();
+    let said = check(&sb);
+    assert!(
+        said.contains("does not show") && said.contains("PROJECT.md"),
+        "{said}"
+    );
+    std::fs::write(&md, text).unwrap();
+    // No token at all: the tick's preflight claims nothing for the project and says why.
+    std::fs::remove_file(&token).unwrap();
+    let r = sb.tick().force().run();
+    assert!(r.spawned_beads().is_empty(), "{r:#?}");
+    assert_eq!(sb.br_status("app", &bead), "open");
+    let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+    assert!(
+        status.contains("no worker can start") && status.contains("the token file"),
+        "{status}"
+    );
+    let said = check(&sb);
+    assert!(
+        said.contains("the token file") && said.contains("cannot be read"),
+        "{said}"
+    );
 }

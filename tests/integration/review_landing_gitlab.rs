@@ -301,7 +301,10 @@ fn a_failed_job_starts_an_attempt_told_its_log_tail_whose_fix_is_pushed_to_the_s
         vec![(1, format!("braids/{bead}"), "opened")]
     );
     // On top of the head it answered, the branch's history kept.
-    assert_eq!(sb.git(&bare, &["rev-parse", &format!("{fixed}^")]).trim(), head);
+    assert_eq!(
+        sb.git(&bare, &["rev-parse", &format!("{fixed}^")]).trim(),
+        head
+    );
     // The new head carries the earlier work as well as the fix.
     let tree = sb.git(&bare, &["ls-tree", "-r", "--name-only", &fixed]);
     assert!(

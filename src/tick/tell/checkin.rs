@@ -469,6 +469,7 @@ mod tests {
             blocked: vec![],
             waiting: Default::default(),
             protocol: Vec::new(),
+            reviews: Vec::new(),
             checkin: Checkin::Daily,
             channel: Some("#app".into()),
             push_pending: false,

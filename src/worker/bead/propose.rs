@@ -104,18 +104,19 @@ impl Worker<'_> {
             title: format!("{} ({bead_id})", first_line(&p.bead.title)),
             body: body(bead_id, p.bead, p.summary),
         };
-        let opened =
-            match forge.open(&opening) {
-                Ok(o) => o,
-                Err(e) => return refuse(
+        let opened = match forge.open(&opening) {
+            Ok(o) => o,
+            Err(e) => {
+                return refuse(
                     run,
                     lock,
                     format!(
                         "its branch {branch} is pushed, but {} would not open a pull request: {e}",
                         target.forge.name
                     ),
-                ),
-            };
+                )
+            }
+        };
         let record = InReview {
             bead: bead_id.to_string(),
             forge: target.forge.name.clone(),
