@@ -26,6 +26,10 @@ mod standin_model;
 #[allow(dead_code)]
 mod claw;
 
+#[path = "../tests/integration/support/procs.rs"]
+#[allow(dead_code)]
+mod procs;
+
 const SESSIONS: usize = 100;
 const RUNS: usize = 30;
 

@@ -309,6 +309,14 @@ fn holding(folders: &[PathBuf], spare_descendants: bool) -> Vec<i32> {
     }
     let spared = ancestors();
     let inside = |p: PathBuf| folders.iter().any(|f| p.starts_with(f));
+    // braids' own commands (`sessions`, `status`, `serve`) walk worktrees to see when they
+    // last changed: a directory they hold for that moment is not the bead's. (An agent's own
+    // `braids` is in its cgroup, which is emptied whatever runs there.)
+    let identity = |path: &str| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    };
+    let braids = identity("/proc/self/exe");
     let mut out = Vec::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return out;
@@ -323,6 +331,9 @@ fn holding(folders: &[PathBuf], spare_descendants: bool) -> Vec<i32> {
             continue;
         }
         let base = e.path();
+        if braids.is_some() && identity(&format!("/proc/{pid}/exe")) == braids {
+            continue;
+        }
         let held = ["cwd", "root", "exe"]
             .iter()
             .filter_map(|l| std::fs::read_link(base.join(l)).ok())
