@@ -25,7 +25,7 @@ pub use debt::{
     take_owed, NotPushed, Owed, PushDebt,
 };
 pub use frozen::{check_frozen, Frozen};
-pub use replay::{bead_of, Kept};
+pub use replay::{bead_of, rebase_onto, Kept, Rebased};
 pub use review_branch::{fetch_review_branch, push_review_branch, remote_url};
 
 /// Where braids keeps its bookkeeping in a project's tree: the tracker's files (br's `.beads`,

@@ -525,3 +525,38 @@ mod tests {
         );
     }
 }
+
+/// What replaying a branch onto a new base came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rebased {
+    /// The new tip, every commit replayed with its author and message.
+    Onto(String),
+    /// A commit does not replay cleanly: the paths in conflict.
+    Conflict(Vec<String>),
+}
+
+/// The commits of `head` that `onto` lacks, replayed onto `onto` one by one, as `git rebase`
+/// would, without a work tree (no hook, no checkout, nothing of the repository's settings
+/// run). A merge commit among them is refused: braids replays straight histories only.
+pub fn rebase_onto(root: &Path, head: &str, onto: &str) -> Result<Rebased> {
+    let range = format!("{onto}..{head}");
+    if !git_ok(root, &["rev-list", "--merges", &range])?
+        .trim()
+        .is_empty()
+    {
+        bail!("the branch has a merge commit, so braids does not rebase it");
+    }
+    let mut tip = rev(root, onto)?;
+    for commit in git_ok(root, &["rev-list", "--reverse", &range])?
+        .lines()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
+        match pick(root, &tip, commit)? {
+            Picked::Onto(new) => tip = new,
+            Picked::AlreadyThere => {}
+            Picked::Conflict(paths) => return Ok(Rebased::Conflict(paths)),
+        }
+    }
+    Ok(Rebased::Onto(tip))
+}

@@ -128,20 +128,7 @@ impl Worker<'_> {
                 Ok(Ending::Blocked { reason: why })
             }
             Step::Rework(rework) => self.rework(run, l, rec, &observed.pr, &rework, started),
-            Step::Rebase => {
-                // Its base moved and nothing else is asked: a person rebases (or the forge's
-                // button does); braids says so once for this head and goes on watching.
-                let why = format!("{} is behind its base: rebase it", rec.named());
-                if rec.last != why {
-                    run.notify(
-                        l,
-                        NotificationEvent::Review,
-                        &format!("[{}] {bead_id}: {why}", l.slug),
-                    );
-                }
-                rec.last = why;
-                self.keep_record(run, l, &rec)
-            }
+            Step::Rebase => self.rebase(run, l, rec),
             Step::Wait { why } => {
                 rec.last = why;
                 self.keep_record(run, l, &rec)
@@ -266,6 +253,60 @@ impl Worker<'_> {
         );
         run.step("review", rec.last.clone());
         self.drop_workspace(run, l);
+        self.keep_record(run, l, &rec)
+    }
+
+    /// Its base moved and the forge says the request still merges: braids replays the
+    /// branch onto the base as it is now and pushes it with a lease on the head it replayed,
+    /// so a push by a person in between is refused, not overwritten. A replay that conflicts
+    /// is left to the forge's next answer (a conflict goes to the agent).
+    fn rebase(&self, run: &mut Run<'_, '_>, l: &Loaded, mut rec: InReview) -> Result<Ending> {
+        let root = run.msg.project.clone();
+        let base = crate::workspace::base_branch(&root)?;
+        let Some((remote, merge)) = crate::git::upstream_of(&root, &base) else {
+            rec.last = format!("{base} has no upstream to rebase onto");
+            return self.keep_record(run, l, &rec);
+        };
+        let rebased = (|| -> anyhow::Result<(String, crate::git::Rebased)> {
+            let head = crate::git::fetch_review_branch(&root, &remote, &rec.branch, PUSH_TIMEOUT)?;
+            let onto = crate::git::fetch_review_branch(
+                &root,
+                &remote,
+                merge.strip_prefix("refs/heads/").unwrap_or(&merge),
+                PUSH_TIMEOUT,
+            )?;
+            Ok((head.clone(), crate::git::rebase_onto(&root, &head, &onto)?))
+        })();
+        match rebased {
+            Ok((head, crate::git::Rebased::Onto(new))) => {
+                match crate::git::push_review_branch(
+                    &root,
+                    &remote,
+                    &new,
+                    &rec.branch,
+                    Some(&head),
+                    PUSH_TIMEOUT,
+                ) {
+                    Ok(()) => {
+                        run.step(
+                            "push",
+                            format!("{} rebased onto {}: {new}", rec.branch, rec.base),
+                        );
+                        rec.head = new.clone();
+                        rec.last = format!("rebased onto {} as {new}", rec.base);
+                    }
+                    Err(e) => rec.last = format!("not rebased: {e:#}"),
+                }
+            }
+            Ok((_, crate::git::Rebased::Conflict(paths))) => {
+                rec.last = format!(
+                    "its rebase conflicts in {}: the forge's next answer goes to the agent",
+                    clip(&paths.join(", "), 200)
+                );
+            }
+            Err(e) => rec.last = format!("not rebased: {e:#}"),
+        }
+        run.step("review", rec.last.clone());
         self.keep_record(run, l, &rec)
     }
 

@@ -315,3 +315,84 @@ fn a_refused_token_an_unseen_repository_and_a_missing_token_are_named_and_claim_
         "{said}"
     );
 }
+
+/// Somebody else's commit of `file` on the upstream's main, from a clone of their own; the
+/// new tip.
+fn pushed_to_main(sb: &Sandbox, bare: &std::path::Path, file: &str, text: &str) -> String {
+    let other = sb.home().join("other");
+    if !other.exists() {
+        sb.git(
+            sb.home(),
+            &[
+                "clone",
+                "-q",
+                bare.to_str().unwrap(),
+                other.to_str().unwrap(),
+            ],
+        );
+    }
+    std::fs::write(other.join(file), text).unwrap();
+    sb.git(&other, &["add", file]);
+    sb.git(
+        &other,
+        &[
+            "-c",
+            "user.name=Other",
+            "-c",
+            "user.email=o@example.com",
+            "commit",
+            "-qm",
+            "theirs",
+        ],
+    );
+    sb.git(&other, &["push", "-q", "origin", "HEAD:main"]);
+    sb.git(bare, &["rev-parse", "main"]).trim().to_string()
+}
+
+#[test]
+fn a_pull_request_whose_base_moved_is_rebased_by_braids_its_commits_kept_under_a_lease() {
+    let (sb, bead, bare, gh) = world("person");
+    let head = opened(&sb, &bead, &bare, &gh);
+    let tip = pushed_to_main(&sb, &bare, "theirs.txt", "theirs\n");
+    assert_eq!(tick_and_wait(&sb), 1);
+    let rebased = gh.head_of("me/app", 1);
+    assert_ne!(rebased, head, "{}", session_logs(&sb));
+    assert_eq!(
+        sb.git(&bare, &["rev-parse", &format!("{rebased}^")]).trim(),
+        tip
+    );
+    let subject = |c: &str| sb.git(&bare, &["show", "-s", "--format=%s%n%an", c]);
+    assert_eq!(subject(&rebased), subject(&head));
+    // Up to date now: nothing to do until a person merges.
+    assert_eq!(tick_and_wait(&sb), 0);
+    assert_eq!(sb.br_status("app", &bead), "in_progress");
+}
+
+#[test]
+fn a_pull_request_that_conflicts_with_its_base_starts_an_attempt_told_of_the_conflict() {
+    let (sb, bead, bare, gh) = world("person");
+    let _ = opened(&sb, &bead, &bare, &gh);
+    pushed_to_main(&sb, &bare, &format!("work-{bead}.txt"), "theirs\n");
+    assert_eq!(tick_and_wait(&sb), 1);
+    let events = sb.ok(&["events", "--project", "app", "--json"]);
+    assert!(
+        events.contains("changes_requested") && events.contains("a conflict with the base"),
+        "{events}"
+    );
+    let prompt = std::fs::read_to_string(
+        sb.braids_dir()
+            .join("work/app")
+            .join(&bead)
+            .join("prompt.md"),
+    )
+    .unwrap();
+    assert!(
+        prompt.contains("no longer merges into it cleanly"),
+        "{prompt}"
+    );
+    // The agent changed nothing that resolves it: the attempt counted, the bead still in
+    // review, and the same conflict is answered again by a later run.
+    assert_eq!(sb.br_status("app", &bead), "in_progress");
+    let shown = sb.ok(&["beads", "app"]);
+    assert!(shown.contains("1 attempt(s) answered the forge"), "{shown}");
+}
