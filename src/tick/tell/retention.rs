@@ -113,7 +113,7 @@ fn chrono_span(d: std::time::Duration) -> Duration {
 }
 
 /// The beads whose files a worker or a person may still need: running sessions, claims
-/// (remembered and made this run), and the blocked beads the run saw.
+/// (remembered and made this run), the blocked beads the run saw and the beads in review.
 fn needed(
     observed: &crate::tick::observe::Observed,
     outcome: &crate::tick::act::Outcome,
@@ -134,6 +134,8 @@ fn needed(
             .filter(|(_, _, s)| *s == Some(BeadStatus::Blocked));
         keep.extend(blocked.map(|(b, _, _)| pair(&r.slug, b)));
         keep.extend(r.blocked.iter().map(|b| pair(&r.slug, b)));
+        // In review: no session and no claim, for as long as its request is open.
+        keep.extend(r.reviews.iter().map(|v| pair(&r.slug, &v.bead)));
     }
     keep
 }
