@@ -66,6 +66,9 @@ pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
         a.forget(&p.entry.path, &bead.id);
         n
     })?;
+    // A retry starts the bead afresh: a pull request it had is no longer its (the next
+    // attempt opens one again, on the same branch).
+    crate::app::reviews::remove(&inst.paths, slug, &bead.id);
     if matches!(bead.status, BeadStatus::Blocked | BeadStatus::InProgress) {
         p.tracker
             .reopen(&bead.id, "braids: retried by a person")

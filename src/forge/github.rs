@@ -300,13 +300,21 @@ impl Forge for GitHub {
         let head = pr.head.sha.clone();
         let runs: RunsJson = parse(
             &self
-                .get(&format!("/commits/{head}/check-runs"), cache, &mut seen)?
+                .get(
+                    &format!("/commits/{head}/check-runs?per_page=100"),
+                    cache,
+                    &mut seen,
+                )?
                 .body,
             "check runs",
         )?;
         let status: StatusJson = parse(
             &self
-                .get(&format!("/commits/{head}/status"), cache, &mut seen)?
+                .get(
+                    &format!("/commits/{head}/status?per_page=100"),
+                    cache,
+                    &mut seen,
+                )?
                 .body,
             "a combined status",
         )?;
@@ -318,10 +326,12 @@ impl Forge for GitHub {
                 _ => Ok(self.get(&path, cache, &mut seen)?.body),
             }
         };
-        let reviews: Vec<ReviewJson> =
-            parse(&kept_or_get(format!("/pulls/{number}/reviews"))?, "reviews")?;
+        let reviews: Vec<ReviewJson> = parse(
+            &kept_or_get(format!("/pulls/{number}/reviews?per_page=100"))?,
+            "reviews",
+        )?;
         let comments: Vec<CommentJson> = parse(
-            &kept_or_get(format!("/pulls/{number}/comments"))?,
+            &kept_or_get(format!("/pulls/{number}/comments?per_page=100"))?,
             "review comments",
         )?;
         let closed_by = match (pr.state.as_str(), pr.merged) {

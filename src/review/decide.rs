@@ -24,6 +24,12 @@ pub struct Handled {
     pub conflict_at: Option<String>,
     /// Attempts started for the forge's sake so far.
     pub attempts: u32,
+    /// The head the forge refused to merge (a rule of the branch, say): not asked again
+    /// until the head changes.
+    pub merge_refused_at: Option<String>,
+    /// The head braids could not rebase (a conflict in the replay, a refused push): left to
+    /// a person until the head changes.
+    pub rebase_failed_at: Option<String>,
 }
 
 /// Why the agent works on its pull request again.
@@ -163,7 +169,14 @@ pub fn decide(
         return wait(format!("the forge has not said whether #{n} merges"));
     }
     if pr.behind {
-        return Step::Rebase;
+        if handled.rebase_failed_at.as_ref() != head {
+            return Step::Rebase;
+        }
+        if merge == MergePolicy::Person {
+            return wait(format!(
+                "#{n} is behind its base and braids could not rebase it"
+            ));
+        }
     }
     if merge == MergePolicy::Person {
         return wait(format!("#{n} waits for a person to merge it"));
@@ -174,6 +187,11 @@ pub fn decide(
         .count() as u32;
     if approved < approvals {
         return wait(format!("#{n} has {approved} of {approvals} approvals"));
+    }
+    if handled.merge_refused_at.as_ref() == head {
+        return wait(format!(
+            "the forge refused to merge #{n} at this head; a person merges it, or a new head is tried again"
+        ));
     }
     Step::Merge {
         head: pr.head.clone(),

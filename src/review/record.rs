@@ -35,6 +35,9 @@ pub struct InReview {
     /// While an attempt answers the forge: what its agent is told ([`super::prompt::block`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rework: Option<String>,
+    /// While an attempt answers the forge: what counts as answered once its work is pushed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Handled>,
 }
 
 impl InReview {

@@ -86,14 +86,21 @@ fn review_problem(
     project: &crate::format::project::ProjectConfig,
 ) -> Option<String> {
     let (settings, problems) = crate::review::ReviewSettings::of(project);
-    if settings.landing != crate::review::Landing::PullRequest {
-        return None;
-    }
+    // A landing field it cannot read could send work straight to the branch it meant to
+    // protect: nothing is claimed until it is fixed.
     if let Some(p) = problems.first() {
         return Some(format!(
             "PROJECT.md line {}: {}; {}",
             p.line, p.sentence, p.fix
         ));
+    }
+    if settings.landing != crate::review::Landing::PullRequest {
+        return None;
+    }
+    if crate::workspace::WorkspaceMode::of(project) == crate::workspace::WorkspaceMode::Shared {
+        return Some(
+            "`Landing: pull-request` needs a worktree per bead, and PROJECT.md says `Workspace: shared`: remove one of them".into(),
+        );
     }
     let base = match crate::workspace::base_branch(root) {
         Ok(b) => b,

@@ -30,6 +30,21 @@ impl Worker<'_> {
     ) -> Result<Ending> {
         let bead_id = run.msg.bead.clone();
         let root = run.msg.project.clone();
+        // Out of review once the bead is not in progress (a person closed or blocked it, or
+        // braids blocked it): its request is no longer watched or acted on.
+        let status = self.tracker.show(&bead_id)?.map(|b| b.status);
+        if status != Some(crate::model::BeadStatus::InProgress) {
+            crate::app::reviews::remove(self.paths, &l.slug, &bead_id);
+            run.step(
+                "review",
+                format!(
+                    "{} is no longer watched: its bead is {}",
+                    rec.named(),
+                    status.map_or("gone".to_string(), |s| s.to_string())
+                ),
+            );
+            return Ok(Ending::ClaimRefused);
+        }
         let settings = ReviewSettings::of(&l.project).0;
         let base = crate::workspace::base_branch(&root)?;
         let forge = connect::target(self.config, &settings, &root, &base)
@@ -78,6 +93,7 @@ impl Worker<'_> {
                         self.keep_record(run, l, &rec)
                     }
                     Ok(Merged::NotMergeable(why)) => {
+                        rec.handled.merge_refused_at = Some(head.clone());
                         rec.last = format!("not merged: {}", clip(&why, 200));
                         self.keep_record(run, l, &rec)
                     }
@@ -128,7 +144,7 @@ impl Worker<'_> {
                 Ok(Ending::Blocked { reason: why })
             }
             Step::Rework(rework) => self.rework(run, l, rec, &observed.pr, &rework, started),
-            Step::Rebase => self.rebase(run, l, rec),
+            Step::Rebase => self.rebase(run, l, rec, &observed.pr.head),
             Step::Wait { why } => {
                 rec.last = why;
                 self.keep_record(run, l, &rec)
@@ -151,15 +167,20 @@ impl Worker<'_> {
     ) -> Result<Ending> {
         let bead_id = run.msg.bead.clone();
         let root = run.msg.project.clone();
-        let before = rec.handled.clone();
+        // What the request counts as answered once this attempt's work is pushed: kept aside
+        // until then, so an attempt that dies or fails leaves the same step for a later run.
+        let mut answered = rec.handled.clone();
         match rework {
-            Rework::Checks(_) => rec.handled.checks_at = Some(pr.head.clone()),
-            Rework::Conflict => rec.handled.conflict_at = Some(pr.head.clone()),
+            Rework::Checks(_) => answered.checks_at = Some(pr.head.clone()),
+            Rework::Conflict => answered.conflict_at = Some(pr.head.clone()),
             Rework::Changes(r) => {
-                rec.handled.review = r.iter().map(|r| r.id).max().or(rec.handled.review)
+                answered.review = r.iter().map(|r| r.id).max().or(answered.review)
             }
         }
+        // Counted now: a worker killed mid-attempt has used it.
         rec.handled.attempts += 1;
+        answered.attempts = rec.handled.attempts;
+        rec.pending = Some(answered);
         rec.rework = Some(crate::review::prompt::block(
             rec.number,
             &rec.url,
@@ -212,7 +233,9 @@ impl Worker<'_> {
         let head = match head {
             Ok(h) => h,
             Err(e) => {
-                rec.handled = before;
+                // Not started: not counted.
+                rec.handled.attempts -= 1;
+                rec.pending = None;
                 rec.last = format!("cannot fetch its branch: {e:#}");
                 return self.keep_record(run, l, &rec);
             }
@@ -241,10 +264,7 @@ impl Worker<'_> {
             ),
         };
         // Not answered: the same head is tried again by a later run, this attempt counted.
-        rec.handled = crate::review::Handled {
-            attempts: rec.handled.attempts,
-            ..before
-        };
+        rec.pending = None;
         rec.rework = None;
         rec.last = format!(
             "attempt {} did not pass: {}",
@@ -260,7 +280,13 @@ impl Worker<'_> {
     /// branch onto the base as it is now and pushes it with a lease on the head it replayed,
     /// so a push by a person in between is refused, not overwritten. A replay that conflicts
     /// is left to the forge's next answer (a conflict goes to the agent).
-    fn rebase(&self, run: &mut Run<'_, '_>, l: &Loaded, mut rec: InReview) -> Result<Ending> {
+    fn rebase(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        mut rec: InReview,
+        seen: &str,
+    ) -> Result<Ending> {
         let root = run.msg.project.clone();
         let base = crate::workspace::base_branch(&root)?;
         let Some((remote, merge)) = crate::git::upstream_of(&root, &base) else {
@@ -295,16 +321,23 @@ impl Worker<'_> {
                         rec.head = new.clone();
                         rec.last = format!("rebased onto {} as {new}", rec.base);
                     }
-                    Err(e) => rec.last = format!("not rebased: {e:#}"),
+                    Err(e) => {
+                        rec.handled.rebase_failed_at = Some(seen.to_string());
+                        rec.last = format!("not rebased: {e:#}");
+                    }
                 }
             }
             Ok((_, crate::git::Rebased::Conflict(paths))) => {
+                rec.handled.rebase_failed_at = Some(seen.to_string());
                 rec.last = format!(
                     "its rebase conflicts in {}: the forge's next answer goes to the agent",
                     clip(&paths.join(", "), 200)
                 );
             }
-            Err(e) => rec.last = format!("not rebased: {e:#}"),
+            Err(e) => {
+                rec.handled.rebase_failed_at = Some(seen.to_string());
+                rec.last = format!("not rebased: {e:#}");
+            }
         }
         run.step("review", rec.last.clone());
         self.keep_record(run, l, &rec)

@@ -141,7 +141,13 @@ fn a_bead_is_opened_as_a_pull_request_and_merged_by_braids_once_its_checks_pass(
     for kind in ["pr_opened", "pr_merged"] {
         assert!(events.contains(kind), "{kind} not in {events}");
     }
-    // Nothing more is watched.
+    // Nothing more is watched: the record is gone.
+    assert!(!sb
+        .braids_dir()
+        .join("work/app")
+        .join(&bead)
+        .join("review.json")
+        .exists());
     assert_eq!(tick_and_wait(&sb), 0);
 }
 
@@ -172,6 +178,37 @@ fn a_pull_request_closed_unmerged_blocks_its_bead_naming_it_and_who_closed_it() 
     assert!(
         shown.contains("#1 was closed without a merge by ana"),
         "{shown}"
+    );
+    assert!(!upstream_files(&sb, &bare).contains(&format!("work-{bead}.txt")));
+    // A person's retry starts the bead afresh: a new request, from the same branch name,
+    // which braids' leftover branch gives way to under a lease.
+    sb.ok(&["retry", &format!("app:{bead}")]);
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(
+        gh.pulls("me/app"),
+        vec![
+            (1, format!("braids/{bead}"), false),
+            (2, format!("braids/{bead}"), true)
+        ],
+        "{}",
+        session_logs(&sb)
+    );
+    assert_eq!(sb.br_status("app", &bead), "in_progress");
+}
+
+#[test]
+fn a_landing_field_braids_cannot_read_claims_nothing_rather_than_push_to_the_branch() {
+    let (sb, bead, bare, _gh) = world("auto");
+    let md = sb.project("app").join(".braids/PROJECT.md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    std::fs::write(&md, text.replace("pull-request", "pul-request")).unwrap();
+    let r = sb.tick().force().run();
+    assert!(r.spawned_beads().is_empty(), "{r:#?}");
+    assert_eq!(sb.br_status("app", &bead), "open");
+    let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+    assert!(
+        status.contains("no worker can start") && status.contains("pul-request"),
+        "{status}"
     );
     assert!(!upstream_files(&sb, &bare).contains(&format!("work-{bead}.txt")));
 }

@@ -294,3 +294,31 @@ fn the_conflict_is_shown_before_the_checks_and_the_checks_before_the_reviews() {
         Step::Rework(Rework::Changes(_))
     ));
 }
+
+#[test]
+fn a_refused_merge_or_a_failed_rebase_is_not_tried_again_at_the_same_head() {
+    let pr = green();
+    let refused = Handled {
+        merge_refused_at: Some("h1".into()),
+        ..Handled::default()
+    };
+    waits(&auto(&pr, &refused), "refused to merge");
+    // A new head is tried again.
+    let mut moved = green();
+    moved.head = "h2".into();
+    assert_eq!(auto(&moved, &refused), Step::Merge { head: "h2".into() });
+    // Behind: rebased once per head; after a failed one a person's project waits, an auto one
+    // merges as the forge allows.
+    let mut behind = green();
+    behind.behind = true;
+    assert_eq!(auto(&behind, &Handled::default()), Step::Rebase);
+    let failed = Handled {
+        rebase_failed_at: Some("h1".into()),
+        ..Handled::default()
+    };
+    waits(
+        &decide(&behind, &failed, MergePolicy::Person, 0, 3),
+        "could not rebase",
+    );
+    assert_eq!(auto(&behind, &failed), Step::Merge { head: "h1".into() });
+}

@@ -88,9 +88,17 @@ impl Worker<'_> {
             return self.push_answer(run, l, rec, &remote, &commit).map(Ok);
         }
         let branch = review_branch(bead_id);
-        if let Err(e) =
-            crate::git::push_review_branch(&root, &remote, &commit, &branch, None, PUSH_TIMEOUT)
-        {
+        // A branch of that name left by an earlier request of the bead (closed unmerged, or
+        // given up) is braids' own: replaced, under a lease on what it holds now.
+        let left = crate::git::fetch_review_branch(&root, &remote, &branch, PUSH_TIMEOUT).ok();
+        if let Err(e) = crate::git::push_review_branch(
+            &root,
+            &remote,
+            &commit,
+            &branch,
+            left.as_deref(),
+            PUSH_TIMEOUT,
+        ) {
             return refuse(run, lock, format!("{e:#}"));
         }
         run.step("push", format!("{commit} pushed to {remote} as {branch}"));
@@ -130,6 +138,7 @@ impl Worker<'_> {
             handled: Default::default(),
             last: "opened".into(),
             rework: None,
+            pending: None,
         };
         crate::app::reviews::save(self.paths, &l.slug, bead_id, &record)?;
         drop(lock);
@@ -183,11 +192,14 @@ impl Worker<'_> {
                 );
                 rec.head = commit.to_string();
                 rec.last = format!("attempt {} pushed {commit}", rec.handled.attempts);
+                // Answered: what the attempt answered no longer asks for one.
+                if let Some(answered) = rec.pending.take() {
+                    rec.handled = answered;
+                }
             }
             Err(why) => {
                 // The same head is answered again by a later run, this attempt counted.
-                rec.handled.checks_at = None;
-                rec.handled.conflict_at = None;
+                rec.pending = None;
                 rec.last = format!(
                     "attempt {} not pushed: {}",
                     rec.handled.attempts,

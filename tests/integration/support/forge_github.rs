@@ -282,6 +282,21 @@ impl GitHub {
         })
     }
 
+    /// The rate limit's size, all of it left.
+    #[allow(dead_code)] // the review bench's
+    pub fn set_limit(&self, n: u32) {
+        self.with(|s| {
+            s.limit = n;
+            s.remaining = n;
+        });
+    }
+
+    /// Requests left in the rate-limit window now.
+    #[allow(dead_code)] // the review bench's
+    pub fn remaining(&self) -> u32 {
+        self.with(|s| s.remaining)
+    }
+
     /// Requests left before the rate limit answers 403.
     pub fn set_remaining(&self, n: u32) {
         self.with(|s| s.remaining = n);
