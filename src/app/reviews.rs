@@ -17,12 +17,17 @@ pub fn load(paths: &Paths, slug: &str, bead: &BeadId) -> Result<Option<InReview>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
     };
-    serde_json::from_slice(&bytes).map(Some).with_context(|| {
+    let mut rec: InReview = serde_json::from_slice(&bytes).with_context(|| {
         format!(
             "{} is not a review record; `braids retry {bead}` starts the bead afresh",
             file.display()
         )
-    })
+    })?;
+    // Whose and which branch are braids' own, never what the file says: a record edited to
+    // name another branch must not make braids push to it or delete it.
+    rec.bead = bead.to_string();
+    rec.branch = crate::review::branch_of(bead.as_str());
+    Ok(Some(rec))
 }
 
 /// Every bead of `slug` in review, in bead order; the records that cannot be read, as errors.

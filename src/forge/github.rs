@@ -414,6 +414,9 @@ struct ContextJson {
 struct ReviewJson {
     id: u64,
     user: Option<User>,
+    /// The author's standing in the repository (`OWNER`, `MEMBER`, `COLLABORATOR`, …).
+    #[serde(default)]
+    author_association: Option<String>,
     state: String,
     body: Option<String>,
 }
@@ -483,8 +486,17 @@ fn pull_request(
         },
         summary: s.description.clone().unwrap_or_default(),
     }));
+    // Only people who may write to the repository review its requests for braids: on a public
+    // repository anyone may submit a review, and a stranger's approval must not merge, nor
+    // their words start an agent's attempt.
     let reviews = reviews
         .iter()
+        .filter(|r| {
+            matches!(
+                r.author_association.as_deref(),
+                Some("OWNER" | "MEMBER" | "COLLABORATOR")
+            )
+        })
         .map(|r| {
             let lines: Vec<String> = comments
                 .iter()

@@ -18,6 +18,6 @@ pub mod watched;
 
 pub use decide::{decide, Handled, Rework, Step};
 pub use pull_request::{Check, CheckState, Mergeable, PrState, PullRequest, Review, ReviewState};
-pub use record::InReview;
+pub use record::{branch_of, InReview};
 pub use settings::{ForgeRef, Landing, MergePolicy, ReviewSettings};
 pub use watched::Watched;

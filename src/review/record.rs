@@ -40,6 +40,11 @@ pub struct InReview {
     pub pending: Option<Handled>,
 }
 
+/// The branch a bead's pull request is opened from: braids' own name for it.
+pub fn branch_of(bead: &str) -> String {
+    format!("braids/{bead}")
+}
+
 impl InReview {
     /// `#12` with its link, as logs and notifications name it.
     pub fn named(&self) -> String {

@@ -26,11 +26,6 @@ pub(in crate::worker) struct Proposal<'a> {
     pub base: Option<&'a str>,
 }
 
-/// The branch a bead's pull request is opened from.
-pub fn review_branch(bead: &crate::model::BeadId) -> String {
-    format!("braids/{bead}")
-}
-
 impl Worker<'_> {
     /// Opens the bead's work as a pull request. `Err(lock)` (the lock handed back) when the
     /// agent changed nothing to propose: the bead then closes as a landing with nothing to
@@ -87,7 +82,7 @@ impl Worker<'_> {
             drop(lock);
             return self.push_answer(run, l, rec, &remote, &commit).map(Ok);
         }
-        let branch = review_branch(bead_id);
+        let branch = crate::review::branch_of(bead_id.as_str());
         // A branch of that name left by an earlier request of the bead (closed unmerged, or
         // given up) is braids' own: replaced, under a lease on what it holds now.
         let left = crate::git::fetch_review_branch(&root, &remote, &branch, PUSH_TIMEOUT).ok();

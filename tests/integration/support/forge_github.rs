@@ -97,6 +97,8 @@ struct State {
     remaining: u32,
     down: bool,
     requests: Vec<Request>,
+    /// Each login's `author_association`, where not `MEMBER`.
+    associations: BTreeMap<String, String>,
 }
 
 /// The running stand-in; it serves as long as the test process lives.
@@ -122,6 +124,7 @@ impl GitHub {
             remaining: 5000,
             down: false,
             requests: Vec::new(),
+            associations: BTreeMap::new(),
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -289,6 +292,11 @@ impl GitHub {
             s.limit = n;
             s.remaining = n;
         });
+    }
+
+    /// `login`'s standing in every repository (`NONE` for a stranger); `MEMBER` unless set.
+    pub fn set_association(&self, login: &str, association: &str) {
+        self.with(|s| s.associations.insert(login.into(), association.into()));
     }
 
     /// Requests left in the rate-limit window now.
@@ -519,7 +527,7 @@ fn answer(
                            "html_url": format!("https://github.example/{repo}/pull/{}#pullrequestreview-{}", p.number, r.id),
                            "pull_request_url": format!("https://api.github.example/repos/{repo}/pulls/{}", p.number),
                            "submitted_at": "2026-11-29T12:00:00Z",
-                           "author_association": "MEMBER"})
+                           "author_association": s.associations.get(&r.author).map_or("MEMBER", String::as_str)})
                 })
                 .collect();
             fresh(headers, StatusCode::OK, Value::Array(list))
