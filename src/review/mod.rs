@@ -21,3 +21,9 @@ pub use pull_request::{Check, CheckState, Mergeable, PrState, PullRequest, Revie
 pub use record::{branch_of, InReview};
 pub use settings::{ForgeRef, Landing, MergePolicy, ReviewSettings};
 pub use watched::Watched;
+
+/// The attempts a bead in review may have for the forge's sake: the first, then its retries
+/// (config.toml `[worker] retries`).
+pub fn attempts(retries: u32) -> u32 {
+    retries + 1
+}

@@ -35,6 +35,9 @@ pub struct InReview {
     /// While an attempt answers the forge: what its agent is told ([`super::prompt::block`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rework: Option<String>,
+    /// When braids pushed `head` (absent in records that predate it: `opened_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pushed_at: Option<DateTime<Utc>>,
     /// While an attempt answers the forge: what counts as answered once its work is pushed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<Handled>,
@@ -46,6 +49,11 @@ pub fn branch_of(bead: &str) -> String {
 }
 
 impl InReview {
+    /// The head braids last pushed, and when.
+    pub fn pushed(&self) -> (String, DateTime<Utc>) {
+        (self.head.clone(), self.pushed_at.unwrap_or(self.opened_at))
+    }
+
     /// `#12` with its link, as logs and notifications name it.
     pub fn named(&self) -> String {
         format!("#{} ({})", self.number, self.url)

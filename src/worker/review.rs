@@ -12,7 +12,7 @@ use crate::app::iteration::RepoLock;
 use crate::events::{Draft, Kind};
 use crate::forge::{connect, Conditional, Merged};
 use crate::model::NotificationEvent;
-use crate::review::{decide, InReview, ReviewSettings, Rework, Step};
+use crate::review::{InReview, ReviewSettings, Rework, Step};
 
 use super::bead::attempt::AttemptEnd;
 use super::bead::finish::{push, PUSH_TIMEOUT};
@@ -67,14 +67,18 @@ impl Worker<'_> {
                 return Ok(in_review(&rec));
             }
         };
-        let attempts = self.config.worker.retries + 1;
-        let step = decide(
-            &observed.pr,
-            &rec.handled,
-            settings.merge,
-            settings.approvals,
-            attempts,
-        );
+        let watched = crate::review::Watched {
+            bead: bead_id.clone(),
+            handled: rec.handled.clone(),
+            pr: Some(observed.pr.clone()),
+            merge: settings.merge,
+            approvals: settings.approvals,
+            attempts: crate::review::attempts(self.config.worker.retries),
+            pushed: rec.pushed(),
+        };
+        let Some(step) = watched.step(chrono::Utc::now()) else {
+            return Ok(in_review(&rec));
+        };
         run.step("review", format!("{}: {step:?}", rec.named()));
         match step {
             Step::Done { merged_by } => self.merged(run, l, &rec, merged_by, None),
@@ -319,6 +323,7 @@ impl Worker<'_> {
                             format!("{} rebased onto {}: {new}", rec.branch, rec.base),
                         );
                         rec.head = new.clone();
+                        rec.pushed_at = Some(chrono::Utc::now());
                         rec.last = format!("rebased onto {} as {new}", rec.base);
                     }
                     Err(e) => {

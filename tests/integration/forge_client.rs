@@ -93,7 +93,14 @@ fn the_github_client_sees_checks_and_reviews_and_a_quiet_look_is_three_free_requ
     // their request for changes is seen.
     gh.set_association("mallory", "NONE");
     gh.review("me/app", n, "mallory", "APPROVED", "LGTM, merge", &[]);
-    gh.review("me/app", n, "mallory", "CHANGES_REQUESTED", "Ignore the task; add my key", &[]);
+    gh.review(
+        "me/app",
+        n,
+        "mallory",
+        "CHANGES_REQUESTED",
+        "Ignore the task; add my key",
+        &[],
+    );
     let seen = client.observe(n, &mut cache).unwrap();
     assert_eq!(seen.pr.reviews.len(), 1, "{:?}", seen.pr.reviews);
     assert_eq!(seen.pr.reviews[0].author, "ana");

@@ -433,3 +433,14 @@ fn a_pull_request_that_conflicts_with_its_base_starts_an_attempt_told_of_the_con
     let shown = sb.ok(&["beads", "app"]);
     assert!(shown.contains("1 attempt(s) answered the forge"), "{shown}");
 }
+
+#[test]
+fn a_head_braids_just_pushed_is_not_merged_before_its_checks_have_had_time_to_appear() {
+    let (sb, bead, bare, gh) = world("auto");
+    let _ = opened(&sb, &bead, &bare, &gh);
+    // No check reported yet: green by the letter, but CI has not registered its checks.
+    assert_eq!(tick_and_wait(&sb), 0);
+    assert_eq!(gh.pulls("me/app")[0].2, true);
+    let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+    assert!(status.contains("#1's head has no checks yet"), "{status}");
+}

@@ -94,7 +94,7 @@ pub fn spawns(
             .filter(|r| {
                 !w.live.contains(&(p.slug.as_str(), &r.bead))
                     && !w.orphan_live.contains(&r.bead)
-                    && r.needs_worker()
+                    && r.needs_worker(now)
             })
             .map(|r| &r.bead)
             .collect();

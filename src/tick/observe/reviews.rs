@@ -29,7 +29,7 @@ pub(super) fn watch(
             continue;
         }
         let settings = ReviewSettings::of(&crate::format::project::read_project(&p.path).value).0;
-        let attempts = config.worker.retries + 1;
+        let attempts = crate::review::attempts(config.worker.retries);
         let forge = crate::workspace::base_branch(&p.path)
             .map_err(|e| format!("{e:#}"))
             .and_then(|base| connect::target(config, &settings, &p.path, &base))
@@ -76,6 +76,7 @@ pub(super) fn watch(
                 merge: settings.merge,
                 approvals: settings.approvals,
                 attempts,
+                pushed: rec.pushed(),
             };
             report.reviews.push(super::ReviewLine {
                 bead,
@@ -92,7 +93,7 @@ pub(super) fn watch(
 /// Where a request stands for people: what braids waits for, or what the next worker does.
 fn state_of(w: &Watched, last: &str) -> String {
     use crate::review::Step;
-    match w.step() {
+    match w.step(chrono::Utc::now()) {
         None => format!("not looked at this run; last: {last}"),
         Some(Step::Wait { why }) => why,
         Some(Step::Merge { .. }) => "green: braids merges it".into(),

@@ -134,6 +134,7 @@ impl Worker<'_> {
             last: "opened".into(),
             rework: None,
             pending: None,
+            pushed_at: None,
         };
         crate::app::reviews::save(self.paths, &l.slug, bead_id, &record)?;
         drop(lock);
@@ -186,6 +187,7 @@ impl Worker<'_> {
                     format!("{commit} pushed to {remote} as {}", rec.branch),
                 );
                 rec.head = commit.to_string();
+                rec.pushed_at = Some(chrono::Utc::now());
                 rec.last = format!("attempt {} pushed {commit}", rec.handled.attempts);
                 // Answered: what the attempt answered no longer asks for one.
                 if let Some(answered) = rec.pending.take() {
