@@ -310,8 +310,9 @@ fn holding(folders: &[PathBuf], spare_descendants: bool) -> Vec<i32> {
     let spared = ancestors();
     let inside = |p: PathBuf| folders.iter().any(|f| p.starts_with(f));
     // braids' own commands (`sessions`, `status`, `serve`) walk worktrees to see when they
-    // last changed: a directory they hold for that moment is not the bead's. (An agent's own
-    // `braids` is in its cgroup, which is emptied whatever runs there.)
+    // last changed: a directory they hold open for that moment is not the bead's. Only such a
+    // descriptor is spared: a braids process working in the folder (its cwd or root there)
+    // holds it like any other, so an agent cannot keep one alive there by running braids.
     let identity = |path: &str| {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
@@ -331,19 +332,19 @@ fn holding(folders: &[PathBuf], spare_descendants: bool) -> Vec<i32> {
             continue;
         }
         let base = e.path();
-        if braids.is_some() && identity(&format!("/proc/{pid}/exe")) == braids {
-            continue;
-        }
-        let held = ["cwd", "root", "exe"]
+        let works_there = ["cwd", "root", "exe"]
             .iter()
             .filter_map(|l| std::fs::read_link(base.join(l)).ok())
-            .any(inside)
-            || std::fs::read_dir(base.join("fd"))
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-                .any(inside);
+            .any(inside);
+        let walking = || braids.is_some() && identity(&format!("/proc/{pid}/exe")) == braids;
+        let held = works_there
+            || !walking()
+                && std::fs::read_dir(base.join("fd"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                    .any(inside);
         if held {
             out.push(pid);
         }
