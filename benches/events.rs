@@ -9,6 +9,12 @@
 //!   long-lived installation would have them), printing every one to /dev/null: wall time and
 //!   peak RSS, and the same with 10 projects of a tenth as many each. Target: under 1 s, and a
 //!   memory that does not grow with the events' contents (only their names are held).
+//! - **follow**: how long after an append returns the real `braids events --follow --json`
+//!   prints it, over `BRAIDS_BENCH_FOLLOW` events (default 200) spread over two projects, the
+//!   second of which has no events folder when the follower starts: median, 99th percentile
+//!   and worst. Target: a median under 100 ms (inotify wakes the follower; the 5 s rescan
+//!   would show as seconds). The home is under /dev/shm when it exists, so the disk's moods
+//!   are not measured.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -24,6 +30,86 @@ fn main() {
     for projects in [1, 10] {
         list_cost(list, projects);
     }
+    follow_latency(env("BRAIDS_BENCH_FOLLOW", 200));
+}
+
+fn follow_latency(n: usize) {
+    use std::io::{BufRead, BufReader};
+    let shm = Path::new("/dev/shm");
+    let home = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let h = home.path();
+    let bin = Path::new(env!("CARGO_BIN_EXE_braids"));
+    init(bin, h);
+    let roots: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|s| h.join("Projects").join(s))
+        .collect();
+    let mut rows = String::from("| Slug | Status | Priority | Path |\n|---|---|---|---|\n");
+    for (slug, root) in ["a", "b"].iter().zip(&roots) {
+        std::fs::create_dir_all(root).unwrap();
+        rows.push_str(&format!(
+            "| {slug} | active | normal | {} |\n",
+            root.display()
+        ));
+    }
+    std::fs::write(h.join(".openclaw/braids/registry.md"), rows).unwrap();
+    let journals: Vec<_> = roots.iter().map(|r| Journal::of_project(r)).collect();
+    journals[0]
+        .append("a", vec![Draft::new(Kind::Error)], chrono::Utc::now())
+        .unwrap();
+    let mut child = Command::new(bin)
+        .args(["events", "--follow", "--json"])
+        .env("HOME", h)
+        .env("BRAIDS_LOG", "error")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    lines.next().unwrap().unwrap();
+    let mut took = Vec::new();
+    for i in 0..n {
+        let (slug, j) = if i % 2 == 0 {
+            ("b", &journals[1])
+        } else {
+            ("a", &journals[0])
+        };
+        j.append(slug, vec![Draft::new(Kind::Error)], chrono::Utc::now())
+            .unwrap();
+        let written = Instant::now();
+        lines.next().unwrap().unwrap();
+        took.push(written.elapsed());
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    took.sort();
+    let median = took[took.len() / 2];
+    println!(
+        "follow, {n} events over 2 projects: {:.1} ms median, {:.1} ms p99, {:.1} ms worst{}",
+        median.as_secs_f64() * 1000.0,
+        took[took.len() * 99 / 100].as_secs_f64() * 1000.0,
+        took[took.len() - 1].as_secs_f64() * 1000.0,
+        if median < Duration::from_millis(100) {
+            ""
+        } else {
+            "  ** over the 100 ms target **"
+        }
+    );
+}
+
+fn init(bin: &Path, home: &Path) {
+    let status = Command::new(bin)
+        .arg("init")
+        .env("HOME", home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 fn env(var: &str, default: usize) -> usize {
@@ -65,14 +151,7 @@ fn list_cost(total: usize, projects: usize) {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
     let bin = Path::new(env!("CARGO_BIN_EXE_braids"));
-    let status = Command::new(bin)
-        .arg("init")
-        .env("HOME", h)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    init(bin, h);
     let mut rows = String::from("| Slug | Status | Priority | Path |\n|---|---|---|---|\n");
     let per = total / projects;
     let t0 = Instant::now();

@@ -59,6 +59,17 @@ pub fn follow(
     sources: &[Source],
     cursor: &mut Cursor,
     stop: &AtomicBool,
+    each: impl FnMut(&Event) -> bool,
+) {
+    follow_rescanning(sources, cursor, stop, stream::RESCAN_WATCHED, each);
+}
+
+/// [`follow`] with the given safety rescan while inotify watches every folder.
+fn follow_rescanning(
+    sources: &[Source],
+    cursor: &mut Cursor,
+    stop: &AtomicBool,
+    rescan: Duration,
     mut each: impl FnMut(&Event) -> bool,
 ) {
     let going = std::cell::Cell::new(true);
@@ -67,7 +78,7 @@ pub fn follow(
         going.get()
     };
     // Watching first: an event written while the backlog is read wakes the loop below.
-    let mut waker = Waker::new(sources);
+    let mut waker = Waker::with_rescan(sources, rescan);
     list(sources, cursor, &mut take);
     while going.get() {
         let wake = waker.wait(Duration::from_secs(3600), stop);
@@ -77,11 +88,8 @@ pub fn follow(
         let woken = stream::woken(sources, &wake);
         stream::read_after(&woken, cursor, &mut take, warn);
         // A folder that appeared since is watched itself from now on.
-        if woken
-            .iter()
-            .any(|s| s.journal.dir.is_dir() && !waker.watches_exactly(&s.journal.dir))
-        {
-            waker = Waker::new(sources);
+        if woken.iter().any(|s| waker.outdated_for(s)) {
+            waker = Waker::with_rescan(sources, rescan);
             // Whatever was written while the new watches were set up.
             let all: Vec<&Source> = sources.iter().collect();
             stream::read_after(&all, cursor, &mut take, warn);
@@ -91,4 +99,67 @@ pub fn follow(
 
 fn warn(u: Unreadable) {
     tracing::warn!("skipping {}: {}", u.path.display(), u.error);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Draft, Kind};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    /// With the safety rescan an hour away, only inotify can wake the follower: each event,
+    /// in a folder that exists and in one whose parents appear only with its first event, is
+    /// seen while the test waits (30 s at most, so load cannot fail it; the time it takes is
+    /// `cargo bench --bench events`'s).
+    #[test]
+    fn c8_5_a_follower_is_woken_by_each_write_not_by_the_rescan() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots: Vec<_> = ["a", "b"].iter().map(|s| dir.path().join(s)).collect();
+        std::fs::create_dir(&roots[0]).unwrap();
+        std::fs::create_dir(&roots[1]).unwrap();
+        let a = Journal::of_project(&roots[0]);
+        a.append("a", vec![Draft::new(Kind::Error)], chrono::Utc::now())
+            .unwrap();
+        let sources: Vec<Source> = ["a", "b"]
+            .iter()
+            .zip(&roots)
+            .map(|(s, r)| Source {
+                slug: s.to_string(),
+                journal: Journal::of_project(r),
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let follower = {
+            let stop = stop.clone();
+            let sources = sources.clone();
+            std::thread::spawn(move || {
+                let mut cursor = Cursor::new();
+                follow_rescanning(
+                    &sources,
+                    &mut cursor,
+                    &stop,
+                    Duration::from_secs(3600),
+                    |e| tx.send(format!("{}{}", e.project, e.id)).is_ok(),
+                );
+            })
+        };
+        let next = || rx.recv_timeout(Duration::from_secs(30));
+        assert_eq!(next().as_deref(), Ok("a1"), "the backlog");
+        // `b` has no `.braids` folder yet: its first event makes both folders.
+        for (i, want) in ["b1", "a2", "b2", "a3", "b3"].iter().enumerate() {
+            let (slug, journal) = if i % 2 == 0 {
+                ("b", &sources[1].journal)
+            } else {
+                ("a", &sources[0].journal)
+            };
+            journal
+                .append(slug, vec![Draft::new(Kind::Error)], chrono::Utc::now())
+                .unwrap();
+            assert_eq!(next().as_deref(), Ok(*want), "woken by the write of {want}");
+        }
+        stop.store(true, Ordering::SeqCst);
+        follower.join().unwrap();
+    }
 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::events::journal::Entry;
-use crate::events::stream::{self, Source, Wake, Waker};
+use crate::events::stream::{self, Source, Waker};
 use crate::events::Event;
 
 #[derive(Debug, Clone)]
@@ -144,12 +144,11 @@ pub fn run(
             for q in queues.iter_mut().filter(|q| woken.contains(&q.source.slug)) {
                 q.refresh();
             }
-            if let Wake::Changed(_) = wake {
-                let appeared = queues.iter().any(|q| {
-                    q.source.journal.dir.is_dir() && !w.watches_exactly(&q.source.journal.dir)
-                });
-                if appeared {
-                    waker = Some(Waker::new(sources));
+            if queues.iter().any(|q| w.outdated_for(q.source)) {
+                waker = Some(Waker::new(sources));
+                // Whatever was written while the new watches were set up.
+                for q in &mut queues {
+                    q.refresh();
                 }
             }
             continue;

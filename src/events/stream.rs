@@ -138,7 +138,7 @@ pub enum Wake {
 }
 
 /// With inotify: a slow safety rescan. Without: polling.
-const RESCAN_WATCHED: Duration = Duration::from_secs(5);
+pub const RESCAN_WATCHED: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(500);
 /// How often a wait looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(200);
@@ -147,6 +147,12 @@ impl Waker {
     /// Watches every source's events folder that exists now (and its `.claw` or project
     /// folder when it does not yet, so its first event wakes the follower too).
     pub fn new(sources: &[Source]) -> Waker {
+        Waker::with_rescan(sources, RESCAN_WATCHED)
+    }
+
+    /// [`Waker::new`] with another safety rescan when every folder is watched: a test sets it
+    /// long enough that only inotify can wake the follower.
+    pub fn with_rescan(sources: &[Source], rescan_watched: Duration) -> Waker {
         use notify::Watcher as _;
         let (tx, rx) = mpsc::channel();
         let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
@@ -165,12 +171,10 @@ impl Waker {
         };
         let mut all = true;
         for s in sources {
-            let dir = &s.journal.dir;
-            let target = std::iter::successors(Some(dir.as_path()), |d| d.parent())
-                .take(3)
-                .find(|d| d.is_dir());
-            let Some(target) = target else { continue };
-            match watcher.watch(target, notify::RecursiveMode::NonRecursive) {
+            let Some(target) = nearest_folder(&s.journal.dir) else {
+                continue;
+            };
+            match watcher.watch(&target, notify::RecursiveMode::NonRecursive) {
                 Ok(()) => waker.watched.push(target.to_path_buf()),
                 Err(e) => {
                     tracing::debug!("cannot watch {}: {e}; polling", target.display());
@@ -179,7 +183,7 @@ impl Waker {
             }
         }
         if all {
-            waker.rescan = RESCAN_WATCHED;
+            waker.rescan = rescan_watched;
         }
         waker._watcher = Some(watcher);
         waker
@@ -187,7 +191,7 @@ impl Waker {
 
     /// Whether every folder is watched by inotify (otherwise some are polled).
     pub fn watching(&self) -> bool {
-        self.rescan == RESCAN_WATCHED
+        self.rescan != POLL
     }
 
     /// Waits until a watched folder changes, `at_most` passes (never longer than the rescan
@@ -217,11 +221,19 @@ impl Waker {
         }
     }
 
-    /// Whether `dir` (a source's events folder) is watched itself rather than through a parent
-    /// that exists: the caller makes a new waker once a folder appears.
-    pub fn watches_exactly(&self, dir: &std::path::Path) -> bool {
-        self.watched.iter().any(|w| w == dir)
+    /// Whether `source`'s events folder, or a folder on the way to it, appeared since its
+    /// watch was set: the caller then makes a new waker, so the next write there wakes it too.
+    pub fn outdated_for(&self, source: &Source) -> bool {
+        nearest_folder(&source.journal.dir).is_some_and(|f| !self.watched.contains(&f))
     }
+}
+
+/// The events folder, or the closest of its two parents that exists: what a watch is set on.
+fn nearest_folder(events: &std::path::Path) -> Option<PathBuf> {
+    std::iter::successors(Some(events), |d| d.parent())
+        .take(3)
+        .find(|d| d.is_dir())
+        .map(std::path::Path::to_path_buf)
 }
 
 /// The sources a wake concerns: those whose folder (or a parent of it) holds a changed path;

@@ -473,6 +473,62 @@ mod tests {
         assert!(holders(&[dir]).is_empty());
     }
 
+    /// Not a check of its own: what the test below runs as another process of this program.
+    #[test]
+    #[ignore]
+    fn idles_as_another_process_of_this_program() {
+        std::thread::sleep(Duration::from_secs(600));
+    }
+
+    /// Orphans a process of this program: `setup` (shell) runs first with `$0` the folder,
+    /// then it idles. Returns its pid once it runs.
+    fn orphan_of_this_program(dir: &Path, setup: &str, mark: &str) -> i32 {
+        let exe = std::env::current_exe().unwrap();
+        let script = format!(
+            "setsid sh -c '{setup}; exec \"$1\" --ignored --exact \
+             system::container::tests::idles_as_another_process_of_this_program \"$2\"' \
+             \"$0\" \"$1\" \"$2\" </dev/null >/dev/null 2>&1 & exit 0"
+        );
+        let status = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .arg(dir)
+            .arg(&exe)
+            .arg(mark)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        (0..3000)
+            .find_map(|_| {
+                std::thread::sleep(Duration::from_millis(10));
+                std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+                    let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+                    let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+                    let exe_now = std::fs::read_link(e.path().join("exe")).ok()?;
+                    (exe_now == exe && String::from_utf8_lossy(&cmd).contains(mark)).then_some(pid)
+                })
+            })
+            .expect("the process of this program never ran")
+    }
+
+    /// braids' own commands are spared only for a descriptor they hold open in a folder
+    /// (walking a worktree for its activity); one working there is stopped like any other,
+    /// so an agent cannot outlive its bead by running braids in its workspace.
+    #[test]
+    fn braids_working_in_the_folder_is_stopped_and_braids_reading_it_is_spared() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("ws");
+        std::fs::create_dir_all(&dir).unwrap();
+        let tag = format!("{}-{}", std::process::id(), line!());
+        let working = orphan_of_this_program(&dir, "cd \"$0\"", &format!("working-{tag}"));
+        let reading =
+            orphan_of_this_program(&dir, "exec 3<\"$0\"; cd /", &format!("reading-{tag}"));
+        let found = holders(std::slice::from_ref(&dir));
+        let _ = kill(Pid::from_raw(reading), Signal::SIGKILL);
+        let _ = kill(Pid::from_raw(working), Signal::SIGKILL);
+        assert!(found.contains(&working), "{found:?} lacks {working}");
+        assert!(!found.contains(&reading), "{found:?} holds {reading}");
+    }
+
     #[test]
     fn what_runs_under_this_process_is_its_own_to_end() {
         let tmp = tempfile::tempdir().unwrap();

@@ -132,17 +132,23 @@ fn c11_6_under_bubblewrap_the_agent_reads_no_secret_and_reaches_only_its_provide
     }
 }
 
-/// Leaves three processes that try to outlive the bead: one that drops braids' session mark,
+/// Leaves four processes that try to outlive the bead: one that drops braids' session mark,
 /// calls `setsid`, leaves for `/` and keeps writing into the workspace through a descriptor;
-/// one that holds nothing of the workspace at all; one that double-forks under `nohup`.
+/// one that holds nothing of the workspace at all; one that double-forks under `nohup`; and
+/// braids itself (`$2`), following events from an installation of its own in the workspace,
+/// which says in `braids-ran.txt` whether it was still running a second later.
 const ESCAPER: &str = r#"WS="$PWD"
 if [ "$BRAIDS_BEAD" = app-w1 ]; then
+HOME="$WS/h" "$2" init >/dev/null 2>&1
+HOME="$WS/h" env -u BRAIDS_SESSION setsid bash -c 'exec -a braids-MARK "$0" events --follow' "$2" </dev/null >/dev/null 2>&1 &
+braids=$!
 cd /
 env -u BRAIDS_SESSION setsid bash -c '( exec 3<"$0"; trap "" TERM HUP; while :; do date +%s%N > /proc/$BASHPID/fd/3/planted.txt; sleep 1; done ) &' "$WS" writer-MARK
 env -u BRAIDS_SESSION setsid bash -c 'exec -a escaper-bare-MARK sleep 600' </dev/null >/dev/null 2>&1 &
 env -u BRAIDS_SESSION nohup bash -c '( exec -a escaper-nohup-MARK sleep 600 ) & exit 0' </dev/null >/dev/null 2>&1 &
 sleep 1
 cd "$WS"
+if kill -0 "$braids" 2>/dev/null; then echo running > braids-ran.txt; else echo ended > braids-ran.txt; fi
 fi
 mkdir -p "$(dirname "$1")"
 printf '# %s\n\n## Summary\n\nDid %s.\n' "$BRAIDS_BEAD" "$BRAIDS_BEAD" > "$1"
@@ -168,11 +174,17 @@ fn running(needle: &str) -> Vec<u32> {
 fn processes_end_with_the_bead(bwrap: Option<&str>) {
     let mark = format!("{:08x}", rand_u32());
     let body = ESCAPER.replace("MARK", &mark);
-    let sb = install(&body, &[], bwrap);
+    let sb = install(&body, &[env!("CARGO_BIN_EXE_braids").to_string()], bwrap);
     let app = sb.new_project("app").beads(2).create();
     sb.tick().force().run();
     settle(&sb, "app", &app.beads[0]);
     let kind = bwrap.map_or("auto", |_| "bwrap");
+    let ran = sb.git(&sb.project("app"), &["show", "HEAD:braids-ran.txt"]);
+    assert_eq!(
+        ran.trim(),
+        "running",
+        "{kind}: braids never ran in the workspace"
+    );
     wait_for("the escapers stopped", Duration::from_secs(10), || {
         running(&mark).is_empty().then_some(())
     });
