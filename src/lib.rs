@@ -22,6 +22,7 @@ pub mod notifier;
 pub mod protocol;
 pub mod retry;
 pub mod review;
+pub mod review_records;
 pub mod schedule;
 pub mod serve;
 pub mod session;

@@ -430,7 +430,7 @@ pub fn rows(
                 not_pushed: not_pushed(b),
                 review: (b.status == BeadStatus::InProgress)
                     .then(|| {
-                        crate::app::reviews::load(&inst.paths, &project.entry.slug, &b.id)
+                        crate::review_records::load(&inst.paths, &project.entry.slug, &b.id)
                             .ok()
                             .flatten()
                     })

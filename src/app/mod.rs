@@ -22,7 +22,6 @@ pub mod migrate;
 pub mod pause;
 pub mod project;
 pub mod retry;
-pub mod reviews;
 pub mod schedule;
 pub mod sessions;
 pub mod status;

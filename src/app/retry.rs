@@ -68,7 +68,7 @@ pub fn retry(inst: &Installation, target: &str) -> Result<Retried> {
     })?;
     // A retry starts the bead afresh: a pull request it had is no longer its (the next
     // attempt opens one again, on the same branch).
-    crate::app::reviews::remove(&inst.paths, slug, &bead.id);
+    crate::review_records::remove(&inst.paths, slug, &bead.id);
     if matches!(bead.status, BeadStatus::Blocked | BeadStatus::InProgress) {
         p.tracker
             .reopen(&bead.id, "braids: retried by a person")

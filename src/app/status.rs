@@ -27,7 +27,7 @@ pub fn status(inst: &Installation, now: DateTime<Utc>) -> Result<StatusView> {
         .unwrap_or_default()
         .unwrap_or_default();
     let mut observed = observe::observe_installation(inst, &state, true, true, now)?;
-    crate::tick::preflight::check(&inst.config, &inst.paths.home, &mut observed);
+    crate::tick::preflight::check(&inst.config, &inst.paths, &mut observed);
     observe::see_pools(&mut observed.reports, &inst.config, &inst.paths);
     let sessions = observed.snapshot.sessions.clone();
     let problems = crate::tick::problems::standing(&observed, state.spawning_paused.as_ref());

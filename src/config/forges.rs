@@ -8,8 +8,6 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-pub use crate::forge::MergeMethod;
-
 /// Which API a forge speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -197,6 +195,29 @@ impl Forge {
             None => Err(format!(
                 "{var}, the token of forge `{name}`, is not set: set it in the environment braids runs in (a cron line or systemd unit has its own), or set token_file under [forges.{name}] in config.toml"
             )),
+        }
+    }
+}
+
+/// How a pull request braids may merge is merged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MergeMethod {
+    /// One commit on the base with the whole change.
+    #[default]
+    Squash,
+    /// A merge commit.
+    Merge,
+    /// Each commit replayed on the base.
+    Rebase,
+}
+
+impl MergeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeMethod::Squash => "squash",
+            MergeMethod::Merge => "merge",
+            MergeMethod::Rebase => "rebase",
         }
     }
 }

@@ -11,7 +11,9 @@ pub mod conditional;
 pub mod connect;
 pub mod github;
 pub mod gitlab;
+pub mod health;
 
+pub use crate::config::forges::MergeMethod;
 pub use conditional::Conditional;
 
 use crate::review::PullRequest;
@@ -56,29 +58,6 @@ pub struct Observed {
     pub not_modified: u32,
     /// Requests left in the rate-limit window, when the forge said.
     pub remaining: Option<u32>,
-}
-
-/// How a pull request braids may merge is merged.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MergeMethod {
-    /// One commit on the base with the whole change.
-    #[default]
-    Squash,
-    /// A merge commit.
-    Merge,
-    /// Each commit replayed on the base.
-    Rebase,
-}
-
-impl MergeMethod {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MergeMethod::Squash => "squash",
-            MergeMethod::Merge => "merge",
-            MergeMethod::Rebase => "rebase",
-        }
-    }
 }
 
 /// A pull request to open.

@@ -15,6 +15,7 @@
 //! workers and the tick update.
 
 pub mod breaker;
+pub mod forge_breaker;
 pub mod store;
 
 use std::collections::BTreeMap;
@@ -203,6 +204,9 @@ pub struct Attempts {
     pub recent: Vec<Outcome>,
     #[serde(default)]
     pub breaker: Breaker,
+    /// Each forge's breaker, by the forge's name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub forges: BTreeMap<String, forge_breaker::ForgeBreaker>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }

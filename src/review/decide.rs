@@ -61,6 +61,8 @@ pub enum Step {
     Merge { head: String },
     /// Nothing to do until the forge says something new.
     Wait { why: String },
+    /// Its branch is pushed and the forge has not opened the request: a worker opens it.
+    Open,
 }
 
 /// The step for `pr`, given what was `handled`, who merges, the approvals needed and how many

@@ -41,6 +41,16 @@ pub struct InReview {
     /// While an attempt answers the forge: what counts as answered once its work is pushed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<Handled>,
+    /// Until the forge opens it: the title and body to open it with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_open: Option<ToOpen>,
+}
+
+/// The words of a pull request not opened yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToOpen {
+    pub title: String,
+    pub body: String,
 }
 
 /// The branch a bead's pull request is opened from: braids' own name for it.
@@ -54,8 +64,18 @@ impl InReview {
         (self.head.clone(), self.pushed_at.unwrap_or(self.opened_at))
     }
 
+    /// Whether the forge opened it: a record is saved, with no number yet, as soon as its
+    /// branch is pushed, so a forge that fails to open it (or a worker killed before it
+    /// heard) leaves the next worker something to open.
+    pub fn opened(&self) -> bool {
+        self.number != 0
+    }
+
     /// `#12` with its link, as logs and notifications name it.
     pub fn named(&self) -> String {
+        if !self.opened() {
+            return format!("the pull request of {} (not opened yet)", self.branch);
+        }
         format!("#{} ({})", self.number, self.url)
     }
 }

@@ -14,6 +14,8 @@ pub const CHECKS_GRACE: Duration = Duration::minutes(2);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Watched {
     pub bead: BeadId,
+    /// Its branch is pushed, its request not opened, and the forge may be asked.
+    pub to_open: bool,
     pub handled: Handled,
     /// What the forge said this run; `None` when it could not be asked (an outage, settings
     /// a person must fix): nothing is done about the request then.
@@ -30,6 +32,9 @@ impl Watched {
     /// The step the forge's answer calls for at `now`, when there was one. Pure.
     #[must_use]
     pub fn step(&self, now: DateTime<Utc>) -> Option<Step> {
+        if self.to_open {
+            return Some(Step::Open);
+        }
         let pr = self.pr.as_ref()?;
         let step = decide(pr, &self.handled, self.merge, self.approvals, self.attempts);
         // Only a merge waits: no checks yet says nothing against a rebase or an answer.
@@ -63,6 +68,7 @@ mod tests {
         let at = DateTime::<Utc>::UNIX_EPOCH;
         let w = Watched {
             bead: BeadId::new("app-1").unwrap(),
+            to_open: false,
             handled: Handled::default(),
             pr: Some(PullRequest {
                 number: 4,
@@ -94,5 +100,13 @@ mod tests {
             ..w.clone()
         };
         assert!(theirs.needs_worker(at));
+        // A request the forge never opened is opened, whatever was seen of it.
+        let unopened = Watched {
+            to_open: true,
+            pr: None,
+            ..w.clone()
+        };
+        assert_eq!(unopened.step(at), Some(Step::Open));
+        assert!(unopened.needs_worker(at));
     }
 }

@@ -16,7 +16,7 @@ use super::observe::Observed;
 
 /// Checks every scheduled project the run read in full (a dry run reads no PROJECT.md for
 /// notifications, and claims nothing anyway), marking the ones no worker could serve.
-pub fn check(config: &Config, home: &std::path::Path, observed: &mut Observed) {
+pub fn check(config: &Config, paths: &crate::system::paths::Paths, observed: &mut Observed) {
     // The agents' sandbox is config.toml's: one that was asked for and cannot run stops every
     // project; "auto" finding none lets agents run, said on every run.
     let sandbox = match crate::system::sandbox::choose(config.worker.sandbox, &config.worker.bwrap)
@@ -59,7 +59,7 @@ pub fn check(config: &Config, home: &std::path::Path, observed: &mut Observed) {
             Some((why, Some(_))) => (Some(why), false),
             None => (
                 crate::workspace::cannot_host(&report.path, project)
-                    .or_else(|| review_problem(config, home, &report.path, project)),
+                    .or_else(|| review_problem(config, paths, &report.path, project)),
                 false,
             ),
         };
@@ -81,7 +81,7 @@ pub fn check(config: &Config, home: &std::path::Path, observed: &mut Observed) {
 /// and its token, checked without asking the forge (`braids check` asks it).
 fn review_problem(
     config: &Config,
-    home: &std::path::Path,
+    paths: &crate::system::paths::Paths,
     root: &std::path::Path,
     project: &crate::format::project::ProjectConfig,
 ) -> Option<String> {
@@ -106,9 +106,24 @@ fn review_problem(
         Ok(b) => b,
         Err(e) => return Some(format!("{e:#}")),
     };
-    crate::forge::connect::target(config, &settings, root, &base)
-        .and_then(|t| t.forge.token(home, |v| std::env::var(v).ok()).map(|_| ()))
-        .err()
+    let target = match crate::forge::connect::target(config, &settings, root, &base).and_then(|t| {
+        t.forge
+            .token(&paths.home, |v| std::env::var(v).ok())
+            .map(|_| t)
+    }) {
+        Ok(t) => t,
+        Err(why) => return Some(why),
+    };
+    // Work finished while its forge is out could not be opened: nothing is claimed while it
+    // is paused, and a run whose probe is due goes ahead (the sentence stays the same while
+    // the forge is out: told once).
+    match crate::forge::health::look(paths, &target.forge.name, chrono::Utc::now()) {
+        crate::retry::forge_breaker::Look::Ask | crate::retry::forge_breaker::Look::Probe => None,
+        crate::retry::forge_breaker::Look::Paused { .. } => Some(format!(
+            "forge `{}` is paused after an outage: nothing is claimed until it answers again",
+            target.forge.name
+        )),
+    }
 }
 
 /// The warnings this run owes and the notifications it sends for preflight problems, each

@@ -58,8 +58,13 @@ pub enum Ending {
         pushed: Option<bool>,
         iteration_completed: bool,
     },
-    /// Opened as a pull request: the bead is in review, in_progress with no worker.
-    InReview { number: u64, url: String },
+    /// In review, in_progress with no worker: its work is a pull request (`number` 0 until
+    /// the forge opens it), `opened` by this run or earlier.
+    InReview {
+        number: u64,
+        url: String,
+        opened_now: bool,
+    },
     /// Someone else holds the bead (3.2); nothing was done.
     ClaimRefused,
     /// Direct dependencies are open (3.3): the bead is blocked.
@@ -200,7 +205,7 @@ impl Worker<'_> {
         };
         let l = context::load(self.paths, msg, &mut run)?;
         // A bead in review is braids' already: its pull request is acted on, not claimed.
-        let review = crate::app::reviews::load(self.paths, &l.slug, &msg.bead)?;
+        let review = crate::review_records::load(self.paths, &l.slug, &msg.bead)?;
         let ending = if let Some(rec) = review {
             self.review(&mut run, &l, rec, started)
                 .unwrap_or_else(|e| self.ended_by_error(&mut run, &l, &e))

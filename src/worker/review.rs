@@ -10,7 +10,8 @@ use anyhow::Result;
 
 use crate::app::iteration::RepoLock;
 use crate::events::{Draft, Kind};
-use crate::forge::{connect, Conditional, Merged};
+use crate::forge::health;
+use crate::forge::{connect, Conditional, ForgeError, Merged};
 use crate::model::NotificationEvent;
 use crate::review::{InReview, ReviewSettings, Rework, Step};
 
@@ -34,7 +35,7 @@ impl Worker<'_> {
         // braids blocked it): its request is no longer watched or acted on.
         let status = self.tracker.show(&bead_id)?.map(|b| b.status);
         if status != Some(crate::model::BeadStatus::InProgress) {
-            crate::app::reviews::remove(self.paths, &l.slug, &bead_id);
+            crate::review_records::remove(self.paths, &l.slug, &bead_id);
             run.step(
                 "review",
                 format!(
@@ -60,7 +61,17 @@ impl Worker<'_> {
                 return Ok(in_review(&rec));
             }
         };
-        let observed = match forge.observe(rec.number, &mut Conditional::default()) {
+        let name = target.forge.name.clone();
+        let heard = |outage: Option<&ForgeError>| {
+            let outcome = outage.map_or(Ok(()), |e| Err(e.clone()));
+            let _ = health::heard(self.paths, &name, &outcome, chrono::Utc::now());
+        };
+        if !rec.opened() {
+            return self.open(run, l, rec, forge.as_ref(), &name);
+        }
+        let observed = forge.observe(rec.number, &mut Conditional::default());
+        heard(observed.as_ref().err());
+        let observed = match observed {
             Ok(o) => o,
             Err(e) => {
                 run.step("review", format!("cannot look at {}: {e}", rec.named()));
@@ -69,6 +80,7 @@ impl Worker<'_> {
         };
         let watched = crate::review::Watched {
             bead: bead_id.clone(),
+            to_open: false,
             handled: rec.handled.clone(),
             pr: Some(observed.pr.clone()),
             merge: settings.merge,
@@ -83,7 +95,9 @@ impl Worker<'_> {
         match step {
             Step::Done { merged_by } => self.merged(run, l, &rec, merged_by, None),
             Step::Merge { head } => {
-                match forge.merge(rec.number, &head, target.forge.merge_method) {
+                let merged = forge.merge(rec.number, &head, target.forge.merge_method);
+                heard(merged.as_ref().err());
+                match merged {
                     Ok(Merged::Merged { commit }) => {
                         if let Err(e) = forge.delete_branch(&rec.branch) {
                             run.step("review", format!("the branch {} stays: {e}", rec.branch));
@@ -124,7 +138,7 @@ impl Worker<'_> {
                 };
                 let closed = matches!(observed.pr.state, crate::review::PrState::Closed { .. });
                 self.tracker.block(&bead_id, &why)?;
-                crate::app::reviews::remove(self.paths, &l.slug, &bead_id);
+                crate::review_records::remove(self.paths, &l.slug, &bead_id);
                 if closed {
                     let by = match &observed.pr.state {
                         crate::review::PrState::Closed { by } => by.clone(),
@@ -153,6 +167,8 @@ impl Worker<'_> {
                 rec.last = why;
                 self.keep_record(run, l, &rec)
             }
+            // An opened request is never to open.
+            Step::Open => Ok(in_review(&rec)),
         }
     }
 
@@ -245,7 +261,7 @@ impl Worker<'_> {
             }
         };
         rec.head = head.clone();
-        crate::app::reviews::save(self.paths, &l.slug, &bead_id, &rec)?;
+        crate::review_records::save(self.paths, &l.slug, &bead_id, &rec)?;
         let bead = self
             .tracker
             .show(&bead_id)?
@@ -348,8 +364,64 @@ impl Worker<'_> {
         self.keep_record(run, l, &rec)
     }
 
+    /// Opens the request whose branch an earlier worker pushed when the forge would not open
+    /// it (or the worker died first): the forge finds one already open for the branch.
+    fn open(
+        &self,
+        run: &mut Run<'_, '_>,
+        l: &Loaded,
+        mut rec: InReview,
+        forge: &dyn crate::forge::Forge,
+        name: &str,
+    ) -> Result<Ending> {
+        let words = rec
+            .to_open
+            .clone()
+            .unwrap_or_else(|| crate::review::ToOpen {
+                title: rec.bead.clone(),
+                body: String::new(),
+            });
+        let asked = forge.open(&crate::forge::Opening {
+            head: rec.branch.clone(),
+            base: rec.base.clone(),
+            title: words.title,
+            body: words.body,
+        });
+        let _ = health::heard(self.paths, name, &asked, chrono::Utc::now());
+        match asked {
+            Ok(o) => {
+                rec.number = o.number;
+                rec.url = o.url;
+                rec.to_open = None;
+                rec.last = "opened".into();
+                crate::review_records::save(self.paths, &l.slug, &run.msg.bead, &rec)?;
+                run.step("review", format!("opened pull request {}", rec.named()));
+                Ok(Ending::InReview {
+                    number: rec.number,
+                    url: rec.url,
+                    opened_now: true,
+                })
+            }
+            Err(e) if e.is_outage() => {
+                rec.last = format!("not opened yet: {e}");
+                run.step("review", rec.last.clone());
+                self.keep_record(run, l, &rec)
+            }
+            Err(e) => {
+                let why = format!(
+                    "its branch {} is pushed, but {name} would not open a pull request: {e}",
+                    rec.branch
+                );
+                crate::review_records::remove(self.paths, &l.slug, &run.msg.bead);
+                self.tracker.block(&run.msg.bead, &why)?;
+                run.step("block", why.clone());
+                Ok(Ending::Blocked { reason: why })
+            }
+        }
+    }
+
     fn keep_record(&self, run: &mut Run<'_, '_>, l: &Loaded, rec: &InReview) -> Result<Ending> {
-        crate::app::reviews::save(self.paths, &l.slug, &run.msg.bead, rec)?;
+        crate::review_records::save(self.paths, &l.slug, &run.msg.bead, rec)?;
         Ok(in_review(rec))
     }
 
@@ -381,7 +453,7 @@ impl Worker<'_> {
             &bead_id,
             &format!("merged as pull request #{} by {by}", rec.number),
         )?;
-        crate::app::reviews::remove(self.paths, &l.slug, &bead_id);
+        crate::review_records::remove(self.paths, &l.slug, &bead_id);
         run.step(
             "close",
             format!("bead closed: {} merged by {by}", rec.named()),
@@ -441,5 +513,6 @@ fn in_review(rec: &InReview) -> Ending {
     Ending::InReview {
         number: rec.number,
         url: rec.url.clone(),
+        opened_now: false,
     }
 }

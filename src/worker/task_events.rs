@@ -43,9 +43,12 @@ pub fn ending(
             }
             out
         }
-        Ending::InReview { number, url } => {
-            vec![d(Kind::PrOpened).with("number", number).with("url", url)]
-        }
+        Ending::InReview {
+            number,
+            url,
+            opened_now: true,
+        } => vec![d(Kind::PrOpened).with("number", number).with("url", url)],
+        Ending::InReview { .. } => Vec::new(),
         Ending::ClaimRefused | Ending::IterationFrozen | Ending::HandedBack { .. } => Vec::new(),
         Ending::DependenciesOpen { open } => vec![d(Kind::BeadBlocked)
             .with("reason", "its dependencies are open")

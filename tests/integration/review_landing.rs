@@ -444,3 +444,66 @@ fn a_head_braids_just_pushed_is_not_merged_before_its_checks_have_had_time_to_ap
     let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
     assert!(status.contains("#1's head has no checks yet"), "{status}");
 }
+
+/// Moves forge `name`'s next probe into the past, as the minutes a breaker waits would.
+fn probe_due(sb: &Sandbox, name: &str) {
+    let file = sb.braids_dir().join("attempts.json");
+    let mut a: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let b = &mut a["forges"][name];
+    assert!(b.is_object(), "forge {name} is not paused: {a:#}");
+    b["nextProbe"] = serde_json::json!("2000-01-01T00:00:00Z");
+    std::fs::write(&file, serde_json::to_vec_pretty(&a).unwrap()).unwrap();
+}
+
+#[test]
+fn c12_6_a_forge_outage_pauses_it_costs_the_bead_nothing_and_its_request_opens_once_it_answers() {
+    let (sb, bead, bare, gh) = world("auto");
+    gh.set_down(true);
+    // The work is done and its branch pushed; the forge cannot open the request.
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert!(gh.pulls("me/app").is_empty());
+    assert_eq!(sb.br_status("app", &bead), "in_progress");
+    let branch = sb.git(
+        &bare,
+        &["ls-tree", "-r", "--name-only", &format!("braids/{bead}")],
+    );
+    assert!(branch.contains(&format!("work-{bead}.txt")), "{branch}");
+    let listed = sb.ok(&["beads", "app"]);
+    assert!(listed.contains("in review"), "{listed}");
+    // Paused: the runs that follow ask the forge nothing and claim nothing.
+    let asked = gh.requests().len();
+    for _ in 0..2 {
+        assert_eq!(tick_and_wait(&sb), 0);
+    }
+    assert_eq!(gh.requests().len(), asked, "{:#?}", gh.requests());
+    let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+    assert!(status.contains("forge `gh` is paused"), "{status}");
+    // Its probe is due and the forge is back: one worker opens the request, once.
+    gh.set_down(false);
+    probe_due(&sb, "gh");
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(
+        gh.pulls("me/app"),
+        vec![(1, format!("braids/{bead}"), true)],
+        "{}",
+        sb.ok(&["logs", &format!("app:{bead}")])
+    );
+    let attempts: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(attempts.get("forges").is_none(), "{attempts:#}");
+    // The outage cost the bead no attempt.
+    let json: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
+    assert_eq!(json["beads"][0]["attempts"], 0, "{json:#}");
+    // Green: merged, closed; its request was opened once, and told once.
+    let head = gh.head_of("me/app", 1);
+    gh.check(&head, "ci", "completed", Some("success"), "all good");
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "closed");
+    assert!(upstream_files(&sb, &bare).contains(&format!("work-{bead}.txt")));
+    let events = sb.ok(&["events", "--project", "app", "--json"]);
+    assert_eq!(events.matches("\"pr_opened\"").count(), 1, "{events}");
+}

@@ -19,7 +19,7 @@ pub fn tick(
 ) -> anyhow::Result<Observed> {
     let mut observed = observe_installation(inst, state, opts.dry_run, !opts.dry_run, now)?;
     observed.snapshot.allow_mass_kill = opts.allow_mass_kill;
-    crate::tick::preflight::check(&inst.config, &inst.paths.home, &mut observed);
+    crate::tick::preflight::check(&inst.config, &inst.paths, &mut observed);
     let retry = RetryEdge::new(&inst.paths, &inst.config);
     let (change, paused) = retry.observe(&inst.paths, &mut observed, state, now, opts.dry_run);
     if let Some(t) = &change {

@@ -141,7 +141,7 @@ impl Worker<'_> {
             .unwrap_or_default();
         let answers = crate::answers::load(self.paths, &l.slug, bead_id);
         // An attempt answering the bead's pull request is told what the forge said.
-        let review = crate::app::reviews::load(self.paths, &l.slug, bead_id)
+        let review = crate::review_records::load(self.paths, &l.slug, bead_id)
             .ok()
             .flatten()
             .and_then(|r| r.rework)

@@ -10,7 +10,7 @@ use crate::app::iteration::RepoLock;
 use crate::forge::connect;
 use crate::forge::Opening;
 use crate::model::{Bead, NotificationEvent};
-use crate::review::{InReview, ReviewSettings};
+use crate::review::{InReview, ReviewSettings, ToOpen};
 use crate::workspace::{Landing, Workspace, Workspaces};
 
 use super::finish::PUSH_TIMEOUT;
@@ -71,7 +71,7 @@ impl Worker<'_> {
             ..p.landing
         };
         // An attempt answering the forge goes to the request it answers.
-        let open = crate::app::reviews::load(self.paths, &l.slug, bead_id)?;
+        let open = crate::review_records::load(self.paths, &l.slug, bead_id)?;
         let commit = match self.workspaces(l).propose(p.ws, &landing) {
             Ok(Some(c)) => c,
             Ok(None) if open.is_none() => return Ok(Err(lock)),
@@ -107,38 +107,65 @@ impl Worker<'_> {
             title: format!("{} ({bead_id})", first_line(&p.bead.title)),
             body: body(bead_id, p.bead, p.summary),
         };
-        let opened = match forge.open(&opening) {
-            Ok(o) => o,
-            Err(e) => {
-                return refuse(
-                    run,
-                    lock,
-                    format!(
-                        "its branch {branch} is pushed, but {} would not open a pull request: {e}",
-                        target.forge.name
-                    ),
-                )
-            }
-        };
-        let record = InReview {
+        // Recorded before the forge is asked: a forge that fails to open it, or a worker
+        // killed before it heard, leaves the next run a pushed branch to open, never an
+        // orphan request.
+        let mut record = InReview {
             bead: bead_id.to_string(),
             forge: target.forge.name.clone(),
             repository: target.repository.clone(),
-            number: opened.number,
-            url: opened.url.clone(),
+            number: 0,
+            url: String::new(),
             branch,
             base: base_name,
             head: commit,
             opened_at: chrono::Utc::now(),
             handled: Default::default(),
-            last: "opened".into(),
+            last: "its branch is pushed; not opened yet".into(),
             rework: None,
             pending: None,
             pushed_at: None,
+            to_open: Some(ToOpen {
+                title: opening.title.clone(),
+                body: opening.body.clone(),
+            }),
         };
-        crate::app::reviews::save(self.paths, &l.slug, bead_id, &record)?;
+        crate::review_records::save(self.paths, &l.slug, bead_id, &record)?;
+        let asked = forge.open(&opening);
+        let _ =
+            crate::forge::health::heard(self.paths, &target.forge.name, &asked, chrono::Utc::now());
+        match asked {
+            Ok(o) => {
+                record.number = o.number;
+                record.url = o.url;
+                record.to_open = None;
+                record.last = "opened".into();
+            }
+            // The forge's trouble, not the bead's: opened by a later run once it answers.
+            Err(e) if e.is_outage() => {
+                record.last = format!("not opened yet: {e}");
+                run.step(
+                    "review",
+                    format!("{} would not open it: {e}", target.forge.name),
+                );
+            }
+            Err(e) => {
+                crate::review_records::remove(self.paths, &l.slug, bead_id);
+                return refuse(
+                    run,
+                    lock,
+                    format!(
+                        "its branch {} is pushed, but {} would not open a pull request: {e}",
+                        record.branch, target.forge.name
+                    ),
+                );
+            }
+        }
+        crate::review_records::save(self.paths, &l.slug, bead_id, &record)?;
         drop(lock);
-        run.step("review", format!("opened pull request {}", record.named()));
+        if record.opened() {
+            run.step("review", format!("opened pull request {}", record.named()));
+        }
         self.drop_workspace(run, l);
         let text = format!(
             "[{}] {bead_id} is in review: pull request {} ({})",
@@ -149,6 +176,7 @@ impl Worker<'_> {
         run.notify(l, NotificationEvent::Review, &text);
         Ok(Ok(Ending::InReview {
             number: record.number,
+            opened_now: record.opened(),
             url: record.url,
         }))
     }
@@ -206,11 +234,12 @@ impl Worker<'_> {
             }
         }
         rec.rework = None;
-        crate::app::reviews::save(self.paths, &l.slug, &bead_id, &rec)?;
+        crate::review_records::save(self.paths, &l.slug, &bead_id, &rec)?;
         self.drop_workspace(run, l);
         Ok(Ending::InReview {
             number: rec.number,
             url: rec.url,
+            opened_now: false,
         })
     }
 }
