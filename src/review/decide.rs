@@ -86,7 +86,7 @@ pub fn decide(
                 why: format!(
                     "pull request #{n} was closed without a merge{}",
                     by.as_deref()
-                        .map(|b| format!(" by {b}"))
+                        .map(|b| format!(" by {}", super::prompt::one_line(b)))
                         .unwrap_or_default()
                 ),
             }

@@ -48,7 +48,9 @@ fn review(r: &Review) -> String {
     format!("## From {}\n\n{}\n", one_line(&r.author), quoted(&r.body))
 }
 
-fn one_line(s: &str) -> String {
+/// Forge words on one line, without control characters, at most 200 characters: a name, a
+/// login, a log's last line, wherever they are shown outside a quote.
+pub fn one_line(s: &str) -> String {
     s.chars().filter(|c| !c.is_control()).take(200).collect()
 }
 

@@ -13,6 +13,7 @@ use crate::events::{Draft, Kind};
 use crate::forge::health;
 use crate::forge::{connect, Conditional, ForgeError, Merged};
 use crate::model::NotificationEvent;
+use crate::review::prompt::one_line;
 use crate::review::{InReview, ReviewSettings, Rework, Step};
 
 use super::bead::attempt::AttemptEnd;
@@ -112,7 +113,7 @@ impl Worker<'_> {
                     }
                     Ok(Merged::NotMergeable(why)) => {
                         rec.handled.merge_refused_at = Some(head.clone());
-                        rec.last = format!("not merged: {}", clip(&why, 200));
+                        rec.last = format!("not merged: {}", one_line(&why));
                         self.keep_record(run, l, &rec)
                     }
                     Err(e) => {
@@ -128,7 +129,7 @@ impl Worker<'_> {
                     .checks
                     .iter()
                     .filter(|c| c.state == crate::review::CheckState::Failed)
-                    .map(|c| format!("{}: {}", c.name, last_line(&c.summary)))
+                    .map(|c| format!("{}: {}", one_line(&c.name), one_line(last_line(&c.summary))))
                     .collect();
                 let why = match said.is_empty()
                     || matches!(observed.pr.state, crate::review::PrState::Closed { .. })
@@ -448,6 +449,7 @@ impl Worker<'_> {
                 );
             }
         }
+        let merged_by = merged_by.as_deref().map(one_line);
         let by = merged_by.clone().unwrap_or_else(|| "a person".into());
         self.tracker.close(
             &bead_id,

@@ -67,6 +67,17 @@ fn a_merged_or_closed_request_ends_the_review_whatever_else_it_says() {
         Step::Blocked { why } => assert!(why.ends_with("without a merge"), "{why}"),
         other => panic!("{other:?}"),
     }
+    // A login is the forge's text: the reason a person reads carries no escape of it.
+    pr.state = PrState::Closed {
+        by: Some("bo\u{1b}[2J\nrm -rf".into()),
+    };
+    match auto(&pr, &Handled::default()) {
+        Step::Blocked { why } => {
+            assert!(why.ends_with("by bo[2Jrm -rf"), "{why}");
+            assert!(!why.chars().any(char::is_control), "{why:?}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
