@@ -75,9 +75,8 @@ impl Output for ProjectBeads {
             }
             if let Some(r) = &b.review {
                 o.push_str(&format!(
-                    "    pull request #{} {} ({}{})\n",
-                    r.number,
-                    r.url,
+                    "    {} ({}{})\n",
+                    crate::review::request_words(r.number, &r.url),
                     clip(&r.last, 200),
                     match r.attempts {
                         0 => String::new(),

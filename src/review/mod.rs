@@ -19,7 +19,7 @@ pub mod watched;
 pub use decide::{decide, Handled, Rework, Step};
 
 pub use pull_request::{Check, CheckState, Mergeable, PrState, PullRequest, Review, ReviewState};
-pub use record::{branch_of, InReview, ToOpen};
+pub use record::{branch_of, request_words, InReview, ToOpen};
 pub use settings::{ForgeRef, Landing, MergePolicy, ReviewSettings};
 pub use watched::Watched;
 

@@ -53,6 +53,15 @@ pub struct ToOpen {
     pub body: String,
 }
 
+/// A bead's request as people read it: `pull request #12 <url>`, or that it is not opened yet
+/// (its number is 0 until the forge opens it).
+pub fn request_words(number: u64, url: &str) -> String {
+    match number {
+        0 => "pull request not opened yet (its branch is pushed)".into(),
+        n => format!("pull request #{n} {url}"),
+    }
+}
+
 /// The branch a bead's pull request is opened from: braids' own name for it.
 pub fn branch_of(bead: &str) -> String {
     format!("braids/{bead}")

@@ -138,6 +138,21 @@ fn project(p: &Picture, r: &ProjectReport, d: Option<&ProjectDetail>, ctx: Ctx<'
                     }
                 }
             }
+            @if !r.reviews.is_empty() {
+                h3 { "In review" }
+                table class="reviews" {
+                    thead { tr { th { "Bead" } th { "Pull request" } th { "Where it stands" } } }
+                    tbody {
+                        @for v in &r.reviews {
+                            tr class="review" data-bead=(v.bead) {
+                                td { a href=(format!("/beads/{}:{}", r.slug, v.bead)) { (v.bead) } }
+                                td { @if v.number == 0 { "not opened yet" } @else { a href=(web_link(&v.url)) { "#" (v.number) } } }
+                                td { (clip(&v.state, 200)) }
+                            }
+                        }
+                    }
+                }
+            }
             @if let Some(d) = d {
                 (waiting(r, d, ctx))
                 h3 { "Last 7 days" }
@@ -203,6 +218,14 @@ fn waiting(r: &ProjectReport, d: &ProjectDetail, ctx: Ctx<'_>) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// A forge's link, followed only when it is one (`http(s)://`): never a `javascript:` one.
+fn web_link(url: &str) -> &str {
+    match url.starts_with("https://") || url.starts_with("http://") {
+        true => url,
+        false => "#",
     }
 }
 
@@ -273,6 +296,13 @@ pub fn bead(
                     @if row.attempts > 0 { " · " (row.attempts) " failed attempt(s)" } }
                 @if let Some(w) = &row.waiting { p { (w.kind.as_str()) ": " (w.text) } }
                 @if let Some(w) = &row.worker { p { "Worker " (w.session) " for " (elapsed(w.elapsed_seconds)) } }
+                @if let Some(v) = &row.review {
+                    p class="review" { "In review: "
+                        @if v.number == 0 { "its pull request is not opened yet (branch " code { (v.branch) } ")" }
+                        @else { a href=(web_link(&v.url)) { "pull request #" (v.number) } " from " code { (v.branch) } }
+                        " · " (clip(&v.last, 200))
+                        @if v.attempts > 0 { " · " (v.attempts) " attempt(s) answered the forge" } }
+                }
                 @if let Some(h) = held {
                     h3 { "Held work: commit " code { (h.commit.get(..12).unwrap_or(&h.commit)) } " on " code { (h.branch) } " (against " code { (h.base) } ")" }
                     @if !h.control.is_empty() {

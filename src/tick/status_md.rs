@@ -216,10 +216,9 @@ fn waiting_of(o: &mut String, r: &ProjectReport) {
             let state = crate::system::templates::clip(&v.state, 300);
             let _ = writeln!(
                 o,
-                "  - {}: pull request #{} {} ({})",
+                "  - {}: {} ({})",
                 v.bead,
-                v.number,
-                v.url,
+                crate::review::request_words(v.number, &v.url),
                 cell(&state)
             );
         }

@@ -107,6 +107,26 @@ fn a_bead_is_opened_as_a_pull_request_and_merged_by_braids_once_its_checks_pass(
     let review = &json["beads"][0]["review"];
     assert_eq!(review["number"], 1, "{json:#}");
     assert_eq!(review["branch"], format!("braids/{bead}"), "{json:#}");
+    // The dashboard's pages: the project's requests, and the bead's own.
+    let served = sb.serve();
+    let home = served.get("/");
+    assert!(
+        home.body.contains(r#"<h3>In review</h3>"#)
+            && home
+                .body
+                .contains(r#"<a href="https://github.example/me/app/pull/1">#1</a>"#)
+            && home.body.contains("checks are running"),
+        "{}",
+        home.body
+    );
+    let page = served.get(&format!("/beads/app:{bead}"));
+    assert!(
+        page.body.contains("In review: ")
+            && page.body.contains(&format!("<code>braids/{bead}</code>")),
+        "{}",
+        page.body
+    );
+    drop(served);
     // Green: the next run starts a worker, which merges the head it saw pass and closes.
     gh.check(&head, "ci", "completed", Some("success"), "all good");
     assert_eq!(tick_and_wait(&sb), 1);
