@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../tests/integration/support/bare_git.rs"]
+#[allow(dead_code)]
+mod bare_git;
 #[path = "../tests/integration/support/forge_github.rs"]
 #[allow(dead_code)]
 mod forge_github;

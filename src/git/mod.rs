@@ -388,6 +388,18 @@ pub fn remote_without_upstream(root: &Path, branch: &str) -> bool {
     !repo.remotes().map(|r| r.is_empty()).unwrap_or(true) && !has_upstream(root, branch)
 }
 
+/// What git said of a failed network command, on one line: it is shown in tables, logs and
+/// notifications.
+pub(crate) fn said_on_one_line(out: &Output) -> String {
+    [out.stderr.as_str(), out.stdout.as_str()]
+        .iter()
+        .flat_map(|t| t.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `git <args>` talking to a remote: the person's own git (their credentials, SSH agent and
 /// config), never prompting, with messages in English for braids to read, within `timeout`.
 pub(crate) fn over_network(root: &Path, args: &[&str], timeout: Duration) -> Result<Output> {
@@ -479,14 +491,7 @@ pub fn push(root: &Path, branch: &str, timeout: Duration) -> Result<Pushed> {
             return Err(anyhow!("git push timed out after {}s", timeout.as_secs()));
         }
         if !replay::rejected_as_behind(&out.stdout) {
-            // One line: it is shown in tables, logs and notifications.
-            let said: Vec<&str> = [out.stderr.as_str(), out.stdout.as_str()]
-                .iter()
-                .flat_map(|t| t.lines())
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            return Err(anyhow!("git push failed: {}", said.join(" ")));
+            return Err(anyhow!("git push failed: {}", said_on_one_line(&out)));
         }
         let caught =
             replay::catch_up(root, branch, timeout).map_err(|e| with_kept(e, &done.kept))?;

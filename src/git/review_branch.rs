@@ -43,13 +43,10 @@ pub fn push_review_branch(
     if out.timed_out {
         return Err(anyhow!("git push timed out after {}s", timeout.as_secs()));
     }
-    let said: Vec<&str> = [out.stderr.as_str(), out.stdout.as_str()]
-        .iter()
-        .flat_map(|t| t.lines())
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    Err(anyhow!("git push of {branch} failed: {}", said.join(" ")))
+    Err(anyhow!(
+        "git push of {branch} failed: {}",
+        super::said_on_one_line(&out)
+    ))
 }
 
 /// Fetches `branch` from `remote` as it is now; its commit. Kept under braids' own ref

@@ -80,6 +80,15 @@ impl InReview {
         self.number != 0
     }
 
+    /// An attempt did not answer the forge (`what` befell it, `why`): the step it took is left
+    /// for a later run, this attempt counted.
+    pub fn unanswered(&mut self, what: &str, why: &str) {
+        self.pending = None;
+        self.rework = None;
+        let why: String = why.chars().take(300).collect();
+        self.last = format!("attempt {} {what}: {why}", self.handled.attempts);
+    }
+
     /// `#12` with its link, as logs and notifications name it.
     pub fn named(&self) -> String {
         if !self.opened() {

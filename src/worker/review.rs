@@ -284,14 +284,7 @@ impl Worker<'_> {
                 r.summary.as_deref().unwrap_or("(no summary)")
             ),
         };
-        // Not answered: the same head is tried again by a later run, this attempt counted.
-        rec.pending = None;
-        rec.rework = None;
-        rec.last = format!(
-            "attempt {} did not pass: {}",
-            rec.handled.attempts,
-            clip(&ended, 300)
-        );
+        rec.unanswered("did not pass", &ended);
         run.step("review", rec.last.clone());
         self.drop_workspace(run, l);
         self.keep_record(run, l, &rec)
@@ -324,41 +317,37 @@ impl Worker<'_> {
             )?;
             Ok((head.clone(), crate::git::rebase_onto(&root, &head, &onto)?))
         })();
-        match rebased {
-            Ok((head, crate::git::Rebased::Onto(new))) => {
-                match crate::git::push_review_branch(
-                    &root,
-                    &remote,
-                    &new,
-                    &rec.branch,
-                    Some(&head),
-                    PUSH_TIMEOUT,
-                ) {
-                    Ok(()) => {
-                        run.step(
-                            "push",
-                            format!("{} rebased onto {}: {new}", rec.branch, rec.base),
-                        );
-                        rec.head = new.clone();
-                        rec.pushed_at = Some(chrono::Utc::now());
-                        rec.last = format!("rebased onto {} as {new}", rec.base);
-                    }
-                    Err(e) => {
-                        rec.handled.rebase_failed_at = Some(seen.to_string());
-                        rec.last = format!("not rebased: {e:#}");
-                    }
-                }
-            }
-            Ok((_, crate::git::Rebased::Conflict(paths))) => {
-                rec.handled.rebase_failed_at = Some(seen.to_string());
-                rec.last = format!(
-                    "its rebase conflicts in {}: the forge's next answer goes to the agent",
-                    clip(&paths.join(", "), 200)
+        let replayed: Result<String, String> = match rebased {
+            Ok((head, crate::git::Rebased::Onto(new))) => crate::git::push_review_branch(
+                &root,
+                &remote,
+                &new,
+                &rec.branch,
+                Some(&head),
+                PUSH_TIMEOUT,
+            )
+            .map(|()| new)
+            .map_err(|e| format!("not rebased: {e:#}")),
+            Ok((_, crate::git::Rebased::Conflict(paths))) => Err(format!(
+                "its rebase conflicts in {}: the forge's next answer goes to the agent",
+                clip(&paths.join(", "), 200)
+            )),
+            Err(e) => Err(format!("not rebased: {e:#}")),
+        };
+        match replayed {
+            Ok(new) => {
+                run.step(
+                    "push",
+                    format!("{} rebased onto {}: {new}", rec.branch, rec.base),
                 );
+                rec.last = format!("rebased onto {} as {new}", rec.base);
+                rec.head = new;
+                rec.pushed_at = Some(chrono::Utc::now());
             }
-            Err(e) => {
+            // Not tried again at this head: the forge's next answer decides.
+            Err(why) => {
                 rec.handled.rebase_failed_at = Some(seen.to_string());
-                rec.last = format!("not rebased: {e:#}");
+                rec.last = why;
             }
         }
         run.step("review", rec.last.clone());

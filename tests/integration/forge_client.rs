@@ -10,14 +10,15 @@ use braids::review::{
     decide, CheckState, Handled, MergePolicy, Mergeable, PrState, ReviewState, Rework, Step,
 };
 
-use crate::support::forge_github::{self, run_git as git, GitHub};
+use crate::support::bare_git::{self, run_git as git};
+use crate::support::forge_github::GitHub;
 
 const TOKEN: &str = "ghp_standin";
 
 /// A bare repository with `main` and a pushed branch `braids/app-1`; its head.
 fn world(tmp: &Path) -> (std::path::PathBuf, String) {
-    let (bare, work) = forge_github::world(tmp);
-    let head = forge_github::push_branch(&work, "braids/app-1", "b.txt", "two\n");
+    let (bare, work) = bare_git::world(tmp);
+    let head = bare_git::push_branch(&work, "braids/app-1", "b.txt", "two\n");
     (bare, head)
 }
 

@@ -12,7 +12,7 @@ use braids::review::{
     decide, CheckState, Handled, MergePolicy, Mergeable, PrState, ReviewState, Rework, Step,
 };
 
-use crate::support::forge_github::{push_branch, run_git as git, world};
+use crate::support::bare_git::{push_branch, run_git as git, world};
 use crate::support::forge_gitlab::GitLab;
 
 const TOKEN: &str = "glpat-standin";

@@ -4,7 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::support::forge_github::{push_branch, run_git as git, world, GitHub};
+use crate::support::bare_git::{push_branch, run_git as git, world};
+use crate::support::forge_github::GitHub;
 
 const TOKEN: &str = "ghp_standin";
 

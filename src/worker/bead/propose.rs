@@ -223,13 +223,7 @@ impl Worker<'_> {
                 }
             }
             Err(why) => {
-                // The same head is answered again by a later run, this attempt counted.
-                rec.pending = None;
-                rec.last = format!(
-                    "attempt {} not pushed: {}",
-                    rec.handled.attempts,
-                    clip(&why, 300)
-                );
+                rec.unanswered("not pushed", &why);
                 run.step("push", rec.last.clone());
             }
         }

@@ -20,7 +20,6 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -28,6 +27,11 @@ use axum::extract::State as Shared;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
+
+use super::bare_git::{commit_tree, default_branch, git, merge_tree, rev};
+
+/// Who the forge's own commits are by.
+const FORGE: (&str, &str) = ("GitHub", "noreply@github.example");
 
 /// One request braids made, as the forge answered it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -817,7 +821,7 @@ fn merge(
     let tree = merge_tree(&bare, &base, &head).ok_or("Pull Request is not mergeable")?;
     let title = format!("{} (#{number})", p.title);
     let commit = match method {
-        "squash" => commit_tree(&bare, &tree, &[&base], &title)?,
+        "squash" => commit_tree(&bare, &tree, &[&base], &title, FORGE)?,
         "rebase" => {
             let mut at = base.clone();
             let list = git(
@@ -839,7 +843,13 @@ fn merge(
                 )
                 .map_err(|_| "Pull Request is not mergeable".to_string())?;
                 let msg = git(&bare, &["log", "-1", "--format=%B", c])?;
-                at = commit_tree(&bare, t.lines().next().unwrap_or_default(), &[&at], &msg)?;
+                at = commit_tree(
+                    &bare,
+                    t.lines().next().unwrap_or_default(),
+                    &[&at],
+                    &msg,
+                    FORGE,
+                )?;
             }
             at
         }
@@ -851,6 +861,7 @@ fn merge(
                 "Merge pull request #{number} from {}\n\n{}",
                 p.head, p.title
             ),
+            FORGE,
         )?,
     };
     git(
@@ -872,113 +883,4 @@ fn merge(
     p.merge_commit = Some(commit.clone());
     p.updated += 1;
     Ok(commit)
-}
-
-fn merge_tree(bare: &Path, base: &str, head: &str) -> Option<String> {
-    git(bare, &["merge-tree", "--write-tree", base, head])
-        .ok()
-        .and_then(|t| t.lines().next().map(String::from))
-}
-
-fn commit_tree(bare: &Path, tree: &str, parents: &[&str], message: &str) -> Result<String, String> {
-    let mut args = vec!["commit-tree", tree];
-    for p in parents {
-        args.extend(["-p", p]);
-    }
-    args.extend(["-m", message]);
-    git(bare, &args).map(|o| o.trim().to_string())
-}
-
-fn rev(bare: &Path, name: &str) -> Option<String> {
-    git(
-        bare,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{name}^{{commit}}"),
-        ],
-    )
-    .ok()
-    .map(|o| o.trim().to_string())
-    .filter(|o| !o.is_empty())
-}
-
-fn default_branch(bare: &Path) -> String {
-    git(bare, &["symbolic-ref", "--short", "HEAD"])
-        .map(|o| o.trim().to_string())
-        .unwrap_or_else(|_| "main".into())
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let o = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "GitHub")
-        .env("GIT_AUTHOR_EMAIL", "noreply@github.example")
-        .env("GIT_COMMITTER_NAME", "GitHub")
-        .env("GIT_COMMITTER_EMAIL", "noreply@github.example")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .map_err(|e| e.to_string())?;
-    match o.status.success() {
-        true => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
-        false => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
-    }
-}
-
-/// Runs git in `dir` as a test's own person would; its output, or a panic with git's words.
-pub fn run_git(dir: &Path, args: &[&str]) -> String {
-    let o = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
-/// A bare repository with `main` holding one commit, and a clone of it.
-pub fn world(tmp: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let bare = tmp.join("app.git");
-    let work = tmp.join("work");
-    run_git(
-        tmp,
-        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
-    );
-    run_git(
-        tmp,
-        &[
-            "clone",
-            "-q",
-            bare.to_str().unwrap(),
-            work.to_str().unwrap(),
-        ],
-    );
-    std::fs::write(work.join("a.txt"), "one\n").unwrap();
-    run_git(&work, &["add", "."]);
-    run_git(&work, &["commit", "-qm", "first"]);
-    run_git(&work, &["push", "-q", "origin", "HEAD:main"]);
-    (bare, work)
-}
-
-/// Pushes `branch`, made on `main` with `file` holding `text`, from the clone `work`; its
-/// head.
-pub fn push_branch(work: &Path, branch: &str, file: &str, text: &str) -> String {
-    run_git(work, &["checkout", "-q", "-B", branch, "origin/main"]);
-    std::fs::write(work.join(file), text).unwrap();
-    run_git(work, &["add", "."]);
-    run_git(work, &["commit", "-qm", &format!("change {file}")]);
-    run_git(work, &["push", "-q", "-f", "origin", branch]);
-    run_git(work, &["rev-parse", "HEAD"])
 }

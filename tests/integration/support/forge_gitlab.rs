@@ -39,7 +39,6 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -47,6 +46,11 @@ use axum::extract::State as Shared;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
+
+use super::bare_git::{commit_tree, default_branch, git, merge_tree, rev};
+
+/// Who the forge's own commits are by.
+const FORGE: (&str, &str) = ("GitLab", "noreply@gitlab.example");
 
 /// One request braids made, as the forge answered it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1578,7 +1582,7 @@ fn merge(
     let squashed = match squash {
         true => {
             let tree = git(&p.bare, &["rev-parse", &format!("{head}^{{tree}}")]).map_err(fail)?;
-            Some(commit_tree(&p.bare, tree.trim(), &[&merge_base], &m.title).map_err(fail)?)
+            Some(commit_tree(&p.bare, tree.trim(), &[&merge_base], &m.title, FORGE).map_err(fail)?)
         }
         false => None,
     };
@@ -1591,7 +1595,7 @@ fn merge(
             "Merge branch '{}' into '{}'\n\n{}\n\nSee merge request {}!{}",
             m.source, m.target, m.title, p.path, m.iid
         );
-        let c = commit_tree(&p.bare, &tree, &[&base, &tip], &text).map_err(fail)?;
+        let c = commit_tree(&p.bare, &tree, &[&base, &tip], &text, FORGE).map_err(fail)?;
         (c.clone(), Some(c))
     };
     git(
@@ -1618,58 +1622,4 @@ fn merge(
     m.sha = head;
     m.updated += 1;
     Ok(new)
-}
-
-fn merge_tree(bare: &Path, base: &str, head: &str) -> Option<String> {
-    git(bare, &["merge-tree", "--write-tree", base, head])
-        .ok()
-        .and_then(|t| t.lines().next().map(String::from))
-}
-
-fn commit_tree(bare: &Path, tree: &str, parents: &[&str], message: &str) -> Result<String, String> {
-    let mut args = vec!["commit-tree", tree];
-    for p in parents {
-        args.extend(["-p", p]);
-    }
-    args.extend(["-m", message]);
-    git(bare, &args).map(|o| o.trim().to_string())
-}
-
-fn rev(bare: &Path, name: &str) -> Option<String> {
-    git(
-        bare,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{name}^{{commit}}"),
-        ],
-    )
-    .ok()
-    .map(|o| o.trim().to_string())
-    .filter(|o| !o.is_empty())
-}
-
-fn default_branch(bare: &Path) -> String {
-    git(bare, &["symbolic-ref", "--short", "HEAD"])
-        .map(|o| o.trim().to_string())
-        .unwrap_or_else(|_| "main".into())
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let o = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "GitLab")
-        .env("GIT_AUTHOR_EMAIL", "noreply@gitlab.example")
-        .env("GIT_COMMITTER_NAME", "GitLab")
-        .env("GIT_COMMITTER_EMAIL", "noreply@gitlab.example")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .map_err(|e| e.to_string())?;
-    match o.status.success() {
-        true => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
-        false => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
-    }
 }

@@ -24,6 +24,7 @@
 
 pub mod agent_cli;
 pub mod agent_model;
+pub mod bare_git;
 pub mod checks;
 pub mod claw;
 pub mod files;
