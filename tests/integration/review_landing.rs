@@ -527,3 +527,101 @@ fn c12_6_a_forge_outage_pauses_it_costs_the_bead_nothing_and_its_request_opens_o
     let events = sb.ok(&["events", "--project", "app", "--json"]);
     assert_eq!(events.matches("\"pr_opened\"").count(), 1, "{events}");
 }
+
+/// The real Claude Code, its model a stand-in: the request it opened goes red, and the attempt
+/// that answers resumes the very session that wrote the work, whose next turn writes the fix;
+/// the fix is pushed to the request, which merges once green.
+#[test]
+fn c12_3_claude_code_fixes_a_red_check_in_the_session_it_opened_the_request_from() {
+    use crate::support::agent_cli::Cli;
+    use crate::support::agent_model::{AgentModel, Script};
+    let Some(cli) = Cli::Claude.installed() else {
+        return;
+    };
+    let model = AgentModel::start(Script::Write {
+        files: vec![("hello.txt".into(), "hi\n".into())],
+        final_text: "Created hello.txt.".into(),
+    });
+    let sb = Install::new()
+        .sandboxed()
+        .config("[sessions]\nkill_grace_secs = 5\n")
+        .build();
+    sb.config(&cli.config(sb.home(), &model.url(), &sb.path_var()));
+    let gh = GitHub::start(TOKEN, "braids-bot");
+    let token = sb.home().join("gh-token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    sb.config(&format!(
+        "[worker]\nretries = 1\n\n[forges.gh]\nkind = \"github\"\napi = \"{}\"\ntoken_file = {:?}\n",
+        gh.api(),
+        token.display().to_string()
+    ));
+    let app = sb
+        .new_project("app")
+        .br()
+        .beads(1)
+        .field("Landing", "pull-request")
+        .field("Merge", "auto")
+        .field("Forge", "gh me/app")
+        .create();
+    let bead = app.beads[0].to_string();
+    let bare = sb.bare_upstream("app");
+    gh.repo("me/app", &bare);
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(
+        gh.pulls("me/app"),
+        vec![(1, format!("braids/{bead}"), true)],
+        "{}",
+        sb.ok(&["logs", &format!("app:{bead}")])
+    );
+    let opened_by = model
+        .seen()
+        .iter()
+        .find_map(|s| s.session.clone())
+        .expect("Claude Code sent its session id");
+    let asked = model.seen().len();
+    // The conversation's next turn (its third: the work and its closing words are behind it)
+    // writes the fix.
+    model.script(
+        &bead,
+        Script::Write {
+            files: vec![
+                ("hello.txt".into(), "hi\n".into()),
+                ("unused.txt".into(), String::new()),
+                ("fix.txt".into(), "fixed\n".into()),
+            ],
+            final_text: "Fixed what the check said.".into(),
+        },
+    );
+    let head = gh.head_of("me/app", 1);
+    gh.check(
+        &head,
+        "ci",
+        "completed",
+        Some("failure"),
+        "greeting: expected hello",
+    );
+    assert_eq!(tick_and_wait(&sb), 1);
+    let fixed = gh.head_of("me/app", 1);
+    assert_ne!(fixed, head, "{}", sb.ok(&["logs", &format!("app:{bead}")]));
+    let files = sb.git(&bare, &["ls-tree", "-r", "--name-only", &fixed]);
+    assert!(
+        files.contains("fix.txt") && files.contains("hello.txt"),
+        "{files}"
+    );
+    let later: Vec<_> = model.seen().into_iter().skip(asked).collect();
+    assert!(!later.is_empty());
+    assert!(
+        later
+            .iter()
+            .all(|s| s.session.as_deref() == Some(opened_by.as_str()) && s.turns >= 2),
+        "resumed {opened_by}: {:?}",
+        later
+            .iter()
+            .map(|s| (s.session.clone(), s.turns))
+            .collect::<Vec<_>>()
+    );
+    gh.check(&fixed, "ci", "completed", Some("success"), "all good");
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "closed");
+    assert!(upstream_files(&sb, &bare).contains("fix.txt"));
+}

@@ -208,12 +208,18 @@ impl Worker<'_> {
         }
         if let Some(r) = report.as_ref().filter(|r| r.needs_human()) {
             if let Some(a) = &agent {
-                crate::worker::executor::preset::keep_for_answer(&wd, a);
+                crate::worker::executor::preset::keep_session(&wd, a);
             }
             self.ask(run, l, r)?;
             return Ok(AttemptEnd::Question);
         }
         if let (Some(r), Some(p), true) = (report, fresh.clone(), verdict.starts_with("pass")) {
+            // Its work goes to review: an attempt answering the forge resumes this session.
+            let reviewed = crate::review::ReviewSettings::of(&l.project).0.landing
+                == crate::review::Landing::PullRequest;
+            if let (true, Some(a)) = (reviewed, &agent) {
+                crate::worker::executor::preset::keep_session(&wd, a);
+            }
             return Ok(AttemptEnd::Passed {
                 report: r,
                 deliverable: p,

@@ -70,7 +70,8 @@ impl PresetExecutor {
 
 impl Executor for PresetExecutor {
     fn run(&self, req: &ExecRequest) -> anyhow::Result<ExecResult> {
-        // A session is kept only while a question waits (see `worker::execute`); it is used once.
+        // A session is kept only while a question waits or the bead is in review (see
+        // `keep_session`); it is used once.
         let work_dir = req.prompt_file.parent().map(std::path::Path::to_path_buf);
         let kept = work_dir
             .as_deref()
@@ -129,8 +130,9 @@ fn codex_provider(settings: &PresetSettings) -> Option<String> {
         })
 }
 
-/// The session to keep when an attempt ends with a question: the CLI's id and its totals.
-pub(in crate::worker) fn keep_for_answer(work_dir: &std::path::Path, outcome: &AgentOutcome) {
+/// The session to keep when an attempt ends with a question, or passes into review: the CLI's
+/// id and its totals, for the attempt the answer (or the forge's) starts.
+pub(in crate::worker) fn keep_session(work_dir: &std::path::Path, outcome: &AgentOutcome) {
     let Some(id) = outcome.session.clone() else {
         return;
     };
@@ -143,6 +145,6 @@ pub(in crate::worker) fn keep_for_answer(work_dir: &std::path::Path, outcome: &A
         usage: outcome.session_usage,
     };
     if let Err(e) = session::save(work_dir, &record) {
-        tracing::warn!("cannot keep the agent's session for the answer: {e:#}");
+        tracing::warn!("cannot keep the agent's session for the next attempt: {e:#}");
     }
 }
