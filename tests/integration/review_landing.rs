@@ -625,3 +625,40 @@ fn c12_3_claude_code_fixes_a_red_check_in_the_session_it_opened_the_request_from
     assert_eq!(sb.br_status("app", &bead), "closed");
     assert!(upstream_files(&sb, &bare).contains("fix.txt"));
 }
+
+#[test]
+fn c12_6_a_spent_rate_limit_pauses_the_forge_until_its_reset_and_costs_the_bead_nothing() {
+    let (sb, bead, bare, gh) = world("auto");
+    let head = opened(&sb, &bead, &bare, &gh);
+    gh.check(&head, "ci", "in_progress", None, "");
+    gh.set_remaining(0);
+    let before = chrono::Utc::now().timestamp();
+    assert_eq!(tick_and_wait(&sb), 0);
+    // Paused until the reset GitHub gave (the top of the next hour), not a minute.
+    let attempts: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap(),
+    )
+    .unwrap();
+    let until: chrono::DateTime<chrono::Utc> = attempts["forges"]["gh"]["nextProbe"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{attempts:#}"));
+    let now = chrono::Utc::now();
+    let reset = chrono::DateTime::from_timestamp((now.timestamp() / 3600 + 1) * 3600, 0).unwrap();
+    assert!(
+        until >= reset - chrono::Duration::seconds(1),
+        "{until} before {reset}"
+    );
+    let asked = gh.requests().len();
+    assert_eq!(tick_and_wait(&sb), 0);
+    assert_eq!(gh.requests().len(), asked, "a paused forge was asked");
+    // The window resets; green meanwhile: one probe, then the merge.
+    gh.set_remaining(5000);
+    gh.check(&head, "ci", "completed", Some("success"), "all good");
+    probe_due(&sb, "gh");
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "closed");
+    let json: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
+    assert_eq!(json["beads"][0]["attempts"], 0, "{json:#}");
+}
