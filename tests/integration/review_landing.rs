@@ -19,7 +19,7 @@ fn world(merge: &str) -> (Sandbox, String, PathBuf, GitHub) {
     let sb = Install::new().build();
     let agent = sb.script(
         "bin/agent",
-        "echo \"$BRAIDS_BEAD\" > \"work-$BRAIDS_BEAD.txt\"\n# Told of a failing check: the fix, and the check's words kept to show what it read.\nif grep -q 'Check `ci`' \"$2\"; then grep '^> ' \"$2\" > fix.txt; echo 'Fixed what the check said.' > answer; fi\nmkdir -p \"$(dirname \"$1\")\"\nprintf '# %s\\n\\n## Summary\\n\\nAdded the work file. %s\\n' \"$BRAIDS_BEAD\" \"$(cat answer 2>/dev/null; rm -f answer)\" > \"$1\"\nprintf 'status: pass\\nsummary: added the work file\\n' > \"$BRAIDS_RESULT_FILE\"\n",
+        "echo \"$BRAIDS_BEAD\" > \"work-$BRAIDS_BEAD.txt\"\n# Told of a failing check: the fix, and the check's words kept to show what it read.\nif grep -q 'Check `ci`' \"$2\"; then grep '^> ' \"$2\" > fix.txt; echo 'Fixed what the check said.' > answer; fi\n# Told of a review: the words it answered, kept.\nif grep -q '^## From ' \"$2\"; then grep '^> ' \"$2\" > reviewed.txt; echo 'Did what the review asked.' > answer; fi\nmkdir -p \"$(dirname \"$1\")\"\nprintf '# %s\\n\\n## Summary\\n\\nAdded the work file. %s\\n' \"$BRAIDS_BEAD\" \"$(cat answer 2>/dev/null; rm -f answer)\" > \"$1\"\nprintf 'status: pass\\nsummary: added the work file\\n' > \"$BRAIDS_RESULT_FILE\"\n",
     );
     let gh = GitHub::start(TOKEN, "braids-bot");
     let token = sb.home().join("gh-token");
@@ -657,4 +657,41 @@ fn c12_6_a_spent_rate_limit_pauses_the_forge_until_its_reset_and_costs_the_bead_
     let json: serde_json::Value =
         serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
     assert_eq!(json["beads"][0]["attempts"], 0, "{json:#}");
+}
+
+#[test]
+fn changes_requested_start_an_attempt_and_the_request_merges_once_the_reviewer_approves() {
+    let (sb, bead, bare, gh) = world("auto");
+    sb.set_field("app", "Approvals", "1");
+    let head = opened(&sb, &bead, &bare, &gh);
+    gh.check(&head, "ci", "completed", Some("success"), "");
+    // Green, but nobody approved: nothing to do.
+    assert_eq!(tick_and_wait(&sb), 0);
+    assert_eq!(sb.br_status("app", &bead), "in_progress");
+    gh.review(
+        "me/app",
+        1,
+        "ana",
+        "CHANGES_REQUESTED",
+        "Please say hello in the work file too.",
+        &[(&format!("work-{bead}.txt"), 1, "greet here")],
+    );
+    assert_eq!(tick_and_wait(&sb), 1);
+    let answered = gh.head_of("me/app", 1);
+    assert_ne!(answered, head, "{}", session_logs(&sb));
+    let words = sb.git(&bare, &["show", &format!("{answered}:reviewed.txt")]);
+    assert!(
+        words.contains("Please say hello in the work file too.") && words.contains("greet here"),
+        "{words}"
+    );
+    let events = sb.ok(&["events", "--project", "app", "--json"]);
+    assert!(events.contains("changes_requested"), "{events}");
+    // Green again, but ana's request for changes stands until she reviews again.
+    gh.check(&answered, "ci", "completed", Some("success"), "");
+    assert_eq!(tick_and_wait(&sb), 0);
+    assert_eq!(sb.br_status("app", &bead), "in_progress");
+    gh.review("me/app", 1, "ana", "APPROVED", "Thanks.", &[]);
+    assert_eq!(tick_and_wait(&sb), 1);
+    assert_eq!(sb.br_status("app", &bead), "closed");
+    assert!(upstream_files(&sb, &bare).contains("reviewed.txt"));
 }
