@@ -340,16 +340,23 @@ fn red_to_pushed(bin: &Path, gh: &GitHub, rounds: usize) {
     };
     braids(&["tick", "--force"]);
     let mut head = wait_for_head("");
-    let quiet = |gh: &GitHub| {
-        // The worker that pushed ends before the next round starts.
+    // The worker that pushed ends before the next round starts.
+    let quiet = || {
         let deadline = Instant::now() + Duration::from_secs(120);
-        while !braids(&["sessions", "--json"]).contains("[]") {
-            assert!(Instant::now() < deadline, "the worker never ended");
+        loop {
+            let listed: serde_json::Value =
+                serde_json::from_str(&braids(&["sessions", "--json"])).unwrap_or_default();
+            if listed.as_array().is_some_and(Vec::is_empty) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the worker never ended: {listed}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = gh;
     };
-    quiet(gh);
+    quiet();
     let agent_time = |commit: &str| -> Duration {
         let shown = git(
             &bare,
@@ -400,7 +407,7 @@ fn red_to_pushed(bin: &Path, gh: &GitHub, rounds: usize) {
         );
         shares.push(share);
         head = new;
-        quiet(gh);
+        quiet();
     }
     shares.sort();
     let median = shares[shares.len() / 2];
