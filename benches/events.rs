@@ -61,14 +61,7 @@ fn follow_latency(n: usize) {
     journals[0]
         .append("a", vec![Draft::new(Kind::Error)], chrono::Utc::now())
         .unwrap();
-    let mut child = Command::new(bin)
-        .args(["events", "--follow", "--json"])
-        .env("HOME", h)
-        .env("BRAIDS_LOG", "error")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_braids(bin, h, &["events", "--follow", "--json"]);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     lines.next().unwrap().unwrap();
     let mut took = Vec::new();
@@ -209,18 +202,23 @@ fn lay_down(root: &Path, slug: &str, n: usize) {
     std::fs::write(dir.join(".seq"), format!("{n}\n")).unwrap();
 }
 
-/// Runs braids, counting the lines it prints; (wall, peak RSS in KB, lines).
-fn timed(bin: &Path, home: &Path, args: &[&str]) -> (Duration, i64, usize) {
-    use std::io::{BufRead, BufReader};
-    let t = Instant::now();
-    let mut child = Command::new(bin)
+/// `braids <args>` in `home`, its output piped to the bench, its log quiet.
+fn spawn_braids(bin: &Path, home: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(bin)
         .args(args)
         .env("HOME", home)
         .env("BRAIDS_LOG", "error")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs braids, counting the lines it prints; (wall, peak RSS in KB, lines).
+fn timed(bin: &Path, home: &Path, args: &[&str]) -> (Duration, i64, usize) {
+    use std::io::{BufRead, BufReader};
+    let t = Instant::now();
+    let mut child = spawn_braids(bin, home, args);
     let lines = BufReader::new(child.stdout.take().unwrap()).lines().count();
     let mut status = 0;
     // SAFETY: an all-zero rusage is valid, and the pid is our own child's.
