@@ -290,16 +290,18 @@ fn starttime(pid: u32) -> Option<u64> {
 /// `folders`, but this one, its ancestors and its descendants: what still runs under this
 /// process (another role of the same step, in the same workspace) is its own to end.
 pub fn holders(folders: &[PathBuf]) -> Vec<i32> {
-    holding(folders, true)
+    holding(folders, true, true)
 }
 
 /// Every process but this one and its ancestors that holds one of `folders`, what runs under
-/// this process included: whether a workspace may be pooled.
+/// this process included, and braids' own commands too: whether a workspace may be pooled.
+/// (A braids process holding a descriptor there is spared a kill, never trusted with a
+/// directory the next bead gets: its children would inherit the descriptor.)
 pub fn any_holders(folders: &[PathBuf]) -> Vec<i32> {
-    holding(folders, false)
+    holding(folders, false, false)
 }
 
-fn holding(folders: &[PathBuf], spare_descendants: bool) -> Vec<i32> {
+fn holding(folders: &[PathBuf], spare_descendants: bool, spare_braids: bool) -> Vec<i32> {
     let folders: Vec<PathBuf> = folders
         .iter()
         .filter_map(|f| f.canonicalize().ok())
@@ -336,7 +338,8 @@ fn holding(folders: &[PathBuf], spare_descendants: bool) -> Vec<i32> {
             .iter()
             .filter_map(|l| std::fs::read_link(base.join(l)).ok())
             .any(inside);
-        let walking = || braids.is_some() && identity(&format!("/proc/{pid}/exe")) == braids;
+        let walking =
+            || spare_braids && braids.is_some() && identity(&format!("/proc/{pid}/exe")) == braids;
         let held = works_there
             || !walking()
                 && std::fs::read_dir(base.join("fd"))
@@ -523,10 +526,13 @@ mod tests {
         let reading =
             orphan_of_this_program(&dir, "exec 3<\"$0\"; cd /", &format!("reading-{tag}"));
         let found = holders(std::slice::from_ref(&dir));
+        // Spared a kill, but the folder it holds is not pooled.
+        let pooling = any_holders(std::slice::from_ref(&dir));
         let _ = kill(Pid::from_raw(reading), Signal::SIGKILL);
         let _ = kill(Pid::from_raw(working), Signal::SIGKILL);
         assert!(found.contains(&working), "{found:?} lacks {working}");
         assert!(!found.contains(&reading), "{found:?} holds {reading}");
+        assert!(pooling.contains(&reading), "{pooling:?} lacks {reading}");
     }
 
     #[test]
