@@ -46,6 +46,7 @@ impl Opened {
             project: entry.path.clone(),
             timeout: Duration::from_secs(inst.config.tracker.timeout_secs),
             program: None,
+            installation: Some(inst.paths.clone()),
         };
         let opened = if write {
             tracker::open(kind, options)

@@ -46,6 +46,7 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
                 project: msg.project.clone(),
                 timeout: Duration::from_secs(config.tracker.timeout_secs),
                 program: None,
+                installation: Some(paths.clone()),
             },
         )
         .map_err(|e| anyhow!("{e}"))?,

@@ -21,6 +21,7 @@ pub mod br;
 pub mod br_jsonl;
 pub mod br_native;
 pub mod claw;
+pub mod issues;
 pub mod links;
 pub mod native;
 mod rules;
@@ -37,6 +38,10 @@ pub enum TrackerKind {
     Workplan,
     /// The claw loop's `.claw/WORKPLAN.md`: the first task not checked off, one at a time.
     Claw,
+    /// The labelled issues of a GitHub repository.
+    Github,
+    /// The labelled issues of a GitLab project.
+    Gitlab,
 }
 
 impl TrackerKind {
@@ -47,6 +52,8 @@ impl TrackerKind {
             "bd" | "beads" => Some(TrackerKind::Bd),
             "workplan" | "workplan.md" | "native" => Some(TrackerKind::Workplan),
             "claw" => Some(TrackerKind::Claw),
+            "github" | "github issues" => Some(TrackerKind::Github),
+            "gitlab" | "gitlab issues" => Some(TrackerKind::Gitlab),
             _ => None,
         }
     }
@@ -58,6 +65,8 @@ impl TrackerKind {
             TrackerKind::Bd => "bd",
             TrackerKind::Workplan => "workplan",
             TrackerKind::Claw => "claw",
+            TrackerKind::Github => "github",
+            TrackerKind::Gitlab => "gitlab",
         }
     }
 }
@@ -183,6 +192,9 @@ pub struct TrackerOptions {
     pub timeout: Duration,
     /// Overrides the program name (`br`, `bd`) — tests and unusual installs.
     pub program: Option<PathBuf>,
+    /// braids' installation, where a forge's issues find the forge and its token; a tracker
+    /// of files needs none.
+    pub installation: Option<crate::system::paths::Paths>,
 }
 
 /// Picks and builds the tracker for a project: an explicit kind wins, otherwise a `.beads/`
@@ -196,6 +208,9 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
         TrackerKind::Br => Box::new(br::Br::new(opts)),
         TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
         TrackerKind::Claw => Box::new(claw::ClawTracker::new(&opts, false)),
+        k @ (TrackerKind::Github | TrackerKind::Gitlab) => {
+            Box::new(issues::IssueTracker::open(k, &opts)?)
+        }
         TrackerKind::Workplan | TrackerKind::Auto => {
             Box::new(native::Workplan::with_options(&opts))
         }

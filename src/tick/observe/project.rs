@@ -200,6 +200,7 @@ pub(super) fn observe_project(
         project: root.clone(),
         timeout,
         program: None,
+        installation: Some(paths.clone()),
     };
     let opened = tracker::open_observing(kind, options, read_only);
     let tracker: Arc<dyn Tracker> = match opened {

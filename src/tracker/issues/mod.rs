@@ -1,0 +1,358 @@
+//! A forge's issues as the project's beads (`Tracker: github` or `Tracker: gitlab`): the
+//! repository's issues carrying the project's labels (`Labels:`, `braids` by default), read
+//! through the forge of its pull requests (`Forge:` or the remote's host) with that forge's
+//! token.
+//!
+//! States live on the issue, where the team sees them: claimed is assigned to the token's user
+//! and labelled in progress, blocked is labelled blocked with a comment giving the reason,
+//! done is closed with a comment. Every read starts from [`Mirror`], kept in the project's
+//! `.braids/issues.json`: one conditional listing of what changed since the last read is all
+//! a run asks, so a run where nothing changed costs a `304` (free of quota on GitHub).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use chrono::Utc;
+
+use super::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
+use crate::forge::issues::{Found, IssueForge};
+use crate::forge::ForgeError;
+use crate::model::{Bead, BeadId, BeadStatus};
+
+pub mod mirror;
+pub mod settings;
+
+pub use mirror::{Labels, Mirror};
+use mirror::{bead_id, number_of};
+
+/// Colours of the labels braids makes.
+const PROGRESS_COLOR: &str = "1d76db";
+const BLOCKED_COLOR: &str = "b60205";
+
+/// One project's issues.
+pub struct IssueTracker {
+    kind: TrackerKind,
+    forge: Box<dyn IssueForge + Send + Sync>,
+    /// `forge <name>`, for errors.
+    name: String,
+    labels: Labels,
+    file: PathBuf,
+    key: String,
+    mirror: Mutex<Mirror>,
+}
+
+impl IssueTracker {
+    /// The tracker of `opts.project`, whose PROJECT.md says `Tracker: github` or `gitlab`.
+    pub fn open(kind: TrackerKind, opts: &TrackerOptions) -> Result<IssueTracker, TrackerError> {
+        let source = settings::source(kind, opts).map_err(TrackerError::Io)?;
+        let file = opts.project.join(".braids/issues.json");
+        let key = format!(
+            "{} {} {}",
+            source.forge_name,
+            source.repository,
+            source.labels.wanted.join(",")
+        );
+        let mirror = crate::system::atomic::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Mirror>(&b).ok())
+            .filter(|m| m.key == key)
+            .unwrap_or_else(|| Mirror {
+                key: key.clone(),
+                ..Mirror::default()
+            });
+        Ok(IssueTracker {
+            kind,
+            forge: source.forge,
+            name: format!("forge `{}`", source.forge_name),
+            labels: source.labels,
+            file,
+            key,
+            mirror: Mutex::new(mirror),
+        })
+    }
+
+    fn failed(&self, doing: &str, e: ForgeError) -> TrackerError {
+        match e {
+            e if e.is_outage() => TrackerError::Io(format!("{} {doing}: {e}", self.name)),
+            e => TrackerError::Failed {
+                command: format!("{} {doing}", self.name),
+                code: "refused".into(),
+                message: e.to_string(),
+            },
+        }
+    }
+
+    fn save(&self, m: &Mirror) {
+        if let Ok(bytes) = serde_json::to_vec(m) {
+            if let Some(dir) = self.file.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if let Err(e) = crate::system::atomic::write(&self.file, &bytes) {
+                tracing::warn!("cannot keep {}: {e}", self.file.display());
+            }
+        }
+    }
+
+    /// The token's user, asked once.
+    fn me(&self, m: &mut Mirror) -> Result<String, TrackerError> {
+        if let Some(me) = &m.me {
+            return Ok(me.clone());
+        }
+        let me = self
+            .forge
+            .me()
+            .map_err(|e| self.failed("asking who the token is", e))?;
+        m.me = Some(me.clone());
+        Ok(me)
+    }
+
+    /// Reads what changed since the last read (everything labelled, the first time), and any
+    /// issue a dependency names that braids never read.
+    fn refresh(&self, m: &mut Mirror) -> Result<String, TrackerError> {
+        let me = self.me(m)?;
+        let at = Utc::now();
+        let full = m.since.is_none();
+        let listing = self
+            .forge
+            .issues(&self.labels.wanted, m.since.as_deref(), &mut m.cache)
+            .map_err(|e| self.failed("listing issues", e))?;
+        m.absorb(listing.issues, full, at);
+        let beads = mirror::beads(m, &self.labels, &me);
+        for n in mirror::unknown_dependencies(&beads, m) {
+            match self.forge.issue(n, &mut m.cache) {
+                Ok(Found::Issue(i)) => {
+                    m.issues.insert(n, i);
+                }
+                // A dependency that is gone blocks nothing it could ever unblock.
+                Ok(Found::Gone | Found::Moved) => {}
+                Err(e) => return Err(self.failed(&format!("reading #{n}"), e)),
+            }
+        }
+        self.save(m);
+        Ok(me)
+    }
+
+    /// Issue `number` read now, kept; `None` when it is gone or moved (then forgotten).
+    fn fresh(&self, m: &mut Mirror, number: u64) -> Result<Option<Bead>, TrackerError> {
+        let me = self.me(m)?;
+        match self.forge.issue(number, &mut m.cache) {
+            Ok(Found::Issue(i)) => {
+                let bead = mirror::bead_of(&i, &self.labels, &me);
+                m.issues.insert(number, i);
+                self.save(m);
+                Ok(Some(bead))
+            }
+            Ok(Found::Gone | Found::Moved) => {
+                m.issues.remove(&number);
+                self.save(m);
+                Ok(None)
+            }
+            Err(e) => Err(self.failed(&format!("reading #{number}"), e)),
+        }
+    }
+
+    fn number(&self, id: &BeadId) -> Result<u64, TrackerError> {
+        number_of(id).ok_or_else(|| TrackerError::NoSuchBead(id.clone()))
+    }
+
+    /// Makes braids' own labels once per repository.
+    fn own_labels(&self, m: &mut Mirror) -> Result<(), TrackerError> {
+        if m.labels_made {
+            return Ok(());
+        }
+        for (label, color) in [
+            (&self.labels.progress, PROGRESS_COLOR),
+            (&self.labels.blocked, BLOCKED_COLOR),
+        ] {
+            self.forge
+                .ensure_label(label, color)
+                .map_err(|e| self.failed(&format!("making the label {label}"), e))?;
+        }
+        m.labels_made = true;
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Mirror> {
+        self.mirror.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Posts `body` on `number`.
+    pub fn say(&self, id: &BeadId, body: &str) -> Result<(), TrackerError> {
+        let n = self.number(id)?;
+        self.forge
+            .comment(n, body)
+            .map_err(|e| self.failed(&format!("commenting on #{n}"), e))
+    }
+}
+
+impl Tracker for IssueTracker {
+    fn kind(&self) -> TrackerKind {
+        self.kind
+    }
+
+    fn ready(&self) -> Result<Vec<Bead>, TrackerError> {
+        let listed = self.list()?;
+        self.ready_among(&listed)
+    }
+
+    fn list(&self) -> Result<Vec<Bead>, TrackerError> {
+        let mut m = self.lock();
+        let me = self.refresh(&mut m)?;
+        Ok(mirror::beads(&m, &self.labels, &me))
+    }
+
+    fn ready_among(&self, listed: &[Bead]) -> Result<Vec<Bead>, TrackerError> {
+        Ok(mirror::ready(listed, &self.lock()))
+    }
+
+    fn show(&self, id: &BeadId) -> Result<Option<Bead>, TrackerError> {
+        let Some(n) = number_of(id) else {
+            return Ok(None);
+        };
+        let mut m = self.lock();
+        if let (Some(i), Some(me)) = (m.issues.get(&n), m.me.as_deref()) {
+            return Ok(Some(mirror::bead_of(i, &self.labels, me)));
+        }
+        self.fresh(&mut m, n)
+    }
+
+    fn claim(&self, id: &BeadId, actor: &str) -> Result<ClaimOutcome, TrackerError> {
+        let _ = actor;
+        let n = self.number(id)?;
+        let mut m = self.lock();
+        let me = self.me(&mut m)?;
+        let Some(now) = self.fresh(&mut m, n)? else {
+            return Err(TrackerError::NoSuchBead(id.clone()));
+        };
+        match now.status {
+            BeadStatus::Open => {}
+            BeadStatus::InProgress if now.assignee.as_deref() == Some(me.as_str()) => {
+                return Ok(ClaimOutcome::Claimed)
+            }
+            status => {
+                return Ok(ClaimOutcome::Refused {
+                    status,
+                    holder: now.assignee,
+                })
+            }
+        }
+        self.own_labels(&mut m)?;
+        self.forge
+            .assign(n, &me, true)
+            .and_then(|()| {
+                self.forge
+                    .relabel(n, std::slice::from_ref(&self.labels.progress), &[])
+            })
+            .map_err(|e| self.failed(&format!("claiming #{n}"), e))?;
+        if let Some(i) = m.issues.get_mut(&n) {
+            i.assignees = vec![me];
+            i.labels.push(self.labels.progress.clone());
+        }
+        self.save(&m);
+        Ok(ClaimOutcome::Claimed)
+    }
+
+    fn close(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError> {
+        let n = self.number(id)?;
+        let mut m = self.lock();
+        let Some(now) = self.fresh(&mut m, n)? else {
+            return Err(TrackerError::NoSuchBead(id.clone()));
+        };
+        let drop_labels = [self.labels.progress.clone(), self.labels.blocked.clone()];
+        let result = if now.status == BeadStatus::Closed {
+            // Closed by the forge when its pull request merged: the labels are tidied only.
+            self.forge.relabel(n, &[], &drop_labels)
+        } else {
+            self.forge
+                .comment(n, &format!("Done by braids: {}", one_paragraph(reason)))
+                .and_then(|()| self.forge.set_open(n, false))
+                .and_then(|()| self.forge.relabel(n, &[], &drop_labels))
+        };
+        result.map_err(|e| self.failed(&format!("closing #{n}"), e))?;
+        if let Some(i) = m.issues.get_mut(&n) {
+            i.open = false;
+            i.labels.retain(|l| !drop_labels.iter().any(|d| d.eq_ignore_ascii_case(l)));
+        }
+        self.save(&m);
+        Ok(())
+    }
+
+    fn block(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError> {
+        let n = self.number(id)?;
+        let mut m = self.lock();
+        self.own_labels(&mut m)?;
+        self.forge
+            .comment(n, &format!("Blocked by braids: {}", one_paragraph(reason)))
+            .and_then(|()| {
+                self.forge.relabel(
+                    n,
+                    std::slice::from_ref(&self.labels.blocked),
+                    std::slice::from_ref(&self.labels.progress),
+                )
+            })
+            .map_err(|e| self.failed(&format!("blocking #{n}"), e))?;
+        if let Some(i) = m.issues.get_mut(&n) {
+            i.labels.retain(|l| !l.eq_ignore_ascii_case(&self.labels.progress));
+            i.labels.push(self.labels.blocked.clone());
+        }
+        self.save(&m);
+        Ok(())
+    }
+
+    fn reopen(&self, id: &BeadId, reason: &str) -> Result<(), TrackerError> {
+        let _ = reason;
+        let n = self.number(id)?;
+        let mut m = self.lock();
+        let me = self.me(&mut m)?;
+        let drop_labels = [self.labels.progress.clone(), self.labels.blocked.clone()];
+        self.forge
+            .relabel(n, &[], &drop_labels)
+            .and_then(|()| self.forge.assign(n, &me, false))
+            .map_err(|e| self.failed(&format!("releasing #{n}"), e))?;
+        if let Some(i) = m.issues.get_mut(&n) {
+            i.labels.retain(|l| !drop_labels.iter().any(|d| d.eq_ignore_ascii_case(l)));
+            i.assignees.retain(|a| !a.eq_ignore_ascii_case(&me));
+        }
+        self.save(&m);
+        Ok(())
+    }
+
+    fn create(&self, title: &str, description: &str, priority: u8) -> Result<BeadId, TrackerError> {
+        let mut labels = self.labels.wanted.clone();
+        if priority != 2 {
+            labels.push(format!("P{priority}"));
+        }
+        let n = self
+            .forge
+            .create(title, description, &labels)
+            .map_err(|e| self.failed("opening an issue", e))?;
+        Ok(bead_id(n))
+    }
+
+    fn add_dependency(&self, id: &BeadId, on: &BeadId) -> Result<(), TrackerError> {
+        let (n, dep) = (self.number(id)?, self.number(on)?);
+        let mut m = self.lock();
+        let Some(_) = self.fresh(&mut m, n)? else {
+            return Err(TrackerError::NoSuchBead(id.clone()));
+        };
+        let body = m.issues.get(&n).map(|i| i.body.clone()).unwrap_or_default();
+        let body = format!("{}\n\nDepends on #{dep}\n", body.trim_end());
+        self.forge
+            .edit_body(n, &body)
+            .map_err(|e| self.failed(&format!("editing #{n}"), e))?;
+        if let Some(i) = m.issues.get_mut(&n) {
+            i.body = body;
+        }
+        self.save(&m);
+        Ok(())
+    }
+
+    fn read_path(&self) -> Option<String> {
+        Some(format!("{} ({})", self.kind.as_str(), self.key))
+    }
+}
+
+/// `text` on one paragraph, as a comment line.
+fn one_paragraph(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
