@@ -178,6 +178,13 @@ pub trait Tracker: Send + Sync {
         None
     }
 
+    /// Told once the closed bead's work is committed as `commit` (and whether it reached the
+    /// upstream): a tracker that lives where people talk (a forge's issues) says so there.
+    fn landed(&self, id: &BeadId, commit: &str, pushed: bool) -> Result<(), TrackerError> {
+        let _ = (id, commit, pushed);
+        Ok(())
+    }
+
     /// How this run's reads were answered, for `-v` (`native (issues.jsonl)`, `br (why)`).
     fn read_path(&self) -> Option<String> {
         None

@@ -44,6 +44,7 @@ mod forge_standin;
 mod formats;
 mod hooks;
 mod hostile;
+mod issue_tracker;
 mod iteration_names;
 mod landing_trust;
 mod logging;

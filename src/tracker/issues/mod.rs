@@ -5,8 +5,8 @@
 //!
 //! States live on the issue, where the team sees them: claimed is assigned to the token's user
 //! and labelled in progress, blocked is labelled blocked with a comment giving the reason,
-//! done is closed with a comment. Every read starts from [`Mirror`], kept in the project's
-//! `.braids/issues.json`: one conditional listing of what changed since the last read is all
+//! done is closed with a comment. Every read starts from [`Mirror`], kept in braids' own
+//! `work/issues/`: one conditional listing of what changed since the last read is all
 //! a run asks, so a run where nothing changed costs a `304` (free of quota on GitHub).
 
 use std::path::PathBuf;
@@ -45,7 +45,7 @@ impl IssueTracker {
     /// The tracker of `opts.project`, whose PROJECT.md says `Tracker: github` or `gitlab`.
     pub fn open(kind: TrackerKind, opts: &TrackerOptions) -> Result<IssueTracker, TrackerError> {
         let source = settings::source(kind, opts).map_err(TrackerError::Io)?;
-        let file = opts.project.join(".braids/issues.json");
+        let file = source.file.clone();
         let key = format!(
             "{} {} {}",
             source.forge_name,
@@ -345,6 +345,14 @@ impl Tracker for IssueTracker {
         }
         self.save(&m);
         Ok(())
+    }
+
+    fn landed(&self, id: &BeadId, commit: &str, pushed: bool) -> Result<(), TrackerError> {
+        let text = match pushed {
+            true => format!("Landed in {commit}."),
+            false => format!("Committed as {commit}; braids pushes it once the upstream takes it."),
+        };
+        self.say(id, &text)
     }
 
     fn read_path(&self) -> Option<String> {

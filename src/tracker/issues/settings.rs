@@ -15,6 +15,8 @@ pub struct Source {
     pub forge_name: String,
     pub repository: String,
     pub labels: Labels,
+    /// Where its [`super::Mirror`] is kept: braids' own folder, never a project's.
+    pub file: std::path::PathBuf,
 }
 
 /// The labels of `project`: `Labels: braids, backend` (all must be on an issue), and the ones
@@ -85,10 +87,20 @@ pub fn source(kind: TrackerKind, opts: &TrackerOptions) -> Result<Source, String
     let project = crate::format::project::read_project(&opts.project).value;
     let target = target(&config, kind, &project, &opts.project)?;
     let forge = connect::connect_issues(&target, &paths.home)?;
+    let labels = labels(&project);
+    let name: String = format!("{}-{}", target.forge.name, target.repository)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let file = paths
+        .braids_dir
+        .join("work/issues")
+        .join(format!("{name}.json"));
     Ok(Source {
         forge,
         forge_name: target.forge.name.clone(),
         repository: target.repository.clone(),
-        labels: labels(&project),
+        labels,
+        file,
     })
 }

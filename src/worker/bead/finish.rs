@@ -196,6 +196,11 @@ impl Worker<'_> {
                 }
             }
         }
+        if let Some(c) = &commit {
+            if let Err(e) = self.tracker.landed(bead_id, c, matches!(pushed, Push::Pushed(_))) {
+                tracing::warn!(bead = %bead_id, "cannot tell the tracker where the work landed: {e}");
+            }
+        }
         drop(lock);
         self.drop_workspace(run, l);
         if let Some(k) = pushed.kept(bead_id) {
