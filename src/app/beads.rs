@@ -19,7 +19,7 @@ use crate::events::Journal;
 use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
 use crate::model::{Bead, BeadId, BeadStatus, ProjectStatus, SessionLabel};
 use crate::session::Session;
-use crate::tracker::{self, Tracker, TrackerOptions};
+use crate::tracker::{Tracker, TrackerOptions};
 
 /// A registry project opened for reading or acting on its beads.
 pub struct Opened {
@@ -49,9 +49,9 @@ impl Opened {
             installation: Some(inst.paths.clone()),
         };
         let opened = if write {
-            tracker::open(kind, options)
+            crate::forge::tracker::open(kind, options)
         } else {
-            tracker::open_observing(kind, options, true)
+            crate::forge::tracker::open_observing(kind, options, true)
         };
         let tracker = opened.map_err(|e| anyhow!("{}: {e}", entry.slug))?;
         Ok(Opened {

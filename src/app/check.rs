@@ -443,7 +443,7 @@ fn check_stories(
         crate::tracker::TrackerKind::Auto => crate::tracker::detect(root),
         k => k,
     };
-    let listed = crate::tracker::open_read_only(kind, options.clone()).and_then(|t| t.list());
+    let listed = crate::forge::tracker::open_read_only(kind, options.clone()).and_then(|t| t.list());
     let all = match listed {
         Ok(all) => all,
         Err(e) => {
@@ -490,7 +490,7 @@ fn check_cycles(
         TrackerKind::Auto => crate::tracker::detect(root),
         k => k,
     };
-    let Ok(tracker) = crate::tracker::open_read_only(kind, options.clone()) else {
+    let Ok(tracker) = crate::forge::tracker::open_read_only(kind, options.clone()) else {
         return Vec::new(); // check_stories says the tracker cannot be asked
     };
     let Ok(all) = tracker.list() else {

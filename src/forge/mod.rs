@@ -14,6 +14,7 @@ pub mod github_issues;
 pub mod gitlab;
 pub mod health;
 pub mod issues;
+pub mod tracker;
 
 pub use crate::config::forges::MergeMethod;
 pub use conditional::Conditional;

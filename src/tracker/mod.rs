@@ -21,7 +21,6 @@ pub mod br;
 pub mod br_jsonl;
 pub mod br_native;
 pub mod claw;
-pub mod issues;
 pub mod links;
 pub mod native;
 mod rules;
@@ -215,8 +214,12 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
         TrackerKind::Br => Box::new(br::Br::new(opts)),
         TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
         TrackerKind::Claw => Box::new(claw::ClawTracker::new(&opts, false)),
+        // A forge's issues are opened by `crate::forge::tracker::open`, which knows forges.
         k @ (TrackerKind::Github | TrackerKind::Gitlab) => {
-            Box::new(issues::IssueTracker::open(k, &opts)?)
+            return Err(TrackerError::Io(format!(
+                "the {} tracker is opened through its forge",
+                k.as_str()
+            )))
         }
         TrackerKind::Workplan | TrackerKind::Auto => {
             Box::new(native::Workplan::with_options(&opts))

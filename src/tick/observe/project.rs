@@ -13,7 +13,7 @@ use crate::tick::decide::{eligibility_of, BeadLookup, Eligibility};
 use crate::tick::observe::cache::reuse;
 use crate::tick::observe::cache::{self, Entry};
 use crate::tick::orchestrator_state::Claim;
-use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
+use crate::tracker::{Tracker, TrackerKind, TrackerOptions};
 use crate::workspace::WorkspaceMode;
 
 use super::files::{self, ProjectFiles};
@@ -202,7 +202,7 @@ pub(super) fn observe_project(
         program: None,
         installation: Some(paths.clone()),
     };
-    let opened = tracker::open_observing(kind, options, read_only);
+    let opened = crate::forge::tracker::open_observing(kind, options, read_only);
     let tracker: Arc<dyn Tracker> = match opened {
         Ok(t) => Arc::from(t),
         Err(e) => {

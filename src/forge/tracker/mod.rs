@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use chrono::Utc;
 
-use super::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
+use crate::tracker::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use crate::forge::issues::{Found, IssueForge};
 use crate::forge::ForgeError;
 use crate::model::{Bead, BeadId, BeadStatus};
@@ -363,4 +363,36 @@ impl Tracker for IssueTracker {
 /// `text` on one paragraph, as a comment line.
 fn one_paragraph(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Opens the tracker `kind` names: a forge's issues here, any other through
+/// [`crate::tracker::open`].
+pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>, TrackerError> {
+    match kind {
+        TrackerKind::Github | TrackerKind::Gitlab => Ok(Box::new(IssueTracker::open(kind, &opts)?)),
+        k => crate::tracker::open(k, opts),
+    }
+}
+
+/// As [`open`], for a caller that only reads ([`crate::tracker::open_read_only`]).
+pub fn open_read_only(
+    kind: TrackerKind,
+    opts: TrackerOptions,
+) -> Result<Box<dyn Tracker>, TrackerError> {
+    match kind {
+        TrackerKind::Github | TrackerKind::Gitlab => open(kind, opts),
+        k => crate::tracker::open_read_only(k, opts),
+    }
+}
+
+/// As [`open`], for the tick's observation ([`crate::tracker::open_observing`]).
+pub fn open_observing(
+    kind: TrackerKind,
+    opts: TrackerOptions,
+    read_only: bool,
+) -> Result<Box<dyn Tracker>, TrackerError> {
+    match kind {
+        TrackerKind::Github | TrackerKind::Gitlab => open(kind, opts),
+        k => crate::tracker::open_observing(k, opts, read_only),
+    }
 }

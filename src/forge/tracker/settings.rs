@@ -9,6 +9,7 @@ use crate::tracker::{TrackerKind, TrackerOptions};
 
 use super::Labels;
 
+
 /// The forge and labels of one project's issues.
 pub struct Source {
     pub forge: Box<dyn IssueForge + Send + Sync>,
