@@ -443,7 +443,8 @@ fn check_stories(
         crate::tracker::TrackerKind::Auto => crate::tracker::detect(root),
         k => k,
     };
-    let listed = crate::forge::tracker::open_read_only(kind, options.clone()).and_then(|t| t.list());
+    let listed =
+        crate::forge::tracker::open_read_only(kind, options.clone()).and_then(|t| t.list());
     let all = match listed {
         Ok(all) => all,
         Err(e) => {

@@ -16,6 +16,7 @@ pub mod event_feed;
 pub mod held;
 pub mod history;
 pub mod init;
+pub mod issue_replies;
 pub mod iteration;
 pub mod logs;
 pub mod migrate;

@@ -283,7 +283,11 @@ impl IssueForge for GitHub {
             true => json!({"state": "open"}),
             false => json!({"state": "closed", "state_reason": "completed"}),
         };
-        let sent = self.send(http::Method::PATCH, &format!("/issues/{number}"), Some(body))?;
+        let sent = self.send(
+            http::Method::PATCH,
+            &format!("/issues/{number}"),
+            Some(body),
+        )?;
         self.expect(&format!("changing the state of #{number}"), sent)
             .map(drop)
     }
@@ -310,7 +314,11 @@ impl IssueForge for GitHub {
     }
 
     fn ensure_label(&self, name: &str, color: &str) -> Result<(), ForgeError> {
-        match self.send(http::Method::GET, &format!("/labels/{}", encode(name)), None) {
+        match self.send(
+            http::Method::GET,
+            &format!("/labels/{}", encode(name)),
+            None,
+        ) {
             Ok((200, _)) => return Ok(()),
             Ok(_) | Err(ForgeError::NotFound(_)) => {}
             Err(e) => return Err(e),

@@ -24,6 +24,7 @@ pub mod claw;
 pub mod links;
 pub mod native;
 mod rules;
+pub mod said;
 
 /// Which tracker a project uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -177,11 +178,18 @@ pub trait Tracker: Send + Sync {
         None
     }
 
-    /// Told once the closed bead's work is committed as `commit` (and whether it reached the
-    /// upstream): a tracker that lives where people talk (a forge's issues) says so there.
-    fn landed(&self, id: &BeadId, commit: &str, pushed: bool) -> Result<(), TrackerError> {
-        let _ = (id, commit, pushed);
+    /// Says `text` on the bead where people read it (a forge issue's comment); a tracker of
+    /// files has nowhere to say it, and says nothing.
+    fn tell(&self, id: &BeadId, text: &str) -> Result<(), TrackerError> {
+        let _ = (id, text);
         Ok(())
+    }
+
+    /// What a person replied on the bead since braids last spoke there, when the tracker lives
+    /// where people talk; `None` for nothing new, and always for a tracker of files.
+    fn said_since_asked(&self, id: &BeadId) -> Result<Option<said::Said>, TrackerError> {
+        let _ = id;
+        Ok(None)
     }
 
     /// How this run's reads were answered, for `-v` (`native (issues.jsonl)`, `br (why)`).

@@ -96,9 +96,12 @@ fn c13_1_labelled_issues_are_planned_claimed_landed_and_closed_and_unlabelled_on
         "{said:?}"
     );
     let landed = said.iter().find(|c| c.starts_with("Landed in ")).unwrap();
-    let sha = landed.trim_start_matches("Landed in ").trim_end_matches('.');
+    let sha = landed
+        .trim_start_matches("Landed in ")
+        .trim_end_matches('.');
     assert!(
-        sb.try_git(&bare, &["merge-base", "--is-ancestor", sha, head.trim()]).is_ok(),
+        sb.try_git(&bare, &["merge-base", "--is-ancestor", sha, head.trim()])
+            .is_ok(),
         "{landed} is not on main"
     );
     assert!(upstream_files(&sb, &bare).contains(&format!("work-issue-{login}.txt")));
@@ -119,7 +122,12 @@ fn c13_1_labelled_issues_are_planned_claimed_landed_and_closed_and_unlabelled_on
     assert!(tick_and_wait(&sb).is_empty());
     let after = gh.issue_now(REPO, other);
     assert_eq!(
-        (after.open, &after.labels, &after.assignees, after.comments.len()),
+        (
+            after.open,
+            &after.labels,
+            &after.assignees,
+            after.comments.len()
+        ),
         (before.open, &before.labels, &before.assignees, 0)
     );
     let touched: Vec<_> = gh

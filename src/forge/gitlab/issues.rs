@@ -130,8 +130,7 @@ impl IssueForge for GitLab {
         cache: &mut Conditional,
     ) -> Result<Listing, ForgeError> {
         let mut seen = Seen::default();
-        let mut path =
-            String::from("/issues?state=all&order_by=updated_at&sort=asc&per_page=100");
+        let mut path = String::from("/issues?state=all&order_by=updated_at&sort=asc&per_page=100");
         match since {
             Some(t) => path.push_str(&format!("&updated_after={}", encode(t))),
             None => path.push_str(&format!("&labels={}", encode(&labels.join(",")))),

@@ -16,6 +16,9 @@ use crate::model::{Bead, BeadId, BeadStatus};
 /// behind braids'.
 const CLOCK_MARGIN_MINUTES: i64 = 5;
 
+/// How long a listing stands for the forge's answer.
+pub const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The labels that make an issue the project's, and those braids sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Labels {
@@ -47,6 +50,17 @@ pub struct Mirror {
     /// Whether braids' own labels were made in the repository.
     #[serde(default)]
     pub labels_made: bool,
+    /// For each issue whose comments were read, its `updated` then: they are read again
+    /// only once it changed.
+    #[serde(default)]
+    pub heard: BTreeMap<u64, String>,
+    /// When the forge was last listed, and by which process: a read by the same process
+    /// within [`FRESH_FOR`] answers from here (the tick's listing serves the replies read
+    /// right after it, outside its lock).
+    #[serde(default)]
+    pub read_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub read_by: Option<u32>,
 }
 
 impl Mirror {
@@ -58,6 +72,8 @@ impl Mirror {
         for i in issues {
             self.issues.insert(i.number, i);
         }
+        self.read_at = Some(read_at);
+        self.read_by = Some(std::process::id());
         let floor = full.then(|| (read_at - Duration::minutes(CLOCK_MARGIN_MINUTES)).to_rfc3339());
         self.since = [self.since.take(), newest, floor]
             .into_iter()
@@ -269,7 +285,10 @@ mod tests {
                 BeadStatus::Closed,
             ),
             (issue(3, &["braids", "Braids:Blocked"]), BeadStatus::Blocked),
-            (issue(4, &["braids", "braids:in-progress"]), BeadStatus::InProgress),
+            (
+                issue(4, &["braids", "braids:in-progress"]),
+                BeadStatus::InProgress,
+            ),
             (
                 Issue {
                     assignees: vec!["bob".into()],
@@ -339,7 +358,13 @@ mod tests {
         assert_eq!(ids(ready(&all, &m)), ["issue-3", "issue-2"]);
         assert_eq!(unknown_dependencies(&all, &m), vec![40]);
         m.issues.get_mut(&2).unwrap().open = false;
-        m.issues.insert(40, Issue { open: false, ..issue(40, &[]) });
+        m.issues.insert(
+            40,
+            Issue {
+                open: false,
+                ..issue(40, &[])
+            },
+        );
         let all = beads(&m, &l, "me");
         assert_eq!(ids(ready(&all, &m)), ["issue-3", "issue-1", "issue-4"]);
     }

@@ -14,16 +14,18 @@ use std::sync::Mutex;
 
 use chrono::Utc;
 
-use crate::tracker::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 use crate::forge::issues::{Found, IssueForge};
 use crate::forge::ForgeError;
 use crate::model::{Bead, BeadId, BeadStatus};
+use crate::tracker::said::Said;
+use crate::tracker::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 
 pub mod mirror;
 pub mod settings;
+pub mod talk;
 
-pub use mirror::{Labels, Mirror};
 use mirror::{bead_id, number_of};
+pub use mirror::{Labels, Mirror};
 
 /// Colours of the labels braids makes.
 const PROGRESS_COLOR: &str = "1d76db";
@@ -36,6 +38,8 @@ pub struct IssueTracker {
     /// `forge <name>`, for errors.
     name: String,
     labels: Labels,
+    /// Who braids mentions when it asks: PROJECT.md's `Owner:`, else the issue's author.
+    owner: Option<String>,
     file: PathBuf,
     key: String,
     mirror: Mutex<Mirror>,
@@ -65,6 +69,7 @@ impl IssueTracker {
             forge: source.forge,
             name: format!("forge `{}`", source.forge_name),
             labels: source.labels,
+            owner: source.owner,
             file,
             key,
             mirror: Mutex::new(mirror),
@@ -111,6 +116,15 @@ impl IssueTracker {
     fn refresh(&self, m: &mut Mirror) -> Result<String, TrackerError> {
         let me = self.me(m)?;
         let at = Utc::now();
+        let fresh = m.read_by == Some(std::process::id())
+            && m.read_at.is_some_and(|r| {
+                at.signed_duration_since(r)
+                    .to_std()
+                    .is_ok_and(|d| d < mirror::FRESH_FOR)
+            });
+        if fresh {
+            return Ok(me);
+        }
         let full = m.since.is_none();
         let listing = self
             .forge
@@ -264,14 +278,18 @@ impl Tracker for IssueTracker {
             self.forge.relabel(n, &[], &drop_labels)
         } else {
             self.forge
-                .comment(n, &format!("Done by braids: {}", one_paragraph(reason)))
+                .comment(
+                    n,
+                    &format!("Done by braids: {}", talk::one_paragraph(reason)),
+                )
                 .and_then(|()| self.forge.set_open(n, false))
                 .and_then(|()| self.forge.relabel(n, &[], &drop_labels))
         };
         result.map_err(|e| self.failed(&format!("closing #{n}"), e))?;
         if let Some(i) = m.issues.get_mut(&n) {
             i.open = false;
-            i.labels.retain(|l| !drop_labels.iter().any(|d| d.eq_ignore_ascii_case(l)));
+            i.labels
+                .retain(|l| !drop_labels.iter().any(|d| d.eq_ignore_ascii_case(l)));
         }
         self.save(&m);
         Ok(())
@@ -281,8 +299,10 @@ impl Tracker for IssueTracker {
         let n = self.number(id)?;
         let mut m = self.lock();
         self.own_labels(&mut m)?;
+        let author = m.issues.get(&n).map(|i| i.author.clone());
+        let mention = self.owner.clone().or(author);
         self.forge
-            .comment(n, &format!("Blocked by braids: {}", one_paragraph(reason)))
+            .comment(n, &talk::blocked_comment(reason, mention.as_deref()))
             .and_then(|()| {
                 self.forge.relabel(
                     n,
@@ -292,7 +312,8 @@ impl Tracker for IssueTracker {
             })
             .map_err(|e| self.failed(&format!("blocking #{n}"), e))?;
         if let Some(i) = m.issues.get_mut(&n) {
-            i.labels.retain(|l| !l.eq_ignore_ascii_case(&self.labels.progress));
+            i.labels
+                .retain(|l| !l.eq_ignore_ascii_case(&self.labels.progress));
             i.labels.push(self.labels.blocked.clone());
         }
         self.save(&m);
@@ -310,7 +331,8 @@ impl Tracker for IssueTracker {
             .and_then(|()| self.forge.assign(n, &me, false))
             .map_err(|e| self.failed(&format!("releasing #{n}"), e))?;
         if let Some(i) = m.issues.get_mut(&n) {
-            i.labels.retain(|l| !drop_labels.iter().any(|d| d.eq_ignore_ascii_case(l)));
+            i.labels
+                .retain(|l| !drop_labels.iter().any(|d| d.eq_ignore_ascii_case(l)));
             i.assignees.retain(|a| !a.eq_ignore_ascii_case(&me));
         }
         self.save(&m);
@@ -347,22 +369,48 @@ impl Tracker for IssueTracker {
         Ok(())
     }
 
-    fn landed(&self, id: &BeadId, commit: &str, pushed: bool) -> Result<(), TrackerError> {
-        let text = match pushed {
-            true => format!("Landed in {commit}."),
-            false => format!("Committed as {commit}; braids pushes it once the upstream takes it."),
+    fn tell(&self, id: &BeadId, text: &str) -> Result<(), TrackerError> {
+        self.say(id, text)
+    }
+
+    fn said_since_asked(&self, id: &BeadId) -> Result<Option<Said>, TrackerError> {
+        let n = self.number(id)?;
+        let mut m = self.lock();
+        let me = self.me(&mut m)?;
+        // Comments are read again only when the issue changed since they last were.
+        let updated = m
+            .issues
+            .get(&n)
+            .map(|i| i.updated.clone())
+            .unwrap_or_default();
+        if !updated.is_empty() && m.heard.get(&n) == Some(&updated) {
+            return Ok(None);
+        }
+        let comments = self
+            .forge
+            .comments(n, &mut m.cache)
+            .map_err(|e| self.failed(&format!("reading the comments of #{n}"), e))?;
+        m.heard.insert(n, updated);
+        self.save(&m);
+        let Some(reply) = talk::reply(&comments, &me) else {
+            return Ok(None);
         };
-        self.say(id, &text)
+        let author = reply.author().to_string();
+        let ruling = matches!(reply, Said::Approve { .. } | Said::Reject { .. });
+        if ruling
+            && !self
+                .forge
+                .can_write(&author)
+                .map_err(|e| self.failed(&format!("asking what {author} may do"), e))?
+        {
+            return Ok(Some(Said::NotAllowed { author }));
+        }
+        Ok(Some(reply))
     }
 
     fn read_path(&self) -> Option<String> {
         Some(format!("{} ({})", self.kind.as_str(), self.key))
     }
-}
-
-/// `text` on one paragraph, as a comment line.
-fn one_paragraph(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Opens the tracker `kind` names: a forge's issues here, any other through

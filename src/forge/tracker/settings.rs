@@ -1,14 +1,13 @@
 //! What PROJECT.md says of a project's issues (`Labels:`, `Progress label:`, `Blocked label:`),
 //! and the forge client they are read through.
 
-use crate::format::project::ProjectConfig;
 use crate::forge::connect;
 use crate::forge::issues::IssueForge;
+use crate::format::project::ProjectConfig;
 use crate::review::ReviewSettings;
 use crate::tracker::{TrackerKind, TrackerOptions};
 
 use super::Labels;
-
 
 /// The forge and labels of one project's issues.
 pub struct Source {
@@ -16,6 +15,8 @@ pub struct Source {
     pub forge_name: String,
     pub repository: String,
     pub labels: Labels,
+    /// PROJECT.md's `Owner:`, who braids mentions when it asks.
+    pub owner: Option<String>,
     /// Where its [`super::Mirror`] is kept: braids' own folder, never a project's.
     pub file: std::path::PathBuf,
 }
@@ -102,6 +103,10 @@ pub fn source(kind: TrackerKind, opts: &TrackerOptions) -> Result<Source, String
         forge_name: target.forge.name.clone(),
         repository: target.repository.clone(),
         labels,
+        owner: project
+            .field("owner")
+            .map(|f| f.value.trim().trim_start_matches('@').to_string())
+            .filter(|o| !o.is_empty()),
         file,
     })
 }

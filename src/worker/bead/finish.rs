@@ -197,7 +197,11 @@ impl Worker<'_> {
             }
         }
         if let Some(c) = &commit {
-            if let Err(e) = self.tracker.landed(bead_id, c, matches!(pushed, Push::Pushed(_))) {
+            let text = match pushed {
+                Push::Pushed(_) => format!("Landed in {c}."),
+                _ => format!("Committed as {c}; braids pushes it once the upstream takes it."),
+            };
+            if let Err(e) = self.tracker.tell(bead_id, &text) {
                 tracing::warn!(bead = %bead_id, "cannot tell the tracker where the work landed: {e}");
             }
         }

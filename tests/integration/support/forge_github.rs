@@ -480,7 +480,8 @@ fn answer(
         .map(|(k, v)| (k.to_string(), v.replace("%3A", ":")))
         .collect();
     let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    if let Some(answered) = issues::answer(s, method.as_str(), &repo, rest, &query, headers, &input) {
+    if let Some(answered) = issues::answer(s, method.as_str(), &repo, rest, &query, headers, &input)
+    {
         return answered;
     }
     match (method.as_str(), rest) {
@@ -762,7 +763,11 @@ fn create_pull(s: &mut State, repo: &str, bare: &Path, input: &Value) -> (Status
 
 /// A pull request's `updated_at`.
 fn stamp(p: &Pull) -> String {
-    format!("2026-11-29T12:{:02}:{:02}Z", p.updated / 60 % 60, p.updated % 60)
+    format!(
+        "2026-11-29T12:{:02}:{:02}Z",
+        p.updated / 60 % 60,
+        p.updated % 60
+    )
 }
 
 /// A user as GitHub's `simple-user` schema has it.

@@ -105,15 +105,25 @@ pub(super) fn answer(
     let login = s.login.clone();
     let idx = |s: &State, n: &str| {
         let n: u64 = n.parse().ok()?;
-        s.issues.iter().position(|i| i.repo == repo && i.number == n)
+        s.issues
+            .iter()
+            .position(|i| i.repo == repo && i.number == n)
     };
     Some(match (method, rest) {
         ("GET", ["issues"]) => {
             let state = query.get("state").map_or("open", String::as_str);
             let labels = query.get("labels").cloned().unwrap_or_default();
             let since = query.get("since").cloned();
-            let per_page: usize = query.get("per_page").and_then(|p| p.parse().ok()).unwrap_or(30).min(100);
-            let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(1).max(1);
+            let per_page: usize = query
+                .get("per_page")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(30)
+                .min(100);
+            let page: usize = query
+                .get("page")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(1)
+                .max(1);
             let mut all: Vec<(String, u64, Value)> = s
                 .issues
                 .iter()
@@ -156,7 +166,10 @@ pub(super) fn answer(
         }
         ("POST", ["issues"]) => {
             let Some(title) = input["title"].as_str() else {
-                return Some(message(StatusCode::UNPROCESSABLE_ENTITY, "Validation Failed"));
+                return Some(message(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Validation Failed",
+                ));
             };
             let number = next_number(s, repo);
             let labels = input["labels"]
@@ -190,7 +203,11 @@ pub(super) fn answer(
         }
         (_, ["issues", n, tail @ ..]) => {
             let Some(k) = idx(s, n) else {
-                return match s.pulls.iter().any(|p| p.repo == repo && Some(p.number) == n.parse().ok()) {
+                return match s
+                    .pulls
+                    .iter()
+                    .any(|p| p.repo == repo && Some(p.number) == n.parse().ok())
+                {
                     // A pull request's issue: the PR stand-in answers it.
                     true => None,
                     false => Some(message(StatusCode::NOT_FOUND, "Not Found")),
@@ -241,8 +258,15 @@ pub(super) fn answer(
                 }
                 ("GET", ["comments"]) => {
                     touched = false;
-                    let per_page: usize = query.get("per_page").and_then(|p| p.parse().ok()).unwrap_or(30);
-                    let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(1).max(1);
+                    let per_page: usize = query
+                        .get("per_page")
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(30);
+                    let page: usize = query
+                        .get("page")
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(1)
+                        .max(1);
                     let i = &s.issues[k];
                     let list: Vec<Value> = i
                         .comments
@@ -260,17 +284,28 @@ pub(super) fn answer(
                 }
                 ("POST", ["comments"]) => {
                     let Some(body) = input["body"].as_str() else {
-                        return Some(message(StatusCode::UNPROCESSABLE_ENTITY, "Validation Failed"));
+                        return Some(message(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            "Validation Failed",
+                        ));
                     };
                     s.next_id += 1;
                     let id = s.next_id;
                     let i = &mut s.issues[k];
                     i.comments.push((id, login.clone(), body.into(), now()));
-                    json_answer(StatusCode::CREATED, json!({"id": id, "body": body, "user": user(&login)}))
+                    json_answer(
+                        StatusCode::CREATED,
+                        json!({"id": id, "body": body, "user": user(&login)}),
+                    )
                 }
                 ("POST", ["labels"]) => {
                     let i = &mut s.issues[k];
-                    for l in input["labels"].as_array().into_iter().flatten().filter_map(|l| l.as_str()) {
+                    for l in input["labels"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|l| l.as_str())
+                    {
                         if !i.labels.iter().any(|x| x.eq_ignore_ascii_case(l)) {
                             i.labels.push(l.into());
                         }
@@ -290,13 +325,22 @@ pub(super) fn answer(
                 }
                 ("POST" | "DELETE", ["assignees"]) => {
                     let i = &mut s.issues[k];
-                    for a in input["assignees"].as_array().into_iter().flatten().filter_map(|a| a.as_str()) {
+                    for a in input["assignees"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|a| a.as_str())
+                    {
                         i.assignees.retain(|x| !x.eq_ignore_ascii_case(a));
                         if method == "POST" {
                             i.assignees.push(a.into());
                         }
                     }
-                    let status = if method == "POST" { StatusCode::CREATED } else { StatusCode::OK };
+                    let status = if method == "POST" {
+                        StatusCode::CREATED
+                    } else {
+                        StatusCode::OK
+                    };
                     json_answer(status, issue_json(i))
                 }
                 ("GET", ["dependencies", "blocked_by"]) => {
@@ -316,8 +360,16 @@ pub(super) fn answer(
             }
             answer
         }
-        ("GET", ["labels", name]) => match s.labels.get(repo).filter(|l| l.iter().any(|x| x.eq_ignore_ascii_case(name))) {
-            Some(_) => fresh(headers, StatusCode::OK, json!({"id": 1, "name": name, "color": "ededed"})),
+        ("GET", ["labels", name]) => match s
+            .labels
+            .get(repo)
+            .filter(|l| l.iter().any(|x| x.eq_ignore_ascii_case(name)))
+        {
+            Some(_) => fresh(
+                headers,
+                StatusCode::OK,
+                json!({"id": 1, "name": name, "color": "ededed"}),
+            ),
             None => message(StatusCode::NOT_FOUND, "Not Found"),
         },
         ("POST", ["labels"]) => {
@@ -331,11 +383,18 @@ pub(super) fn answer(
                 )
             } else {
                 all.push(name.clone());
-                json_answer(StatusCode::CREATED, json!({"id": 1, "name": name, "color": input["color"]}))
+                json_answer(
+                    StatusCode::CREATED,
+                    json!({"id": 1, "name": name, "color": input["color"]}),
+                )
             }
         }
         ("GET", ["collaborators", who, "permission"]) => {
-            let permission = s.permissions.get(*who).cloned().unwrap_or_else(|| "none".into());
+            let permission = s
+                .permissions
+                .get(*who)
+                .cloned()
+                .unwrap_or_else(|| "none".into());
             fresh(
                 headers,
                 StatusCode::OK,
@@ -349,16 +408,29 @@ pub(super) fn answer(
 /// Closes the issues a merged pull request's `body` names with a closing keyword.
 pub(super) fn close_named(s: &mut State, repo: &str, body: &str, by: &str) {
     let lower = body.to_ascii_lowercase();
-    let words = ["close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved"];
+    let words = [
+        "close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved",
+    ];
     let mut named = Vec::new();
-    for w in lower.split(|c: char| c.is_whitespace() || c == ',').collect::<Vec<_>>().windows(2) {
+    for w in lower
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .collect::<Vec<_>>()
+        .windows(2)
+    {
         if words.contains(&w[0].trim_end_matches(':')) {
-            if let Some(n) = w[1].strip_prefix('#').and_then(|d| d.trim_end_matches(['.', ')']).parse::<u64>().ok()) {
+            if let Some(n) = w[1]
+                .strip_prefix('#')
+                .and_then(|d| d.trim_end_matches(['.', ')']).parse::<u64>().ok())
+            {
                 named.push(n);
             }
         }
     }
-    for i in s.issues.iter_mut().filter(|i| i.repo == repo && named.contains(&i.number)) {
+    for i in s
+        .issues
+        .iter_mut()
+        .filter(|i| i.repo == repo && named.contains(&i.number))
+    {
         if i.open {
             i.open = false;
             i.closed_by = Some(by.into());
@@ -481,7 +553,11 @@ impl IssueView {
             transferred: i.transferred,
             body: i.body.clone(),
             closed_by: i.closed_by.clone(),
-            comments: i.comments.iter().map(|c| (c.1.clone(), c.2.clone())).collect(),
+            comments: i
+                .comments
+                .iter()
+                .map(|c| (c.1.clone(), c.2.clone()))
+                .collect(),
         }
     }
 
