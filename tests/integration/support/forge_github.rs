@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 
 use super::bare_git::{commit_tree, default_branch, git, merge_tree, rev};
 
+#[path = "forge_github/issues.rs"]
 mod issues;
 #[allow(unused_imports)]
 pub use issues::IssueView;
