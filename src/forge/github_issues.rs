@@ -33,9 +33,9 @@ struct Titled {
 
 #[derive(Deserialize, Default)]
 struct Dependencies {
-    /// Open issues blocking this one.
+    /// Issues blocking this one, open or closed.
     #[serde(default)]
-    blocked_by: u64,
+    total_blocked_by: u64,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +63,8 @@ struct IssueJson {
     updated_at: String,
     #[serde(default)]
     locked: bool,
+    #[serde(default)]
+    comments: u64,
     #[serde(default)]
     pull_request: Option<Value>,
     #[serde(default)]
@@ -93,10 +95,18 @@ fn issue_of(j: IssueJson) -> Issue {
         milestone: j.milestone.map(|m| m.title),
         created: j.created_at,
         updated: j.updated_at,
+        comments: j.comments,
         locked: j.locked,
         // Filled in by `issue` when the summary says something blocks it.
         blocked_by: Vec::new(),
     }
+}
+
+/// Whether GitHub says some issue blocks `j`: only then are its blockers asked for.
+fn has_blockers(j: &IssueJson) -> bool {
+    j.issue_dependencies_summary
+        .as_ref()
+        .is_some_and(|d| d.total_blocked_by > 0)
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(v: &Value, what: &str) -> Result<T, ForgeError> {
@@ -110,7 +120,7 @@ fn q(s: &str) -> String {
 }
 
 impl GitHub {
-    /// The open issues blocking `number`, by GitHub's issue dependencies.
+    /// The issues blocking `number` (open or closed), by GitHub's issue dependencies.
     fn blockers(
         &self,
         number: u64,
@@ -121,11 +131,7 @@ impl GitHub {
         match self.get(&path, cache, seen) {
             Ok(a) => {
                 let list: Vec<IssueJson> = parse(&a.body, "an issue's blockers")?;
-                Ok(list
-                    .into_iter()
-                    .filter(|i| i.state == "open")
-                    .map(|i| i.number)
-                    .collect())
+                Ok(list.into_iter().map(|i| i.number).collect())
             }
             // A GitHub without issue dependencies: the body's lines are all there is.
             Err(ForgeError::NotFound(_)) => Ok(Vec::new()),
@@ -170,11 +176,14 @@ impl IssueForge for GitHub {
             let a = self.get(&at, cache, &mut seen)?;
             let list: Vec<IssueJson> = parse(&a.body, "a list of issues")?;
             let full = list.len() >= 100;
-            issues.extend(
-                list.into_iter()
-                    .filter(|i| i.pull_request.is_none())
-                    .map(issue_of),
-            );
+            for j in list.into_iter().filter(|i| i.pull_request.is_none()) {
+                let blocked = has_blockers(&j);
+                let mut issue = issue_of(j);
+                if blocked && issue.open {
+                    issue.blocked_by = self.blockers(issue.number, cache, &mut seen)?;
+                }
+                issues.push(issue);
+            }
             if !full {
                 break;
             }
@@ -199,10 +208,7 @@ impl IssueForge for GitHub {
         if j.pull_request.is_some() {
             return Ok(Found::Gone);
         }
-        let blocked = j
-            .issue_dependencies_summary
-            .as_ref()
-            .is_some_and(|d| d.blocked_by > 0);
+        let blocked = has_blockers(&j);
         let mut issue = issue_of(j);
         if blocked {
             issue.blocked_by = self.blockers(number, cache, &mut seen)?;

@@ -31,6 +31,9 @@ pub struct Issue {
     pub created: String,
     #[serde(default)]
     pub updated: String,
+    /// How many comments it has: with `updated` (to the second), what tells a new reply.
+    #[serde(default)]
+    pub comments: u64,
     /// The conversation is locked: only people with write access may comment.
     #[serde(default)]
     pub locked: bool,

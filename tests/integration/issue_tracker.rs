@@ -10,6 +10,25 @@ use crate::support::forge_github::GitHub;
 use crate::support::{Install, Sandbox};
 
 const TOKEN: &str = "ghp_issues";
+
+/// The agent: asks which format while its title says "Ask" and its prompt carries no answer;
+/// fails while its title says "Fails" and `~/fixed` does not exist; else adds
+/// `work-<bead>.txt` and passes, keeping its prompt in `~/prompt-<bead>.md`.
+const AGENT: &str = r#"
+if grep -q 'Ask the person' "$2" && ! grep -q '^Answer: ' "$2"; then
+  printf 'status: needs_human\nreason: needs_clarification\nsummary: Should the API speak JSON or XML?\n' > "$BRAIDS_RESULT_FILE"
+  exit 0
+fi
+if grep -q 'Fails until fixed' "$2" && [ ! -e "$HOME/fixed" ]; then
+  echo "tests fail: 3 of 40" >&2
+  exit 1
+fi
+cp "$2" "$HOME/prompt-$BRAIDS_BEAD.md"
+echo "$BRAIDS_BEAD" > "work-$BRAIDS_BEAD.txt"
+mkdir -p "$(dirname "$1")"
+printf '# %s\n\n## Summary\n\nAdded the work file.\n' "$BRAIDS_BEAD" > "$1"
+printf 'status: pass\nsummary: added the work file\n' > "$BRAIDS_RESULT_FILE"
+"#;
 const REPO: &str = "me/app";
 
 /// An installation whose agent adds `work-<bead>.txt` and passes, a project `app` whose
@@ -17,10 +36,7 @@ const REPO: &str = "me/app";
 /// upstream the stand-in serves.
 fn world(fields: &[(&str, &str)]) -> (Sandbox, PathBuf, GitHub) {
     let sb = Install::new().build();
-    let agent = sb.script(
-        "bin/agent",
-        "echo \"$BRAIDS_BEAD\" > \"work-$BRAIDS_BEAD.txt\"\ncp \"$2\" \"prompt-$BRAIDS_BEAD.md\"\nmkdir -p \"$(dirname \"$1\")\"\nprintf '# %s\\n\\n## Summary\\n\\nAdded the work file.\\n' \"$BRAIDS_BEAD\" > \"$1\"\nprintf 'status: pass\\nsummary: added the work file\\n' > \"$BRAIDS_RESULT_FILE\"\n",
-    );
+    let agent = sb.script("bin/agent", AGENT);
     let gh = GitHub::start(TOKEN, "braids-bot");
     let token = sb.home().join("gh-token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
@@ -136,4 +152,229 @@ fn c13_1_labelled_issues_are_planned_claimed_landed_and_closed_and_unlabelled_on
         .filter(|r| r.path.starts_with(&format!("/repos/me/app/issues/{other}")))
         .collect();
     assert!(touched.is_empty(), "{touched:?}");
+}
+
+/// The comments on issue `n`, as (author, body).
+fn said(gh: &GitHub, n: u64) -> Vec<(String, String)> {
+    gh.issue_now(REPO, n).comments
+}
+
+#[test]
+fn c13_3_an_agents_question_is_asked_on_the_issue_and_a_persons_reply_is_the_answer() {
+    let (sb, bare, gh) = world(&[]);
+    let n = gh.issue(
+        REPO,
+        "ana",
+        "Ask the person about the format",
+        "An API.",
+        &["braids"],
+    );
+    stories(&sb, &format!("- #{n}: Format\n"));
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    let now = gh.issue_now(REPO, n);
+    assert!(
+        now.open && now.has("braids:blocked") && !now.has("braids:in-progress"),
+        "{now:?}"
+    );
+    let asked = &now.comments.last().unwrap().1;
+    assert!(
+        asked.starts_with(
+            "@ana The agent working on this issue asks:\n\n> Should the API speak JSON or XML?"
+        ),
+        "{asked}"
+    );
+    // Nothing happens until a person replies; braids' own words are no reply.
+    assert!(tick_and_wait(&sb).is_empty());
+    assert_eq!(said(&gh, n).len(), 1);
+    gh.comment_by(REPO, n, "bob", "JSON, please. `$(rm -rf ~)`");
+    // The run after the reply takes it as the answer: the issue is free again, and thanked.
+    assert!(tick_and_wait(&sb).is_empty());
+    let now = gh.issue_now(REPO, n);
+    assert!(
+        !now.has("braids:blocked") && now.assignees.is_empty(),
+        "{now:?}"
+    );
+    assert_eq!(
+        now.comments.last().unwrap(),
+        &(
+            "braids-bot".to_string(),
+            "Thanks @bob: the next attempt of this issue starts from your reply.".to_string()
+        )
+    );
+    let events = sb.ok(&["events", "--project", "app", "--json"]);
+    assert!(events.contains("\"answered\""), "{events}");
+    // The next attempt's prompt carries the answer, word for word, and the work lands.
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    let prompt = std::fs::read_to_string(sb.home().join(format!("prompt-issue-{n}.md"))).unwrap();
+    assert!(
+        prompt.contains("Answer: JSON, please. `$(rm -rf ~)`"),
+        "{prompt}"
+    );
+    assert!(!gh.issue_now(REPO, n).open);
+    assert!(upstream_files(&sb, &bare).contains(&format!("work-issue-{n}.txt")));
+}
+
+#[test]
+fn c13_3_braids_answer_is_said_on_the_issue_too() {
+    let (sb, _bare, gh) = world(&[]);
+    let n = gh.issue(
+        REPO,
+        "ana",
+        "Ask the person about the format",
+        "",
+        &["braids"],
+    );
+    stories(&sb, &format!("- #{n}: Format\n"));
+    assert_eq!(tick_and_wait(&sb).len(), 1);
+    sb.ok(&["answer", &format!("app:issue-{n}"), "XML, sadly."]);
+    let last = said(&gh, n).last().unwrap().clone();
+    assert_eq!(last.0, "braids-bot");
+    assert!(last.1.ends_with("> XML, sadly."), "{}", last.1);
+    // Its own comment is no new reply: the next run just starts the bead.
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    assert!(!gh.issue_now(REPO, n).open);
+}
+
+#[test]
+fn c13_3_a_plan_is_approved_on_the_issue_by_someone_with_write_access_only() {
+    let (sb, bare, gh) = world(&[("Autonomy", "ask-first"), ("Owner", "@lead")]);
+    gh.set_permission("lead", "write");
+    gh.set_permission("eve", "read");
+    let n = gh.issue(REPO, "ana", "Add the login page", "", &["braids"]);
+    stories(&sb, &format!("- #{n}: Login\n"));
+    assert_eq!(tick_and_wait(&sb).len(), 1);
+    let asked = said(&gh, n).last().unwrap().1.clone();
+    assert!(
+        asked.starts_with("@lead braids waits for a person to approve the plan")
+            && asked.contains("`/approve`"),
+        "{asked}"
+    );
+    // A reader's `/approve` is not acted on, and told so once.
+    gh.comment_by(REPO, n, "eve", "/approve");
+    assert!(tick_and_wait(&sb).is_empty());
+    assert!(gh.issue_now(REPO, n).has("braids:blocked"));
+    let told = said(&gh, n).last().unwrap().clone();
+    assert!(
+        told.1.starts_with("@eve only people with write access"),
+        "{told:?}"
+    );
+    assert!(tick_and_wait(&sb).is_empty());
+    assert_eq!(said(&gh, n).len(), 3, "{:?}", said(&gh, n));
+    // The lead's approval, with a note for the agent, starts the work.
+    gh.comment_by(REPO, n, "lead", "/approve keep it small");
+    assert!(tick_and_wait(&sb).is_empty());
+    assert!(!gh.issue_now(REPO, n).has("braids:blocked"));
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    let prompt = std::fs::read_to_string(sb.home().join(format!("prompt-issue-{n}.md"))).unwrap();
+    assert!(prompt.contains("Approved. keep it small"), "{prompt}");
+    assert!(!gh.issue_now(REPO, n).open);
+    assert!(upstream_files(&sb, &bare).contains(&format!("work-issue-{n}.txt")));
+}
+
+#[test]
+fn c13_2_a_failing_issue_is_blocked_on_the_forge_and_retried() {
+    let (sb, bare, gh) = world(&[]);
+    let n = gh.issue(REPO, "ana", "Fails until fixed", "", &["braids"]);
+    stories(&sb, &format!("- #{n}: Failing\n"));
+    let mut runs = 0;
+    while !gh.issue_now(REPO, n).has("braids:blocked") {
+        runs += 1;
+        assert!(runs <= 4, "never blocked: {:?}", gh.issue_now(REPO, n));
+        tick_and_wait(&sb);
+    }
+    let now = gh.issue_now(REPO, n);
+    assert!(now.open && !now.has("braids:in-progress"), "{now:?}");
+    let reason = &now.comments.last().unwrap().1;
+    assert!(reason.starts_with("@ana Blocked by braids: "), "{reason}");
+    assert!(tick_and_wait(&sb).is_empty());
+    // `braids retry` takes the label off; the fixed agent then lands it.
+    std::fs::write(sb.home().join("fixed"), "").unwrap();
+    sb.ok(&["retry", &format!("app:issue-{n}")]);
+    let now = gh.issue_now(REPO, n);
+    assert!(
+        !now.has("braids:blocked") && now.assignees.is_empty(),
+        "{now:?}"
+    );
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    assert!(!gh.issue_now(REPO, n).open);
+    assert!(upstream_files(&sb, &bare).contains(&format!("work-issue-{n}.txt")));
+}
+
+#[test]
+fn c13_2_a_dependency_named_in_the_body_or_by_the_forge_goes_first() {
+    let (sb, _bare, gh) = world(&[]);
+    let later = gh.issue(REPO, "ana", "Second", "", &["braids"]);
+    let first = gh.issue(REPO, "ana", "First", "", &["braids"]);
+    let third = gh.issue(REPO, "ana", "Third", "", &["braids"]);
+    let outside = gh.issue(REPO, "ana", "Someone else's", "", &[]);
+    gh.edit_issue(REPO, later, |i| {
+        i.body = format!("Needs the first.\n\nDepends on #{first}")
+    });
+    // GitHub's own "blocked by", on an issue braids does not work on.
+    gh.edit_issue(REPO, third, |i| i.blocked_by = vec![outside]);
+    stories(
+        &sb,
+        &format!("- #{later}: Second\n- #{first}: First\n- #{third}: Third\n"),
+    );
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{first}")]);
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{later}")]);
+    assert!(
+        tick_and_wait(&sb).is_empty(),
+        "#{third} waits for #{outside}"
+    );
+    // Its blocker closed: the relation stays, as on GitHub.
+    gh.edit_issue(REPO, outside, |i| i.open = false);
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{third}")]);
+    let log = sb.git(&sb.project("app"), &["log", "--format=%s", "origin/main"]);
+    assert!(log.starts_with("Complete iteration 001"), "{log}");
+}
+
+#[test]
+fn c13_5_a_deleted_a_transferred_and_a_locked_issue_each_have_a_clear_outcome() {
+    let (sb, _bare, gh) = world(&[]);
+    let gone = gh.issue(REPO, "ana", "Deleted later", "", &["braids"]);
+    let moved = gh.issue(REPO, "ana", "Transferred later", "", &["braids"]);
+    let locked = gh.issue(REPO, "ana", "Locked", "", &["braids"]);
+    gh.edit_issue(REPO, locked, |i| i.locked = true);
+    stories(
+        &sb,
+        &format!("- #{gone}: Gone\n- #{moved}: Moved\n- #{locked}: Locked\n"),
+    );
+    // braids reads them all once, then two leave the repository.
+    let listed = sb.ok(&["beads", "app"]);
+    assert!(listed.contains(&format!("issue-{gone}")), "{listed}");
+    gh.edit_issue(REPO, gone, |i| i.deleted = true);
+    gh.edit_issue(REPO, moved, |i| i.transferred = true);
+    // Neither is worked on nor breaks a run: each is dropped once braids tries to claim it;
+    // the locked one is left to the people there.
+    assert!(tick_and_wait(&sb).is_empty());
+    assert!(tick_and_wait(&sb).is_empty());
+    let listed = sb.ok(&["beads", "app"]);
+    assert!(!listed.contains(&format!("issue-{gone}")), "{listed}");
+    assert!(!listed.contains(&format!("issue-{moved}")), "{listed}");
+    assert!(said(&gh, locked).is_empty());
+    assert!(gh.issue_now(REPO, locked).assignees.is_empty());
+}
+
+#[test]
+fn c13_4_with_pull_request_landing_the_merge_closes_the_issue() {
+    let (sb, bare, gh) = world(&[("Landing", "pull-request"), ("Merge", "auto")]);
+    let n = gh.issue(REPO, "ana", "Add the login page", "", &["braids"]);
+    stories(&sb, &format!("- #{n}: Login\n"));
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    let pulls = gh.pulls(REPO);
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    let pr = pulls[0].0;
+    // In review: still open and claimed on the forge.
+    let now = gh.issue_now(REPO, n);
+    assert!(now.open && now.has("braids:in-progress"), "{now:?}");
+    let head = gh.head_of(REPO, pr);
+    gh.check(&head, "ci", "completed", Some("success"), "all good");
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    let now = gh.issue_now(REPO, n);
+    assert!(!now.open, "{now:?}");
+    // Closed by the merge (`Closes #n`), its labels tidied.
+    assert_eq!(now.closed_by.as_deref(), Some("braids-bot"));
+    assert!(!now.has("braids:in-progress"), "{now:?}");
+    assert!(upstream_files(&sb, &bare).contains(&format!("work-issue-{n}.txt")));
 }

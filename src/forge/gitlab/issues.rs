@@ -52,6 +52,8 @@ struct IssueJson {
     discussion_locked: Option<bool>,
     #[serde(default)]
     moved_to_id: Option<u64>,
+    #[serde(default)]
+    user_notes_count: u64,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +82,7 @@ fn issue_of(j: IssueJson) -> Issue {
         milestone: j.milestone.map(|m| m.title),
         created: j.created_at,
         updated: j.updated_at,
+        comments: j.user_notes_count,
         locked: j.discussion_locked.unwrap_or(false),
         blocked_by: Vec::new(),
     }

@@ -16,6 +16,9 @@ use crate::model::{Bead, BeadId, BeadStatus};
 /// behind braids'.
 const CLOCK_MARGIN_MINUTES: i64 = 5;
 
+/// How long after a whole listing the next one is whole again.
+pub const WHOLE_EVERY_MINUTES: i64 = 60;
+
 /// How long a listing stands for the forge's answer.
 pub const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -36,6 +39,9 @@ pub struct Mirror {
     /// The forge, repository and labels this was read for: another key starts over.
     #[serde(default)]
     pub key: String,
+    /// The labels the issues were listed by.
+    #[serde(default)]
+    pub wanted: Vec<String>,
     /// Changes since this instant are what the next listing asks for; `None`: a full listing.
     #[serde(default)]
     pub since: Option<String>,
@@ -50,8 +56,8 @@ pub struct Mirror {
     /// Whether braids' own labels were made in the repository.
     #[serde(default)]
     pub labels_made: bool,
-    /// For each issue whose comments were read, its `updated` then: they are read again
-    /// only once it changed.
+    /// For each issue whose comments were read, its `updated` and comment count then: they
+    /// are read again only once either changed.
     #[serde(default)]
     pub heard: BTreeMap<u64, String>,
     /// When the forge was last listed, and by which process: a read by the same process
@@ -61,6 +67,10 @@ pub struct Mirror {
     pub read_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub read_by: Option<u32>,
+    /// When every labelled issue was last listed: a listing of changes cannot see an issue
+    /// deleted or moved away, so an hour after it the next listing is whole again.
+    #[serde(default)]
+    pub full_at: Option<DateTime<Utc>>,
 }
 
 impl Mirror {
@@ -69,6 +79,15 @@ impl Mirror {
     /// listing, since shortly before it started).
     pub fn absorb(&mut self, issues: Vec<Issue>, full: bool, read_at: DateTime<Utc>) {
         let newest = issues.iter().map(|i| i.updated.clone()).max();
+        if full {
+            // What a whole listing leaves out is no longer the project's: deleted, moved away
+            // or unlabelled. Issues kept as dependencies only are not in it, and stay.
+            let listed: std::collections::BTreeSet<u64> = issues.iter().map(|i| i.number).collect();
+            let wanted = self.wanted.clone();
+            self.issues
+                .retain(|n, i| listed.contains(n) || !wanted.iter().all(|w| has(i, w)));
+            self.full_at = Some(read_at);
+        }
         for i in issues {
             self.issues.insert(i.number, i);
         }
@@ -267,6 +286,7 @@ mod tests {
             milestone: None,
             created: format!("2026-11-0{}T00:00:00Z", n % 9 + 1),
             updated: "2026-11-29T00:00:00Z".into(),
+            comments: 0,
             locked: false,
             blocked_by: Vec::new(),
         }
@@ -384,6 +404,24 @@ mod tests {
         m.absorb(vec![issue(3, &[])], false, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T12:03:00Z"));
         assert_eq!(m.issues.len(), 3);
+    }
+
+    #[test]
+    fn a_whole_listing_drops_the_labelled_issues_it_left_out_and_keeps_dependencies() {
+        let mut m = Mirror {
+            wanted: vec!["braids".into()],
+            ..Mirror::default()
+        };
+        let at = Utc::now();
+        m.absorb(
+            vec![issue(1, &["braids"]), issue(2, &["braids"]), issue(3, &[])],
+            false,
+            at,
+        );
+        // #2 was deleted, moved or unlabelled; #3 is only someone's dependency.
+        m.absorb(vec![issue(1, &["braids"])], true, at);
+        assert_eq!(m.issues.keys().copied().collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(m.full_at, Some(at));
     }
 
     #[test]

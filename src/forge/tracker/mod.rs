@@ -125,10 +125,15 @@ impl IssueTracker {
         if fresh {
             return Ok(me);
         }
-        let full = m.since.is_none();
+        let full = m.since.is_none()
+            || m.full_at.is_none_or(|t| {
+                at.signed_duration_since(t) > chrono::Duration::minutes(mirror::WHOLE_EVERY_MINUTES)
+            });
+        m.wanted = self.labels.wanted.clone();
+        let since = if full { None } else { m.since.clone() };
         let listing = self
             .forge
-            .issues(&self.labels.wanted, m.since.as_deref(), &mut m.cache)
+            .issues(&self.labels.wanted, since.as_deref(), &mut m.cache)
             .map_err(|e| self.failed("listing issues", e))?;
         m.absorb(listing.issues, full, at);
         let beads = mirror::beads(m, &self.labels, &me);
@@ -381,7 +386,7 @@ impl Tracker for IssueTracker {
         let updated = m
             .issues
             .get(&n)
-            .map(|i| i.updated.clone())
+            .map(|i| format!("{} {}", i.updated, i.comments))
             .unwrap_or_default();
         if !updated.is_empty() && m.heard.get(&n) == Some(&updated) {
             return Ok(None);

@@ -56,7 +56,7 @@ pub(super) fn next_number(s: &State, repo: &str) -> u64 {
 }
 
 fn issue_json(i: &IssueRec) -> Value {
-    let open_blockers = i.blocked_by.len();
+    let total = i.blocked_by.len();
     json!({
         "id": 700_000 + i.number, "node_id": format!("I_{}", i.number),
         "url": format!("https://api.github.example/repos/{}/issues/{}", i.repo, i.number),
@@ -75,7 +75,7 @@ fn issue_json(i: &IssueRec) -> Value {
         "closed_at": if i.open { Value::Null } else { json!(i.updated) },
         "closed_by": i.closed_by.as_deref().map(user),
         "author_association": "MEMBER",
-        "issue_dependencies_summary": {"blocked_by": open_blockers, "total_blocked_by": open_blockers,
+        "issue_dependencies_summary": {"blocked_by": total, "total_blocked_by": total,
                                        "blocking": 0, "total_blocking": 0},
     })
 }
