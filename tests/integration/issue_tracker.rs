@@ -14,7 +14,7 @@ const TOKEN: &str = "ghp_issues";
 /// The agent: asks which format while its title says "Ask" and its prompt carries no answer;
 /// fails while its title says "Fails" and `~/fixed` does not exist; else adds
 /// `work-<bead>.txt` and passes, keeping its prompt in `~/prompt-<bead>.md`.
-const AGENT: &str = r#"
+pub(crate) const AGENT: &str = r#"
 if grep -q 'Ask the person' "$2" && ! grep -q '^Answer: ' "$2"; then
   printf 'status: needs_human\nreason: needs_clarification\nsummary: Should the API speak JSON or XML?\n' > "$BRAIDS_RESULT_FILE"
   exit 0
@@ -61,13 +61,13 @@ fn world(fields: &[(&str, &str)]) -> (Sandbox, PathBuf, GitHub) {
 }
 
 /// One run and its workers' end: the beads it spawned.
-fn tick_and_wait(sb: &Sandbox) -> Vec<String> {
+pub(crate) fn tick_and_wait(sb: &Sandbox) -> Vec<String> {
     let r = sb.tick().force().run();
     workers_end(sb);
     crate::support::ReportExt::spawned_beads(&r)
 }
 
-fn stories(sb: &Sandbox, lines: &str) {
+pub(crate) fn stories(sb: &Sandbox, lines: &str) {
     let dir = sb.project("app").join(".braids/iterations/001");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
@@ -77,7 +77,7 @@ fn stories(sb: &Sandbox, lines: &str) {
     .unwrap();
 }
 
-fn upstream_files(sb: &Sandbox, bare: &std::path::Path) -> String {
+pub(crate) fn upstream_files(sb: &Sandbox, bare: &std::path::Path) -> String {
     sb.git(bare, &["ls-tree", "-r", "--name-only", "main"])
 }
 

@@ -93,7 +93,10 @@ impl Mirror {
         }
         self.read_at = Some(read_at);
         self.read_by = Some(std::process::id());
-        let floor = full.then(|| (read_at - Duration::minutes(CLOCK_MARGIN_MINUTES)).to_rfc3339());
+        let floor = full.then(|| {
+            (read_at - Duration::minutes(CLOCK_MARGIN_MINUTES))
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        });
         self.since = [self.since.take(), newest, floor]
             .into_iter()
             .flatten()
@@ -396,7 +399,7 @@ mod tests {
             .unwrap()
             .with_timezone(&Utc);
         m.absorb(vec![issue(1, &["braids"])], true, at);
-        assert_eq!(m.since.as_deref(), Some("2026-11-29T11:55:00+00:00"));
+        assert_eq!(m.since.as_deref(), Some("2026-11-29T11:55:00Z"));
         let mut later = issue(2, &[]);
         later.updated = "2026-11-29T12:03:00Z".into();
         m.absorb(vec![later], false, at);
