@@ -361,11 +361,13 @@ pub fn rows(
         .find(|i| i.status == Some(crate::model::IterationStatus::Active));
     let known: BTreeSet<BeadId> = beads.iter().map(|b| b.id.clone()).collect();
     let scope: BTreeSet<BeadId> = active
-        .map(|i| {
-            i.stories_known(|id| known.contains(id))
+        .map(|i| match i.milestone_stories(&beads) {
+            Some(own) => own.into_iter().map(|s| s.id).collect(),
+            None => i
+                .stories_known(|id| known.contains(id))
                 .into_iter()
                 .map(|s| s.id.clone())
-                .collect()
+                .collect(),
         })
         .unwrap_or_default();
     let attempts = crate::retry::store::Store::in_dir(&inst.paths.braids_dir).load();

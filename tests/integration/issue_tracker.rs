@@ -378,3 +378,31 @@ fn c13_4_with_pull_request_landing_the_merge_closes_the_issue() {
     assert!(!now.has("braids:in-progress"), "{now:?}");
     assert!(upstream_files(&sb, &bare).contains(&format!("work-issue-{n}.txt")));
 }
+
+#[test]
+fn c13_1_an_iteration_by_milestone_takes_its_labelled_issues_oldest_first() {
+    let (sb, bare, gh) = world(&[]);
+    let first = gh.issue(REPO, "ana", "First of v1", "", &["braids"]);
+    let outside = gh.issue(REPO, "ana", "Not in the milestone", "", &["braids"]);
+    let second = gh.issue(REPO, "ana", "Second of v1", "", &["braids"]);
+    let unlabelled = gh.issue(REPO, "ana", "In v1, not for agents", "", &[]);
+    for n in [first, second, unlabelled] {
+        gh.edit_issue(REPO, n, |i| i.milestone = Some("v1".into()));
+    }
+    let dir = sb.project("app").join(".braids/iterations/001");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("ITERATION.md"),
+        "# Iteration 1\n\n- **Status:** active\n- **Milestone:** v1\n",
+    )
+    .unwrap();
+    let checked = sb.ok(&["check"]);
+    assert!(checked.contains("0 error(s)"), "{checked}");
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{first}")]);
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{second}")]);
+    assert!(tick_and_wait(&sb).is_empty());
+    assert!(gh.issue_now(REPO, outside).comments.is_empty());
+    assert!(gh.issue_now(REPO, unlabelled).comments.is_empty());
+    let log = sb.git(&bare, &["log", "--format=%s", "main"]);
+    assert_eq!(log.lines().next(), Some("Complete iteration 001"), "{log}");
+}
