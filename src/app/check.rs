@@ -73,6 +73,13 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
             &config,
             &paths.home,
         ));
+        out.extend(super::check_issues::check(
+            &entry.path,
+            &project_md,
+            &project,
+            &config,
+            paths,
+        ));
         config_problems.extend(preflight_of_config(&entry.path, &config));
         let project = format::project::read_project(&entry.path).value;
         presets.extend(

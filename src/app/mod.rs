@@ -8,6 +8,7 @@ pub mod answer;
 pub mod beads;
 pub mod check;
 mod check_config;
+pub mod check_issues;
 mod check_review;
 pub mod claw;
 pub mod cost;

@@ -356,6 +356,15 @@ impl IssueForge for GitHub {
         }
     }
 
+    fn any_labelled(&self, labels: &[String]) -> Result<bool, ForgeError> {
+        let path = format!(
+            "/issues?state=all&per_page=1&labels={}",
+            q(&labels.join(","))
+        );
+        let (_, v) = self.send(http::Method::GET, &path, None)?;
+        Ok(v.as_array().is_some_and(|l| !l.is_empty()))
+    }
+
     fn probe_issues(&self) -> Result<(), ForgeError> {
         match self.send(http::Method::GET, "/issues?per_page=1", None) {
             Ok((200..=299, _)) => Ok(()),

@@ -108,4 +108,6 @@ pub trait IssueForge {
     fn can_write(&self, login: &str) -> Result<bool, ForgeError>;
     /// Whether the token may read issues here at all; the error says what is missing.
     fn probe_issues(&self) -> Result<(), ForgeError>;
+    /// Whether any issue, open or closed, carries all of `labels` (one small request).
+    fn any_labelled(&self, labels: &[String]) -> Result<bool, ForgeError>;
 }

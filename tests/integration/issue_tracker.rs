@@ -406,3 +406,89 @@ fn c13_1_an_iteration_by_milestone_takes_its_labelled_issues_oldest_first() {
     let log = sb.git(&bare, &["log", "--format=%s", "main"]);
     assert_eq!(log.lines().next(), Some("Complete iteration 001"), "{log}");
 }
+
+#[test]
+fn c13_4_a_spent_rate_limit_pauses_the_forge_for_its_issues_and_claims_nothing() {
+    let (sb, bare, gh) = world(&[]);
+    let n = gh.issue(REPO, "ana", "Add the login page", "", &["braids"]);
+    stories(&sb, &format!("- #{n}: Login\n"));
+    gh.set_remaining(0);
+    assert!(tick_and_wait(&sb).is_empty());
+    let attempts = std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap();
+    assert!(attempts.contains("\"gh\""), "{attempts}");
+    // Paused: the next run asks the forge nothing and claims nothing.
+    let asked = gh.requests().len();
+    assert!(tick_and_wait(&sb).is_empty());
+    assert_eq!(gh.requests().len(), asked, "a paused forge was asked");
+    let now = gh.issue_now(REPO, n);
+    assert!(
+        now.assignees.is_empty() && now.comments.is_empty(),
+        "{now:?}"
+    );
+    // The window resets: the probe is the listing, and the work goes on.
+    gh.set_remaining(5000);
+    crate::review_landing::probe_due(&sb, "gh");
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    assert!(!gh.issue_now(REPO, n).open);
+    assert!(upstream_files(&sb, &bare).contains(&format!("work-issue-{n}.txt")));
+    let attempts = std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap();
+    assert!(!attempts.contains("\"gh\""), "{attempts}");
+}
+
+#[test]
+fn c13_4_a_forge_that_is_down_costs_the_issues_nothing() {
+    let (sb, _bare, gh) = world(&[]);
+    let n = gh.issue(REPO, "ana", "Add the login page", "", &["braids"]);
+    stories(&sb, &format!("- #{n}: Login\n"));
+    gh.set_down(true);
+    let r = sb.tick().force().run();
+    crate::day_two::workers_end(&sb);
+    assert!(crate::support::ReportExt::spawned_beads(&r).is_empty());
+    let status = sb.ok(&["status"]);
+    assert!(status.contains("forge `gh`"), "{status}");
+    gh.set_down(false);
+    crate::review_landing::probe_due(&sb, "gh");
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+}
+
+#[test]
+fn c13_5_check_names_a_refused_token_a_missing_forge_and_a_label_no_issue_carries() {
+    let (sb, _bare, gh) = world(&[("Labels", "agents, backend")]);
+    gh.issue(REPO, "ana", "Add the login page", "", &["agents"]);
+    let checked = sb.run(&["check"]);
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    assert!(
+        out.contains(
+            "no issue of me/app carries the labels agents, backend, so the project has no beads"
+        ),
+        "{out}"
+    );
+    // A token the forge refuses: one sentence with the file, the line and the fix.
+    std::fs::write(sb.home().join("gh-token"), "ghp_wrong\n").unwrap();
+    let checked = sb.run(&["check"]);
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    assert!(
+        out.contains("PROJECT.md:")
+            && out.contains("the forge refused the token (401)")
+            && out.contains("give forge `gh` a valid token"),
+        "{out}"
+    );
+    assert!(tick_and_wait(&sb).is_empty());
+    // A `Forge:` naming no forge.
+    sb.set_field("app", "Forge", "nowhere me/app");
+    let checked = sb.run(&["check"]);
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    assert!(out.contains("nowhere"), "{out}");
+}

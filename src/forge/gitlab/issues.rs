@@ -293,6 +293,15 @@ impl IssueForge for GitLab {
         }
     }
 
+    fn any_labelled(&self, labels: &[String]) -> Result<bool, ForgeError> {
+        let path = format!(
+            "/issues?state=all&per_page=1&labels={}",
+            encode(&labels.join(","))
+        );
+        let (_, v) = self.send("GET", &path, None, &[])?;
+        Ok(v.as_array().is_some_and(|l| !l.is_empty()))
+    }
+
     fn probe_issues(&self) -> Result<(), ForgeError> {
         match self.send("GET", "/issues?per_page=1", None, &[]) {
             Ok(_) => Ok(()),

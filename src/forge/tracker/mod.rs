@@ -37,6 +37,9 @@ pub struct IssueTracker {
     forge: Box<dyn IssueForge + Send + Sync>,
     /// `forge <name>`, for errors.
     name: String,
+    /// The forge's own name, its breaker's key.
+    forge_name: String,
+    paths: crate::system::paths::Paths,
     labels: Labels,
     /// Who braids mentions when it asks: PROJECT.md's `Owner:`, else the issue's author.
     owner: Option<String>,
@@ -68,6 +71,8 @@ impl IssueTracker {
             kind,
             forge: source.forge,
             name: format!("forge `{}`", source.forge_name),
+            forge_name: source.forge_name.clone(),
+            paths: source.paths.clone(),
             labels: source.labels,
             owner: source.owner,
             file,
@@ -77,6 +82,15 @@ impl IssueTracker {
     }
 
     fn failed(&self, doing: &str, e: ForgeError) -> TrackerError {
+        // An outage is the forge's, shared with its pull requests: its breaker pauses both.
+        if e.is_outage() {
+            let _ = crate::forge::health::heard(
+                &self.paths,
+                &self.forge_name,
+                &Err::<(), _>(e.clone()),
+                Utc::now(),
+            );
+        }
         match e {
             e if e.is_outage() => TrackerError::Io(format!("{} {doing}: {e}", self.name)),
             e => TrackerError::Failed {
@@ -114,8 +128,16 @@ impl IssueTracker {
     /// Reads what changed since the last read (everything labelled, the first time), and any
     /// issue a dependency names that braids never read.
     fn refresh(&self, m: &mut Mirror) -> Result<String, TrackerError> {
-        let me = self.me(m)?;
         let at = Utc::now();
+        if let crate::retry::forge_breaker::Look::Paused { .. } =
+            crate::forge::health::look(&self.paths, &self.forge_name, at)
+        {
+            return Err(TrackerError::Io(format!(
+                "{} is paused after an outage: its issues are read again once a probe finds it answering",
+                self.name
+            )));
+        }
+        let me = self.me(m)?;
         let fresh = m.read_by == Some(std::process::id())
             && m.read_at.is_some_and(|r| {
                 at.signed_duration_since(r)
@@ -133,8 +155,11 @@ impl IssueTracker {
         let since = if full { None } else { m.since.clone() };
         let listing = self
             .forge
-            .issues(&self.labels.wanted, since.as_deref(), &mut m.cache)
-            .map_err(|e| self.failed("listing issues", e))?;
+            .issues(&self.labels.wanted, since.as_deref(), &mut m.cache);
+        if listing.is_ok() {
+            let _ = crate::forge::health::heard(&self.paths, &self.forge_name, &listing, at);
+        }
+        let listing = listing.map_err(|e| self.failed("listing issues", e))?;
         m.absorb(listing.issues, full, at);
         let beads = mirror::beads(m, &self.labels, &me);
         for n in mirror::unknown_dependencies(&beads, m) {

@@ -17,6 +17,8 @@ pub struct Source {
     pub labels: Labels,
     /// PROJECT.md's `Owner:`, who braids mentions when it asks.
     pub owner: Option<String>,
+    /// braids' installation: where the forge's breaker is kept.
+    pub paths: crate::system::paths::Paths,
     /// Where its [`super::Mirror`] is kept: braids' own folder, never a project's.
     pub file: std::path::PathBuf,
 }
@@ -107,6 +109,7 @@ pub fn source(kind: TrackerKind, opts: &TrackerOptions) -> Result<Source, String
             .field("owner")
             .map(|f| f.value.trim().trim_start_matches('@').to_string())
             .filter(|o| !o.is_empty()),
+        paths: paths.clone(),
         file,
     })
 }
