@@ -248,6 +248,12 @@ pub struct BeadRow {
     /// In review (`Landing: pull-request`): its pull request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<InReviewShown>,
+    /// A forge issue's number (`#12`), for a tracker of forge issues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue: Option<u64>,
+    /// Where a person reads it (a forge issue's page).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// A bead's pull request as the views show it.
@@ -417,6 +423,8 @@ pub fn rows(
             let worker =
                 live_session(sessions, &project.entry.slug, &b.id).map(|s| Worker::of(s, now));
             BeadRow {
+                issue: b.url.as_ref().and_then(|_| b.id.issue_number()),
+                url: b.url.clone(),
                 id: b.id.clone(),
                 title: b.title.clone(),
                 status: b.status,

@@ -198,6 +198,9 @@ pub struct Bead {
     /// The tracker's labels (`size:L` sizes a protocol story); empty where it has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    /// Where a person reads it, for a tracker that has pages (a forge's issue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl Bead {
@@ -212,6 +215,7 @@ impl Bead {
             dependencies: Vec::new(),
             assignee: None,
             labels: Vec::new(),
+            url: None,
         }
     }
 }

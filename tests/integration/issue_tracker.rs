@@ -94,9 +94,16 @@ fn c13_1_labelled_issues_are_planned_claimed_landed_and_closed_and_unlabelled_on
     // `check` knows the Stories; `beads` shows the issues, not the unlabelled one.
     let checked = sb.ok(&["check"]);
     assert!(!checked.contains("1.3"), "{checked}");
-    let listed = sb.ok(&["beads", "app", "--json"]);
-    assert!(listed.contains(&format!("issue-{login}")), "{listed}");
-    assert!(!listed.contains(&format!("issue-{other}")), "{listed}");
+    let listed: serde_json::Value =
+        serde_json::from_str(&sb.ok(&["beads", "app", "--json"])).unwrap();
+    let rows = listed["beads"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{listed:#}");
+    assert_eq!(rows[0]["id"], format!("issue-{login}"), "{listed:#}");
+    assert_eq!(rows[0]["issue"], login, "{listed:#}");
+    let page = format!("https://github.example/me/app/issues/{login}");
+    assert_eq!(rows[0]["url"], page.as_str(), "{listed:#}");
+    let text = sb.ok(&["beads", "app"]);
+    assert!(text.contains(&format!("    #{login} {page}")), "{text}");
 
     // The first run claims the first story on the forge and lands it.
     assert_eq!(tick_and_wait(&sb), vec![format!("issue-{login}")]);

@@ -202,6 +202,7 @@ pub fn bead_of(issue: &Issue, labels: &Labels, me: &str) -> Bead {
     b.dependencies = dependencies(issue).into_iter().map(bead_id).collect();
     b.assignee = issue.assignees.first().cloned();
     b.labels = issue.labels.clone();
+    b.url = (!issue.url.is_empty()).then(|| issue.url.clone());
     if let Some(m) = &issue.milestone {
         b.labels
             .push(format!("{}{m}", crate::format::iteration::MILESTONE_LABEL));
