@@ -113,6 +113,8 @@ struct State {
     labels: BTreeMap<String, Vec<String>>,
     /// Each login's permission on every repository.
     permissions: BTreeMap<String, String>,
+    /// Repositories whose issues are another's (a benchmark's many projects over one set).
+    same_issues: BTreeMap<String, String>,
 }
 
 /// The running stand-in; it serves as long as the test process lives.
@@ -142,6 +144,7 @@ impl GitHub {
             issues: Vec::new(),
             labels: BTreeMap::new(),
             permissions: BTreeMap::new(),
+            same_issues: BTreeMap::new(),
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -481,8 +484,8 @@ fn answer(
         .map(|(k, v)| (k.to_string(), v.replace("%3A", ":")))
         .collect();
     let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    if let Some(answered) = issues::answer(s, method.as_str(), &repo, rest, &query, headers, &input)
-    {
+    let of = s.same_issues.get(&repo).cloned().unwrap_or(repo.clone());
+    if let Some(answered) = issues::answer(s, method.as_str(), &of, rest, &query, headers, &input) {
         return answered;
     }
     match (method.as_str(), rest) {

@@ -467,6 +467,48 @@ impl GitHub {
         })
     }
 
+    /// `n` issues in `repo` last changed at `at`, the first `labelled` of them carrying
+    /// `label` and assigned to `holder`; the repositories `also` show the same issues.
+    #[allow(clippy::too_many_arguments)]
+    pub fn many_issues(
+        &self,
+        repo: &str,
+        also: &[String],
+        n: u64,
+        labelled: u64,
+        label: &str,
+        holder: &str,
+        at: &str,
+    ) {
+        self.with(|s| {
+            for k in 1..=n {
+                let ours = k <= labelled;
+                s.issues.push(IssueRec {
+                    repo: repo.into(),
+                    number: k,
+                    title: format!("Issue {k}"),
+                    body: String::new(),
+                    open: true,
+                    labels: if ours { vec![label.to_string()] } else { Vec::new() },
+                    assignees: if ours { vec![holder.to_string()] } else { Vec::new() },
+                    author: "ana".into(),
+                    milestone: None,
+                    created: at.into(),
+                    updated: at.into(),
+                    locked: false,
+                    closed_by: None,
+                    blocked_by: Vec::new(),
+                    deleted: false,
+                    transferred: false,
+                    comments: Vec::new(),
+                });
+            }
+            for a in also {
+                s.same_issues.insert(a.clone(), repo.into());
+            }
+        });
+    }
+
     /// Changes issue `number` as a person would on the forge (its `updated_at` moves).
     pub fn edit_issue(&self, repo: &str, number: u64, f: impl FnOnce(&mut IssueView)) {
         self.with(|s| {
