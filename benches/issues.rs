@@ -43,7 +43,12 @@ fn env_n(name: &str, default: u64) -> u64 {
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.com"])
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
@@ -66,7 +71,10 @@ fn build(gh: &GitHub, home: &Path, projects: u64, issues: u64, labelled: u64) {
     )
     .unwrap();
     let bare = home.join("up.git");
-    git(home, &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()]);
+    git(
+        home,
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
     let mut registry = String::from("| Slug | Status | Priority | Path |\n|---|---|---|---|\n");
     let mut names = Vec::new();
     for p in 0..projects {
@@ -90,7 +98,10 @@ fn build(gh: &GitHub, home: &Path, projects: u64, issues: u64, labelled: u64) {
         .unwrap();
         git(&root, &["add", "-A"]);
         git(&root, &["commit", "-q", "-m", "scaffold"]);
-        registry.push_str(&format!("| {slug} | active | normal | {} |\n", root.display()));
+        registry.push_str(&format!(
+            "| {slug} | active | normal | {} |\n",
+            root.display()
+        ));
     }
     std::fs::write(braids.join("registry.md"), registry).unwrap();
     // Every project's repository shows the same 10,000 issues, last changed long ago.
@@ -168,8 +179,8 @@ fn main() {
         let before = gh.requests().len();
         let quota = gh.remaining();
         let m = run(&bin, home.path(), &tick);
-        let report: serde_json::Value = serde_json::from_str(&m.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", m.stdout));
+        let report: serde_json::Value =
+            serde_json::from_str(&m.stdout).unwrap_or_else(|e| panic!("{e}: {}", m.stdout));
         assert_eq!(
             report["spawns"].as_array().map_or(0, Vec::len),
             0,

@@ -489,8 +489,16 @@ impl GitHub {
                     title: format!("Issue {k}"),
                     body: String::new(),
                     open: true,
-                    labels: if ours { vec![label.to_string()] } else { Vec::new() },
-                    assignees: if ours { vec![holder.to_string()] } else { Vec::new() },
+                    labels: if ours {
+                        vec![label.to_string()]
+                    } else {
+                        Vec::new()
+                    },
+                    assignees: if ours {
+                        vec![holder.to_string()]
+                    } else {
+                        Vec::new()
+                    },
                     author: "ana".into(),
                     milestone: None,
                     created: at.into(),
