@@ -67,7 +67,6 @@ pub const FIELDS: &[&str] = &[
     "TestCommand",
     "TestReport",
     "Labels",
-    "Owner",
     "ProgressLabel",
     "BlockedLabel",
 ];
