@@ -35,21 +35,31 @@ const SLOW_EVERY: Duration = Duration::from_secs(7);
 const WORKER_START: Duration = Duration::from_secs(6);
 
 /// Below this, a stretch of due work with nothing started is never a violation: slow runs of a
-/// loaded two-core machine stay under it; a run stuck for minutes, as a lock deadlock would
-/// make it, is far above.
+/// loaded two-core machine stay under it.
 const IDLE_FLOOR: Duration = Duration::from_secs(30);
+/// Above this, a stretch always is one: a run stuck for minutes, as a lock deadlock would make
+/// it, stops whole runs from coming at all.
+const IDLE_CEILING: Duration = Duration::from_secs(120);
 
-/// The longest a project may have due work and a free slot with nothing started: one interval
-/// of the slower scheduler, plus the longest whole run seen (on a loaded two-core machine a
-/// run takes longer than on an idle one), plus a worker's start, and never under
-/// [`IDLE_FLOOR`].
+/// The longest a project may have due work and a free slot with nothing started: the longest
+/// wait between the starts of two whole runs (at least the slower scheduler's interval; runs
+/// the chaos killed in between, or a loaded machine's slow ones, make it longer), plus the
+/// longest whole run, plus a worker's start; within [`IDLE_FLOOR`] and [`IDLE_CEILING`].
 fn idle_limit(whole_runs: &[(Instant, Instant)]) -> Duration {
     let longest = whole_runs
         .iter()
         .map(|(start, end)| *end - *start)
         .max()
         .unwrap_or_default();
-    (SLOW_EVERY + longest + WORKER_START).max(IDLE_FLOOR)
+    let mut starts: Vec<Instant> = whole_runs.iter().map(|(start, _)| *start).collect();
+    starts.sort();
+    let gap = starts
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default()
+        .max(SLOW_EVERY);
+    (gap + longest + WORKER_START).clamp(IDLE_FLOOR, IDLE_CEILING)
 }
 
 /// The agent. Calm (`$HOME/calm` exists) it always works; otherwise its fate is drawn.
