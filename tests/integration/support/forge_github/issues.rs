@@ -43,6 +43,39 @@ pub(super) struct IssueRec {
     pub comments: Vec<(u64, String, String, String)>,
 }
 
+impl IssueRec {
+    /// An open issue of `repo` by `author`, made and last changed at `at`.
+    fn new(
+        repo: &str,
+        number: u64,
+        title: &str,
+        body: &str,
+        labels: Vec<String>,
+        author: &str,
+        at: &str,
+    ) -> IssueRec {
+        IssueRec {
+            repo: repo.into(),
+            number,
+            title: title.into(),
+            body: body.into(),
+            open: true,
+            labels,
+            assignees: Vec::new(),
+            author: author.into(),
+            milestone: None,
+            created: at.into(),
+            updated: at.into(),
+            locked: false,
+            closed_by: None,
+            blocked_by: Vec::new(),
+            deleted: false,
+            transferred: false,
+            comments: Vec::new(),
+        }
+    }
+}
+
 /// Now, to the second, as GitHub writes times.
 pub(super) fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -178,25 +211,15 @@ pub(super) fn answer(
                 .flatten()
                 .filter_map(|l| l.as_str().map(String::from))
                 .collect();
-            let rec = IssueRec {
-                repo: repo.into(),
+            let rec = IssueRec::new(
+                repo,
                 number,
-                title: title.into(),
-                body: input["body"].as_str().unwrap_or_default().into(),
-                open: true,
+                title,
+                input["body"].as_str().unwrap_or_default(),
                 labels,
-                assignees: Vec::new(),
-                author: login,
-                milestone: None,
-                created: now(),
-                updated: now(),
-                locked: false,
-                closed_by: None,
-                blocked_by: Vec::new(),
-                deleted: false,
-                transferred: false,
-                comments: Vec::new(),
-            };
+                &login,
+                &now(),
+            );
             let out = issue_json(&rec);
             s.issues.push(rec);
             json_answer(StatusCode::CREATED, out)
@@ -407,25 +430,10 @@ pub(super) fn answer(
 
 /// Closes the issues a merged pull request's `body` names with a closing keyword.
 pub(super) fn close_named(s: &mut State, repo: &str, body: &str, by: &str) {
-    let lower = body.to_ascii_lowercase();
-    let words = [
+    const KEYWORDS: &[&str] = &[
         "close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved",
     ];
-    let mut named = Vec::new();
-    for w in lower
-        .split(|c: char| c.is_whitespace() || c == ',')
-        .collect::<Vec<_>>()
-        .windows(2)
-    {
-        if words.contains(&w[0].trim_end_matches(':')) {
-            if let Some(n) = w[1]
-                .strip_prefix('#')
-                .and_then(|d| d.trim_end_matches(['.', ')']).parse::<u64>().ok())
-            {
-                named.push(n);
-            }
-        }
-    }
+    let named = super::super::bare_git::closing_refs(body, KEYWORDS);
     for i in s
         .issues
         .iter_mut()
@@ -444,32 +452,22 @@ impl GitHub {
     pub fn issue(&self, repo: &str, author: &str, title: &str, body: &str, labels: &[&str]) -> u64 {
         self.with(|s| {
             let number = next_number(s, repo);
-            s.issues.push(IssueRec {
-                repo: repo.into(),
+            s.issues.push(IssueRec::new(
+                repo,
                 number,
-                title: title.into(),
-                body: body.into(),
-                open: true,
-                labels: labels.iter().map(|l| l.to_string()).collect(),
-                assignees: Vec::new(),
-                author: author.into(),
-                milestone: None,
-                created: now(),
-                updated: now(),
-                locked: false,
-                closed_by: None,
-                blocked_by: Vec::new(),
-                deleted: false,
-                transferred: false,
-                comments: Vec::new(),
-            });
+                title,
+                body,
+                labels.iter().map(|l| l.to_string()).collect(),
+                author,
+                &now(),
+            ));
             number
         })
     }
 
     /// `n` issues in `repo` last changed at `at`, the first `labelled` of them carrying
     /// `label` and assigned to `holder`; the repositories `also` show the same issues.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, dead_code)] // the issues bench's
     pub fn many_issues(
         &self,
         repo: &str,
@@ -483,33 +481,23 @@ impl GitHub {
         self.with(|s| {
             for k in 1..=n {
                 let ours = k <= labelled;
-                s.issues.push(IssueRec {
-                    repo: repo.into(),
-                    number: k,
-                    title: format!("Issue {k}"),
-                    body: String::new(),
-                    open: true,
-                    labels: if ours {
+                let mut rec = IssueRec::new(
+                    repo,
+                    k,
+                    &format!("Issue {k}"),
+                    "",
+                    if ours {
                         vec![label.to_string()]
                     } else {
                         Vec::new()
                     },
-                    assignees: if ours {
-                        vec![holder.to_string()]
-                    } else {
-                        Vec::new()
-                    },
-                    author: "ana".into(),
-                    milestone: None,
-                    created: at.into(),
-                    updated: at.into(),
-                    locked: false,
-                    closed_by: None,
-                    blocked_by: Vec::new(),
-                    deleted: false,
-                    transferred: false,
-                    comments: Vec::new(),
-                });
+                    "ana",
+                    at,
+                );
+                if ours {
+                    rec.assignees = vec![holder.to_string()];
+                }
+                s.issues.push(rec);
             }
             for a in also {
                 s.same_issues.insert(a.clone(), repo.into());

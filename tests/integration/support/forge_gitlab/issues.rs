@@ -41,6 +41,54 @@ pub(super) struct IssueRec {
     pub notes: Vec<(u64, String, String, bool)>,
 }
 
+impl IssueRec {
+    /// An open issue of project `project` by `author`, made now.
+    fn new(
+        project: u64,
+        iid: u64,
+        title: &str,
+        description: &str,
+        labels: Vec<String>,
+        author: &str,
+    ) -> IssueRec {
+        IssueRec {
+            project,
+            iid,
+            title: title.into(),
+            description: description.into(),
+            open: true,
+            labels,
+            assignees: Vec::new(),
+            author: author.into(),
+            created: now(),
+            updated: now(),
+            locked: false,
+            deleted: false,
+            moved: false,
+            closed_by: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// The id of the project at `path`.
+fn project_id(s: &State, path: &str) -> u64 {
+    s.projects
+        .iter()
+        .find(|p| p.path == path)
+        .expect("no such project")
+        .id
+}
+
+/// Issue `iid` of the project at `path`.
+fn issue_mut<'a>(s: &'a mut State, path: &str, iid: u64) -> &'a mut IssueRec {
+    let pid = project_id(s, path);
+    s.issues
+        .iter_mut()
+        .find(|i| i.project == pid && i.iid == iid)
+        .expect("no such issue")
+}
+
 /// Now, as GitLab writes times (milliseconds, `Z`).
 pub(super) fn now() -> String {
     chrono::Utc::now()
@@ -183,23 +231,14 @@ pub(super) fn answer(
                 ));
             };
             let iid = s.issues.iter().filter(|i| i.project == p.id).count() as u64 + 1;
-            let rec = IssueRec {
-                project: p.id,
+            let rec = IssueRec::new(
+                p.id,
                 iid,
-                title: title.into(),
-                description: input["description"].as_str().unwrap_or_default().into(),
-                open: true,
-                labels: list_of(&input["labels"]),
-                assignees: Vec::new(),
-                author: login,
-                created: now(),
-                updated: now(),
-                locked: false,
-                deleted: false,
-                moved: false,
-                closed_by: None,
-                notes: Vec::new(),
-            };
+                title,
+                input["description"].as_str().unwrap_or_default(),
+                list_of(&input["labels"]),
+                &login,
+            );
             let out = issue_json(p, &rec);
             s.issues.push(rec);
             created(StatusCode::CREATED, out)
@@ -348,8 +387,7 @@ pub(super) fn answer(
 /// Closes the issues a merged merge request's description names with `Closes #n` (GitLab's
 /// default closing pattern: close, fix, resolve, implement, in their forms).
 pub(super) fn close_named(s: &mut State, project: u64, text: &str, by: &str) {
-    let lower = text.to_ascii_lowercase();
-    let words = [
+    const KEYWORDS: &[&str] = &[
         "close",
         "closes",
         "closed",
@@ -366,20 +404,7 @@ pub(super) fn close_named(s: &mut State, project: u64, text: &str, by: &str) {
         "implements",
         "implemented",
     ];
-    let tokens: Vec<&str> = lower
-        .split(|c: char| c.is_whitespace() || c == ',')
-        .collect();
-    let mut named = Vec::new();
-    for w in tokens.windows(2) {
-        if words.contains(&w[0].trim_end_matches(':')) {
-            if let Some(n) = w[1]
-                .strip_prefix('#')
-                .and_then(|d| d.trim_end_matches(['.', ')']).parse::<u64>().ok())
-            {
-                named.push(n);
-            }
-        }
-    }
+    let named = super::super::bare_git::closing_refs(text, KEYWORDS);
     for i in s
         .issues
         .iter_mut()
@@ -404,30 +429,16 @@ impl GitLab {
         labels: &[&str],
     ) -> u64 {
         self.with(|s| {
-            let id = s
-                .projects
-                .iter()
-                .find(|p| p.path == project)
-                .expect("no such project")
-                .id;
+            let id = project_id(s, project);
             let iid = s.issues.iter().filter(|i| i.project == id).count() as u64 + 1;
-            s.issues.push(IssueRec {
-                project: id,
+            s.issues.push(IssueRec::new(
+                id,
                 iid,
-                title: title.into(),
-                description: body.into(),
-                open: true,
-                labels: labels.iter().map(|l| l.to_string()).collect(),
-                assignees: Vec::new(),
-                author: author.into(),
-                created: now(),
-                updated: now(),
-                locked: false,
-                deleted: false,
-                moved: false,
-                closed_by: None,
-                notes: Vec::new(),
-            });
+                title,
+                body,
+                labels.iter().map(|l| l.to_string()).collect(),
+                author,
+            ));
             iid
         })
     }
@@ -437,17 +448,7 @@ impl GitLab {
         self.with(|s| {
             s.next_id += 1;
             let id = s.next_id;
-            let pid = s
-                .projects
-                .iter()
-                .find(|p| p.path == project)
-                .expect("no such project")
-                .id;
-            let i = s
-                .issues
-                .iter_mut()
-                .find(|i| i.project == pid && i.iid == iid)
-                .expect("no such issue");
+            let i = issue_mut(s, project, iid);
             i.notes.push((id, author.into(), body.into(), false));
             i.updated = now();
         });
@@ -464,17 +465,7 @@ impl GitLab {
     /// Issue `iid` of `project` now: (open, labels, assignees, notes as (author, body, system)).
     pub fn issue_now(&self, project: &str, iid: u64) -> GlIssue {
         self.with(|s| {
-            let pid = s
-                .projects
-                .iter()
-                .find(|p| p.path == project)
-                .expect("no such project")
-                .id;
-            let i = s
-                .issues
-                .iter()
-                .find(|i| i.project == pid && i.iid == iid)
-                .expect("no such issue");
+            let i = issue_mut(s, project, iid);
             GlIssue {
                 open: i.open,
                 labels: i.labels.clone(),
