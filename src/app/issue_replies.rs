@@ -22,6 +22,7 @@ pub fn tick(
     now: DateTime<Utc>,
 ) -> Result<crate::tick::TickReport> {
     let dry = opts.dry_run;
+    crate::forge::tracker::next_run();
     let report = crate::tick::run(inst, opts, now)?;
     if !dry {
         for line in take(inst, Utc::now()) {

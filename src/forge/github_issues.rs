@@ -167,15 +167,24 @@ impl IssueForge for GitHub {
             Some(t) => path.push_str(&format!("&since={}", q(t))),
             None => path.push_str(&format!("&labels={}", q(&labels.join(",")))),
         }
-        let mut issues = Vec::new();
+        let (mut issues, mut unchanged) = (Vec::new(), Vec::new());
         for page in 1.. {
             let at = match page {
                 1 => path.clone(),
                 n => format!("{path}&page={n}"),
             };
             let a = self.get(&at, cache, &mut seen)?;
+            // A page kept as its numbers (below), answered 304: as braids last read it.
+            if let (true, Some(Value::Array(numbers))) = (a.not_modified, a.body.get("numbers")) {
+                unchanged.extend(numbers.iter().filter_map(Value::as_u64));
+                if a.body["count"].as_u64().unwrap_or(0) < 100 {
+                    break;
+                }
+                continue;
+            }
             let list: Vec<IssueJson> = parse(&a.body, "a list of issues")?;
-            let full = list.len() >= 100;
+            let count = list.len();
+            let before = issues.len();
             for j in list.into_iter().filter(|i| i.pull_request.is_none()) {
                 let blocked = has_blockers(&j);
                 let mut issue = issue_of(j);
@@ -184,12 +193,20 @@ impl IssueForge for GitHub {
                 }
                 issues.push(issue);
             }
-            if !full {
+            // The page's issues are the mirror's now: all a 304 needs is which they were, not
+            // GitHub's whole answer (some kilobytes an issue).
+            let key = format!("/repos/{}{at}", self.repository);
+            if let Some(tag) = cache.etag(&key).map(String::from) {
+                let numbers: Vec<u64> = issues[before..].iter().map(|i| i.number).collect();
+                cache.keep(&key, &tag, json!({"numbers": numbers, "count": count}));
+            }
+            if count < 100 {
                 break;
             }
         }
         Ok(Listing {
             issues,
+            unchanged,
             requests: seen.requests,
             not_modified: seen.not_modified,
         })

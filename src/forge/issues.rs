@@ -55,8 +55,11 @@ pub struct IssueComment {
 /// What one listing read, and what it cost.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
-    /// The issues changed since the listing's `since` (all of them without one).
+    /// The issues changed since the listing's `since` (all of them without one) on the pages
+    /// that were read anew.
     pub issues: Vec<Issue>,
+    /// The numbers on the pages answered `304`: as braids last read them.
+    pub unchanged: Vec<u64>,
     pub requests: u32,
     /// Of them, answered `304 Not Modified`.
     pub not_modified: u32,

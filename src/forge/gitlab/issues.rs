@@ -145,6 +145,8 @@ impl IssueForge for GitLab {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Listing {
             issues,
+            // Every page comes whole, from GitLab or from the cache.
+            unchanged: Vec::new(),
             requests: seen.requests,
             not_modified: seen.not_modified,
         })

@@ -19,9 +19,6 @@ const CLOCK_MARGIN_MINUTES: i64 = 5;
 /// How long after a whole listing the next one is whole again.
 pub const WHOLE_EVERY_MINUTES: i64 = 60;
 
-/// How long a listing stands for the forge's answer.
-pub const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// The labels that make an issue the project's, and those braids sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Labels {
@@ -60,13 +57,6 @@ pub struct Mirror {
     /// are read again only once either changed.
     #[serde(default)]
     pub heard: BTreeMap<u64, String>,
-    /// When the forge was last listed, and by which process: a read by the same process
-    /// within [`FRESH_FOR`] answers from here (the tick's listing serves the replies read
-    /// right after it, outside its lock).
-    #[serde(default)]
-    pub read_at: Option<DateTime<Utc>>,
-    #[serde(default)]
-    pub read_by: Option<u32>,
     /// When every labelled issue was last listed: a listing of changes cannot see an issue
     /// deleted or moved away, so an hour after it the next listing is whole again.
     #[serde(default)]
@@ -74,15 +64,26 @@ pub struct Mirror {
 }
 
 impl Mirror {
-    /// Takes in what a listing read at `read_at`: each issue replaces what was kept of it, and
+    /// Takes in what a listing read at `read_at` (`unchanged`: the numbers on its pages answered
+    /// `304`, kept as they are): each issue replaces what was kept of it, and
     /// the next listing asks for what changed since the newest change seen (after a full
     /// listing, since shortly before it started).
-    pub fn absorb(&mut self, issues: Vec<Issue>, full: bool, read_at: DateTime<Utc>) {
+    pub fn absorb(
+        &mut self,
+        issues: Vec<Issue>,
+        unchanged: &[u64],
+        full: bool,
+        read_at: DateTime<Utc>,
+    ) {
         let newest = issues.iter().map(|i| i.updated.clone()).max();
         if full {
             // What a whole listing leaves out is no longer the project's: deleted, moved away
             // or unlabelled. Issues kept as dependencies only are not in it, and stay.
-            let listed: std::collections::BTreeSet<u64> = issues.iter().map(|i| i.number).collect();
+            let listed: std::collections::BTreeSet<u64> = issues
+                .iter()
+                .map(|i| i.number)
+                .chain(unchanged.iter().copied())
+                .collect();
             let wanted = self.wanted.clone();
             self.issues
                 .retain(|n, i| listed.contains(n) || !wanted.iter().all(|w| has(i, w)));
@@ -91,8 +92,6 @@ impl Mirror {
         for i in issues {
             self.issues.insert(i.number, i);
         }
-        self.read_at = Some(read_at);
-        self.read_by = Some(std::process::id());
         let floor = full.then(|| {
             (read_at - Duration::minutes(CLOCK_MARGIN_MINUTES))
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
@@ -403,13 +402,13 @@ mod tests {
         let at = DateTime::parse_from_rfc3339("2026-11-29T12:00:00Z")
             .unwrap()
             .with_timezone(&Utc);
-        m.absorb(vec![issue(1, &["braids"])], true, at);
+        m.absorb(vec![issue(1, &["braids"])], &[], true, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T11:55:00Z"));
         let mut later = issue(2, &[]);
         later.updated = "2026-11-29T12:03:00Z".into();
-        m.absorb(vec![later], false, at);
+        m.absorb(vec![later], &[], false, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T12:03:00Z"));
-        m.absorb(vec![issue(3, &[])], false, at);
+        m.absorb(vec![issue(3, &[])], &[], false, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T12:03:00Z"));
         assert_eq!(m.issues.len(), 3);
     }
@@ -422,13 +421,20 @@ mod tests {
         };
         let at = Utc::now();
         m.absorb(
-            vec![issue(1, &["braids"]), issue(2, &["braids"]), issue(3, &[])],
+            vec![
+                issue(1, &["braids"]),
+                issue(2, &["braids"]),
+                issue(3, &[]),
+                issue(4, &["braids"]),
+            ],
+            &[],
             false,
             at,
         );
-        // #2 was deleted, moved or unlabelled; #3 is only someone's dependency.
-        m.absorb(vec![issue(1, &["braids"])], true, at);
-        assert_eq!(m.issues.keys().copied().collect::<Vec<_>>(), [1, 3]);
+        // #2 was deleted, moved or unlabelled; #3 is only someone's dependency; #4 is on a
+        // page answered 304.
+        m.absorb(vec![issue(1, &["braids"])], &[4], true, at);
+        assert_eq!(m.issues.keys().copied().collect::<Vec<_>>(), [1, 3, 4]);
         assert_eq!(m.full_at, Some(at));
     }
 

@@ -9,7 +9,9 @@
 //! `work/issues/`: one conditional listing of what changed since the last read is all
 //! a run asks, so a run where nothing changed costs a `304` (free of quota on GitHub).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use chrono::Utc;
@@ -26,6 +28,33 @@ pub mod talk;
 
 use mirror::{bead_id, number_of};
 pub use mirror::{Labels, Mirror};
+
+/// The run this process is in: what [`listed_this_run`] compares with.
+static RUN: AtomicU64 = AtomicU64::new(0);
+
+/// For each mirror file, the run of this process that last listed its forge.
+static LISTED: Mutex<BTreeMap<PathBuf, u64>> = Mutex::new(BTreeMap::new());
+
+/// Starts a new run of this process (a tick and what follows it): a listing made in it serves
+/// every reader of the same issues until the next (the replies read right after the tick), so
+/// a run lists each project's forge once.
+pub fn next_run() {
+    RUN.fetch_add(1, Ordering::SeqCst);
+}
+
+fn listed_this_run(file: &std::path::Path) -> bool {
+    let run = RUN.load(Ordering::SeqCst);
+    // Run 0: a process that never said which run it is in (a worker, a command) lists anew.
+    run > 0 && LISTED.lock().unwrap_or_else(|p| p.into_inner()).get(file) == Some(&run)
+}
+
+fn mark_listed(file: &std::path::Path) {
+    let run = RUN.load(Ordering::SeqCst);
+    LISTED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(file.to_path_buf(), run);
+}
 
 /// Colours of the labels braids makes.
 const PROGRESS_COLOR: &str = "1d76db";
@@ -137,14 +166,9 @@ impl IssueTracker {
                 self.name
             )));
         }
+        let knew_me = m.me.is_some();
         let me = self.me(m)?;
-        let fresh = m.read_by == Some(std::process::id())
-            && m.read_at.is_some_and(|r| {
-                at.signed_duration_since(r)
-                    .to_std()
-                    .is_ok_and(|d| d < mirror::FRESH_FOR)
-            });
-        if fresh {
+        if listed_this_run(&self.file) {
             return Ok(me);
         }
         let full = m.since.is_none()
@@ -160,9 +184,14 @@ impl IssueTracker {
             let _ = crate::forge::health::heard(&self.paths, &self.forge_name, &listing, at);
         }
         let listing = listing.map_err(|e| self.failed("listing issues", e))?;
-        m.absorb(listing.issues, full, at);
+        let since_before = m.since.clone();
+        let read_anew = !listing.issues.is_empty();
+        m.absorb(listing.issues, &listing.unchanged, full, at);
         let beads = mirror::beads(m, &self.labels, &me);
-        for n in mirror::unknown_dependencies(&beads, m) {
+        let unknown = mirror::unknown_dependencies(&beads, m);
+        let changed =
+            read_anew || full || !knew_me || !unknown.is_empty() || m.since != since_before;
+        for n in unknown {
             match self.forge.issue(n, &mut m.cache) {
                 Ok(Found::Issue(i)) => {
                     m.issues.insert(n, i);
@@ -172,7 +201,11 @@ impl IssueTracker {
                 Err(e) => return Err(self.failed(&format!("reading #{n}"), e)),
             }
         }
-        self.save(m);
+        // A run where nothing changed writes nothing.
+        if changed {
+            self.save(m);
+        }
+        mark_listed(&self.file);
         Ok(me)
     }
 
