@@ -354,6 +354,14 @@ impl Tracker for IssueTracker {
             i.labels
                 .retain(|l| !drop_labels.iter().any(|d| d.eq_ignore_ascii_case(l)));
         }
+        // What was kept of a closed issue's own reads is not asked again: its mirror entry,
+        // changed by a listing if it reopens, is enough.
+        let own = format!("/issues/{n}");
+        m.cache.forget_where(|k| {
+            k.split_once(own.as_str())
+                .is_some_and(|(_, rest)| rest.is_empty() || rest.starts_with(['/', '?']))
+        });
+        m.heard.remove(&n);
         self.save(&m);
         Ok(())
     }
