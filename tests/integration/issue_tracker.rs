@@ -12,7 +12,8 @@ use crate::support::{Install, Sandbox};
 const TOKEN: &str = "ghp_issues";
 
 /// The agent: asks which format while its title says "Ask" and its prompt carries no answer;
-/// fails while its title says "Fails" and `~/fixed` does not exist; else adds
+/// fails while its title says "Fails" and `~/fixed` does not exist; changes AGENTS.md (a
+/// control file: its work is held for a person) when its title says so; else adds
 /// `work-<bead>.txt` and passes, keeping its prompt in `~/prompt-<bead>.md`.
 pub(crate) const AGENT: &str = r#"
 if grep -q 'Ask the person' "$2" && ! grep -q '^Answer: ' "$2"; then
@@ -23,6 +24,7 @@ if grep -q 'Fails until fixed' "$2" && [ ! -e "$HOME/fixed" ]; then
   echo "tests fail: 3 of 40" >&2
   exit 1
 fi
+if grep -q 'Touches the agents file' "$2"; then printf '\nAlways run the linter.\n' >> AGENTS.md; fi
 cp "$2" "$HOME/prompt-$BRAIDS_BEAD.md"
 echo "$BRAIDS_BEAD" > "work-$BRAIDS_BEAD.txt"
 mkdir -p "$(dirname "$1")"
@@ -498,4 +500,46 @@ fn c13_5_check_names_a_refused_token_a_missing_forge_and_a_label_no_issue_carrie
         String::from_utf8_lossy(&checked.stderr)
     );
     assert!(out.contains("nowhere"), "{out}");
+}
+
+#[test]
+fn c13_3_held_work_is_landed_by_an_approve_on_the_issue() {
+    let (sb, bare, gh) = world(&[]);
+    gh.set_permission("lead", "admin");
+    let n = gh.issue(REPO, "ana", "Touches the agents file", "", &["braids"]);
+    stories(&sb, &format!("- #{n}: Agents\n"));
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    let now = gh.issue_now(REPO, n);
+    assert!(now.has("braids:blocked"), "{now:?}");
+    let told = &now.comments.last().unwrap().1;
+    assert!(
+        told.contains("control files") && told.contains("`/approve`"),
+        "{told}"
+    );
+    gh.comment_by(REPO, n, "lead", "/approve");
+    assert!(tick_and_wait(&sb).is_empty());
+    let now = gh.issue_now(REPO, n);
+    assert!(!now.open, "{now:?}");
+    let agents = sb.git(&bare, &["show", "main:AGENTS.md"]);
+    assert!(agents.contains("Always run the linter."), "{agents}");
+}
+
+#[test]
+fn c13_5_a_token_without_the_issues_permission_is_named_with_its_fix_and_claims_nothing() {
+    let (sb, _bare, gh) = world(&[]);
+    let n = gh.issue(REPO, "ana", "Add the login page", "", &["braids"]);
+    stories(&sb, &format!("- #{n}: Login\n"));
+    gh.set_issues_forbidden(true);
+    let checked = sb.run(&["check"]);
+    let out = String::from_utf8_lossy(&checked.stdout).to_string()
+        + &String::from_utf8_lossy(&checked.stderr);
+    assert!(
+        out.contains("may not read the issues of me/app") && out.contains("Issues permission"),
+        "{out}"
+    );
+    assert!(tick_and_wait(&sb).is_empty());
+    let status = std::fs::read_to_string(sb.braids_dir().join("STATUS.md")).unwrap();
+    assert!(status.contains("Resource not accessible"), "{status}");
+    gh.set_issues_forbidden(false);
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
 }

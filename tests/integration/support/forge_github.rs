@@ -113,6 +113,8 @@ struct State {
     labels: BTreeMap<String, Vec<String>>,
     /// Each login's permission on every repository.
     permissions: BTreeMap<String, String>,
+    /// Whether every issue path answers 403 (a token without the Issues permission).
+    issues_forbidden: bool,
     /// Repositories whose issues are another's (a benchmark's many projects over one set).
     same_issues: BTreeMap<String, String>,
 }
@@ -145,6 +147,7 @@ impl GitHub {
             labels: BTreeMap::new(),
             permissions: BTreeMap::new(),
             same_issues: BTreeMap::new(),
+            issues_forbidden: false,
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();

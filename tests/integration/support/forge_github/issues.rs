@@ -136,6 +136,12 @@ pub(super) fn answer(
     input: &Value,
 ) -> Option<(StatusCode, Response)> {
     let login = s.login.clone();
+    if s.issues_forbidden && rest.first() == Some(&"issues") {
+        return Some(message(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by personal access token",
+        ));
+    }
     let idx = |s: &State, n: &str| {
         let n: u64 = n.parse().ok()?;
         s.issues
@@ -553,6 +559,12 @@ impl GitHub {
             i.comments.push((id, author.into(), body.into(), now()));
             i.updated = now();
         });
+    }
+
+    /// Whether the token may not read issues (a fine-grained token without *Issues*): every
+    /// issue path answers 403.
+    pub fn set_issues_forbidden(&self, on: bool) {
+        self.with(|s| s.issues_forbidden = on);
     }
 
     /// `login`'s permission on every repository (`admin`, `write`, `read`, `none`).
