@@ -185,7 +185,8 @@ impl IssueTracker {
         }
         let listing = listing.map_err(|e| self.failed("listing issues", e))?;
         let since_before = m.since.clone();
-        let read_anew = !listing.issues.is_empty();
+        // A page read anew, even an empty one, brought an ETag worth keeping.
+        let read_anew = listing.requests > listing.not_modified;
         m.absorb(listing.issues, &listing.unchanged, full, at);
         let beads = mirror::beads(m, &self.labels, &me);
         let unknown = mirror::unknown_dependencies(&beads, m);
