@@ -76,6 +76,12 @@ impl IssueRec {
     }
 }
 
+fn instant(t: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(t)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
 /// Now, to the second, as GitHub writes times.
 pub(super) fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -163,35 +169,33 @@ pub(super) fn answer(
                 .and_then(|p| p.parse().ok())
                 .unwrap_or(1)
                 .max(1);
-            let mut all: Vec<(String, u64, Value)> = s
-                .issues
-                .iter()
-                .filter(|i| i.repo == repo && !i.deleted && !i.transferred)
-                .filter(|i| has_all(i, &labels))
-                .map(|i| (i.updated.clone(), i.number, issue_json(i)))
-                .collect();
-            if labels.is_empty() {
-                // Pull requests are issues too, in this listing.
-                for p in s.pulls.iter().filter(|p| p.repo == repo) {
-                    let mut v = json!({"number": p.number, "title": p.title, "body": p.body,
-                        "state": if p.open { "open" } else { "closed" }, "labels": [], "assignees": [],
-                        "user": user(&p.author), "locked": false,
-                        "created_at": "2026-11-29T12:00:00Z", "updated_at": super::stamp(p),
-                        "html_url": format!("https://github.example/{}/pull/{}", p.repo, p.number)});
-                    v["pull_request"] = json!({"url": format!("https://api.github.example/repos/{}/pulls/{}", p.repo, p.number)});
-                    all.push((super::stamp(p), p.number, v));
-                }
-            }
-            all.retain(|(u, _, v)| {
-                let open = v["state"] == "open";
+            let since = since.as_deref().and_then(instant);
+            let wanted = |open: bool, updated: &str| {
                 let state_ok = match state {
                     "all" => true,
                     "closed" => !open,
                     _ => open,
                 };
-                state_ok && since.as_ref().is_none_or(|t| u.as_str() >= t.as_str())
-            });
-            all.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+                state_ok && since.is_none_or(|t| instant(updated).is_some_and(|u| u >= t))
+            };
+            // What matches, sorted and paged first: JSON is made for one page only.
+            let mut all: Vec<(String, u64, Option<usize>)> = s
+                .issues
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.repo == repo && !i.deleted && !i.transferred)
+                .filter(|(_, i)| has_all(i, &labels) && wanted(i.open, &i.updated))
+                .map(|(k, i)| (i.updated.clone(), i.number, Some(k)))
+                .collect();
+            if labels.is_empty() {
+                // Pull requests are issues too, in this listing.
+                for p in s.pulls.iter().filter(|p| p.repo == repo) {
+                    if wanted(p.open, &super::stamp(p)) {
+                        all.push((super::stamp(p), p.number, None));
+                    }
+                }
+            }
+            all.sort_by(|a, b| (instant(&a.0), a.1).cmp(&(instant(&b.0), b.1)));
             if query.get("direction").map(String::as_str) != Some("asc") {
                 all.reverse();
             }
@@ -199,7 +203,18 @@ pub(super) fn answer(
                 .into_iter()
                 .skip((page - 1) * per_page)
                 .take(per_page)
-                .map(|(_, _, v)| v)
+                .map(|(_, number, k)| match k {
+                    Some(k) => issue_json(&s.issues[k]),
+                    None => {
+                        let p = s.pulls.iter().find(|p| p.repo == repo && p.number == number).unwrap();
+                        json!({"number": p.number, "title": p.title, "body": p.body,
+                            "state": if p.open { "open" } else { "closed" }, "labels": [], "assignees": [],
+                            "user": user(&p.author), "locked": false,
+                            "created_at": "2026-11-29T12:00:00Z", "updated_at": super::stamp(p),
+                            "html_url": format!("https://github.example/{}/pull/{}", p.repo, p.number),
+                            "pull_request": {"url": format!("https://api.github.example/repos/{}/pulls/{}", p.repo, p.number)}})
+                    }
+                })
                 .collect();
             fresh(headers, StatusCode::OK, Value::Array(list))
         }
