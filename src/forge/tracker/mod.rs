@@ -29,31 +29,39 @@ pub mod talk;
 use mirror::{bead_id, number_of};
 pub use mirror::{Labels, Mirror};
 
-/// The run this process is in: what [`listed_this_run`] compares with.
+/// The run this process is in (a tick and what follows it); 0 in a process that never said.
 static RUN: AtomicU64 = AtomicU64::new(0);
 
-/// For each mirror file, the run of this process that last listed its forge.
-static LISTED: Mutex<BTreeMap<PathBuf, u64>> = Mutex::new(BTreeMap::new());
+/// For each mirror file listed by this process, the run that listed it and the mirror since:
+/// every reader of the same issues in that run (the replies read right after the tick) uses
+/// it, so a run lists each project's forge once and reads its file once.
+static KEPT: Mutex<BTreeMap<PathBuf, (u64, Mirror)>> = Mutex::new(BTreeMap::new());
 
-/// Starts a new run of this process (a tick and what follows it): a listing made in it serves
-/// every reader of the same issues until the next (the replies read right after the tick), so
-/// a run lists each project's forge once.
+/// Starts a new run of this process.
 pub fn next_run() {
     RUN.fetch_add(1, Ordering::SeqCst);
+    KEPT.lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
-fn listed_this_run(file: &std::path::Path) -> bool {
+/// The mirror this run listed, if it did.
+fn kept_this_run(file: &std::path::Path) -> Option<Mirror> {
     let run = RUN.load(Ordering::SeqCst);
-    // Run 0: a process that never said which run it is in (a worker, a command) lists anew.
-    run > 0 && LISTED.lock().unwrap_or_else(|p| p.into_inner()).get(file) == Some(&run)
+    let kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    kept.get(file)
+        .filter(|(r, _)| run > 0 && *r == run)
+        .map(|(_, m)| m.clone())
 }
 
-fn mark_listed(file: &std::path::Path) {
+/// Keeps `m` as this run's mirror of `file`: always once `listed`, else only over one kept.
+fn keep_this_run(file: &std::path::Path, m: &Mirror, listed: bool) {
     let run = RUN.load(Ordering::SeqCst);
-    LISTED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(file.to_path_buf(), run);
+    if run == 0 {
+        return;
+    }
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    if listed || kept.get(file).is_some_and(|(r, _)| *r == run) {
+        kept.insert(file.to_path_buf(), (run, m.clone()));
+    }
 }
 
 /// Colours of the labels braids makes.
@@ -88,9 +96,12 @@ impl IssueTracker {
             source.repository,
             source.labels.wanted.join(",")
         );
-        let mirror = crate::system::atomic::read(&file)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Mirror>(&b).ok())
+        let mirror = kept_this_run(&file)
+            .or_else(|| {
+                crate::system::atomic::read(&file)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Mirror>(&b).ok())
+            })
             .filter(|m| m.key == key)
             .unwrap_or_else(|| Mirror {
                 key: key.clone(),
@@ -131,6 +142,7 @@ impl IssueTracker {
     }
 
     fn save(&self, m: &Mirror) {
+        keep_this_run(&self.file, m, false);
         if let Ok(bytes) = serde_json::to_vec(m) {
             if let Some(dir) = self.file.parent() {
                 let _ = std::fs::create_dir_all(dir);
@@ -168,7 +180,7 @@ impl IssueTracker {
         }
         let knew_me = m.me.is_some();
         let me = self.me(m)?;
-        if listed_this_run(&self.file) {
+        if kept_this_run(&self.file).is_some() {
             return Ok(me);
         }
         let full = m.since.is_none()
@@ -206,7 +218,7 @@ impl IssueTracker {
         if changed {
             self.save(m);
         }
-        mark_listed(&self.file);
+        keep_this_run(&self.file, m, true);
         Ok(me)
     }
 
