@@ -145,14 +145,14 @@ impl Paths {
         self.work_dir(slug, bead).join("landing.json")
     }
 
-    /// The pull request a bead's work was opened as, while the bead is in review
-    /// ([`crate::review::InReview`]).
+    /// The pull request a bead's work was opened as, while the bead is in review (the
+    /// record `review_records.rs` keeps).
     pub fn review(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
         self.work_dir(slug, bead).join("review.json")
     }
 
-    /// What the forge last answered for a bead's pull request ([`crate::forge::Conditional`]):
-    /// the tick's next look asks only what changed since.
+    /// What the forge last answered for a bead's pull request (its conditional cache): the
+    /// tick's next look asks only what changed since.
     pub fn review_cache(&self, slug: &str, bead: &crate::model::BeadId) -> PathBuf {
         self.work_dir(slug, bead).join("review-cache.json")
     }
