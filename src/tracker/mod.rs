@@ -222,7 +222,7 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
         TrackerKind::Br => Box::new(br::Br::new(opts)),
         TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
         TrackerKind::Claw => Box::new(claw::ClawTracker::new(&opts, false)),
-        // A forge's issues are opened by `crate::forge::tracker::open`, which knows forges.
+        // A forge's issues are opened by the forge room's `tracker::open`, which knows forges.
         k @ (TrackerKind::Github | TrackerKind::Gitlab) => {
             return Err(TrackerError::Io(format!(
                 "the {} tracker is opened through its forge",
