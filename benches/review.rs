@@ -32,7 +32,11 @@ mod bare_git;
 #[allow(dead_code)]
 mod forge_github;
 
+#[path = "forge/measured.rs"]
+mod measured;
+
 use forge_github::GitHub;
+use measured::run;
 
 const TOKEN: &str = "ghp_bench";
 
@@ -152,42 +156,6 @@ fn build(gh: &GitHub, home: &Path, projects: usize, prs: usize) {
         }
     }
     std::fs::write(braids.join("registry.md"), registry).unwrap();
-}
-
-struct Measured {
-    wall: Duration,
-    cpu: Duration,
-    stdout: String,
-}
-
-/// `braids <args>` in `home`, with its wall and CPU time.
-#[allow(clippy::zombie_processes)] // reaped by wait4(2) below
-fn run(bin: &Path, home: &Path, args: &[&str]) -> Measured {
-    let start = Instant::now();
-    let child = Command::new(bin)
-        .args(args)
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let mut out = String::new();
-    use std::io::Read;
-    child.stdout.unwrap().read_to_string(&mut out).unwrap();
-    let mut status = 0;
-    let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child, writing into a zeroed rusage.
-    unsafe { nix::libc::wait4(pid.as_raw(), &mut status, 0, &mut usage) };
-    let wall = start.elapsed();
-    let tv = |t: nix::libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    Measured {
-        wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        stdout: out,
-    }
 }
 
 fn main() {

@@ -123,10 +123,15 @@ pub fn complete_if_done(
     all: &[Bead],
     also: &[PathBuf],
 ) -> Result<Completion> {
-    if iteration.stories.is_empty() && iteration.maybe_stories.is_empty() {
+    let of_milestone = iteration.milestone_stories(all);
+    if of_milestone.is_none() && iteration.stories.is_empty() && iteration.maybe_stories.is_empty()
+    {
         return Ok(Completion::NoStories);
     }
-    let stories = iteration.stories_known(|id| all.iter().any(|b| &b.id == id));
+    let stories = match &of_milestone {
+        Some(own) => own.iter().collect(),
+        None => iteration.stories_known(|id| all.iter().any(|b| &b.id == id)),
+    };
     if stories.is_empty() {
         return Ok(Completion::NoStories);
     }

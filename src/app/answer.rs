@@ -39,7 +39,19 @@ pub fn answer(
     if let Some(answered) = story_answer(inst, target, text, now)? {
         return Ok(answered);
     }
-    respond(inst, target, text, None, now)
+    respond(inst, target, text, None, None, now)
+}
+
+/// As [`answer`], for `author`'s reply on the bead's forge issue (which braids thanks there
+/// rather than repeating it).
+pub fn answer_from_forge(
+    inst: &Installation,
+    target: &str,
+    text: &str,
+    author: &str,
+    now: DateTime<Utc>,
+) -> Result<Answered> {
+    respond(inst, target, text.trim(), None, Some(author), now)
 }
 
 /// A protocol story that asked at a step keeps its claim while it waits (CONTRACTS 10.5), so
@@ -106,6 +118,17 @@ pub fn approve(
     note: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Approved> {
+    approve_as(inst, target, note, None, now)
+}
+
+/// As [`approve`], by `via`'s `/approve` on the bead's forge issue when given.
+pub fn approve_as(
+    inst: &Installation,
+    target: &str,
+    note: Option<&str>,
+    via: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Approved> {
     {
         let ticks = beads::hold_ticks(&inst.paths)?;
         let found = beads::locate(inst, target, true)?;
@@ -124,7 +147,7 @@ pub fn approve(
         Some(n) => format!("Approved. {n}"),
         None => "Approved.".to_string(),
     };
-    respond(inst, target, &text, Some(WaitKind::Approval), now).map(Approved::Plan)
+    respond(inst, target, &text, Some(WaitKind::Approval), via, now).map(Approved::Plan)
 }
 
 /// Whether the bead is blocked waiting for a review of its plan.
@@ -177,6 +200,7 @@ fn respond(
     target: &str,
     text: &str,
     only: Option<WaitKind>,
+    via: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Answered> {
     let held = beads::hold_ticks(&inst.paths)?;
@@ -223,6 +247,22 @@ fn respond(
                 bead.id
             )
         })?;
+    // Where the bead is a forge's issue, the people there see it answered.
+    let said = match via {
+        Some(author) => {
+            format!("Thanks @{author}: the next attempt of this issue starts from your reply.")
+        }
+        None => format!(
+            "A person answered through braids; the next attempt starts from it:\n\n{}",
+            text.lines()
+                .map(|l| format!("> {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+    };
+    if let Err(e) = p.tracker.tell(&bead.id, &said) {
+        tracing::warn!(bead = %bead.id, "cannot say the answer on the tracker: {e}");
+    }
     crate::events::emit(
         &p.entry.path,
         slug,

@@ -19,7 +19,7 @@ use crate::events::Journal;
 use crate::format::{self, project::ProjectConfig, registry::RegistryEntry};
 use crate::model::{Bead, BeadId, BeadStatus, ProjectStatus, SessionLabel};
 use crate::session::Session;
-use crate::tracker::{self, Tracker, TrackerOptions};
+use crate::tracker::{Tracker, TrackerOptions};
 
 /// A registry project opened for reading or acting on its beads.
 pub struct Opened {
@@ -46,11 +46,12 @@ impl Opened {
             project: entry.path.clone(),
             timeout: Duration::from_secs(inst.config.tracker.timeout_secs),
             program: None,
+            installation: Some(inst.paths.clone()),
         };
         let opened = if write {
-            tracker::open(kind, options)
+            crate::forge::tracker::open(kind, options)
         } else {
-            tracker::open_observing(kind, options, true)
+            crate::forge::tracker::open_observing(kind, options, true)
         };
         let tracker = opened.map_err(|e| anyhow!("{}: {e}", entry.slug))?;
         Ok(Opened {
@@ -247,6 +248,12 @@ pub struct BeadRow {
     /// In review (`Landing: pull-request`): its pull request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<InReviewShown>,
+    /// A forge issue's number (`#12`), for a tracker of forge issues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue: Option<u64>,
+    /// Where a person reads it (a forge issue's page).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// A bead's pull request as the views show it.
@@ -360,11 +367,13 @@ pub fn rows(
         .find(|i| i.status == Some(crate::model::IterationStatus::Active));
     let known: BTreeSet<BeadId> = beads.iter().map(|b| b.id.clone()).collect();
     let scope: BTreeSet<BeadId> = active
-        .map(|i| {
-            i.stories_known(|id| known.contains(id))
+        .map(|i| match i.milestone_stories(&beads) {
+            Some(own) => own.into_iter().map(|s| s.id).collect(),
+            None => i
+                .stories_known(|id| known.contains(id))
                 .into_iter()
                 .map(|s| s.id.clone())
-                .collect()
+                .collect(),
         })
         .unwrap_or_default();
     let attempts = crate::retry::store::Store::in_dir(&inst.paths.braids_dir).load();
@@ -414,6 +423,8 @@ pub fn rows(
             let worker =
                 live_session(sessions, &project.entry.slug, &b.id).map(|s| Worker::of(s, now));
             BeadRow {
+                issue: b.url.as_ref().and_then(|_| b.id.issue_number()),
+                url: b.url.clone(),
                 id: b.id.clone(),
                 title: b.title.clone(),
                 status: b.status,

@@ -63,7 +63,7 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
     let mut presets: std::collections::BTreeSet<crate::agent::Preset> =
         config.worker.executor.preset().into_iter().collect();
     for entry in &registry.value.entries {
-        out.extend(check_project(&entry.slug, &entry.path, &config));
+        out.extend(check_project(&entry.slug, &entry.path, &config, paths));
         let project_md = format::layout::project_file(&entry.path);
         let project = format::project::read_project(&entry.path).value;
         out.extend(super::check_review::check(
@@ -72,6 +72,13 @@ pub fn check_installation(paths: &Paths) -> Result<Vec<Diagnostic>, Unusable> {
             &project,
             &config,
             &paths.home,
+        ));
+        out.extend(super::check_issues::check(
+            &entry.path,
+            &project_md,
+            &project,
+            &config,
+            paths,
         ));
         config_problems.extend(preflight_of_config(&entry.path, &config));
         let project = format::project::read_project(&entry.path).value;
@@ -131,7 +138,7 @@ fn preflight_of_config(root: &Path, config: &Config) -> Option<String> {
 
 /// Findings for one project's files. Its Path itself is checked with the registry
 /// ([`format::registry::check_paths`]); a project that is not there has nothing more to check.
-pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic> {
+pub fn check_project(slug: &str, root: &Path, config: &Config, paths: &Paths) -> Vec<Diagnostic> {
     let trackers = &config.tracker;
     let mut out = Vec::new();
     let project_md = format::layout::project_file(root);
@@ -299,9 +306,15 @@ pub fn check_project(slug: &str, root: &Path, config: &Config) -> Vec<Diagnostic
     out.extend(iterations.diagnostics);
     let kind = crate::tick::observe::tracker_kind(&project.value, trackers.kind, root);
     let timeout = std::time::Duration::from_secs(trackers.timeout_secs.max(1));
-    out.extend(check_stories(root, &iterations.value, kind, timeout));
+    let options = crate::tracker::TrackerOptions {
+        project: root.to_path_buf(),
+        timeout,
+        program: None,
+        installation: Some(paths.clone()),
+    };
+    out.extend(check_stories(&iterations.value, kind, &options));
     if crate::protocol::Pipeline::of(&project.value) == crate::protocol::Pipeline::Protocol {
-        out.extend(check_cycles(root, kind, timeout));
+        out.extend(check_cycles(kind, &options));
     }
     for it in &iterations.value {
         let ids = it
@@ -422,27 +435,23 @@ fn check_protocol(
 /// a Stories entry starting with a plain word the tracker does not know (`TBD:`) is prose. The
 /// tracker is asked only when there is an entry to check, and read only.
 fn check_stories(
-    root: &Path,
     iterations: &[Iteration],
     kind: crate::tracker::TrackerKind,
-    timeout: std::time::Duration,
+    options: &crate::tracker::TrackerOptions,
 ) -> Vec<Diagnostic> {
+    let root = &options.project;
     let Some(first) = iterations.iter().find(|i| {
         !i.maybe_stories.is_empty()
             || (i.status != Some(IterationStatus::Complete) && !i.stories.is_empty())
     }) else {
         return Vec::new();
     };
-    let options = crate::tracker::TrackerOptions {
-        project: root.to_path_buf(),
-        timeout,
-        program: None,
-    };
     let kind = match kind {
         crate::tracker::TrackerKind::Auto => crate::tracker::detect(root),
         k => k,
     };
-    let listed = crate::tracker::open_read_only(kind, options).and_then(|t| t.list());
+    let listed =
+        crate::forge::tracker::open_read_only(kind, options.clone()).and_then(|t| t.list());
     let all = match listed {
         Ok(all) => all,
         Err(e) => {
@@ -451,6 +460,9 @@ fn check_stories(
                     "make `{} list` work in {} (is it installed and on PATH?), then run `braids check` again",
                     kind.as_str(),
                     root.display()
+                ),
+                crate::tracker::TrackerKind::Github | crate::tracker::TrackerKind::Gitlab => format!(
+                    "fix what the sentence names (docs/issues.md gives the setup), then run `braids check` again"
                 ),
                 _ => "make .braids/WORKPLAN.md readable, then run `braids check` again".into(),
             };
@@ -477,21 +489,16 @@ fn check_stories(
 /// 10.10: a dependency cycle among the project's open beads is an error naming the cycle: no
 /// story in it could ever start. Each open bead is shown once (the listing has no edges).
 fn check_cycles(
-    root: &Path,
     kind: crate::tracker::TrackerKind,
-    timeout: std::time::Duration,
+    options: &crate::tracker::TrackerOptions,
 ) -> Vec<Diagnostic> {
     use crate::tracker::TrackerKind;
+    let root = &options.project;
     let kind = match kind {
         TrackerKind::Auto => crate::tracker::detect(root),
         k => k,
     };
-    let options = crate::tracker::TrackerOptions {
-        project: root.to_path_buf(),
-        timeout,
-        program: None,
-    };
-    let Ok(tracker) = crate::tracker::open_read_only(kind, options) else {
+    let Ok(tracker) = crate::forge::tracker::open_read_only(kind, options.clone()) else {
         return Vec::new(); // check_stories says the tracker cannot be asked
     };
     let Ok(all) = tracker.list() else {

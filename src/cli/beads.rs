@@ -70,6 +70,9 @@ impl Output for ProjectBeads {
             }
             o.push_str(&line);
             o.push('\n');
+            if let (Some(n), Some(url)) = (b.issue, &b.url) {
+                o.push_str(&format!("    #{n} {url}\n"));
+            }
             if let Some(n) = &b.not_pushed {
                 o.push_str(&format!("    {}\n", clip(n, 300)));
             }

@@ -13,5 +13,5 @@ pub fn run(paths: &Paths, a: DaemonArgs) -> Result<i32> {
         (None, Some(i)) => Schedule::Every(i),
         (None, None) => Schedule::default_every(),
     };
-    schedule::daemon::run(paths, schedule)
+    schedule::daemon::run(paths, schedule, crate::app::issue_replies::scheduled_run)
 }

@@ -5,7 +5,7 @@ use chrono::Utc;
 
 use crate::config::installation;
 use crate::system::paths::Paths;
-use crate::tick::{self, TickOptions, TickReport};
+use crate::tick::{TickOptions, TickReport};
 
 use super::{Output, TickArgs, EXIT_OK};
 use crate::app::status::StatusView;
@@ -50,7 +50,7 @@ impl Output for TickReport {
 
 pub fn run(paths: &Paths, args: TickArgs) -> Result<i32> {
     let inst = installation::open(paths)?;
-    let report = tick::run(
+    let report = crate::app::issue_replies::tick(
         &inst,
         TickOptions {
             dry_run: args.dry_run,

@@ -40,12 +40,13 @@ pub fn run(paths: &Paths, args: WorkerArgs) -> Result<i32> {
         .unwrap_or_default();
     let kind = tracker_kind(&project, config.tracker.kind, &msg.project);
     let tracker: Arc<dyn tracker::Tracker> = Arc::from(
-        tracker::open(
+        crate::forge::tracker::open(
             kind,
             TrackerOptions {
                 project: msg.project.clone(),
                 timeout: Duration::from_secs(config.tracker.timeout_secs),
                 program: None,
+                installation: Some(paths.clone()),
             },
         )
         .map_err(|e| anyhow!("{e}"))?,

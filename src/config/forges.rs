@@ -18,6 +18,15 @@ pub enum ForgeKind {
     Gitlab,
 }
 
+impl ForgeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForgeKind::Github => "github",
+            ForgeKind::Gitlab => "gitlab",
+        }
+    }
+}
+
 /// One `[forges.<name>]` table as written: every key may be left out.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]

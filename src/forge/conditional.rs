@@ -49,6 +49,11 @@ impl Conditional {
         self.keep(path, "", body);
     }
 
+    /// Forgets every answer whose path `f` names.
+    pub fn forget_where(&mut self, f: impl Fn(&str) -> bool) {
+        self.entries.retain(|k, _| !f(k));
+    }
+
     /// Forgets every answer under `prefix` (a pull request that ended).
     pub fn forget(&mut self, prefix: &str) {
         self.entries.retain(|k, _| !k.starts_with(prefix));

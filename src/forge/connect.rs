@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::github::GitHub;
 use super::gitlab::GitLab;
+use super::issues::IssueForge;
 use super::Forge;
 use crate::config::forges::{self, ForgeKind};
 use crate::config::Config;
@@ -69,5 +70,22 @@ pub fn connect(target: &Target, home: &Path) -> Result<Box<dyn Forge>, String> {
         ForgeKind::Gitlab => GitLab::new(&target.forge.api, &target.repository, &token)
             .map(|c| Box::new(c) as Box<dyn Forge>)
             .map_err(|e| format!("cannot reach forge `{}`: {e}", target.forge.name)),
+    }
+}
+
+/// As [`connect`], for the issues of `target`'s repository.
+pub fn connect_issues(
+    target: &Target,
+    home: &Path,
+) -> Result<Box<dyn IssueForge + Send + Sync>, String> {
+    let token = target.forge.token(home, |v| std::env::var(v).ok())?;
+    let failed = |e: super::ForgeError| format!("cannot reach forge `{}`: {e}", target.forge.name);
+    match target.forge.kind {
+        ForgeKind::Github => GitHub::new(&target.forge.api, &target.repository, &token)
+            .map(|c| Box::new(c) as Box<dyn IssueForge + Send + Sync>)
+            .map_err(failed),
+        ForgeKind::Gitlab => GitLab::new(&target.forge.api, &target.repository, &token)
+            .map(|c| Box::new(c) as Box<dyn IssueForge + Send + Sync>)
+            .map_err(failed),
     }
 }

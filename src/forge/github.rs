@@ -23,13 +23,13 @@ pub struct GitHub {
     rt: tokio::runtime::Runtime,
     api: String,
     /// `owner/name`.
-    repository: String,
+    pub(super) repository: String,
 }
 
 /// One answer: its body, and whether it came from the cache (a `304`).
-struct Answer {
-    body: Value,
-    not_modified: bool,
+pub(super) struct Answer {
+    pub(super) body: Value,
+    pub(super) not_modified: bool,
 }
 
 impl GitHub {
@@ -63,13 +63,23 @@ impl GitHub {
 
     /// `GET path` (under the repository), conditional on what `cache` kept; counts the request
     /// in `seen`.
-    fn get(
+    pub(super) fn get(
         &self,
         path: &str,
         cache: &mut Conditional,
         seen: &mut Seen,
     ) -> Result<Answer, ForgeError> {
-        let path = format!("/repos/{}{path}", self.repository);
+        self.get_at(&format!("/repos/{}{path}", self.repository), cache, seen)
+    }
+
+    /// As [`GitHub::get`], for a path from the API's root (`/user`).
+    pub(super) fn get_at(
+        &self,
+        path: &str,
+        cache: &mut Conditional,
+        seen: &mut Seen,
+    ) -> Result<Answer, ForgeError> {
+        let path = path.to_string();
         let mut headers = HeaderMap::new();
         if let Some(tag) = cache
             .etag(&path)
@@ -115,7 +125,7 @@ impl GitHub {
 
 impl GitHub {
     /// `method path` (under the repository) with a JSON `body`: the status and what it said.
-    fn send(
+    pub(super) fn send(
         &self,
         method: http::Method,
         path: &str,
@@ -124,6 +134,7 @@ impl GitHub {
         let url = format!("{}/repos/{}{path}", self.api, self.repository);
         let (status, head, text) = match method {
             http::Method::POST => self.exchange(self.client._post(url.as_str(), body.as_ref())),
+            http::Method::PATCH => self.exchange(self.client._patch(url.as_str(), body.as_ref())),
             http::Method::PUT => self.exchange(self.client._put(url.as_str(), body.as_ref())),
             http::Method::DELETE => self.exchange(self.client._delete(url.as_str(), body.as_ref())),
             _ => self.exchange(self.client._get(url.as_str())),
@@ -166,7 +177,7 @@ impl GitHub {
 }
 
 /// GitHub's words for a refusal: its message and each error's.
-fn said(v: &Value) -> String {
+pub(super) fn said(v: &Value) -> String {
     let mut out = v["message"].as_str().unwrap_or("refused").to_string();
     for e in v["errors"].as_array().into_iter().flatten() {
         if let Some(m) = e["message"].as_str().or(e["code"].as_str()) {
@@ -179,10 +190,10 @@ fn said(v: &Value) -> String {
 
 /// What the requests of one look cost.
 #[derive(Default)]
-struct Seen {
-    requests: u32,
-    not_modified: u32,
-    remaining: Option<u32>,
+pub(super) struct Seen {
+    pub(super) requests: u32,
+    pub(super) not_modified: u32,
+    pub(super) remaining: Option<u32>,
 }
 
 /// The error a non-success status means, in the forge's words.

@@ -10,8 +10,11 @@
 pub mod conditional;
 pub mod connect;
 pub mod github;
+pub mod github_issues;
 pub mod gitlab;
 pub mod health;
+pub mod issues;
+pub mod tracker;
 
 pub use crate::config::forges::MergeMethod;
 pub use conditional::Conditional;

@@ -27,6 +27,9 @@ pub use status::{set_status, with_status, write_status};
 
 pub(super) const SECTION: &str = "1.3";
 
+/// The label a forge issue's bead carries for its milestone, before the milestone's title.
+pub const MILESTONE_LABEL: &str = "milestone:";
+
 /// Sections whose lines are content, not fields.
 pub(super) const CONTENT_SECTIONS: &[&str] =
     &["stories", "user stories", "beads", "guardrails", "notes"];
@@ -45,6 +48,9 @@ pub struct Iteration {
     pub maybe_stories: Vec<Story>,
     pub guardrails: Option<String>,
     pub notes: Option<String>,
+    /// `Milestone: <title>`: the Stories are the milestone's issues, when the project's
+    /// tracker is a forge's issues ([`Iteration::milestone_stories`]).
+    pub milestone: Option<String>,
 }
 
 impl Iteration {
@@ -55,6 +61,28 @@ impl Iteration {
 
     /// The Stories as the tracker tells them from prose, in order: [`Iteration::stories`], and
     /// the entries of [`Iteration::maybe_stories`] whose id `known` says the tracker has.
+    /// For an iteration that names a milestone: its Stories are the beads of `beads` in that
+    /// milestone (a forge issue's bead carries the label `milestone:<title>`), in issue order,
+    /// which is the order they were opened in. `None` when it names none.
+    pub fn milestone_stories(&self, beads: &[crate::model::Bead]) -> Option<Vec<Story>> {
+        let title = self.milestone.as_deref()?;
+        let label = format!("{MILESTONE_LABEL}{title}");
+        let mut of: Vec<&crate::model::Bead> = beads
+            .iter()
+            .filter(|b| b.labels.iter().any(|l| l.eq_ignore_ascii_case(&label)))
+            .collect();
+        of.sort_by_key(|b| (b.id.issue_number(), b.id.clone()));
+        Some(
+            of.into_iter()
+                .map(|b| Story {
+                    id: b.id.clone(),
+                    title: b.title.clone(),
+                    line: 0,
+                })
+                .collect(),
+        )
+    }
+
     pub fn stories_known(&self, known: impl Fn(&BeadId) -> bool) -> Vec<&Story> {
         let mut out: Vec<&Story> = self.stories.iter().collect();
         out.extend(self.maybe_stories.iter().filter(|s| known(&s.id)));
@@ -138,6 +166,11 @@ pub fn parse_iteration(
         maybe_stories,
         guardrails: section("guardrails"),
         notes: section("notes"),
+        milestone: raw
+            .iter()
+            .find(|f| f.field.key == "milestone")
+            .map(|f| fields::strip_decor(&f.field.value).trim().to_string())
+            .filter(|m| !m.is_empty()),
     };
     diags.by_line(iteration)
 }

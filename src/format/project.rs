@@ -66,6 +66,9 @@ pub const FIELDS: &[&str] = &[
     "Keep",
     "TestCommand",
     "TestReport",
+    "Labels",
+    "ProgressLabel",
+    "BlockedLabel",
 ];
 
 /// Settings braids reads from the field list that a person may append at the end of the file,

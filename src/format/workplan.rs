@@ -280,6 +280,7 @@ fn item_bead(item: &Item) -> Bead {
         dependencies: item.meta.deps(),
         assignee: item.meta.get("assignee").map(str::to_string),
         labels: Vec::new(),
+        url: None,
     }
 }
 

@@ -9,6 +9,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use smol_str::SmolStr;
 
+/// The prefix of a forge issue's bead id.
+pub const ISSUE_PREFIX: &str = "issue-";
+
 /// The longest bead id accepted; real ids are a prefix plus a short hash.
 const MAX_LEN: usize = 64;
 
@@ -53,6 +56,17 @@ impl BeadId {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The bead of a forge's issue `#number`: `issue-<number>`.
+    pub fn of_issue(number: u64) -> BeadId {
+        BeadId(SmolStr::new(format!("{ISSUE_PREFIX}{number}")))
+    }
+
+    /// The issue number this bead id names (`issue-12`, or a bare `12`), if any.
+    pub fn issue_number(&self) -> Option<u64> {
+        let s = self.0.as_str();
+        s.strip_prefix(ISSUE_PREFIX).unwrap_or(s).parse().ok()
     }
 
     /// The short form used to name deliverables (1.4): the part after the last `-`, or the
@@ -184,6 +198,9 @@ pub struct Bead {
     /// The tracker's labels (`size:L` sizes a protocol story); empty where it has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    /// Where a person reads it, for a tracker that has pages (a forge's issue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl Bead {
@@ -198,6 +215,7 @@ impl Bead {
             dependencies: Vec::new(),
             assignee: None,
             labels: Vec::new(),
+            url: None,
         }
     }
 }

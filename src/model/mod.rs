@@ -10,7 +10,7 @@ mod iteration;
 mod label;
 mod spawn;
 
-pub use bead::{Bead, BeadId, BeadIdError, BeadStatus};
+pub use bead::{Bead, BeadId, BeadIdError, BeadStatus, ISSUE_PREFIX};
 pub use enums::{
     Autonomy, Checkin, IterationStatus, NotificationEvent, ParseEnumError, Priority, ProjectStatus,
 };

@@ -11,11 +11,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use chrono::{DateTime, Local, Utc};
+use chrono::{DateTime, Local};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::system::paths::Paths;
-use crate::tick::{self, TickOptions, TickReport};
+use crate::tick::TickReport;
 
 use super::Schedule;
 
@@ -47,13 +47,18 @@ impl Signals {
 }
 
 /// Runs until SIGTERM or SIGINT; returns the exit code (0 after a clean stop).
-pub fn run(paths: &Paths, schedule: Schedule) -> Result<i32> {
+/// `one_run` is what each run does: the tick and what follows it (the CLI's
+/// `app::issue_replies::scheduled_run`).
+pub fn run(paths: &Paths, schedule: Schedule, one_run: OneRun) -> Result<i32> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(run_loop(paths.clone(), schedule))
+    rt.block_on(run_loop(paths.clone(), schedule, one_run))
 }
+
+/// One scheduled run, as `braids tick` runs it.
+pub type OneRun = fn(&Paths) -> Result<TickReport>;
 
 /// When the next run is due.
 enum Due {
@@ -106,7 +111,7 @@ async fn wait(due: &Due, signals: &mut Signals) -> Option<&'static str> {
     }
 }
 
-async fn run_loop(paths: Paths, schedule: Schedule) -> Result<i32> {
+async fn run_loop(paths: Paths, schedule: Schedule, one_run: OneRun) -> Result<i32> {
     let mut signals = Signals {
         term: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
         int: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
@@ -156,10 +161,4 @@ async fn run_loop(paths: Paths, schedule: Schedule) -> Result<i32> {
     };
     tracing::info!("daemon stopped ({stopped_by})");
     Ok(crate::system::exit::EXIT_OK)
-}
-
-/// One tick, as `braids tick` runs it.
-fn one_run(paths: &Paths) -> Result<TickReport> {
-    let inst = crate::config::installation::open(paths)?;
-    tick::run(&inst, TickOptions::default(), Utc::now())
 }

@@ -429,6 +429,7 @@ pub(crate) fn parse_issue(row: &Value) -> Result<RawIssue, String> {
                         .collect()
                 })
                 .unwrap_or_default(),
+            url: None,
             id,
         },
         updated_at: text("updated_at"),

@@ -242,6 +242,7 @@ fn issue(r: &Row, index: &HashMap<&str, usize>) -> Result<Issue, Unsupported> {
             .filter(|a| !a.is_empty())
             .map(str::to_string),
         labels: r.labels.clone(),
+        url: None,
     };
     Ok(Issue {
         bead,

@@ -24,6 +24,7 @@ pub mod claw;
 pub mod links;
 pub mod native;
 mod rules;
+pub mod said;
 
 /// Which tracker a project uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -37,6 +38,10 @@ pub enum TrackerKind {
     Workplan,
     /// The claw loop's `.claw/WORKPLAN.md`: the first task not checked off, one at a time.
     Claw,
+    /// The labelled issues of a GitHub repository.
+    Github,
+    /// The labelled issues of a GitLab project.
+    Gitlab,
 }
 
 impl TrackerKind {
@@ -47,6 +52,8 @@ impl TrackerKind {
             "bd" | "beads" => Some(TrackerKind::Bd),
             "workplan" | "workplan.md" | "native" => Some(TrackerKind::Workplan),
             "claw" => Some(TrackerKind::Claw),
+            "github" | "github issues" => Some(TrackerKind::Github),
+            "gitlab" | "gitlab issues" => Some(TrackerKind::Gitlab),
             _ => None,
         }
     }
@@ -58,6 +65,8 @@ impl TrackerKind {
             TrackerKind::Bd => "bd",
             TrackerKind::Workplan => "workplan",
             TrackerKind::Claw => "claw",
+            TrackerKind::Github => "github",
+            TrackerKind::Gitlab => "gitlab",
         }
     }
 }
@@ -169,6 +178,20 @@ pub trait Tracker: Send + Sync {
         None
     }
 
+    /// Says `text` on the bead where people read it (a forge issue's comment); a tracker of
+    /// files has nowhere to say it, and says nothing.
+    fn tell(&self, id: &BeadId, text: &str) -> Result<(), TrackerError> {
+        let _ = (id, text);
+        Ok(())
+    }
+
+    /// What a person replied on the bead since braids last spoke there, when the tracker lives
+    /// where people talk; `None` for nothing new, and always for a tracker of files.
+    fn said_since_asked(&self, id: &BeadId) -> Result<Option<said::Said>, TrackerError> {
+        let _ = id;
+        Ok(None)
+    }
+
     /// How this run's reads were answered, for `-v` (`native (issues.jsonl)`, `br (why)`).
     fn read_path(&self) -> Option<String> {
         None
@@ -183,6 +206,9 @@ pub struct TrackerOptions {
     pub timeout: Duration,
     /// Overrides the program name (`br`, `bd`) — tests and unusual installs.
     pub program: Option<PathBuf>,
+    /// braids' installation, where a forge's issues find the forge and its token; a tracker
+    /// of files needs none.
+    pub installation: Option<crate::system::paths::Paths>,
 }
 
 /// Picks and builds the tracker for a project: an explicit kind wins, otherwise a `.beads/`
@@ -196,6 +222,13 @@ pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>,
         TrackerKind::Br => Box::new(br::Br::new(opts)),
         TrackerKind::Bd => Box::new(bd::Bd::new(opts)),
         TrackerKind::Claw => Box::new(claw::ClawTracker::new(&opts, false)),
+        // A forge's issues are opened by the forge room's `tracker::open`, which knows forges.
+        k @ (TrackerKind::Github | TrackerKind::Gitlab) => {
+            return Err(TrackerError::Io(format!(
+                "the {} tracker is opened through its forge",
+                k.as_str()
+            )))
+        }
         TrackerKind::Workplan | TrackerKind::Auto => {
             Box::new(native::Workplan::with_options(&opts))
         }

@@ -529,6 +529,7 @@ fn compare(p: &Project, wisps: &[String], adapter_ready: bool, now: DateTime<Utc
             project: p.root.clone(),
             timeout: std::time::Duration::from_secs(60),
             program: Some(p.br.clone()),
+            installation: None,
         },
     )
     .unwrap();

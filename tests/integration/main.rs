@@ -44,6 +44,8 @@ mod forge_standin;
 mod formats;
 mod hooks;
 mod hostile;
+mod issue_tracker;
+mod issue_tracker_gitlab;
 mod iteration_names;
 mod landing_trust;
 mod logging;

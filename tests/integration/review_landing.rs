@@ -466,7 +466,7 @@ fn a_head_braids_just_pushed_is_not_merged_before_its_checks_have_had_time_to_ap
 }
 
 /// Moves forge `name`'s next probe into the past, as the minutes a breaker waits would.
-fn probe_due(sb: &Sandbox, name: &str) {
+pub(crate) fn probe_due(sb: &Sandbox, name: &str) {
     let file = sb.braids_dir().join("attempts.json");
     let mut a: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();

@@ -26,6 +26,7 @@ fn opts(project: &Path, program: Option<PathBuf>, timeout: Duration) -> TrackerO
         project: project.to_path_buf(),
         timeout,
         program,
+        installation: None,
     }
 }
 

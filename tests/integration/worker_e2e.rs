@@ -1516,6 +1516,7 @@ fn br_tracker(p: &Project) -> Box<dyn Tracker> {
             project: p.root.clone(),
             timeout: Duration::from_secs(30),
             program: Some(br_path()),
+            installation: None,
         },
     )
     .unwrap()

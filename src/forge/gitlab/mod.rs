@@ -48,6 +48,7 @@ use serde_json::Value;
 use super::{Conditional, Forge, ForgeError, MergeMethod, Merged, Observed, Opened, Opening};
 use crate::review::{Check, CheckState, Mergeable, PrState, PullRequest, Review, ReviewState};
 
+pub mod issues;
 mod read;
 use read::*;
 
@@ -350,7 +351,7 @@ impl GitLab {
 
 /// `s` with everything but unreserved characters percent-encoded, as GitLab wants a project's
 /// path, a branch and a query's value.
-fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {

@@ -1,7 +1,8 @@
 //! The Stories section of ITERATION.md: `- <bead-id>: <title>` entries in order, or a table
 //! with an id column, with the decorations people and agents add (bold, backticks, task boxes,
 //! emoji, links, dashes) tolerated and everything else reported. An id is any id a tracker
-//! accepts ([`BeadId`]): `wp-3kq`, `bd-a1c`, `123`, or a native tracker's `readme`.
+//! accepts ([`BeadId`]): `wp-3kq`, `bd-a1c`, `123`, or a native tracker's `readme`; a forge
+//! issue's `#12` is the bead `issue-12`.
 //!
 //! A plain word before the colon (`readme:`, but also `TBD:` or `Note:`) may be a bead id or
 //! prose, and only the tracker can tell: such entries are kept apart (`maybe`), and readers that
@@ -173,6 +174,11 @@ fn parse_story(s: &str) -> StoryLine {
             break;
         }
     }
+    // `#12`: a forge issue, whose bead id is `issue-12`.
+    let hash = b.get(i) == Some(&b'#') && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+    if hash {
+        i += 1;
+    }
     let id_start = i;
     while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'-' | b'_' | b'.')) {
         i += 1;
@@ -214,7 +220,8 @@ fn parse_story(s: &str) -> StoryLine {
         // item `<!-- id:readme -->`); an entry the tracker does not know is reported by `check`,
         // the tick and STATUS.md, which can ask it.
         let id_text = &s[id_start..id_end];
-        return match BeadId::new(id_text) {
+        let issue = format!("{}{id_text}", crate::model::ISSUE_PREFIX);
+        return match BeadId::new(if hash { &issue } else { id_text }) {
             Ok(id) => {
                 let mut title = rest[sep..].trim();
                 if open > 0 && !closed {
@@ -330,6 +337,14 @@ mod tests {
             parse_story(&format!("{}: t", "a".repeat(70))),
             StoryLine::BadId(..)
         ));
+        assert_eq!(
+            parse_story("#12: Fix the login"),
+            StoryLine::Story(id("issue-12"), "Fix the login".into())
+        );
+        assert_eq!(
+            parse_story("**#7** — Docs"),
+            StoryLine::Story(id("issue-7"), "Docs".into())
+        );
         assert_eq!(parse_story("(none yet)"), StoryLine::NotStory);
         assert_eq!(parse_story(""), StoryLine::NotStory);
         // every id a tracker accepts, plain words included (the native tracker's `readme`)

@@ -13,7 +13,7 @@ use crate::tick::decide::{eligibility_of, BeadLookup, Eligibility};
 use crate::tick::observe::cache::reuse;
 use crate::tick::observe::cache::{self, Entry};
 use crate::tick::orchestrator_state::Claim;
-use crate::tracker::{self, Tracker, TrackerKind, TrackerOptions};
+use crate::tracker::{Tracker, TrackerKind, TrackerOptions};
 use crate::workspace::WorkspaceMode;
 
 use super::files::{self, ProjectFiles};
@@ -200,8 +200,9 @@ pub(super) fn observe_project(
         project: root.clone(),
         timeout,
         program: None,
+        installation: Some(paths.clone()),
     };
-    let opened = tracker::open_observing(kind, options, read_only);
+    let opened = crate::forge::tracker::open_observing(kind, options, read_only);
     let tracker: Arc<dyn Tracker> = match opened {
         Ok(t) => Arc::from(t),
         Err(e) => {
@@ -279,9 +280,17 @@ pub(super) fn observe_project(
     let mut unknown = Vec::new();
     // The in-scope stories of a protocol project, whose dependencies the tick follows.
     let mut scoped: Vec<(BeadId, String)> = Vec::new();
+    // A milestone's Stories are its issues: the tracker's listing is kept a moment, so this
+    // asks the forge nothing more.
+    let of_milestone = shown
+        .filter(|it| it.milestone.is_some())
+        .and_then(|it| it.milestone_stories(&tracker.list().unwrap_or_default()));
     if let Some(it) = shown {
         let known = |id: &BeadId| status(id).is_some();
-        let stories = it.stories_known(known);
+        let stories = match &of_milestone {
+            Some(own) => own.iter().collect(),
+            None => it.stories_known(known),
+        };
         // Only STATUS.md and `braids status` show them, with their titles.
         if dashboard {
             report.stories = stories

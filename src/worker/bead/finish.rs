@@ -196,6 +196,15 @@ impl Worker<'_> {
                 }
             }
         }
+        if let Some(c) = &commit {
+            let text = match pushed {
+                Push::Pushed(_) => format!("Landed in {c}."),
+                _ => format!("Committed as {c}; braids pushes it once the upstream takes it."),
+            };
+            if let Err(e) = self.tracker.tell(bead_id, &text) {
+                tracing::warn!(bead = %bead_id, "cannot tell the tracker where the work landed: {e}");
+            }
+        }
         drop(lock);
         self.drop_workspace(run, l);
         if let Some(k) = pushed.kept(bead_id) {

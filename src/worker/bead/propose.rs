@@ -243,8 +243,14 @@ impl Worker<'_> {
 /// a summary is not the reviewer's instruction).
 fn body(bead_id: &crate::model::BeadId, bead: &Bead, summary: &str) -> String {
     let quoted: Vec<String> = summary.lines().map(|l| format!("> {l}")).collect();
+    // A forge issue's bead: the forge closes the issue when the request merges.
+    let closes = bead_id
+        .issue_number()
+        .filter(|_| bead_id.as_str().starts_with(crate::model::ISSUE_PREFIX))
+        .map(|n| format!("Closes #{n}\n\n"))
+        .unwrap_or_default();
     format!(
-        "Bead `{bead_id}`: {}\n\nWhat the agent reported:\n\n{}\n\nOpened by braids. A failing check or a review asking for changes starts another attempt of the bead on this branch.\n",
+        "{closes}Bead `{bead_id}`: {}\n\nWhat the agent reported:\n\n{}\n\nOpened by braids. A failing check or a review asking for changes starts another attempt of the bead on this branch.\n",
         first_line(&bead.title),
         quoted.join("\n")
     )

@@ -131,3 +131,20 @@ pub fn push_branch(work: &Path, branch: &str, file: &str, text: &str) -> String 
     run_git(work, &["push", "-q", "-f", "origin", branch]);
     run_git(work, &["rev-parse", "HEAD"])
 }
+
+/// The issue numbers `text` names after one of the closing `keywords` (`Closes #12`, `fixes:
+/// #3,`), as a forge reads a merged request's description.
+pub fn closing_refs(text: &str, keywords: &[&str]) -> Vec<u64> {
+    let lower = text.to_ascii_lowercase();
+    let tokens: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .collect();
+    tokens
+        .windows(2)
+        .filter(|w| keywords.contains(&w[0].trim_end_matches(':')))
+        .filter_map(|w| {
+            w[1].strip_prefix('#')
+                .and_then(|d| d.trim_end_matches(['.', ')']).parse().ok())
+        })
+        .collect()
+}

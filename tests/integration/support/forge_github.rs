@@ -30,6 +30,11 @@ use serde_json::{json, Value};
 
 use super::bare_git::{commit_tree, default_branch, git, merge_tree, rev};
 
+#[path = "forge_github/issues.rs"]
+mod issues;
+#[allow(unused_imports)]
+pub use issues::IssueView;
+
 /// Who the forge's own commits are by.
 const FORGE: (&str, &str) = ("GitHub", "noreply@github.example");
 
@@ -103,6 +108,15 @@ struct State {
     requests: Vec<Request>,
     /// Each login's `author_association`, where not `MEMBER`.
     associations: BTreeMap<String, String>,
+    issues: Vec<issues::IssueRec>,
+    /// Each repository's labels.
+    labels: BTreeMap<String, Vec<String>>,
+    /// Each login's permission on every repository.
+    permissions: BTreeMap<String, String>,
+    /// Whether every issue path answers 403 (a token without the Issues permission).
+    issues_forbidden: bool,
+    /// Repositories whose issues are another's (a benchmark's many projects over one set).
+    same_issues: BTreeMap<String, String>,
 }
 
 /// The running stand-in; it serves as long as the test process lives.
@@ -129,6 +143,11 @@ impl GitHub {
             down: false,
             requests: Vec::new(),
             associations: BTreeMap::new(),
+            issues: Vec::new(),
+            labels: BTreeMap::new(),
+            permissions: BTreeMap::new(),
+            same_issues: BTreeMap::new(),
+            issues_forbidden: false,
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -243,7 +262,7 @@ impl GitHub {
             StatusCode::CREATED,
             "cannot open {head} against {base}"
         );
-        s.pulls.iter().filter(|p| p.repo == repo).count() as u64
+        s.pulls.last().map_or(0, |p| p.number)
     }
 
     /// A person merges pull request `number` on the forge (a merge commit).
@@ -449,6 +468,10 @@ fn answer(
             "API rate limit exceeded for user ID 1. (But here's the good news: Authenticated requests get a higher rate limit.)",
         );
     }
+    if segments == ["user"] {
+        let login = s.login.clone();
+        return fresh(headers, StatusCode::OK, user(&login));
+    }
     let ["repos", owner, name, rest @ ..] = segments.as_slice() else {
         return message(StatusCode::NOT_FOUND, "Not Found");
     };
@@ -464,6 +487,10 @@ fn answer(
         .map(|(k, v)| (k.to_string(), v.replace("%3A", ":")))
         .collect();
     let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let of = s.same_issues.get(&repo).cloned().unwrap_or(repo.clone());
+    if let Some(answered) = issues::answer(s, method.as_str(), &of, rest, &query, headers, &input) {
+        return answered;
+    }
     match (method.as_str(), rest) {
         ("GET", []) => {
             let branch = default_branch(&bare);
@@ -718,7 +745,7 @@ fn create_pull(s: &mut State, repo: &str, bare: &Path, input: &Value) -> (Status
             format!("A pull request already exists for {}:{head}.", s.login),
         );
     }
-    let number = s.pulls.iter().filter(|p| p.repo == repo).count() as u64 + 1;
+    let number = issues::next_number(s, repo);
     let pull = Pull {
         repo: repo.into(),
         number,
@@ -738,6 +765,15 @@ fn create_pull(s: &mut State, repo: &str, bare: &Path, input: &Value) -> (Status
     (
         StatusCode::CREATED,
         (StatusCode::CREATED, axum::Json(out)).into_response(),
+    )
+}
+
+/// A pull request's `updated_at`.
+fn stamp(p: &Pull) -> String {
+    format!(
+        "2026-11-29T12:{:02}:{:02}Z",
+        p.updated / 60 % 60,
+        p.updated % 60
     )
 }
 
@@ -775,7 +811,7 @@ fn pull_json(s: &State, p: &Pull, bare: &Path) -> Value {
         "locked": false,
         "maintainer_can_modify": false,
         "created_at": "2026-11-29T12:00:00Z",
-        "updated_at": format!("2026-11-29T12:{:02}:{:02}Z", p.updated / 60 % 60, p.updated % 60),
+        "updated_at": stamp(p),
         "number": p.number,
         "state": if p.open { "open" } else { "closed" },
         "title": p.title,
@@ -882,5 +918,7 @@ fn merge(
     p.merged_by = Some(login.into());
     p.merge_commit = Some(commit.clone());
     p.updated += 1;
+    let body = p.body.clone();
+    issues::close_named(s, repo, &body, login);
     Ok(commit)
 }

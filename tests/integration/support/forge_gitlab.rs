@@ -49,6 +49,11 @@ use serde_json::{json, Value};
 
 use super::bare_git::{commit_tree, default_branch, git, merge_tree, rev};
 
+#[path = "forge_gitlab/issues.rs"]
+mod issues;
+#[allow(unused_imports)]
+pub use issues::GlIssue;
+
 /// Who the forge's own commits are by.
 const FORGE: (&str, &str) = ("GitLab", "noreply@gitlab.example");
 
@@ -175,6 +180,13 @@ struct State {
     down: bool,
     etags: bool,
     requests: Vec<Request>,
+    issues: Vec<issues::IssueRec>,
+    /// Each project's labels, by project id.
+    labels: BTreeMap<u64, Vec<String>>,
+    /// Usernames by user id, of the users asked for or given access.
+    users: BTreeMap<u64, String>,
+    /// Access levels by username.
+    access: BTreeMap<String, u64>,
 }
 
 /// The running stand-in; it serves as long as the test process lives.
@@ -200,6 +212,10 @@ impl GitLab {
             down: false,
             etags: false,
             requests: Vec::new(),
+            issues: Vec::new(),
+            labels: BTreeMap::new(),
+            users: BTreeMap::new(),
+            access: BTreeMap::new(),
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -793,6 +809,9 @@ fn answer(
                 .collect(),
         )
     });
+    if let Some(answered) = issues::answer_root(s, &segments, &query, headers) {
+        return answered;
+    }
     let ["projects", id, rest @ ..] = segments.as_slice() else {
         return route_missing();
     };
@@ -805,6 +824,9 @@ fn answer(
         return message(StatusCode::NOT_FOUND, json!("404 Project Not Found"));
     };
     refresh(s, &p);
+    if let Some(answered) = issues::answer(s, &p, method.as_str(), rest, &query, headers, &input) {
+        return answered;
+    }
     let get = |s: &State, v: Value| fresh(s, headers, StatusCode::OK, v, &[]);
     match (method.as_str(), rest) {
         ("GET", []) => get(s, project_json(&p)),
@@ -1621,5 +1643,7 @@ fn merge(
     m.squash_commit = squashed;
     m.sha = head;
     m.updated += 1;
+    let text = m.description.clone();
+    issues::close_named(s, p.id, &text, login);
     Ok(new)
 }

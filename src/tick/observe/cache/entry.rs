@@ -107,6 +107,7 @@ impl Entry {
             e.choice(IterationStatus::ALL, it.status.as_ref());
             stories(&mut e, &it.stories);
             stories(&mut e, &it.maybe_stories);
+            e.opt_str(it.milestone.as_deref());
         }
         e.bool(self.answers.is_some());
         if let Some((kind, a)) = &self.answers {
@@ -165,6 +166,7 @@ impl Entry {
                 maybe_stories: read_stories(&mut d, titles)?,
                 guardrails: None,
                 notes: None,
+                milestone: d.opt_string()?,
             });
         }
         let answers = match d.bool()? {
@@ -352,6 +354,7 @@ mod tests {
             maybe_stories: vec![story("readme", 11)],
             guardrails: None,
             notes: None,
+            milestone: (name == "2").then(|| "v1.2".to_string()),
         };
         Entry {
             files: 0x1234_5678_9abc_def0,

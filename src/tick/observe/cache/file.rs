@@ -25,7 +25,7 @@ use super::codec::{Dec, Enc};
 const MAGIC: &[u8; 16] = b"braids-observe\0\0";
 const END: &[u8; 4] = b"end\0";
 /// Bump when an entry's layout changes: a file of another version is no cache.
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 const HEADER: u64 = 16 + 4 + 8;
 const TRAILER: u64 = 8 + 4;
 
