@@ -41,6 +41,9 @@ struct Dependencies {
 #[derive(Deserialize)]
 struct IssueJson {
     number: u64,
+    /// `https://api.github.com/repos/<owner>/<repo>`: where the issue lives.
+    #[serde(default)]
+    repository_url: String,
     #[serde(default)]
     title: String,
     #[serde(default)]
@@ -120,7 +123,9 @@ fn q(s: &str) -> String {
 }
 
 impl GitHub {
-    /// The issues blocking `number` (open or closed), by GitHub's issue dependencies.
+    /// The issues of this repository blocking `number` (open or closed), by GitHub's issue
+    /// dependencies. One in another repository is not followed: its number means another
+    /// issue here, and braids does not watch that repository for its closing.
     fn blockers(
         &self,
         number: u64,
@@ -131,7 +136,12 @@ impl GitHub {
         match self.get(&path, cache, seen) {
             Ok(a) => {
                 let list: Vec<IssueJson> = parse(&a.body, "an issue's blockers")?;
-                Ok(list.into_iter().map(|i| i.number).collect())
+                let here = format!("/repos/{}", self.repository).to_ascii_lowercase();
+                Ok(list
+                    .into_iter()
+                    .filter(|i| i.repository_url.to_ascii_lowercase().ends_with(&here))
+                    .map(|i| i.number)
+                    .collect())
             }
             // A GitHub without issue dependencies: the body's lines are all there is.
             Err(ForgeError::NotFound(_)) => Ok(Vec::new()),
@@ -209,6 +219,7 @@ impl IssueForge for GitHub {
             unchanged,
             requests: seen.requests,
             not_modified: seen.not_modified,
+            blockers_unread: false,
         })
     }
 

@@ -37,8 +37,9 @@ pub struct Issue {
     /// The conversation is locked: only people with write access may comment.
     #[serde(default)]
     pub locked: bool,
-    /// Issues the forge itself says block this one and are still open (GitHub's issue
-    /// dependencies); `Depends on #n` lines in the body are read by the tracker.
+    /// Issues of the same repository the forge itself says block this one (GitHub's issue
+    /// dependencies, GitLab's "is blocked by" links); `Depends on #n` lines in the body are
+    /// read by the tracker.
     #[serde(default)]
     pub blocked_by: Vec<u64>,
 }
@@ -63,6 +64,9 @@ pub struct Listing {
     pub requests: u32,
     /// Of them, answered `304 Not Modified`.
     pub not_modified: u32,
+    /// The forge's listing does not say what blocks an issue (GitLab): each keeps the
+    /// `blocked_by` its last single read found.
+    pub blockers_unread: bool,
 }
 
 /// What one read of a single issue found.

@@ -143,3 +143,45 @@ fn c13_3_gitlab_a_plan_needs_a_developer_and_the_merge_request_closes_the_issue(
     assert!(!now.has("braids:in-progress"), "{now:?}");
     assert!(upstream_files(&sb, &bare).contains(&format!("work-issue-{n}.txt")));
 }
+
+#[test]
+fn c13_2_gitlab_a_blocking_link_is_respected_and_a_related_one_is_not() {
+    let (sb, _bare, gl) = world(&[]);
+    let later = gl.issue(PROJECT, "ana", "Second", "", &["braids"]);
+    let first = gl.issue(PROJECT, "ana", "First", "", &["braids"]);
+    let third = gl.issue(PROJECT, "ana", "Third", "", &["braids"]);
+    let related = gl.issue(PROJECT, "ana", "Fourth", "", &["braids"]);
+    let outside = gl.issue(PROJECT, "ana", "Someone else's", "", &[]);
+    // Both directions GitLab offers: this one is blocked by that one, and that one blocks this.
+    gl.link_issues(PROJECT, later, "is_blocked_by", first, "ana");
+    gl.link_issues(PROJECT, outside, "blocks", third, "ana");
+    gl.link_issues(PROJECT, related, "relates_to", outside, "ana");
+    stories(
+        &sb,
+        &format!(
+            "- #{later}: Second\n- #{first}: First\n- #{third}: Third\n- #{related}: Fourth\n"
+        ),
+    );
+    // No listing says what blocks an issue: the read before a claim finds #later's link.
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{first}")]);
+    assert!(gl.issue_now(PROJECT, later).assignees.is_empty());
+    let listed = sb.ok(&["beads", "app"]);
+    assert!(listed.contains(&format!("issue-{later}")), "{listed}");
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{later}")]);
+    // #third waits for an unlabelled issue braids never works on; a related one does not.
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{related}")]);
+    assert!(
+        tick_and_wait(&sb).is_empty(),
+        "#{third} waits for #{outside}"
+    );
+    let waiting = gl.issue_now(PROJECT, third);
+    assert!(waiting.open && waiting.assignees.is_empty(), "{waiting:?}");
+    assert!(gl.issue_now(PROJECT, outside).notes.is_empty());
+    gl.close_issue(PROJECT, outside, "ana");
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{third}")]);
+    for n in [first, later, third, related] {
+        assert!(!gl.issue_now(PROJECT, n).open, "#{n}");
+    }
+    let log = sb.git(&sb.project("app"), &["log", "--format=%s", "origin/main"]);
+    assert!(log.starts_with("Complete iteration 001"), "{log}");
+}

@@ -2,7 +2,8 @@
 //! the project); labels come as names, changed with `add_labels`/`remove_labels` so a
 //! person's own labels stay; assignees are user ids, so assigning reads the issue's and adds
 //! or takes one. Comments are notes that are not system notes. A moved issue stays behind,
-//! closed, with `moved_to_id`.
+//! closed, with `moved_to_id`. What blocks an issue is in its links (`is_blocked_by`), which
+//! no listing carries: they are read with the issue alone, as before a claim.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -29,6 +30,8 @@ struct Titled {
 struct IssueJson {
     iid: u64,
     #[serde(default)]
+    project_id: u64,
+    #[serde(default)]
     title: String,
     #[serde(default)]
     description: Option<String>,
@@ -54,6 +57,17 @@ struct IssueJson {
     moved_to_id: Option<u64>,
     #[serde(default)]
     user_notes_count: u64,
+}
+
+/// An issue linked to another, as the other's links list it.
+#[derive(Deserialize)]
+struct LinkJson {
+    iid: u64,
+    #[serde(default)]
+    project_id: u64,
+    /// `relates_to`, `blocks` or `is_blocked_by`, seen from the issue whose links these are.
+    #[serde(default)]
+    link_type: String,
 }
 
 #[derive(Deserialize)]
@@ -111,6 +125,31 @@ impl GitLab {
         Ok(users.first().map(|u| u.id))
     }
 
+    /// The issues of the same project linked as blocking `number` (open or closed). One in
+    /// another project is not followed: its iid means another issue here.
+    fn blockers(
+        &self,
+        number: u64,
+        project: u64,
+        cache: &mut Conditional,
+        seen: &mut Seen,
+    ) -> Result<Vec<u64>, ForgeError> {
+        let all = match self.get_all(&format!("/issues/{number}/links?per_page=100"), cache, seen) {
+            Ok(all) => all,
+            // A GitLab without issue links: the description's lines are all there is.
+            Err(ForgeError::NotFound(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut out = Vec::new();
+        for v in &all {
+            let l: LinkJson = parse(v, "an issue's links")?;
+            if l.link_type == "is_blocked_by" && l.project_id == project && !out.contains(&l.iid) {
+                out.push(l.iid);
+            }
+        }
+        Ok(out)
+    }
+
     fn put_issue(&self, number: u64, body: Value, what: &str) -> Result<(), ForgeError> {
         match self.send("PUT", &format!("/issues/{number}"), Some(body), &[]) {
             Ok(_) => Ok(()),
@@ -149,6 +188,7 @@ impl IssueForge for GitLab {
             unchanged: Vec::new(),
             requests: seen.requests,
             not_modified: seen.not_modified,
+            blockers_unread: true,
         })
     }
 
@@ -160,7 +200,12 @@ impl IssueForge for GitLab {
                 if j.moved_to_id.is_some() {
                     return Ok(Found::Moved);
                 }
-                Ok(Found::Issue(issue_of(j)))
+                let project = j.project_id;
+                let mut issue = issue_of(j);
+                if issue.open {
+                    issue.blocked_by = self.blockers(number, project, cache, &mut seen)?;
+                }
+                Ok(Found::Issue(issue))
             }
             Err(ForgeError::NotFound(_)) => Ok(Found::Gone),
             Err(e) => Err(e),

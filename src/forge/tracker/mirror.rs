@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::forge::issues::Issue;
+use crate::forge::issues::{Issue, Listing};
 use crate::forge::Conditional;
 use crate::model::{Bead, BeadId, BeadStatus};
 
@@ -64,17 +64,25 @@ pub struct Mirror {
 }
 
 impl Mirror {
-    /// Takes in what a listing read at `read_at` (`unchanged`: the numbers on its pages answered
-    /// `304`, kept as they are): each issue replaces what was kept of it, and
+    /// Takes in what a listing read at `read_at` (its `unchanged`: the numbers on its pages
+    /// answered `304`, kept as they are): each issue replaces what was kept of it (keeping
+    /// its blockers when the listing cannot tell them), and
     /// the next listing asks for what changed since the newest change seen (after a full
     /// listing, since shortly before it started).
-    pub fn absorb(
-        &mut self,
-        issues: Vec<Issue>,
-        unchanged: &[u64],
-        full: bool,
-        read_at: DateTime<Utc>,
-    ) {
+    pub fn absorb(&mut self, listing: Listing, full: bool, read_at: DateTime<Utc>) {
+        let Listing {
+            mut issues,
+            unchanged,
+            blockers_unread,
+            ..
+        } = listing;
+        if blockers_unread {
+            for i in &mut issues {
+                if let Some(kept) = self.issues.get(&i.number) {
+                    i.blocked_by = kept.blocked_by.clone();
+                }
+            }
+        }
         let newest = issues.iter().map(|i| i.updated.clone()).max();
         if full {
             // What a whole listing leaves out is no longer the project's: deleted, moved away
@@ -236,6 +244,26 @@ pub fn ready(beads: &[Bead], mirror: &Mirror) -> Vec<Bead> {
     out
 }
 
+/// What braids keeps of a dependency that is gone: closed, carrying no label.
+pub fn gone(number: u64) -> Issue {
+    Issue {
+        number,
+        title: String::new(),
+        body: String::new(),
+        open: false,
+        labels: Vec::new(),
+        assignees: Vec::new(),
+        author: String::new(),
+        url: String::new(),
+        milestone: None,
+        created: String::new(),
+        updated: String::new(),
+        comments: 0,
+        locked: false,
+        blocked_by: Vec::new(),
+    }
+}
+
 /// The numbers `beads` depend on that braids has never read.
 pub fn unknown_dependencies(beads: &[Bead], mirror: &Mirror) -> Vec<u64> {
     let mut out: Vec<u64> = beads
@@ -297,6 +325,31 @@ mod tests {
             locked: false,
             blocked_by: Vec::new(),
         }
+    }
+
+    fn listing(issues: Vec<Issue>, unchanged: &[u64]) -> Listing {
+        Listing {
+            issues,
+            unchanged: unchanged.to_vec(),
+            ..Listing::default()
+        }
+    }
+
+    #[test]
+    fn a_listing_that_cannot_tell_blockers_keeps_those_a_single_read_found() {
+        let at = Utc::now();
+        let mut m = Mirror::default();
+        let mut read = issue(1, &["braids"]);
+        read.blocked_by = vec![7];
+        m.issues.insert(1, read);
+        let mut gitlab = listing(vec![issue(1, &["braids"]), issue(2, &["braids"])], &[]);
+        gitlab.blockers_unread = true;
+        m.absorb(gitlab, false, at);
+        assert_eq!(m.issues[&1].blocked_by, [7]);
+        assert!(m.issues[&2].blocked_by.is_empty());
+        // GitHub's listing says what blocks each issue: its word replaces what was kept.
+        m.absorb(listing(vec![issue(1, &["braids"])], &[]), false, at);
+        assert!(m.issues[&1].blocked_by.is_empty());
     }
 
     #[test]
@@ -402,13 +455,13 @@ mod tests {
         let at = DateTime::parse_from_rfc3339("2026-11-29T12:00:00Z")
             .unwrap()
             .with_timezone(&Utc);
-        m.absorb(vec![issue(1, &["braids"])], &[], true, at);
+        m.absorb(listing(vec![issue(1, &["braids"])], &[]), true, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T11:55:00Z"));
         let mut later = issue(2, &[]);
         later.updated = "2026-11-29T12:03:00Z".into();
-        m.absorb(vec![later], &[], false, at);
+        m.absorb(listing(vec![later], &[]), false, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T12:03:00Z"));
-        m.absorb(vec![issue(3, &[])], &[], false, at);
+        m.absorb(listing(vec![issue(3, &[])], &[]), false, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T12:03:00Z"));
         assert_eq!(m.issues.len(), 3);
     }
@@ -421,19 +474,21 @@ mod tests {
         };
         let at = Utc::now();
         m.absorb(
-            vec![
-                issue(1, &["braids"]),
-                issue(2, &["braids"]),
-                issue(3, &[]),
-                issue(4, &["braids"]),
-            ],
-            &[],
+            listing(
+                vec![
+                    issue(1, &["braids"]),
+                    issue(2, &["braids"]),
+                    issue(3, &[]),
+                    issue(4, &["braids"]),
+                ],
+                &[],
+            ),
             false,
             at,
         );
         // #2 was deleted, moved or unlabelled; #3 is only someone's dependency; #4 is on a
         // page answered 304.
-        m.absorb(vec![issue(1, &["braids"])], &[4], true, at);
+        m.absorb(listing(vec![issue(1, &["braids"])], &[4]), true, at);
         assert_eq!(m.issues.keys().copied().collect::<Vec<_>>(), [1, 3, 4]);
         assert_eq!(m.full_at, Some(at));
     }

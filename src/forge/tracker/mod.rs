@@ -199,27 +199,33 @@ impl IssueTracker {
         let since_before = m.since.clone();
         // A page read anew, even an empty one, brought an ETag worth keeping.
         let read_anew = listing.requests > listing.not_modified;
-        m.absorb(listing.issues, &listing.unchanged, full, at);
+        m.absorb(listing, full, at);
         let beads = mirror::beads(m, &self.labels, &me);
         let unknown = mirror::unknown_dependencies(&beads, m);
         let changed =
             read_anew || full || !knew_me || !unknown.is_empty() || m.since != since_before;
-        for n in unknown {
-            match self.forge.issue(n, &mut m.cache) {
-                Ok(Found::Issue(i)) => {
-                    m.issues.insert(n, i);
-                }
-                // A dependency that is gone blocks nothing it could ever unblock.
-                Ok(Found::Gone | Found::Moved) => {}
-                Err(e) => return Err(self.failed(&format!("reading #{n}"), e)),
-            }
-        }
+        self.read_dependencies(m, unknown)?;
         // A run where nothing changed writes nothing.
         if changed {
             self.save(m);
         }
         keep_this_run(&self.file, m, true);
         Ok(me)
+    }
+
+    /// Reads and keeps the issues `numbers` that beads depend on. One that is gone (deleted,
+    /// moved away, or a pull request) is kept as closed: nothing could ever close it, so
+    /// nothing waits for it.
+    fn read_dependencies(&self, m: &mut Mirror, numbers: Vec<u64>) -> Result<(), TrackerError> {
+        for n in numbers {
+            let read = match self.forge.issue(n, &mut m.cache) {
+                Ok(Found::Issue(i)) => i,
+                Ok(Found::Gone | Found::Moved) => mirror::gone(n),
+                Err(e) => return Err(self.failed(&format!("reading #{n}"), e)),
+            };
+            m.issues.insert(n, read);
+        }
+        Ok(())
     }
 
     /// Issue `number` read now, kept; `None` when it is gone or moved (then forgotten).
@@ -239,6 +245,14 @@ impl IssueTracker {
             }
             Err(e) => Err(self.failed(&format!("reading #{number}"), e)),
         }
+    }
+
+    /// Whether `bead`, just read, waits for an issue still open: a blocker its listing could
+    /// not show (GitLab's links) or one added since, read now when braids never saw it.
+    fn waits(&self, m: &mut Mirror, bead: &Bead) -> Result<bool, TrackerError> {
+        let unknown = mirror::unknown_dependencies(std::slice::from_ref(bead), m);
+        self.read_dependencies(m, unknown)?;
+        Ok(mirror::ready(std::slice::from_ref(bead), m).is_empty())
     }
 
     fn number(&self, id: &BeadId) -> Result<u64, TrackerError> {
@@ -315,6 +329,13 @@ impl Tracker for IssueTracker {
             return Err(TrackerError::NoSuchBead(id.clone()));
         };
         match now.status {
+            BeadStatus::Open if self.waits(&mut m, &now)? => {
+                self.save(&m);
+                return Ok(ClaimOutcome::Refused {
+                    status: BeadStatus::Open,
+                    holder: None,
+                });
+            }
             BeadStatus::Open => {}
             BeadStatus::InProgress if now.assignee.as_deref() == Some(me.as_str()) => {
                 return Ok(ClaimOutcome::Claimed)

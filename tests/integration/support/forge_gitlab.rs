@@ -181,6 +181,8 @@ struct State {
     etags: bool,
     requests: Vec<Request>,
     issues: Vec<issues::IssueRec>,
+    /// Issue links, kept as GitLab keeps them: `is_blocked_by` turned round into `blocks`.
+    links: Vec<issues::Link>,
     /// Each project's labels, by project id.
     labels: BTreeMap<u64, Vec<String>>,
     /// Usernames by user id, of the users asked for or given access.
@@ -213,6 +215,7 @@ impl GitLab {
             etags: false,
             requests: Vec::new(),
             issues: Vec::new(),
+            links: Vec::new(),
             labels: BTreeMap::new(),
             users: BTreeMap::new(),
             access: BTreeMap::new(),

@@ -99,6 +99,7 @@ fn issue_json(i: &IssueRec) -> Value {
     json!({
         "id": 700_000 + i.number, "node_id": format!("I_{}", i.number),
         "url": format!("https://api.github.example/repos/{}/issues/{}", i.repo, i.number),
+        "repository_url": format!("https://api.github.example/repos/{}", i.repo),
         "html_url": format!("https://github.example/{}/issues/{}", i.repo, i.number),
         "number": i.number, "title": i.title, "body": i.body,
         "state": if i.open { "open" } else { "closed" },

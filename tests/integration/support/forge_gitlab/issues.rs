@@ -6,6 +6,8 @@
 //! - `GET|PUT /projects/:id/issues/:iid` (`add_labels`, `remove_labels`, `assignee_ids`,
 //!   `state_event`, `description`); a moved issue stays, closed, with `moved_to_id`
 //! - `GET|POST /projects/:id/issues/:iid/notes` (system notes among them, as GitLab lists)
+//! - `GET|POST /projects/:id/issues/:iid/links` (`relates_to`, `blocks`, `is_blocked_by`; an
+//!   issue's `blocking_issues_count` counts the open issues it blocks)
 //! - `GET /projects/:id/labels/:name`, `POST /projects/:id/labels`
 //! - `GET /projects/:id/members/all/:user_id`
 //!
@@ -71,6 +73,106 @@ impl IssueRec {
     }
 }
 
+/// A link between two issues (project id, iid): `blocks` means `source` blocks `target`.
+#[derive(Debug, Clone)]
+pub(super) struct Link {
+    pub id: u64,
+    pub source: (u64, u64),
+    pub target: (u64, u64),
+    pub blocks: bool,
+}
+
+/// Links `source` to `target` as `link_type` says, with the system note GitLab adds on each
+/// side (which touches both); the link's id, or why it cannot be.
+fn link(
+    s: &mut State,
+    source: (u64, u64),
+    target: (u64, u64),
+    link_type: &str,
+    by: &str,
+) -> Result<u64, &'static str> {
+    let (source, target, blocks) = match link_type {
+        "relates_to" => (source, target, false),
+        "blocks" => (source, target, true),
+        "is_blocked_by" => (target, source, true),
+        _ => return Err("link_type does not have a valid value"),
+    };
+    let at = |s: &State, (pid, iid): (u64, u64)| {
+        s.issues
+            .iter()
+            .position(|i| i.project == pid && i.iid == iid && !i.deleted)
+    };
+    let (Some(a), Some(b)) = (at(s, source), at(s, target)) else {
+        return Err("404 Not found");
+    };
+    if a == b {
+        return Err("Issue cannot be related to itself");
+    }
+    s.next_id += 1;
+    let id = s.next_id;
+    s.links.push(Link {
+        id,
+        source,
+        target,
+        blocks,
+    });
+    for (k, other, says) in [
+        (
+            a,
+            target.1,
+            if blocks {
+                "marked this issue as blocking"
+            } else {
+                "marked this issue as related to"
+            },
+        ),
+        (
+            b,
+            source.1,
+            if blocks {
+                "marked this issue as blocked by"
+            } else {
+                "marked this issue as related to"
+            },
+        ),
+    ] {
+        s.next_id += 1;
+        let note = s.next_id;
+        s.issues[k]
+            .notes
+            .push((note, by.into(), format!("{says} #{other}"), true));
+        s.issues[k].updated = now();
+    }
+    Ok(id)
+}
+
+/// The links of issue `(pid, iid)` as its links list gives them: each other issue, with the
+/// link seen from this side.
+fn links_of(s: &State, p: &Project, me: (u64, u64)) -> Vec<Value> {
+    s.links
+        .iter()
+        .filter_map(|l| {
+            let (other, link_type) = match (l.source == me, l.target == me, l.blocks) {
+                (true, _, true) => (l.target, "blocks"),
+                (_, true, true) => (l.source, "is_blocked_by"),
+                (true, _, false) => (l.target, "relates_to"),
+                (_, true, false) => (l.source, "relates_to"),
+                _ => return None,
+            };
+            let i = s
+                .issues
+                .iter()
+                .find(|i| (i.project, i.iid) == other && !i.deleted)?;
+            let mut v = issue_json(s, p, i);
+            v["issue_link_id"] = json!(l.id);
+            v["link_type"] = json!(link_type);
+            v["link_created_at"] = json!(i.created);
+            v["link_updated_at"] = json!(i.created);
+            Some(v)
+        })
+        .collect()
+}
+
 /// The id of the project at `path`.
 fn project_id(s: &State, path: &str) -> u64 {
     s.projects
@@ -106,8 +208,19 @@ fn user_id(username: &str) -> u64 {
     user(username)["id"].as_u64().unwrap_or_default()
 }
 
-fn issue_json(p: &Project, i: &IssueRec) -> Value {
+fn issue_json(s: &State, p: &Project, i: &IssueRec) -> Value {
     let user_notes = i.notes.iter().filter(|n| !n.3).count();
+    let me = (i.project, i.iid);
+    let blocking = s
+        .links
+        .iter()
+        .filter(|l| l.blocks && l.source == me && i.open)
+        .filter(|l| {
+            s.issues
+                .iter()
+                .any(|t| (t.project, t.iid) == l.target && t.open && !t.deleted)
+        })
+        .count();
     json!({
         "id": 90_000 + i.iid, "iid": i.iid, "project_id": p.id,
         "title": i.title, "description": i.description,
@@ -122,7 +235,7 @@ fn issue_json(p: &Project, i: &IssueRec) -> Value {
         "user_notes_count": user_notes, "discussion_locked": i.locked,
         "moved_to_id": if i.moved { json!(777_777) } else { Value::Null },
         "web_url": format!("https://gitlab.example/{}/-/issues/{}", p.path, i.iid),
-        "confidential": false, "blocking_issues_count": 0,
+        "confidential": false, "blocking_issues_count": blocking,
     })
 }
 
@@ -220,7 +333,7 @@ pub(super) fn answer(
             if query.get("sort").map(String::as_str) != Some("asc") {
                 all.reverse();
             }
-            let list = all.into_iter().map(|i| issue_json(p, i)).collect();
+            let list = all.into_iter().map(|i| issue_json(s, p, i)).collect();
             paged(s, headers, query, list)
         }
         ("POST", ["issues"]) => {
@@ -239,7 +352,7 @@ pub(super) fn answer(
                 list_of(&input["labels"]),
                 &login,
             );
-            let out = issue_json(p, &rec);
+            let out = issue_json(s, p, &rec);
             s.issues.push(rec);
             created(StatusCode::CREATED, out)
         }
@@ -248,7 +361,13 @@ pub(super) fn answer(
                 return Some(message(StatusCode::NOT_FOUND, json!("404 Not found")));
             };
             let answer = match (method, tail) {
-                ("GET", []) => fresh(s, headers, StatusCode::OK, issue_json(p, &s.issues[k]), &[]),
+                ("GET", []) => fresh(
+                    s,
+                    headers,
+                    StatusCode::OK,
+                    issue_json(s, p, &s.issues[k]),
+                    &[],
+                ),
                 ("PUT", []) => {
                     let assignees: Option<Vec<String>> =
                         input["assignee_ids"].as_array().map(|ids| {
@@ -296,7 +415,7 @@ pub(super) fn answer(
                         let id = s.next_id;
                         s.issues[k].notes.push((id, login.clone(), body, true));
                     }
-                    created(StatusCode::OK, issue_json(p, &s.issues[k]))
+                    created(StatusCode::OK, issue_json(s, p, &s.issues[k]))
                 }
                 ("GET", ["notes"]) => {
                     let i = &s.issues[k];
@@ -312,6 +431,47 @@ pub(super) fn answer(
                         })
                         .collect();
                     paged(s, headers, query, list)
+                }
+                ("GET", ["links"]) => {
+                    let i = &s.issues[k];
+                    fresh(
+                        s,
+                        headers,
+                        StatusCode::OK,
+                        Value::Array(links_of(s, p, (i.project, i.iid))),
+                        &[],
+                    )
+                }
+                ("POST", ["links"]) => {
+                    let field = |name: &str| {
+                        input[name]
+                            .as_u64()
+                            .or_else(|| input[name].as_str().and_then(|v| v.parse().ok()))
+                            .or_else(|| query.get(name).and_then(|v| v.parse().ok()))
+                    };
+                    let (Some(tp), Some(ti)) =
+                        (field("target_project_id"), field("target_issue_iid"))
+                    else {
+                        return Some(message(
+                            StatusCode::BAD_REQUEST,
+                            json!("target_project_id, target_issue_iid are missing"),
+                        ));
+                    };
+                    let kind = input["link_type"]
+                        .as_str()
+                        .or(query.get("link_type").map(String::as_str))
+                        .unwrap_or("relates_to")
+                        .to_string();
+                    let me = (s.issues[k].project, s.issues[k].iid);
+                    match link(s, me, (tp, ti), &kind, &login) {
+                        Ok(id) => {
+                            created(StatusCode::CREATED, json!({"id": id, "link_type": kind}))
+                        }
+                        Err(why) if why.starts_with("404") => {
+                            message(StatusCode::NOT_FOUND, json!(why))
+                        }
+                        Err(why) => message(StatusCode::BAD_REQUEST, json!(why)),
+                    }
                 }
                 ("POST", ["notes"]) => {
                     let Some(body) = input["body"].as_str() else {
@@ -441,6 +601,28 @@ impl GitLab {
             ));
             iid
         })
+    }
+
+    /// `author` links issue `iid` of `project` to `other` there, as `link_type` (`blocks`,
+    /// `is_blocked_by` or `relates_to`) says, as `POST .../links` would.
+    pub fn link_issues(&self, project: &str, iid: u64, link_type: &str, other: u64, author: &str) {
+        self.with(|s| {
+            let pid = project_id(s, project);
+            link(s, (pid, iid), (pid, other), link_type, author).expect("the link is made");
+        });
+    }
+
+    /// `by` closes issue `iid` of `project`.
+    pub fn close_issue(&self, project: &str, iid: u64, by: &str) {
+        self.with(|s| {
+            s.next_id += 1;
+            let id = s.next_id;
+            let i = issue_mut(s, project, iid);
+            i.open = false;
+            i.closed_by = Some(by.into());
+            i.notes.push((id, by.into(), "closed".into(), true));
+            i.updated = now();
+        });
     }
 
     /// `author` comments on issue `iid` of `project`.
