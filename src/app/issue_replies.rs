@@ -83,35 +83,40 @@ fn project(
         if !(wait.kind.answerable() || wait.kind == WaitKind::Held) {
             continue;
         }
-        let Some(said) = opened.tracker.said_since_asked(&bead.id)? else {
-            continue;
-        };
         let target = format!("{slug}:{}", bead.id);
-        let done = match (wait.kind, said) {
-            (WaitKind::Question, Said::Answer { author, text }) => {
-                answer::answer_from_forge(inst, &target, &text, &author, now)
-                    .map(|_| format!("{target}: answered by {author} on the issue"))
-            }
-            (WaitKind::Approval | WaitKind::Held, Said::Approve { author, note }) => {
-                answer::approve_as(inst, &target, note.as_deref(), Some(&author), now)
-                    .map(|_| format!("{target}: approved by {author} on the issue"))
-            }
-            (WaitKind::Approval | WaitKind::Held, Said::Reject { author, reason }) => {
-                answer::reject(inst, &target, &format!("{reason} ({author}, on the issue)"))
-                    .map(|_| format!("{target}: rejected by {author} on the issue"))
-            }
-            (_, Said::NotAllowed { author }) => opened
-                .tracker
-                .tell(
-                    &bead.id,
-                    &format!("@{author} only people with write access to the repository can `/approve` or `/reject` here; your reply was not acted on."),
-                )
-                .map(|()| format!("{target}: {author} may not approve or reject; told so"))
-                .map_err(Into::into),
-            // A ruling where a question waits, or words where a ruling does: discussion.
-            _ => continue,
-        };
-        out.push(done.unwrap_or_else(|e| format!("{target}: {e:#}")));
+        let mut acted = false;
+        for said in opened.tracker.said_since_asked(&bead.id)? {
+            let done = match (wait.kind, said) {
+                (_, Said::NotAllowed { author }) => opened
+                    .tracker
+                    .tell(
+                        &bead.id,
+                        &format!("@{author} only people with write access to the repository can `/approve` or `/reject` here; your reply was not acted on."),
+                    )
+                    .map(|()| format!("{target}: {author} may not approve or reject; told so"))
+                    .map_err(Into::into),
+                // The first reply that stands for what the bead waits for is acted on.
+                _ if acted => continue,
+                (WaitKind::Question, Said::Answer { author, text }) => {
+                    acted = true;
+                    answer::answer_from_forge(inst, &target, &text, &author, now)
+                        .map(|_| format!("{target}: answered by {author} on the issue"))
+                }
+                (WaitKind::Approval | WaitKind::Held, Said::Approve { author, note }) => {
+                    acted = true;
+                    answer::approve_as(inst, &target, note.as_deref(), Some(&author), now)
+                        .map(|_| format!("{target}: approved by {author} on the issue"))
+                }
+                (WaitKind::Approval | WaitKind::Held, Said::Reject { author, reason }) => {
+                    acted = true;
+                    answer::reject(inst, &target, &format!("{reason} ({author}, on the issue)"))
+                        .map(|_| format!("{target}: rejected by {author} on the issue"))
+                }
+                // A ruling where a question waits, or words where a ruling does: discussion.
+                _ => continue,
+            };
+            out.push(done.unwrap_or_else(|e| format!("{target}: {e:#}")));
+        }
     }
     Ok(())
 }

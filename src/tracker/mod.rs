@@ -185,11 +185,13 @@ pub trait Tracker: Send + Sync {
         Ok(())
     }
 
-    /// What a person replied on the bead since braids last spoke there, when the tracker lives
-    /// where people talk; `None` for nothing new, and always for a tracker of files.
-    fn said_since_asked(&self, id: &BeadId) -> Result<Option<said::Said>, TrackerError> {
+    /// What people replied on the bead since braids last asked there, oldest first, when the
+    /// tracker lives where people talk: each reply from someone who may give it, and each
+    /// ruling from someone who may not, once. Empty for nothing new, and always for a tracker
+    /// of files.
+    fn said_since_asked(&self, id: &BeadId) -> Result<Vec<said::Said>, TrackerError> {
         let _ = id;
-        Ok(None)
+        Ok(Vec::new())
     }
 
     /// How this run's reads were answered, for `-v` (`native (issues.jsonl)`, `br (why)`).

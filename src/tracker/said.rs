@@ -6,7 +6,8 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
 pub enum Said {
-    /// Any reply: the answer to the agent's question.
+    /// A reply from someone who may answer (write access, the project's `Owner:` or the
+    /// issue's author): the answer to the agent's question.
     Answer { author: String, text: String },
     /// `/approve`, with the note after it, from someone with write access.
     Approve {

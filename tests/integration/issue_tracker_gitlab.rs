@@ -74,7 +74,12 @@ fn c13_1_gitlab_labelled_issues_land_and_close_and_a_question_is_answered_by_a_n
         done.notes.iter().any(|n| n.1.starts_with("Landed in ")),
         "{done:?}"
     );
-    // A person's note answers; the next attempt lands it.
+    // A Reporter's note is no answer; a Developer's is, and the next attempt lands it.
+    gl.set_access("eve", 20);
+    gl.note_by(PROJECT, ask, "eve", "XML.");
+    assert!(tick_and_wait(&sb).is_empty());
+    assert!(gl.issue_now(PROJECT, ask).has("braids:blocked"));
+    gl.set_access("bob", 30);
     gl.note_by(PROJECT, ask, "bob", "JSON.");
     assert!(tick_and_wait(&sb).is_empty());
     assert!(!gl.issue_now(PROJECT, ask).has("braids:blocked"));

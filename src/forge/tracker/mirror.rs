@@ -57,6 +57,9 @@ pub struct Mirror {
     /// are read again only once either changed.
     #[serde(default)]
     pub heard: BTreeMap<u64, String>,
+    /// The comments whose author braids told their ruling was not acted on: told once.
+    #[serde(default)]
+    pub told: std::collections::BTreeSet<u64>,
     /// When every labelled issue was last listed: a listing of changes cannot see an issue
     /// deleted or moved away, so an hour after it the next listing is whole again.
     #[serde(default)]
@@ -100,6 +103,19 @@ impl Mirror {
         for i in issues {
             self.issues.insert(i.number, i);
         }
+        if full {
+            // An issue that is not the project's is kept only while one of its issues waits
+            // on it: anyone may open issues, and the mirror must not grow with them.
+            let wanted = &self.wanted;
+            let ours = |i: &Issue| wanted.iter().all(|w| has(i, w));
+            let needed: std::collections::BTreeSet<u64> = self
+                .issues
+                .values()
+                .filter(|i| ours(i))
+                .flat_map(dependencies)
+                .collect();
+            self.issues.retain(|n, i| ours(i) || needed.contains(n));
+        }
         let floor = full.then(|| {
             (read_at - Duration::minutes(CLOCK_MARGIN_MINUTES))
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
@@ -108,6 +124,17 @@ impl Mirror {
             .into_iter()
             .flatten()
             .max_by_key(|t| instant(t));
+        // A listing of changes since an earlier instant is never asked again.
+        let current = self.since.as_deref().map(crate::forge::gitlab::encode);
+        self.cache.forget_where(|k| {
+            ["since=", "updated_after="].iter().any(|p| {
+                k.split_once(p).is_some_and(|(_, v)| {
+                    current
+                        .as_deref()
+                        .is_none_or(|c| v.split('&').next() != Some(c))
+                })
+            })
+        });
     }
 }
 
@@ -154,8 +181,12 @@ pub fn status_of(issue: &Issue, labels: &Labels, me: &str) -> BeadStatus {
     }
 }
 
-/// The issues `issue` depends on: GitHub's own "blocked by", and each `#n` on a line of its
-/// body starting `Depends on` or `Blocked by`.
+/// At most this many dependencies are read of one issue: each unknown one costs a request,
+/// and a body is anyone's to write.
+pub const MOST_DEPENDENCIES: usize = 20;
+
+/// The issues `issue` depends on: the forge's own "blocked by", and each `#n` on a line of its
+/// body starting `Depends on` or `Blocked by`; the first [`MOST_DEPENDENCIES`] of them.
 pub fn dependencies(issue: &Issue) -> Vec<u64> {
     let mut out = issue.blocked_by.clone();
     for line in issue.body.lines() {
@@ -178,6 +209,7 @@ pub fn dependencies(issue: &Issue) -> Vec<u64> {
             }
         }
     }
+    out.truncate(MOST_DEPENDENCIES);
     out
 }
 
@@ -413,6 +445,17 @@ mod tests {
             ..issue(1, &["braids"])
         };
         assert_eq!(dependencies(&i), vec![12, 4, 5, 9]);
+        let many = Issue {
+            body: format!(
+                "Depends on {}",
+                (1000..9000)
+                    .map(|n| format!("#{n}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            ..issue(3, &["braids"])
+        };
+        assert_eq!(dependencies(&many), (1000..1020).collect::<Vec<u64>>());
     }
 
     #[test]
@@ -461,9 +504,18 @@ mod tests {
         later.updated = "2026-11-29T12:03:00Z".into();
         m.absorb(listing(vec![later], &[]), false, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T12:03:00Z"));
+        let old = "/repos/me/app/issues?state=all&since=2026-11-29T11%3A55%3A00Z";
+        let now = "/repos/me/app/issues?state=all&since=2026-11-29T12%3A03%3A00Z&page=2";
+        let whole = "/repos/me/app/issues?state=all&labels=braids";
+        for k in [old, now, whole] {
+            m.cache.keep(k, "\"t\"", serde_json::json!([]));
+        }
         m.absorb(listing(vec![issue(3, &[])], &[]), false, at);
         assert_eq!(m.since.as_deref(), Some("2026-11-29T12:03:00Z"));
         assert_eq!(m.issues.len(), 3);
+        // Only the listing the next run asks again keeps its answer.
+        assert!(m.cache.etag(old).is_none());
+        assert!(m.cache.etag(now).is_some() && m.cache.etag(whole).is_some());
     }
 
     #[test]
@@ -486,8 +538,10 @@ mod tests {
             false,
             at,
         );
-        // #2 was deleted, moved or unlabelled; #3 is only someone's dependency; #4 is on a
-        // page answered 304.
+        m.issues.get_mut(&4).unwrap().body = "Depends on #3".into();
+        // #2 was deleted, moved or unlabelled; #3 is only #4's dependency; #4 is on a page
+        // answered 304; #5 is no one's.
+        m.issues.insert(5, issue(5, &["bug"]));
         m.absorb(listing(vec![issue(1, &["braids"])], &[4]), true, at);
         assert_eq!(m.issues.keys().copied().collect::<Vec<_>>(), [1, 3, 4]);
         assert_eq!(m.full_at, Some(at));

@@ -178,15 +178,19 @@ impl IssueTracker {
                 self.name
             )));
         }
-        let knew_me = m.me.is_some();
-        let me = self.me(m)?;
         if kept_this_run(&self.file).is_some() {
-            return Ok(me);
+            return self.me(m);
         }
         let full = m.since.is_none()
             || m.full_at.is_none_or(|t| {
                 at.signed_duration_since(t) > chrono::Duration::minutes(mirror::WHOLE_EVERY_MINUTES)
             });
+        // A token may change hands: who it is, is asked again with each whole listing.
+        if full {
+            m.me = None;
+        }
+        let knew_me = m.me.is_some();
+        let me = self.me(m)?;
         m.wanted = self.labels.wanted.clone();
         let since = if full { None } else { m.since.clone() };
         let listing = self
@@ -406,8 +410,14 @@ impl Tracker for IssueTracker {
         self.own_labels(&mut m)?;
         let author = m.issues.get(&n).map(|i| i.author.clone());
         let mention = self.owner.clone().or(author);
+        // Closed by its worker, then its landing failed: not done, so open again, held.
+        let closed = m.issues.get(&n).is_some_and(|i| !i.open);
         self.forge
             .comment(n, &talk::blocked_comment(reason, mention.as_deref()))
+            .and_then(|()| match closed {
+                true => self.forge.set_open(n, true),
+                false => Ok(()),
+            })
             .and_then(|()| {
                 self.forge.relabel(
                     n,
@@ -417,6 +427,7 @@ impl Tracker for IssueTracker {
             })
             .map_err(|e| self.failed(&format!("blocking #{n}"), e))?;
         if let Some(i) = m.issues.get_mut(&n) {
+            i.open = true;
             i.labels
                 .retain(|l| !l.eq_ignore_ascii_case(&self.labels.progress));
             i.labels.push(self.labels.blocked.clone());
@@ -478,7 +489,7 @@ impl Tracker for IssueTracker {
         self.say(id, text)
     }
 
-    fn said_since_asked(&self, id: &BeadId) -> Result<Option<Said>, TrackerError> {
+    fn said_since_asked(&self, id: &BeadId) -> Result<Vec<Said>, TrackerError> {
         let n = self.number(id)?;
         let mut m = self.lock();
         let me = self.me(&mut m)?;
@@ -489,28 +500,48 @@ impl Tracker for IssueTracker {
             .map(|i| format!("{} {}", i.updated, i.comments))
             .unwrap_or_default();
         if !updated.is_empty() && m.heard.get(&n) == Some(&updated) {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let comments = self
             .forge
             .comments(n, &mut m.cache)
             .map_err(|e| self.failed(&format!("reading the comments of #{n}"), e))?;
         m.heard.insert(n, updated);
-        self.save(&m);
-        let Some(reply) = talk::reply(&comments, &me) else {
-            return Ok(None);
-        };
-        let author = reply.author().to_string();
-        let ruling = matches!(reply, Said::Approve { .. } | Said::Reject { .. });
-        if ruling
-            && !self
-                .forge
-                .can_write(&author)
-                .map_err(|e| self.failed(&format!("asking what {author} may do"), e))?
-        {
-            return Ok(Some(Said::NotAllowed { author }));
+        let issue_author = m.issues.get(&n).map(|i| i.author.clone());
+        let mut writes = std::collections::BTreeMap::new();
+        let mut out = Vec::new();
+        for (comment, said) in talk::replies(&comments, &me) {
+            let author = said.author().to_string();
+            let named = [self.owner.as_ref(), issue_author.as_ref()]
+                .into_iter()
+                .flatten()
+                .any(|a| a.eq_ignore_ascii_case(&author));
+            let ruling = matches!(said, Said::Approve { .. } | Said::Reject { .. });
+            if !ruling && named {
+                out.push(said);
+                continue;
+            }
+            let may = match writes.get(&author) {
+                Some(may) => *may,
+                None => {
+                    let may = self
+                        .forge
+                        .can_write(&author)
+                        .map_err(|e| self.failed(&format!("asking what {author} may do"), e))?;
+                    writes.insert(author.clone(), may);
+                    may
+                }
+            };
+            match (may, ruling) {
+                (true, _) => out.push(said),
+                // A ruling from someone without write access is told once it was not acted
+                // on; anyone's words but the named people's and writers' answer nothing.
+                (false, true) if m.told.insert(comment) => out.push(Said::NotAllowed { author }),
+                (false, _) => {}
+            }
         }
-        Ok(Some(reply))
+        self.save(&m);
+        Ok(out)
     }
 
     fn read_path(&self) -> Option<String> {

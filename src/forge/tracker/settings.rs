@@ -33,11 +33,16 @@ pub fn labels(project: &ProjectConfig) -> Labels {
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| default.to_string())
     };
-    let wanted = value("labels", "braids")
+    let wanted: Vec<String> = value("labels", "braids")
         .split(',')
         .map(|l| l.trim().trim_matches('`').to_string())
         .filter(|l| !l.is_empty())
         .collect();
+    // No label would make every issue of the repository a bead: `braids check` says so.
+    let wanted = match wanted.is_empty() {
+        true => vec!["braids".to_string()],
+        false => wanted,
+    };
     Labels {
         wanted,
         progress: value("progress label", "braids:in-progress"),
@@ -92,10 +97,18 @@ pub fn source(kind: TrackerKind, opts: &TrackerOptions) -> Result<Source, String
     let target = target(&config, kind, &project, &opts.project)?;
     let forge = connect::connect_issues(&target, &paths.home)?;
     let labels = labels(&project);
-    let name: String = format!("{}-{}", target.forge.name, target.repository)
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    // Two projects may take different labels of one repository: each keeps its own mirror.
+    let mut wanted = labels.wanted.clone();
+    wanted.sort_by_key(|l| l.to_lowercase());
+    let name: String = format!(
+        "{}-{}-{}",
+        target.forge.name,
+        target.repository,
+        wanted.join("+")
+    )
+    .chars()
+    .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+    .collect();
     let file = paths
         .braids_dir
         .join("work/issues")
