@@ -13,7 +13,7 @@ use crate::system::paths::Paths;
 use crate::tracker::TrackerKind;
 
 const CLAIMS_NOTHING: &str =
-    "until it is fixed, ticks read no issue and claim nothing for this project";
+    "do what the sentence says, then run `braids check` again (until then, ticks claim nothing for this project)";
 
 /// The findings for `project` at `root`.
 pub fn check(
@@ -33,6 +33,21 @@ pub fn check(
         .map(|f| f.line);
     let error =
         |why: String, fix: String| vec![Diagnostic::error(project_md, line, "issues", why, fix)];
+    if let Some(f) = project.field("labels").filter(|f| {
+        f.value
+            .split(',')
+            .all(|l| l.trim().trim_matches('`').trim().is_empty())
+    }) {
+        if !f.value.trim().is_empty() {
+            return vec![Diagnostic::error(
+                project_md,
+                Some(f.line),
+                "issues",
+                "`Labels:` names no label, so braids takes the issues labelled `braids`",
+                "name the labels an issue must carry, comma-separated (`Labels: braids, backend`), or delete the line",
+            )];
+        }
+    }
     let target = match settings::target(config, kind, project, root) {
         Ok(t) => t,
         Err(why) => return error(why, CLAIMS_NOTHING.into()),
@@ -45,7 +60,7 @@ pub fn check(
     if let Err(e) = forge.probe_issues() {
         let fix = match &e {
             ForgeError::Unauthorized(_) => format!(
-                "give forge `{name}` a valid token (its token_env or token_file in config.toml)"
+                "give forge `{name}` a valid token (its token_env or token_file in config.toml's [forges.{name}])"
             ),
             ForgeError::NotFound(_) => format!(
                 "check `Forge:` in PROJECT.md names the repository, and that the token of forge `{name}` may see it"
@@ -53,11 +68,18 @@ pub fn check(
             ForgeError::Refused(_) => format!(
                 "give the token of forge `{name}` what the sentence names, then run `braids check` again"
             ),
-            _ => "check the forge's api in config.toml, or try again once it answers".into(),
+            _ => format!(
+                "check the `api` of forge `{name}` ({}) in config.toml's [forges.{name}], or run `braids check` again once it answers",
+                target.forge.api
+            ),
+        };
+        let what = match &e {
+            ForgeError::Unavailable(_) | ForgeError::RateLimited { .. } => "cannot be asked about",
+            _ => "refuses to show",
         };
         return error(
             format!(
-                "{name} answers for the issues of {}: {e}",
+                "forge `{name}` {what} the issues of {}: {e}",
                 target.repository
             ),
             fix,

@@ -64,7 +64,7 @@ fn project(
     out: &mut Vec<String>,
 ) -> Result<()> {
     let slug = entry.slug.clone();
-    let opened = beads::Opened::open(inst, entry, false)?;
+    let opened = beads::Opened::open(inst, entry, true)?;
     if opened.paused() {
         return Ok(());
     }

@@ -160,7 +160,13 @@ impl GitHub {
             >,
         >,
     ) -> Result<(http::StatusCode, HeaderMap, String), ForgeError> {
-        let down = |e: octocrab::Error| ForgeError::Unavailable(e.to_string());
+        let down = |e: octocrab::Error| {
+            ForgeError::Unavailable(format!(
+                "{} did not answer: {}",
+                self.api,
+                super::words::one_line(&e)
+            ))
+        };
         self.rt.block_on(async {
             let resp = request.await.map_err(down)?;
             let status = resp.status();
@@ -206,7 +212,7 @@ fn refusal<'a>(
     let said = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v["message"].as_str().map(String::from))
-        .unwrap_or_else(|| text.chars().take(200).collect());
+        .unwrap_or_else(|| super::words::body_text(text));
     let spent = header("x-ratelimit-remaining") == Some("0") || header("retry-after").is_some();
     match code {
         401 => ForgeError::Unauthorized(said),

@@ -15,6 +15,7 @@ pub mod gitlab;
 pub mod health;
 pub mod issues;
 pub mod tracker;
+pub mod words;
 
 pub use crate::config::forges::MergeMethod;
 pub use conditional::Conditional;

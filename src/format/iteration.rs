@@ -158,6 +158,18 @@ pub fn parse_iteration(
             .map(|h| doc.raw_lines(doc.section_body(h)))
             .filter(|s| !s.is_empty())
     };
+    let milestone = raw
+        .iter()
+        .find(|f| f.field.key == "milestone")
+        .map(|f| (f, fields::strip_decor(&f.field.value).trim().to_string()))
+        .filter(|(_, m)| !m.is_empty());
+    if let (Some((f, m)), false) = (&milestone, stories.is_empty()) {
+        diags.warn(
+            Some(f.field.line),
+            format!("the iteration names Milestone `{m}` and Stories: the milestone's issues are its stories, and the Stories list is not read"),
+            "keep one: delete the Milestone line, or the Stories",
+        );
+    }
     let iteration = Iteration {
         name: name.into(),
         dir,
@@ -166,11 +178,7 @@ pub fn parse_iteration(
         maybe_stories,
         guardrails: section("guardrails"),
         notes: section("notes"),
-        milestone: raw
-            .iter()
-            .find(|f| f.field.key == "milestone")
-            .map(|f| fields::strip_decor(&f.field.value).trim().to_string())
-            .filter(|m| !m.is_empty()),
+        milestone: milestone.map(|(_, m)| m),
     };
     diags.by_line(iteration)
 }
@@ -192,31 +200,33 @@ pub fn unknown_stories<'a>(
         .iter()
         .filter(|s| !known(&s.id))
         .map(|s| {
-            let (who, fix) = match tracker {
-                "br" | "bd" => (
-                    format!("the project's tracker ({tracker})"),
+            let never = format!("so iteration {} can never complete", it.name);
+            let (message, fix) = match (tracker, s.id.issue_number()) {
+                ("github" | "gitlab", Some(n)) => (
+                    format!("story #{n} is not an issue of the project's forge carrying its labels, {never}"),
+                    format!(
+                        "give issue #{n} every label PROJECT.md's `Labels:` names (`braids` by default), write the number of an issue that has them, or delete the line"
+                    ),
+                ),
+                ("github" | "gitlab", None) => (
+                    format!("story {} is not an issue: with `Tracker: {tracker}` the Stories name issues, {never}", s.id),
+                    "write the issue as `#<number>` (`- #12: Add the login page`), or delete the line".to_string(),
+                ),
+                ("br" | "bd", _) => (
+                    format!("story {} is not a bead the project's tracker ({tracker}) knows, {never}", s.id),
                     format!(
                         "write the id of an existing bead (`{tracker} list` shows them), create the bead with `{tracker} create` and write the id it prints, or delete the line"
                     ),
                 ),
                 _ => (
-                    "the project's tracker (.braids/WORKPLAN.md)".to_string(),
+                    format!("story {} is not a bead the project's tracker (.braids/WORKPLAN.md) knows, {never}", s.id),
                     format!(
                         "write the id of an existing item (its `<!-- id:… -->`), add an item ending in `<!-- id:{} -->` to .braids/WORKPLAN.md, or delete the line",
                         s.id
                     ),
                 ),
             };
-            let d = Diagnostic::error(
-                &it.file(),
-                Some(s.line),
-                SECTION,
-                format!(
-                    "story {} is not a bead {who} knows, so iteration {} can never complete",
-                    s.id, it.name
-                ),
-                fix,
-            );
+            let d = Diagnostic::error(&it.file(), Some(s.line), SECTION, message, fix);
             (s, d)
         })
         .collect()

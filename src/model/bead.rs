@@ -63,10 +63,15 @@ impl BeadId {
         BeadId(SmolStr::new(format!("{ISSUE_PREFIX}{number}")))
     }
 
-    /// The issue number this bead id names (`issue-12`, or a bare `12`), if any.
+    /// The issue number this bead id names (`issue-12`, or a bare `12`), if any; written as
+    /// the forge writes it (`012` names nothing, so one issue has one id).
     pub fn issue_number(&self) -> Option<u64> {
         let s = self.0.as_str();
-        s.strip_prefix(ISSUE_PREFIX).unwrap_or(s).parse().ok()
+        let digits = s.strip_prefix(ISSUE_PREFIX).unwrap_or(s);
+        if digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()
     }
 
     /// The short form used to name deliverables (1.4): the part after the last `-`, or the

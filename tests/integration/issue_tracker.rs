@@ -457,7 +457,16 @@ fn c13_4_a_spent_rate_limit_pauses_the_forge_for_its_issues_and_claims_nothing()
 fn c13_4_a_forge_that_is_down_costs_the_issues_nothing() {
     let (sb, _bare, gh) = world(&[]);
     let n = gh.issue(REPO, "ana", "Add the login page", "", &["braids"]);
-    stories(&sb, &format!("- #{n}: Login\n"));
+    let m = gh.issue(REPO, "ana", "Add the logout page", "", &["braids"]);
+    stories(&sb, &format!("- #{n}: Login\n- #{m}: Logout\n"));
+    // Commands that only look find the forge down and say so, but never pause it.
+    gh.set_down(true);
+    for look in [&["check"][..], &["beads", "app"], &["tick", "--dry-run"]] {
+        let _ = sb.run(look);
+    }
+    gh.set_down(false);
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    // A run finds it down: it pauses, claims nothing, and says so.
     gh.set_down(true);
     let r = sb.tick().force().run();
     crate::day_two::workers_end(&sb);
@@ -466,7 +475,7 @@ fn c13_4_a_forge_that_is_down_costs_the_issues_nothing() {
     assert!(status.contains("forge `gh`"), "{status}");
     gh.set_down(false);
     crate::review_landing::probe_due(&sb, "gh");
-    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
+    assert_eq!(tick_and_wait(&sb), vec![format!("issue-{m}")]);
 }
 
 #[test]
@@ -560,7 +569,11 @@ fn c13_2_work_that_cannot_land_is_held_on_its_open_issue_with_the_work_kept() {
     stories(&sb, &format!("- #{n}: Nowhere\n"));
     // The person's own, uncommitted file where the work adds one: the project's tree cannot
     // move to the work.
-    std::fs::write(sb.project("app").join(format!("work-issue-{n}.txt")), "mine\n").unwrap();
+    std::fs::write(
+        sb.project("app").join(format!("work-issue-{n}.txt")),
+        "mine\n",
+    )
+    .unwrap();
     assert_eq!(tick_and_wait(&sb), vec![format!("issue-{n}")]);
     let now = gh.issue_now(REPO, n);
     assert!(
@@ -572,5 +585,8 @@ fn c13_2_work_that_cannot_land_is_held_on_its_open_issue_with_the_work_kept() {
         why.contains("would overwrite uncommitted changes") && why.contains("braids/kept/"),
         "{why}"
     );
-    assert!(!now.comments.iter().any(|c| c.1.starts_with("Done by braids")));
+    assert!(!now
+        .comments
+        .iter()
+        .any(|c| c.1.starts_with("Done by braids")));
 }

@@ -119,6 +119,8 @@ impl GitLab {
         }
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            // A redirect is answered as what it is: a write is never replayed elsewhere.
+            .max_redirects(0)
             .timeout_connect(Some(Duration::from_secs(10)))
             .timeout_global(Some(Duration::from_secs(30)))
             .user_agent(concat!("braids/", env!("CARGO_PKG_VERSION")))
@@ -149,7 +151,13 @@ impl GitLab {
     ) -> Result<Reply, ForgeError> {
         let url = format!("{}{path}", self.api);
         let auth = format!("Bearer {}", self.token);
-        let down = |e: ureq::Error| ForgeError::Unavailable(e.to_string());
+        let down = |e: ureq::Error| {
+            ForgeError::Unavailable(format!(
+                "{} did not answer: {}",
+                self.api,
+                crate::forge::words::one_line(&e)
+            ))
+        };
         let empty = Value::Object(Default::default());
         let body = body.unwrap_or(&empty);
         let sent = match method {
@@ -369,7 +377,7 @@ fn refusal(code: u16, path: &str, reply: &Reply) -> ForgeError {
     let said = serde_json::from_str::<Value>(&reply.text)
         .ok()
         .map(|v| said(&v))
-        .unwrap_or_else(|| reply.text.trim().chars().take(200).collect());
+        .unwrap_or_else(|| crate::forge::words::body_text(&reply.text));
     match code {
         401 => ForgeError::Unauthorized(said),
         429 => {

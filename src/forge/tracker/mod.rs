@@ -83,11 +83,18 @@ pub struct IssueTracker {
     file: PathBuf,
     key: String,
     mirror: Mutex<Mirror>,
+    /// Opened by a command that only looks (`check`, `beads`, `status`, a dry run): what the
+    /// forge answers never moves its breaker.
+    looks_only: bool,
 }
 
 impl IssueTracker {
     /// The tracker of `opts.project`, whose PROJECT.md says `Tracker: github` or `gitlab`.
-    pub fn open(kind: TrackerKind, opts: &TrackerOptions) -> Result<IssueTracker, TrackerError> {
+    pub fn open(
+        kind: TrackerKind,
+        opts: &TrackerOptions,
+        looks_only: bool,
+    ) -> Result<IssueTracker, TrackerError> {
         let source = settings::source(kind, opts).map_err(TrackerError::Io)?;
         let file = source.file.clone();
         let key = format!(
@@ -118,12 +125,13 @@ impl IssueTracker {
             file,
             key,
             mirror: Mutex::new(mirror),
+            looks_only,
         })
     }
 
     fn failed(&self, doing: &str, e: ForgeError) -> TrackerError {
         // An outage is the forge's, shared with its pull requests: its breaker pauses both.
-        if e.is_outage() {
+        if e.is_outage() && !self.looks_only {
             let _ = crate::forge::health::heard(
                 &self.paths,
                 &self.forge_name,
@@ -196,7 +204,7 @@ impl IssueTracker {
         let listing = self
             .forge
             .issues(&self.labels.wanted, since.as_deref(), &mut m.cache);
-        if listing.is_ok() {
+        if listing.is_ok() && !self.looks_only {
             let _ = crate::forge::health::heard(&self.paths, &self.forge_name, &listing, at);
         }
         let listing = listing.map_err(|e| self.failed("listing issues", e))?;
@@ -553,7 +561,9 @@ impl Tracker for IssueTracker {
 /// [`crate::tracker::open`].
 pub fn open(kind: TrackerKind, opts: TrackerOptions) -> Result<Box<dyn Tracker>, TrackerError> {
     match kind {
-        TrackerKind::Github | TrackerKind::Gitlab => Ok(Box::new(IssueTracker::open(kind, &opts)?)),
+        TrackerKind::Github | TrackerKind::Gitlab => {
+            Ok(Box::new(IssueTracker::open(kind, &opts, false)?))
+        }
         k => crate::tracker::open(k, opts),
     }
 }
@@ -564,7 +574,9 @@ pub fn open_read_only(
     opts: TrackerOptions,
 ) -> Result<Box<dyn Tracker>, TrackerError> {
     match kind {
-        TrackerKind::Github | TrackerKind::Gitlab => open(kind, opts),
+        TrackerKind::Github | TrackerKind::Gitlab => {
+            Ok(Box::new(IssueTracker::open(kind, &opts, true)?))
+        }
         k => crate::tracker::open_read_only(k, opts),
     }
 }
@@ -576,7 +588,9 @@ pub fn open_observing(
     read_only: bool,
 ) -> Result<Box<dyn Tracker>, TrackerError> {
     match kind {
-        TrackerKind::Github | TrackerKind::Gitlab => open(kind, opts),
+        TrackerKind::Github | TrackerKind::Gitlab => {
+            Ok(Box::new(IssueTracker::open(kind, &opts, read_only)?))
+        }
         k => crate::tracker::open_observing(k, opts, read_only),
     }
 }
