@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::github::{said, GitHub, Seen};
 use super::gitlab::encode;
-use super::issues::{Found, Issue, IssueComment, IssueForge, Listing};
+use super::issues::{endless, Found, Issue, IssueComment, IssueForge, Listing, MOST_PAGES};
 use super::{Conditional, ForgeError};
 
 #[derive(Deserialize)]
@@ -179,6 +179,9 @@ impl IssueForge for GitHub {
         }
         let (mut issues, mut unchanged) = (Vec::new(), Vec::new());
         for page in 1.. {
+            if page > MOST_PAGES {
+                return Err(endless(&path));
+            }
             let at = match page {
                 1 => path.clone(),
                 n => format!("{path}&page={n}"),
@@ -252,6 +255,9 @@ impl IssueForge for GitHub {
         let mut seen = Seen::default();
         let mut out = Vec::new();
         for page in 1.. {
+            if page > MOST_PAGES {
+                return Err(endless(&format!("/issues/{number}/comments")));
+            }
             let path = format!("/issues/{number}/comments?per_page=100&page={page}");
             let a = self.get(&path, cache, &mut seen)?;
             let list: Vec<CommentJson> = parse(&a.body, "an issue's comments")?;

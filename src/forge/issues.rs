@@ -6,6 +6,17 @@ use serde::{Deserialize, Serialize};
 
 use super::{Conditional, ForgeError};
 
+/// The most pages of 100 braids reads of one list: a list longer than that is a forge that
+/// does not stop, not a repository.
+pub const MOST_PAGES: u32 = 1_000;
+
+/// The error for a list at `path` that went on past [`MOST_PAGES`].
+pub fn endless(path: &str) -> ForgeError {
+    ForgeError::Refused(format!(
+        "{path} went on past {MOST_PAGES} pages of 100: braids reads no further"
+    ))
+}
+
 /// One issue, as the tracker keeps it between runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Issue {

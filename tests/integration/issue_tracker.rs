@@ -28,7 +28,9 @@ if grep -q 'Touches the agents file' "$2"; then printf '\nAlways run the linter.
 cp "$2" "$HOME/prompt-$BRAIDS_BEAD.md"
 echo "$BRAIDS_BEAD" > "work-$BRAIDS_BEAD.txt"
 mkdir -p "$(dirname "$1")"
-printf '# %s\n\n## Summary\n\nAdded the work file.\n' "$BRAIDS_BEAD" > "$1"
+summary='Added the work file.'
+if grep -q 'Names other issues' "$2"; then summary='Fixes #1, closes: #2'; fi
+printf '# %s\n\n## Summary\n\n%s\n' "$BRAIDS_BEAD" "$summary" > "$1"
 printf 'status: pass\nsummary: added the work file\n' > "$BRAIDS_RESULT_FILE"
 "#;
 const REPO: &str = "me/app";
@@ -89,7 +91,13 @@ fn c13_1_labelled_issues_are_planned_claimed_landed_and_closed_and_unlabelled_on
     let login = gh.issue(REPO, "ana", "Add the login page", "A form.", &["braids"]);
     let other = gh.issue(REPO, "ana", "Not for agents", "Leave me.", &["bug"]);
     let title = "Docs: `rm -rf /` $(touch /tmp/pwned) **bold**";
-    let docs = gh.issue(REPO, "bob", title, "Write them.", &["braids", "docs"]);
+    let docs = gh.issue(
+        REPO,
+        "bob",
+        title,
+        "Write them. Names other issues.",
+        &["braids", "docs"],
+    );
     stories(&sb, &format!("- #{login}: Login\n- #{docs}: Docs\n"));
     let before = gh.issue_now(REPO, other);
 
@@ -142,6 +150,12 @@ fn c13_1_labelled_issues_are_planned_claimed_landed_and_closed_and_unlabelled_on
     assert!(!std::path::Path::new("/tmp/pwned").exists());
     let log = sb.git(&bare, &["log", "--format=%s", "main"]);
     assert_eq!(log.lines().next(), Some("Complete iteration 001"), "{log}");
+    // The agent's summary said it fixes other issues: what landed closes none of them.
+    assert_eq!(
+        log.lines().nth(1),
+        Some(format!("Refs #{login}, refs: #{other} (issue-{docs})").as_str()),
+        "{log}"
+    );
 
     // Nothing more to do; the unlabelled issue was never asked about nor changed.
     assert!(tick_and_wait(&sb).is_empty());
@@ -589,4 +603,58 @@ fn c13_2_work_that_cannot_land_is_held_on_its_open_issue_with_the_work_kept() {
         .comments
         .iter()
         .any(|c| c.1.starts_with("Done by braids")));
+}
+
+#[test]
+fn c13_5_check_names_empty_labels_stories_that_are_not_issues_a_milestone_beside_them_and_a_silent_forge(
+) {
+    let (sb, _bare, gh) = world(&[("Labels", " , ")]);
+    let n = gh.issue(REPO, "ana", "Add the login page", "", &["braids"]);
+    let plain = gh.issue(REPO, "ana", "Not labelled", "", &[]);
+    let dir = sb.project("app").join(".braids/iterations/001");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("ITERATION.md"),
+        format!("# Iteration 1\n\n- **Status:** active\n- **Milestone:** v1\n\n## Stories\n\n- #{n}: Login\n- #{plain}: Plain\n- bd-a1c: From br\n"),
+    )
+    .unwrap();
+    let check = |sb: &Sandbox| {
+        let checked = sb.run(&["check"]);
+        String::from_utf8_lossy(&checked.stdout).to_string()
+            + &String::from_utf8_lossy(&checked.stderr)
+    };
+    let out = check(&sb);
+    for want in [
+        "`Labels:` names no label, so braids takes the issues labelled `braids`",
+        "names Milestone `v1` and Stories: the milestone's issues are its stories",
+    ] {
+        assert!(out.contains(want), "{want}\n{out}");
+    }
+    // Without the milestone, each Story is checked against the forge's labelled issues.
+    std::fs::write(
+        dir.join("ITERATION.md"),
+        format!("# Iteration 1\n\n- **Status:** active\n\n## Stories\n\n- #{n}: Login\n- #{plain}: Plain\n- bd-a1c: From br\n"),
+    )
+    .unwrap();
+    sb.set_field("app", "Labels", "braids");
+    let out = check(&sb);
+    for want in [
+        &format!("story #{plain} is not an issue of the project's forge carrying its labels")[..],
+        &format!("give issue #{plain} every label PROJECT.md's `Labels:` names"),
+        "story bd-a1c is not an issue: with `Tracker: github` the Stories name issues",
+    ] {
+        assert!(out.contains(want), "{want}\n{out}");
+    }
+    assert!(!out.contains(&format!("story #{n} ")), "{out}");
+    // A forge that does not answer: one line naming its API, and no backtrace.
+    sb.config("[forges.gh]\napi = \"http://127.0.0.1:9\"\n");
+    let out = check(&sb);
+    assert!(
+        out.contains("forge `gh` cannot be asked about the issues of me/app: the forge is unavailable: http://127.0.0.1:9 did not answer"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("Found at") && !out.contains("backtrace"),
+        "{out}"
+    );
 }

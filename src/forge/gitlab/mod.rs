@@ -281,6 +281,9 @@ impl GitLab {
         let mut all = Vec::new();
         let mut page = 1;
         loop {
+            if page > super::issues::MOST_PAGES {
+                return Err(super::issues::endless(path));
+            }
             let at = match page {
                 1 => path.to_string(),
                 n => format!("{path}&page={n}"),

@@ -340,7 +340,18 @@ impl Tracker for IssueTracker {
         let Some(now) = self.fresh(&mut m, n)? else {
             return Err(TrackerError::NoSuchBead(id.clone()));
         };
+        // Its labels taken off since the listing: no longer the project's, never touched.
+        let ours = m
+            .issues
+            .get(&n)
+            .is_some_and(|i| mirror::is_ours(i, &self.labels));
         match now.status {
+            status if !ours => {
+                return Ok(ClaimOutcome::Refused {
+                    status,
+                    holder: now.assignee,
+                })
+            }
             BeadStatus::Open if self.waits(&mut m, &now)? => {
                 self.save(&m);
                 return Ok(ClaimOutcome::Refused {

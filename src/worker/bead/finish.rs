@@ -40,7 +40,11 @@ impl Worker<'_> {
         )
         .or(report.summary.clone())
         .unwrap_or_else(|| bead.title.clone());
-        let message = format!("{} ({bead_id})", first_line(&summary));
+        // The agent's words and the issue's title land: they close no issue on the forge.
+        let message = format!(
+            "{} ({bead_id})",
+            crate::forge::words::no_closing(&first_line(&summary))
+        );
         let hooks = crate::workspace::hooks::enabled(&l.project);
         let mut lock = RepoLock::acquire(root)?;
         // The branch the worktree was cut from: the person switching branches meanwhile moves

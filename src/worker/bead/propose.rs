@@ -104,7 +104,10 @@ impl Worker<'_> {
         let opening = Opening {
             head: branch.clone(),
             base: base_name.clone(),
-            title: format!("{} ({bead_id})", first_line(&p.bead.title)),
+            title: format!(
+                "{} ({bead_id})",
+                crate::forge::words::no_closing(&first_line(&p.bead.title))
+            ),
             body: body(bead_id, p.bead, p.summary),
         };
         // Recorded before the forge is asked: a forge that fails to open it, or a worker
@@ -242,7 +245,11 @@ impl Worker<'_> {
 /// keeps track of it. The agent's words are quoted as text (the forge renders markdown, and
 /// a summary is not the reviewer's instruction).
 fn body(bead_id: &crate::model::BeadId, bead: &Bead, summary: &str) -> String {
-    let quoted: Vec<String> = summary.lines().map(|l| format!("> {l}")).collect();
+    let no_closing = crate::forge::words::no_closing;
+    let quoted: Vec<String> = no_closing(summary)
+        .lines()
+        .map(|l| format!("> {l}"))
+        .collect();
     // A forge issue's bead: the forge closes the issue when the request merges.
     let closes = bead_id
         .issue_number()
@@ -251,7 +258,7 @@ fn body(bead_id: &crate::model::BeadId, bead: &Bead, summary: &str) -> String {
         .unwrap_or_default();
     format!(
         "{closes}Bead `{bead_id}`: {}\n\nWhat the agent reported:\n\n{}\n\nOpened by braids. A failing check or a review asking for changes starts another attempt of the bead on this branch.\n",
-        first_line(&bead.title),
+        no_closing(&first_line(&bead.title)),
         quoted.join("\n")
     )
 }
