@@ -9,9 +9,7 @@
 //! `work/issues/`: one conditional listing of what changed since the last read is all
 //! a run asks, so a run where nothing changed costs a `304` (free of quota on GitHub).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use chrono::Utc;
@@ -22,47 +20,16 @@ use crate::model::{Bead, BeadId, BeadStatus};
 use crate::tracker::said::Said;
 use crate::tracker::{ClaimOutcome, Tracker, TrackerError, TrackerKind, TrackerOptions};
 
+mod kept;
 pub mod mirror;
 pub mod settings;
 pub mod talk;
 
+pub use kept::next_run;
+use kept::{keep_this_run, kept_this_run};
+
 use mirror::{bead_id, number_of};
 pub use mirror::{Labels, Mirror};
-
-/// The run this process is in (a tick and what follows it); 0 in a process that never said.
-static RUN: AtomicU64 = AtomicU64::new(0);
-
-/// For each mirror file listed by this process, the run that listed it and the mirror since:
-/// every reader of the same issues in that run (the replies read right after the tick) uses
-/// it, so a run lists each project's forge once and reads its file once.
-static KEPT: Mutex<BTreeMap<PathBuf, (u64, Mirror)>> = Mutex::new(BTreeMap::new());
-
-/// Starts a new run of this process.
-pub fn next_run() {
-    RUN.fetch_add(1, Ordering::SeqCst);
-    KEPT.lock().unwrap_or_else(|p| p.into_inner()).clear();
-}
-
-/// The mirror this run listed, if it did.
-fn kept_this_run(file: &std::path::Path) -> Option<Mirror> {
-    let run = RUN.load(Ordering::SeqCst);
-    let kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-    kept.get(file)
-        .filter(|(r, _)| run > 0 && *r == run)
-        .map(|(_, m)| m.clone())
-}
-
-/// Keeps `m` as this run's mirror of `file`: always once `listed`, else only over one kept.
-fn keep_this_run(file: &std::path::Path, m: &Mirror, listed: bool) {
-    let run = RUN.load(Ordering::SeqCst);
-    if run == 0 {
-        return;
-    }
-    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-    if listed || kept.get(file).is_some_and(|(r, _)| *r == run) {
-        kept.insert(file.to_path_buf(), (run, m.clone()));
-    }
-}
 
 /// Colours of the labels braids makes.
 const PROGRESS_COLOR: &str = "1d76db";
