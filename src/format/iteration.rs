@@ -193,7 +193,8 @@ pub fn unknown_stories<'a>(
     known: impl Fn(&BeadId) -> bool,
     tracker: &str,
 ) -> Vec<(&'a Story, Diagnostic)> {
-    if it.status == Some(IterationStatus::Complete) {
+    // A milestone's issues are its stories: the Stories list is not read.
+    if it.status == Some(IterationStatus::Complete) || it.milestone.is_some() {
         return Vec::new();
     }
     it.stories

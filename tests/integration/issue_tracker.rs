@@ -423,6 +423,15 @@ fn c13_1_an_iteration_by_milestone_takes_its_labelled_issues_oldest_first() {
     }
     let dir = sb.project("app").join(".braids/iterations/001");
     std::fs::create_dir_all(&dir).unwrap();
+    // A milestone no issue is in (mistyped, say) is an iteration with nothing to work, not
+    // one where every ready issue is.
+    std::fs::write(
+        dir.join("ITERATION.md"),
+        "# Iteration 1\n\n- **Status:** active\n- **Milestone:** v9\n",
+    )
+    .unwrap();
+    assert!(tick_and_wait(&sb).is_empty());
+    assert!(gh.issue_now(REPO, outside).assignees.is_empty());
     std::fs::write(
         dir.join("ITERATION.md"),
         "# Iteration 1\n\n- **Status:** active\n- **Milestone:** v1\n",
@@ -630,6 +639,8 @@ fn c13_5_check_names_empty_labels_stories_that_are_not_issues_a_milestone_beside
     ] {
         assert!(out.contains(want), "{want}\n{out}");
     }
+    // The Stories a milestone stands in for are not checked either.
+    assert!(!out.contains("story bd-a1c"), "{out}");
     // Without the milestone, each Story is checked against the forge's labelled issues.
     std::fs::write(
         dir.join("ITERATION.md"),

@@ -11,10 +11,11 @@ use super::{stories, ProjectView, Release, Snapshot, Workers};
 use crate::model::{Bead, BeadId, BeadStatus};
 
 /// Iteration scope: when the active iteration lists Stories, only those beads are worked;
-/// with no Stories, every ready bead is in scope (4.3).
+/// with no Stories, every ready bead is in scope (4.3), unless the iteration names its scope
+/// otherwise (`named`: a milestone, whose issues are its Stories, however few).
 #[must_use]
-pub fn in_scope(stories: &[BeadId], bead: &BeadId) -> bool {
-    stories.is_empty() || stories.contains(bead)
+pub fn in_scope(stories: &[BeadId], named: bool, bead: &BeadId) -> bool {
+    (stories.is_empty() && !named) || stories.contains(bead)
 }
 
 /// Ready beads in the order a project offers them: the active iteration's Stories first, in
@@ -93,7 +94,7 @@ pub fn startable<'p>(
         &p.stories,
         p.ready.iter().filter(|b| {
             b.status == BeadStatus::Open
-                && in_scope(&p.stories, &b.id)
+                && in_scope(&p.stories, p.scope_named, &b.id)
                 && !w.live.contains(&(p.slug.as_str(), &b.id))
                 && !w.orphan_live.contains(&b.id)
                 && !released.contains(&b.id)
@@ -153,17 +154,19 @@ mod tests {
 
     #[test]
     fn in_scope_and_backoff_table() {
-        // (Stories, bead) → in scope
-        let rows: [(&[&str], &str, bool); 3] = [
-            (&[], "a-1", true), // no Stories: every ready bead
-            (&["a-1", "a-2"], "a-2", true),
-            (&["a-1"], "a-2", false),
+        // (Stories, named by a milestone, bead) → in scope
+        let rows: [(&[&str], bool, &str, bool); 5] = [
+            (&[], false, "a-1", true), // no Stories: every ready bead
+            (&["a-1", "a-2"], false, "a-2", true),
+            (&["a-1"], false, "a-2", false),
+            (&[], true, "a-1", false), // a milestone with no issue: nothing
+            (&["a-1"], true, "a-1", true),
         ];
-        for (stories, bead, want) in rows {
+        for (stories, named, bead, want) in rows {
             assert_eq!(
-                in_scope(&ids(stories), &id(bead)),
+                in_scope(&ids(stories), named, &id(bead)),
                 want,
-                "{stories:?} {bead}"
+                "{stories:?} {named} {bead}"
             );
         }
         let later = now() + Duration::seconds(30);

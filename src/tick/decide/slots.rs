@@ -80,10 +80,9 @@ pub fn spawns(
             continue;
         }
         if p.preflight_error.is_some() || p.backend_error.is_some() {
-            out.found.unstartable |= p
-                .ready
-                .iter()
-                .any(|b| b.status == BeadStatus::Open && in_scope(&p.stories, &b.id));
+            out.found.unstartable |= p.ready.iter().any(|b| {
+                b.status == BeadStatus::Open && in_scope(&p.stories, p.scope_named, &b.id)
+            });
             continue;
         }
         let (ready, wake) = startable(snap, p, w, releases, now);

@@ -28,6 +28,9 @@ pub struct ProjectView {
     pub eligibility: Eligibility,
     /// The active iteration's Stories, in order.
     pub stories: Vec<BeadId>,
+    /// The Stories are the iteration's whole scope even when there are none (a milestone's
+    /// issues): no Stories then means nothing to work, not every ready bead.
+    pub scope_named: bool,
     /// Ready beads in the tracker's order; empty when not queried.
     pub ready: Vec<Bead>,
     /// Status of the beads that have sessions or claims.

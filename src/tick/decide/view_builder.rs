@@ -30,6 +30,7 @@ impl ProjectView {
             channel: None,
             eligibility: Eligibility::NoActiveIteration,
             stories: Vec::new(),
+            scope_named: false,
             ready: Vec::new(),
             beads: BTreeMap::new(),
             tracker_error: None,

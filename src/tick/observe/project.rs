@@ -301,6 +301,7 @@ pub(super) fn observe_project(
         if eligible {
             // plain-word ids (`readme`) the tracker knows are stories too
             view.stories = stories.iter().map(|s| s.id.clone()).collect();
+            view.scope_named = of_milestone.is_some();
             scoped = stories
                 .iter()
                 .map(|s| (s.id.clone(), s.title.clone()))
@@ -338,7 +339,8 @@ pub(super) fn observe_project(
     match read.ready {
         Some(Ok(ready)) => {
             // Iteration scope (5.1): ready beads the Stories do not list are only counted.
-            let in_scope = |b: &&Bead| crate::tick::decide::in_scope(&view.stories, &b.id);
+            let in_scope =
+                |b: &&Bead| crate::tick::decide::in_scope(&view.stories, view.scope_named, &b.id);
             let out = ready.iter().filter(|b| !in_scope(b)).count();
             report.ready = ready.len() - out;
             report.ready_out_of_scope = out;
