@@ -45,6 +45,9 @@ const IDLE_CEILING: Duration = Duration::from_secs(120);
 /// wait between the starts of two whole runs (at least the slower scheduler's interval; runs
 /// the chaos killed in between, or a loaded machine's slow ones, make it longer), plus the
 /// longest whole run, plus a worker's start; within [`IDLE_FLOOR`] and [`IDLE_CEILING`].
+/// A claim whose worker the chaos killed is released at once only by a run that saw the
+/// worker end; when the run that would have seen it was killed too, the claim's grace
+/// ([`CLAIM_GRACE_SECS`], from the claim) is what frees it, so the grace counts as well.
 fn idle_limit(whole_runs: &[(Instant, Instant)]) -> Duration {
     let longest = whole_runs
         .iter()
@@ -59,7 +62,8 @@ fn idle_limit(whole_runs: &[(Instant, Instant)]) -> Duration {
         .max()
         .unwrap_or_default()
         .max(SLOW_EVERY);
-    (gap + longest + WORKER_START).clamp(IDLE_FLOOR, IDLE_CEILING)
+    let grace = Duration::from_secs(CLAIM_GRACE_SECS as u64);
+    (grace + gap + longest + WORKER_START).clamp(IDLE_FLOOR, IDLE_CEILING)
 }
 
 /// The agent. Calm (`$HOME/calm` exists) it always works; otherwise its fate is drawn.
