@@ -632,6 +632,12 @@ fn c12_6_a_spent_rate_limit_pauses_the_forge_until_its_reset_and_costs_the_bead_
     let head = opened(&sb, &bead, &bare, &gh);
     gh.check(&head, "ci", "in_progress", None, "");
     gh.set_remaining(0);
+    // Commands that only look see the spent limit but never pause the forge: only a run does.
+    sb.ok(&["status"]);
+    sb.ok(&["tick", "--dry-run"]);
+    let attempts =
+        std::fs::read_to_string(sb.braids_dir().join("attempts.json")).unwrap_or_default();
+    assert!(!attempts.contains("\"gh\""), "{attempts}");
     let before = chrono::Utc::now().timestamp();
     assert_eq!(tick_and_wait(&sb), 0);
     // Paused until the reset GitHub gave (the top of the next hour), not a minute.

@@ -380,7 +380,13 @@ pub fn observe(
     #[allow(clippy::filter_map_identity)]
     let mut reports: Vec<ProjectReport> = reports.into_iter().filter_map(|r| r).collect();
     // Beads in review are looked at every run, whatever the project cache kept.
-    for why in reviews::watch(ctx.config, ctx.paths, &mut projects, &mut reports) {
+    for why in reviews::watch(
+        ctx.config,
+        ctx.paths,
+        ctx.read_only,
+        &mut projects,
+        &mut reports,
+    ) {
         diagnostics.push(Diagnostic::warning(
             &ctx.paths.config(),
             None,

@@ -18,10 +18,12 @@ use crate::review::{Landing, ReviewSettings, Watched};
 use crate::system::paths::Paths;
 use crate::tick::decide::ProjectView;
 
-/// Fills each project's `reviews`; returns one line per problem.
+/// Fills each project's `reviews`; returns one line per problem. A `read_only` look (`status`,
+/// a dry run) never moves a forge's breaker: only a run does.
 pub(super) fn watch(
     config: &Config,
     paths: &Paths,
+    read_only: bool,
     projects: &mut [ProjectView],
     reports: &mut [super::ProjectReport],
 ) -> Vec<String> {
@@ -37,7 +39,7 @@ pub(super) fn watch(
     // What a forge answered is written only when it changes its breaker: an outage, or the
     // first answer of a paused forge.
     let heard = |name: &str, outcome: Result<(), &crate::forge::ForgeError>| {
-        if outcome.is_err() || open.contains(name) {
+        if !read_only && (outcome.is_err() || open.contains(name)) {
             let _ = health::heard(paths, name, &outcome.map_err(Clone::clone), now);
         }
     };

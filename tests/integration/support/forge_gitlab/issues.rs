@@ -563,6 +563,7 @@ pub(super) fn close_named(s: &mut State, project: u64, text: &str, by: &str) {
         "implement",
         "implements",
         "implemented",
+        "implementing",
     ];
     let named = super::super::bare_git::closing_refs(text, KEYWORDS);
     for i in s
